@@ -1,0 +1,19 @@
+//! Plain data types shared by every latscope crate.
+//!
+//! Nothing here measures, stores or prints: these are the nouns of the domain
+//! (time in nanoseconds, CPUs, runs, cells, the system snapshot, the
+//! capabilities a run obtained) with their parsers, so that the engine, the
+//! store and the renderers agree on one vocabulary. Time is always
+//! [`Nanos`], an integer count of nanoseconds; floating-point seconds never
+//! appear in stored data.
+
+mod cpu;
+pub mod metric;
+mod run;
+mod system;
+mod time;
+
+pub use cpu::{CpuId, CpuSet, CpuSetError};
+pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
+pub use system::{Capabilities, IdleState, SystemInfo};
+pub use time::{Nanos, ParseDurationError};

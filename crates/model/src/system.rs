@@ -1,0 +1,83 @@
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A snapshot of what the machine and its kernel were set up to do when a run
+/// started: everything that changes real-time behaviour and that a reader of
+/// the results would ask about. A value the machine does not expose is `None`
+/// (or empty), never a guess.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemInfo {
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`: the build string, which names PREEMPT_RT / PREEMPT_DYNAMIC.
+    pub kernel_version: String,
+    /// `none`, `voluntary`, `full`, `lazy` or `rt`.
+    pub preemption_model: Option<String>,
+    /// Where the preemption model was read: `debugfs`, `cmdline`, `config` or `version`.
+    pub preemption_source: Option<String>,
+    /// The kernel tick rate, from the kernel configuration.
+    pub hz: Option<u32>,
+    pub clocksource: Option<String>,
+    pub available_clocksources: Vec<String>,
+    pub cpu_model: Option<String>,
+    /// Online logical CPUs.
+    pub cpu_count: u32,
+    /// The online CPUs as a kernel-style list.
+    pub cpus_online: String,
+    /// Whether simultaneous multithreading is active; `None` when unknown.
+    pub smt_active: Option<bool>,
+    /// cpufreq governor per CPU; empty when the machine has no cpufreq.
+    pub cpufreq_governors: BTreeMap<u32, String>,
+    pub cpuidle_driver: Option<String>,
+    pub cpuidle_governor: Option<String>,
+    /// The idle states of the first online CPU, shallowest first.
+    pub cpuidle_states: Vec<IdleState>,
+    /// The CPU reports that it runs under a hypervisor.
+    pub hypervisor: bool,
+    pub hypervisor_vendor: Option<String>,
+    pub kernel_cmdline: String,
+    pub isolcpus: Option<String>,
+    pub nohz_full: Option<String>,
+    pub rcu_nocbs: Option<String>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` (-1: throttling off).
+    pub rt_runtime_us: Option<i64>,
+    pub rt_period_us: Option<i64>,
+    /// Whether the TSC is constant and non-stop (cpuinfo flags).
+    pub tsc_constant_nonstop: bool,
+}
+
+/// One cpuidle state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdleState {
+    pub name: String,
+    /// Exit latency the driver declares, µs.
+    pub latency_us: u64,
+    pub disabled: bool,
+}
+
+/// What the run asked for and what it actually obtained. Results taken
+/// without real-time priority or locked memory are not real-time results,
+/// and every report says so.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Effective uid is 0.
+    pub root: bool,
+    /// CAP_SYS_NICE in the effective set.
+    pub cap_sys_nice: bool,
+    /// CAP_IPC_LOCK in the effective set.
+    pub cap_ipc_lock: bool,
+    /// RLIMIT_RTPRIO soft limit (`u64::MAX` for unlimited).
+    pub rlimit_rtprio: u64,
+    /// The measuring threads run at the requested policy and priority.
+    pub rt_priority: bool,
+    /// `mlockall(MCL_CURRENT | MCL_FUTURE)` succeeded.
+    pub mlock: bool,
+    /// `/dev/cpu_dma_latency` was held at 0 for the run.
+    pub dma_latency: bool,
+    /// Timer slack of the measuring threads, ns (1 is the minimum), when set.
+    pub timer_slack_ns: Option<u64>,
+    /// One line for each thing that was asked for and not obtained.
+    pub missing: Vec<String>,
+}

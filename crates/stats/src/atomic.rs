@@ -1,0 +1,150 @@
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::histogram::Histogram;
+use crate::layout::{index_of, COUNTS_LEN};
+
+/// The recording side of a histogram: one measuring thread writes, any other
+/// thread may read a snapshot at any time.
+///
+/// All memory is allocated by [`AtomicHistogram::new`]; [`record`] performs
+/// no allocation, takes no lock and makes no system call. Because there is
+/// exactly one writer, an update is a relaxed load and store (a plain `add`
+/// on x86), not a locked read-modify-write, so it costs what a plain
+/// `counts[i] += 1` costs; readers may see a snapshot that is a few samples
+/// behind, which is what a checkpoint needs.
+///
+/// [`record`]: AtomicHistogram::record
+pub struct AtomicHistogram {
+    counts: Box<[AtomicU64]>,
+    sum_lo: AtomicU64,
+    sum_hi: AtomicU64,
+    min: AtomicU64,
+    max: AtomicU64,
+}
+
+impl Default for AtomicHistogram {
+    fn default() -> Self {
+        AtomicHistogram::new()
+    }
+}
+
+impl AtomicHistogram {
+    pub fn new() -> AtomicHistogram {
+        let counts: Box<[AtomicU64]> = (0..COUNTS_LEN).map(|_| AtomicU64::new(0)).collect();
+        let h = AtomicHistogram {
+            counts,
+            sum_lo: AtomicU64::new(0),
+            sum_hi: AtomicU64::new(0),
+            min: AtomicU64::new(u64::MAX),
+            max: AtomicU64::new(0),
+        };
+        h.prefault();
+        h
+    }
+
+    /// Writes every counter once so the pages are resident before the
+    /// measuring loop starts; with `mlockall(MCL_FUTURE)` they then stay so,
+    /// and the first sample in a new bucket never takes a page fault.
+    fn prefault(&self) {
+        for c in self.counts.iter() {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Records one value. Must only be called from the single writer thread.
+    #[inline]
+    pub fn record(&self, value: u64) {
+        self.record_n(value, 1);
+    }
+
+    /// Records `n` copies of a value. Single writer only.
+    #[inline]
+    pub fn record_n(&self, value: u64, n: u64) {
+        let c = &self.counts[index_of(value)];
+        c.store(c.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        let add = u128::from(value) * u128::from(n);
+        let lo = self.sum_lo.load(Ordering::Relaxed);
+        let (new_lo, carry) = lo.overflowing_add(add as u64);
+        self.sum_lo.store(new_lo, Ordering::Relaxed);
+        let hi_add = (add >> 64) as u64 + u64::from(carry);
+        if hi_add != 0 {
+            let hi = self.sum_hi.load(Ordering::Relaxed);
+            self.sum_hi
+                .store(hi.wrapping_add(hi_add), Ordering::Relaxed);
+        }
+        if value < self.min.load(Ordering::Relaxed) {
+            self.min.store(value, Ordering::Relaxed);
+        }
+        if value > self.max.load(Ordering::Relaxed) {
+            self.max.store(value, Ordering::Relaxed);
+        }
+    }
+
+    /// Copies the current state into an owned histogram. Allocates: never
+    /// call it on a measuring thread. While the writer is active the copy may
+    /// be a few samples behind and its sum may not match its counts exactly;
+    /// after the writer has stopped it is exact.
+    pub fn snapshot(&self) -> Histogram {
+        let counts: Vec<u64> = self
+            .counts
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        let sum = (u128::from(self.sum_hi.load(Ordering::Relaxed)) << 64)
+            | u128::from(self.sum_lo.load(Ordering::Relaxed));
+        Histogram::from_parts(
+            counts,
+            sum,
+            self.min.load(Ordering::Relaxed),
+            self.max.load(Ordering::Relaxed),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latscope_model::Nanos;
+    use std::sync::Arc;
+
+    #[test]
+    fn snapshot_matches_owned_histogram() {
+        let a = AtomicHistogram::new();
+        let mut h = Histogram::new();
+        for v in [3u64, 5_000, 77_777, 1_000_000_000, 200_000_000_000] {
+            a.record(v);
+            h.record(v);
+        }
+        a.record_n(42, 3);
+        h.record_n(42, 3);
+        assert_eq!(a.snapshot(), h);
+    }
+
+    #[test]
+    fn sum_carries_into_high_word() {
+        let a = AtomicHistogram::new();
+        a.record_n(u64::MAX / 2, 4);
+        let s = a.snapshot();
+        assert_eq!(s.sum(), u128::from(u64::MAX / 2) * 4);
+        assert_eq!(s.mean(), Some(Nanos(u64::MAX / 2)));
+    }
+
+    #[test]
+    fn reader_sees_progress_while_writer_runs() {
+        let a = Arc::new(AtomicHistogram::new());
+        let w = Arc::clone(&a);
+        let writer = std::thread::spawn(move || {
+            for i in 0..200_000u64 {
+                w.record(i % 5000 + 1);
+            }
+        });
+        let mut last = 0;
+        while !writer.is_finished() {
+            let n = a.snapshot().count();
+            assert!(n >= last, "counts never go backwards");
+            last = n;
+        }
+        writer.join().unwrap();
+        assert_eq!(a.snapshot().count(), 200_000);
+    }
+}

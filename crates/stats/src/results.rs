@@ -1,0 +1,69 @@
+use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunMeta, SystemInfo};
+
+use crate::histogram::Histogram;
+use crate::timeline::SecondStats;
+
+/// Everything measured for one metric on one CPU in one cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetricResult {
+    /// A stable metric name (`latscope_model::metric`).
+    pub name: String,
+    /// The CPU measured; `None` for system-wide metrics.
+    pub cpu: Option<CpuId>,
+    /// One value per observed event (per wake-up for timer metrics): the
+    /// uncorrected distribution, comparable with cyclictest.
+    pub histogram: Histogram,
+    /// The coordinated-omission-corrected distribution, where it applies:
+    /// every deadline skipped by an overrun is recorded with the latency it
+    /// would have had, so that P(latency > x) is per deadline.
+    pub corrected: Option<Histogram>,
+    /// Wake-ups later than the next deadline (periods skipped, not drifted).
+    pub overruns: u64,
+    /// Deadlines skipped because of overruns.
+    pub missed_deadlines: u64,
+    /// The threshold samples were compared with, when one was given.
+    pub threshold: Option<Nanos>,
+    /// Exact count of samples strictly above `threshold`.
+    pub above_threshold: Option<u64>,
+}
+
+impl MetricResult {
+    pub fn new(name: &str, cpu: Option<CpuId>) -> MetricResult {
+        MetricResult {
+            name: name.to_string(),
+            cpu,
+            histogram: Histogram::new(),
+            corrected: None,
+            overruns: 0,
+            missed_deadlines: 0,
+            threshold: None,
+            above_threshold: None,
+        }
+    }
+}
+
+/// A run of consecutive seconds of one metric's timeline.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TimelineChunk {
+    pub metric: String,
+    pub cpu: Option<CpuId>,
+    /// The first second's offset from the cell's start.
+    pub first_second: u64,
+    pub seconds: Vec<SecondStats>,
+}
+
+/// One cell with its measurements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellResult {
+    pub meta: CellMeta,
+    pub metrics: Vec<MetricResult>,
+}
+
+/// A whole run as stored: what renderers and analyses take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunResult {
+    pub meta: RunMeta,
+    pub system: SystemInfo,
+    pub capabilities: Capabilities,
+    pub cells: Vec<CellResult>,
+}
