@@ -1,1 +1,31 @@
-//! stub
+//! Everything latscope does to and asks of the operating system.
+//!
+//! This is the one crate allowed `unsafe`: each block calls into libc and
+//! carries a `// SAFETY:` comment saying why the call is sound. Everything
+//! that changes the system is an RAII guard that restores what it changed
+//! ([`DmaLatencyGuard`]); thread settings ([`set_affinity`],
+//! [`set_scheduler`], [`set_timer_slack`]) apply to the calling thread only
+//! and end with it.
+//!
+//! The timer services under test ([`timers`]) are thin wrappers with no
+//! allocation, so a measuring loop that uses them makes no system call but
+//! the one being measured and a clock read.
+#![allow(unsafe_code)]
+
+pub mod caps;
+mod clock;
+mod dma;
+mod error;
+mod sched;
+mod signals;
+pub mod sysinfo;
+pub mod timers;
+
+pub use clock::{clock_read_cost, monotonic_ns, realtime_ns, spin_until};
+pub use dma::DmaLatencyGuard;
+pub use error::PlatformError;
+pub use sched::{
+    block_signals_in_this_thread, current_tid, lock_memory, online_cpus, set_affinity,
+    set_scheduler, set_timer_slack, SchedPolicy,
+};
+pub use signals::StopSignals;

@@ -6,7 +6,6 @@
 //! fails: a file that cannot be read leaves its field `None` or empty, because
 //! a snapshot with a gap is still worth recording and a guess is not.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -90,8 +89,8 @@ pub fn snapshot_from(root: &Path) -> SystemInfo {
     info.cpuidle_governor = read_trimmed(root, &format!("{CPU}/cpuidle/current_governor"))
         .or_else(|| read_trimmed(root, &format!("{CPU}/cpuidle/current_governor_ro")));
 
-    info.rt_runtime_us = read_trimmed(root, "proc/sys/kernel/sched_rt_runtime_us")
-        .and_then(|v| v.parse().ok());
+    info.rt_runtime_us =
+        read_trimmed(root, "proc/sys/kernel/sched_rt_runtime_us").and_then(|v| v.parse().ok());
     info.rt_period_us =
         read_trimmed(root, "proc/sys/kernel/sched_rt_period_us").and_then(|v| v.parse().ok());
     info
@@ -354,7 +353,9 @@ fn idle_states(root: &Path, rel: &str) -> Vec<IdleState> {
             let dir = format!("{rel}/state{k}");
             Some(IdleState {
                 name: read_trimmed(root, &format!("{dir}/name"))?,
-                latency_us: read_trimmed(root, &format!("{dir}/latency"))?.parse().ok()?,
+                latency_us: read_trimmed(root, &format!("{dir}/latency"))?
+                    .parse()
+                    .ok()?,
                 disabled: read_trimmed(root, &format!("{dir}/disable")).as_deref() == Some("1"),
             })
         })
@@ -375,7 +376,10 @@ mod tests {
         let info = snapshot_from(&fixture());
         assert_eq!(info.hostname, "rtbox");
         assert_eq!(info.kernel_release, "6.12.0-lowlat");
-        assert_eq!(info.kernel_version, "#1 SMP PREEMPT_DYNAMIC Mon Jan  6 10:00:00 UTC 2025");
+        assert_eq!(
+            info.kernel_version,
+            "#1 SMP PREEMPT_DYNAMIC Mon Jan  6 10:00:00 UTC 2025"
+        );
         // preempt=full on the command line beats the config's boot default.
         assert_eq!(info.preemption_model.as_deref(), Some("full"));
         assert_eq!(info.preemption_source.as_deref(), Some("cmdline"));
@@ -544,17 +548,17 @@ mod tests {
             Some("file foo.c +p")
         );
         assert_eq!(cmdline_param("", "isolcpus"), None);
-        assert_eq!(cmdline_param("  rcu_nocbs=  ", "rcu_nocbs").as_deref(), Some(""));
+        assert_eq!(
+            cmdline_param("  rcu_nocbs=  ", "rcu_nocbs").as_deref(),
+            Some("")
+        );
         // A `--` glued to something else is an ordinary word.
         assert_eq!(
             cmdline_param("--x isolcpus=3", "isolcpus").as_deref(),
             Some("3")
         );
         // An unterminated quote runs to the end without panicking.
-        assert_eq!(
-            cmdline_param("a=\"b c", "a").as_deref(),
-            Some("b c")
-        );
+        assert_eq!(cmdline_param("a=\"b c", "a").as_deref(), Some("b c"));
     }
 
     #[test]

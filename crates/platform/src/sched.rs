@@ -1,0 +1,175 @@
+use std::fs;
+use std::mem;
+
+use latscope_model::{CpuId, CpuSet};
+
+use crate::error::PlatformError;
+
+/// A scheduling policy for measuring threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// `SCHED_FIFO`: runs until it blocks or a higher priority preempts it.
+    Fifo,
+    /// `SCHED_RR`: FIFO with a time slice among equal priorities.
+    Rr,
+    /// `SCHED_OTHER`: the normal, fair-share class (priority must be 0).
+    Other,
+}
+
+impl SchedPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchedPolicy::Fifo => "fifo",
+            SchedPolicy::Rr => "rr",
+            SchedPolicy::Other => "other",
+        }
+    }
+    fn raw(self) -> libc::c_int {
+        match self {
+            SchedPolicy::Fifo => libc::SCHED_FIFO,
+            SchedPolicy::Rr => libc::SCHED_RR,
+            SchedPolicy::Other => libc::SCHED_OTHER,
+        }
+    }
+}
+
+/// The kernel's id of the calling thread.
+pub fn current_tid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Pins the calling thread to one CPU.
+pub fn set_affinity(cpu: CpuId) -> Result<(), PlatformError> {
+    let idx = cpu.0 as usize;
+    if idx >= libc::CPU_SETSIZE as usize {
+        return Err(PlatformError::Invalid(format!(
+            "CPU {cpu} is beyond CPU_SETSIZE"
+        )));
+    }
+    // SAFETY: cpu_set_t is a plain bit array for which all-zero is the empty
+    // set; CPU_SET is given an index checked against CPU_SETSIZE above;
+    // sched_setaffinity(0, ...) reads `set` for its declared size and applies
+    // to the calling thread only.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = mem::zeroed();
+        libc::CPU_SET(idx, &mut set);
+        libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(PlatformError::last_os(format!(
+            "cannot pin thread to CPU {cpu}"
+        )));
+    }
+    Ok(())
+}
+
+/// Sets the calling thread's policy and priority (`priority` is ignored for
+/// [`SchedPolicy::Other`]).
+pub fn set_scheduler(policy: SchedPolicy, priority: u32) -> Result<(), PlatformError> {
+    let prio = if policy == SchedPolicy::Other {
+        0
+    } else {
+        libc::c_int::try_from(priority)
+            .map_err(|_| PlatformError::Invalid(format!("priority {priority} out of range")))?
+    };
+    let param = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: `param` is a valid sched_param; pid 0 means the calling thread.
+    let rc = unsafe { libc::sched_setscheduler(0, policy.raw(), &param) };
+    if rc != 0 {
+        return Err(PlatformError::last_os(format!(
+            "cannot set policy {} priority {prio}",
+            policy.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Sets the calling thread's timer slack. The kernel adds it (50 µs by
+/// default) to every sleep of a `SCHED_OTHER` thread; 1 ns is the least it
+/// accepts (0 would mean "back to the default").
+pub fn set_timer_slack(ns: u64) -> Result<(), PlatformError> {
+    let ns = ns.max(1) as libc::c_ulong;
+    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long argument by value.
+    let rc = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns, 0, 0, 0) };
+    if rc != 0 {
+        return Err(PlatformError::last_os("cannot set timer slack"));
+    }
+    Ok(())
+}
+
+/// Locks all current and future pages of the process in memory, so no page
+/// fault can land in a measuring loop. Stays in force until the process ends.
+pub fn lock_memory() -> Result<(), PlatformError> {
+    // SAFETY: mlockall takes flags by value and touches no user memory.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc != 0 {
+        return Err(PlatformError::last_os("cannot lock memory (mlockall)"));
+    }
+    Ok(())
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread, so that the
+/// process's stop signals are always delivered to the housekeeping thread and
+/// never interrupt a measurement in flight.
+pub fn block_signals_in_this_thread() -> Result<(), PlatformError> {
+    // SAFETY: `set` is initialised by sigemptyset before use; pthread_sigmask
+    // reads it and changes only the calling thread's mask.
+    let rc = unsafe {
+        let mut set: libc::sigset_t = mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+    };
+    if rc != 0 {
+        return Err(PlatformError::from_code("cannot block signals", rc));
+    }
+    Ok(())
+}
+
+/// The CPUs that are online, from `/sys/devices/system/cpu/online`.
+pub fn online_cpus() -> Result<CpuSet, PlatformError> {
+    let path = "/sys/devices/system/cpu/online";
+    let text = fs::read_to_string(path).map_err(|source| PlatformError::Os {
+        what: format!("cannot read {path}"),
+        source,
+    })?;
+    CpuSet::parse(text.trim()).map_err(|e| PlatformError::Invalid(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn online_cpus_include_cpu0() {
+        let cpus = online_cpus().unwrap();
+        assert!(!cpus.is_empty());
+    }
+
+    #[test]
+    fn thread_settings_apply() {
+        std::thread::spawn(|| {
+            let cpu = online_cpus().unwrap().iter().next().unwrap();
+            set_affinity(cpu).unwrap();
+            set_timer_slack(1).unwrap();
+            set_scheduler(SchedPolicy::Other, 0).unwrap();
+            block_signals_in_this_thread().unwrap();
+            assert!(current_tid() > 0);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn bad_cpu_is_an_error() {
+        let err = std::thread::spawn(|| set_affinity(CpuId(4000)))
+            .join()
+            .unwrap();
+        assert!(err.is_err());
+    }
+}
