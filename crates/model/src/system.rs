@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// the results would ask about. A value the machine does not expose is `None`
 /// (or empty), never a guess.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SystemInfo {
     pub hostname: String,
     /// `uname -r`.
@@ -50,6 +51,7 @@ pub struct SystemInfo {
 
 /// One cpuidle state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IdleState {
     pub name: String,
     /// Exit latency the driver declares, µs.
@@ -61,6 +63,7 @@ pub struct IdleState {
 /// without real-time priority or locked memory are not real-time results,
 /// and every report says so.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Capabilities {
     /// Effective uid is 0.
     pub root: bool,

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// field says so). Subtraction is saturating or checked, never wrapping: an
 /// unsigned underflow in a latency tool turns a clock-read race into a
 /// 584-year latency.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Nanos(pub u64);
 
@@ -167,7 +169,16 @@ mod tests {
     #[test]
     fn rejects_malformed() {
         for bad in [
-            "", "1", "ms", "-1ms", "1 parsec", "1..2ms", "1.2.3s", "abc", "1e3us", "99999999999999999999h",
+            "",
+            "1",
+            "ms",
+            "-1ms",
+            "1 parsec",
+            "1..2ms",
+            "1.2.3s",
+            "abc",
+            "1e3us",
+            "99999999999999999999h",
         ] {
             assert!(Nanos::parse_duration(bad).is_err(), "{bad} should fail");
         }

@@ -1,1 +1,13 @@
-//! stub
+//! latscope's measurement engines.
+//!
+//! A probe owns its recorders (allocated up front), starts one pinned
+//! measuring thread per CPU, and lets the caller's housekeeping thread take
+//! snapshots and drain timelines while it runs. Measuring threads never
+//! allocate, lock, print or do I/O inside their loop: the only system calls
+//! there are the timer service under test and clock reads.
+
+mod recorder;
+mod rng;
+pub mod timer;
+
+pub use recorder::MetricRecorder;

@@ -1,1 +1,893 @@
-//! stub
+//! latscope's SQLite store: where runs are checkpointed while they go on and
+//! read back later by `list`, `show` and the reports.
+//!
+//! One file holds any number of runs. A run has a system snapshot, the
+//! capabilities it obtained, and cells (probe × workload × settings); each
+//! cell has one histogram row per metric and CPU (plus a coordinated-omission
+//! corrected one where it applies) and per-second timeline chunks.
+//!
+//! Design points:
+//!
+//! - **Recognisable.** `PRAGMA application_id` is [`APPLICATION_ID`]
+//!   ("LATS"); a file that is not SQLite, or is another program's database,
+//!   is refused before anything is written to it.
+//! - **Versioned.** The schema lives in `migrations/NNNN_name.sql`, embedded
+//!   in the binary and applied in order, each in its own transaction;
+//!   `PRAGMA user_version` is the version. A store newer than this build is
+//!   refused, never "repaired".
+//! - **Crash-safe.** WAL journal, `synchronous=NORMAL`: every
+//!   [`Store::checkpoint`] is one transaction, so a measuring process killed
+//!   at any moment leaves a readable store with everything up to its last
+//!   checkpoint. Readers see such a run as interrupted (see
+//!   [`effective_status`]) without the stored row being rewritten.
+//! - **Concurrent.** A reader (`list`, `show`) can open the store while a
+//!   run is writing to it; WAL lets both proceed, and a busy timeout of 5 s
+//!   covers the short write transactions.
+
+mod codec;
+mod error;
+mod liveness;
+mod schema;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
+use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+pub use error::StoreError;
+pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
+pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+
+use codec::{cpu_from_sql, cpu_to_sql, decode_timeline, encode_timeline};
+use error::classify;
+
+type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The metric whose worst case [`RunListing::max_timer_latency`] reports.
+const TIMER_LATENCY: &str = latscope_model::metric::TIMER_LATENCY;
+
+/// A cell's row id in its store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CellId(pub i64);
+
+/// One line of `latscope list`: a run without its measurements.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunListing {
+    /// With the effective status (see [`effective_status`]).
+    pub meta: RunMeta,
+    /// Ordered by index.
+    pub cells: Vec<CellMeta>,
+    /// `uname -r` of the measured machine; empty if the snapshot is missing.
+    pub system_kernel: String,
+    /// The largest raw `timer.latency` sample over all cells and CPUs; `None`
+    /// when the run has none.
+    pub max_timer_latency: Option<Nanos>,
+}
+
+/// Decides whether a run stored as running still has a live process.
+type LivenessProbe = Box<dyn Fn(&RunMeta) -> bool + Send>;
+
+/// An open store: one SQLite connection.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+    is_alive: LivenessProbe,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A `runs` row as SQLite returns it, before range checks.
+struct RawRun {
+    id: i64,
+    started: i64,
+    ended: Option<i64>,
+    checkpoint: Option<i64>,
+    status: String,
+    command_line: String,
+    pid: i64,
+    boot_id: String,
+    hostname: String,
+    tool_version: String,
+    notes: String,
+}
+
+const RUN_COLUMNS: &str = "r.id, r.started_unix_ns, r.ended_unix_ns, r.checkpoint_unix_ns, \
+     r.status, r.command_line, r.pid, r.boot_id, r.hostname, r.tool_version, r.notes";
+
+fn raw_run(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
+    Ok(RawRun {
+        id: row.get(0)?,
+        started: row.get(1)?,
+        ended: row.get(2)?,
+        checkpoint: row.get(3)?,
+        status: row.get(4)?,
+        command_line: row.get(5)?,
+        pid: row.get(6)?,
+        boot_id: row.get(7)?,
+        hostname: row.get(8)?,
+        tool_version: row.get(9)?,
+        notes: row.get(10)?,
+    })
+}
+
+/// A `cells` row as SQLite returns it.
+struct RawCell {
+    id: i64,
+    idx: i64,
+    probe: String,
+    workload: String,
+    settings: String,
+    duration: i64,
+    monotonic_start: i64,
+}
+
+const CELL_COLUMNS: &str = "c.id, c.idx, c.probe, c.workload, c.settings, c.duration_ns, \
+     c.monotonic_start_ns";
+
+fn raw_cell(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawCell> {
+    Ok(RawCell {
+        id: row.get(0)?,
+        idx: row.get(1)?,
+        probe: row.get(2)?,
+        workload: row.get(3)?,
+        settings: row.get(4)?,
+        duration: row.get(5)?,
+        monotonic_start: row.get(6)?,
+    })
+}
+
+/// A `metrics` row as SQLite returns it.
+struct RawMetric {
+    name: String,
+    cpu: i64,
+    kind: String,
+    histogram: Vec<u8>,
+    overruns: i64,
+    missed: i64,
+    threshold: Option<i64>,
+    above: Option<i64>,
+}
+
+fn to_sql(value: u64, what: &'static str) -> Result<i64> {
+    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
+}
+
+impl Store {
+    /// Opens the store at `path` for writing, creating the file (but not its
+    /// directory) if needed and bringing its schema up to date.
+    ///
+    /// Refuses, leaving the file untouched: a directory, a file that is not
+    /// SQLite, another program's SQLite database, and a store whose schema is
+    /// newer than this build's.
+    pub fn open(path: &Path) -> Result<Store> {
+        schema::open(path, schema::Mode::Write).map(|conn| Store::from_conn(conn, path))
+    }
+
+    /// Opens an existing store for reading (`list`, `show`). The file must
+    /// exist and pass the same checks as [`Store::open`]. A store with an
+    /// older schema is migrated (each step in a transaction) when the file is
+    /// writable, and refused with a clear message when it is not; nothing
+    /// else is ever written.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        schema::open(path, schema::Mode::ReadExisting).map(|conn| Store::from_conn(conn, path))
+    }
+
+    fn from_conn(conn: Connection, path: &Path) -> Store {
+        Store {
+            conn,
+            path: path.to_path_buf(),
+            is_alive: Box::new(process_is_alive),
+        }
+    }
+
+    /// Replaces the check of whether a run stored as running still has a live
+    /// process (default: [`process_is_alive`]). For tests and for tools that
+    /// read stores from other machines.
+    pub fn set_liveness_probe(&mut self, probe: impl Fn(&RunMeta) -> bool + Send + 'static) {
+        self.is_alive = Box::new(probe);
+    }
+
+    /// The path the store was opened with.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the file (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<u32> {
+        schema::user_version(&self.conn).map_err(|e| self.sql("reading the schema version", e))
+    }
+
+    /// Records a new run with its system snapshot and capabilities, in one
+    /// transaction. `meta.id` is ignored: the store numbers runs.
+    pub fn create_run(
+        &mut self,
+        meta: &RunMeta,
+        system: &SystemInfo,
+        caps: &Capabilities,
+    ) -> Result<RunId> {
+        let started = to_sql(meta.started_unix_ns.0, "the run's start time")?;
+        let ended = meta
+            .ended_unix_ns
+            .map(|n| to_sql(n.0, "the run's end time"))
+            .transpose()?;
+        let checkpoint = meta
+            .checkpoint_unix_ns
+            .map(|n| to_sql(n.0, "the run's checkpoint time"))
+            .transpose()?;
+        let command_line = self.json(&meta.command_line, "the command line")?;
+        let notes = self.json(&meta.notes, "the run's notes")?;
+        let info = self.json(system, "the system snapshot")?;
+        let caps_json = self.json(caps, "the capabilities")?;
+
+        let path = self.path.as_path();
+        let err = |action| move |e| classify(path, action, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err("starting a transaction"))?;
+        tx.execute(
+            "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
+             command_line, pid, boot_id, hostname, tool_version, notes) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                started,
+                ended,
+                checkpoint,
+                meta.status.as_str(),
+                command_line,
+                i64::from(meta.pid),
+                meta.boot_id,
+                meta.hostname,
+                meta.tool_version,
+                notes,
+            ],
+        )
+        .map_err(err("recording the run"))?;
+        let id = tx.last_insert_rowid();
+        tx.execute(
+            "INSERT INTO systems (run_id, hostname, kernel_release, preemption_model, hz, \
+             clocksource, cpu_count, hypervisor, info) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                id,
+                system.hostname,
+                system.kernel_release,
+                system.preemption_model,
+                system.hz,
+                system.clocksource,
+                system.cpu_count,
+                system.hypervisor,
+                info,
+            ],
+        )
+        .map_err(err("recording the system snapshot"))?;
+        tx.execute(
+            "INSERT INTO capabilities (run_id, caps) VALUES (?1, ?2)",
+            params![id, caps_json],
+        )
+        .map_err(err("recording the capabilities"))?;
+        tx.commit().map_err(err("committing the new run"))?;
+        Ok(RunId(id))
+    }
+
+    /// Replaces the run's recorded capabilities (they can change once the
+    /// probes have started, e.g. when RT priority is refused).
+    pub fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<()> {
+        let caps_json = self.json(caps, "the capabilities")?;
+        let n = self
+            .conn
+            .execute(
+                "UPDATE capabilities SET caps = ?2 WHERE run_id = ?1",
+                params![run.0, caps_json],
+            )
+            .map_err(|e| self.sql("updating the capabilities", e))?;
+        if n == 0 {
+            return Err(StoreError::NotFound(run));
+        }
+        Ok(())
+    }
+
+    /// Adds a cell to a run. Its `duration_ns` is updated by each
+    /// [`Store::checkpoint`].
+    pub fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellId> {
+        let settings = self.json(&meta.settings, "the cell's settings")?;
+        let duration = to_sql(meta.duration_ns.0, "the cell's duration")?;
+        let start = to_sql(meta.monotonic_start_ns.0, "the cell's start time")?;
+        self.require_run(run)?;
+        let inserted = self.conn.execute(
+            "INSERT INTO cells (run_id, idx, probe, workload, settings, duration_ns, \
+             monotonic_start_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                run.0,
+                meta.index,
+                meta.probe,
+                meta.workload,
+                settings,
+                duration,
+                start
+            ],
+        );
+        match inserted {
+            Ok(_) => Ok(CellId(self.conn.last_insert_rowid())),
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                Err(StoreError::DuplicateCell {
+                    run,
+                    index: meta.index,
+                })
+            }
+            Err(e) => Err(self.sql("adding a cell", e)),
+        }
+    }
+
+    /// Saves a cell's progress in one transaction: its metric rows are
+    /// replaced by `metrics` (a raw row each, plus a corrected row where
+    /// [`MetricResult::corrected`] is set), the `timeline` chunks are
+    /// appended, the cell's duration becomes `duration` and the run's
+    /// checkpoint time `now_unix`.
+    pub fn checkpoint(
+        &mut self,
+        run: RunId,
+        cell: CellId,
+        duration: Nanos,
+        metrics: &[MetricResult],
+        timeline: &[TimelineChunk],
+        now_unix: Nanos,
+    ) -> Result<()> {
+        let duration = to_sql(duration.0, "the cell's duration")?;
+        let now = to_sql(now_unix.0, "the checkpoint time")?;
+        let path = self.path.as_path();
+        let err = |action| move |e| classify(path, action, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err("starting a checkpoint"))?;
+        let owner: Option<i64> = tx
+            .query_row("SELECT run_id FROM cells WHERE id = ?1", [cell.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(err("looking up the cell"))?;
+        match owner {
+            None => return Err(StoreError::NoSuchCell(cell)),
+            Some(r) if r != run.0 => return Err(StoreError::CellNotInRun { cell, run }),
+            Some(_) => {}
+        }
+        tx.execute("DELETE FROM metrics WHERE cell_id = ?1", [cell.0])
+            .map_err(err("replacing the metrics"))?;
+        {
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
+                     overruns, missed_deadlines, threshold_ns, above_threshold) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                )
+                .map_err(err("saving the metrics"))?;
+            for m in metrics {
+                let cpu = cpu_to_sql(m.cpu);
+                let overruns = to_sql(m.overruns, "an overrun count")?;
+                let missed = to_sql(m.missed_deadlines, "a missed-deadline count")?;
+                let threshold = m
+                    .threshold
+                    .map(|t| to_sql(t.0, "a threshold"))
+                    .transpose()?;
+                let above = m
+                    .above_threshold
+                    .map(|a| to_sql(a, "an above-threshold count"))
+                    .transpose()?;
+                let (samples, max) = histogram_columns(&m.histogram)?;
+                insert
+                    .execute(params![
+                        cell.0,
+                        m.name,
+                        cpu,
+                        "raw",
+                        m.histogram.to_bytes(),
+                        samples,
+                        max,
+                        overruns,
+                        missed,
+                        threshold,
+                        above,
+                    ])
+                    .map_err(err("saving a metric"))?;
+                if let Some(corrected) = &m.corrected {
+                    let (samples, max) = histogram_columns(corrected)?;
+                    insert
+                        .execute(params![
+                            cell.0,
+                            m.name,
+                            cpu,
+                            "corrected",
+                            corrected.to_bytes(),
+                            samples,
+                            max,
+                            0i64,
+                            0i64,
+                            None::<i64>,
+                            None::<i64>,
+                        ])
+                        .map_err(err("saving a corrected metric"))?;
+                }
+            }
+            let mut chunk_insert = tx
+                .prepare_cached(
+                    "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, \
+                     data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(err("saving the timeline"))?;
+            for chunk in timeline.iter().filter(|c| !c.seconds.is_empty()) {
+                let first = to_sql(chunk.first_second, "a timeline second")?;
+                let seconds = to_sql(chunk.seconds.len() as u64, "a timeline length")?;
+                chunk_insert
+                    .execute(params![
+                        cell.0,
+                        chunk.metric,
+                        cpu_to_sql(chunk.cpu),
+                        first,
+                        seconds,
+                        encode_timeline(&chunk.seconds),
+                    ])
+                    .map_err(err("saving a timeline chunk"))?;
+            }
+        }
+        tx.execute(
+            "UPDATE cells SET duration_ns = ?2 WHERE id = ?1",
+            params![cell.0, duration],
+        )
+        .map_err(err("updating the cell's duration"))?;
+        tx.execute(
+            "UPDATE runs SET checkpoint_unix_ns = ?2 WHERE id = ?1",
+            params![run.0, now],
+        )
+        .map_err(err("updating the checkpoint time"))?;
+        tx.commit().map_err(err("committing the checkpoint"))
+    }
+
+    /// Ends a run: sets its status and end time and appends `notes` to its
+    /// notes.
+    pub fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<()> {
+        let ended = to_sql(ended_unix.0, "the run's end time")?;
+        let path = self.path.as_path();
+        let err = |action| move |e| classify(path, action, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err("starting a transaction"))?;
+        let stored: Option<String> = tx
+            .query_row("SELECT notes FROM runs WHERE id = ?1", [run.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(err("reading the run's notes"))?;
+        let Some(stored) = stored else {
+            return Err(StoreError::NotFound(run));
+        };
+        let mut all: Vec<String> =
+            serde_json::from_str(&stored).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: format!("run {run} has unreadable notes ({e})"),
+            })?;
+        all.extend(notes.iter().cloned());
+        let all = serde_json::to_string(&all).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            what: format!("cannot encode the notes of run {run} ({e})"),
+        })?;
+        tx.execute(
+            "UPDATE runs SET status = ?2, ended_unix_ns = ?3, notes = ?4 WHERE id = ?1",
+            params![run.0, status.as_str(), ended, all],
+        )
+        .map_err(err("finishing the run"))?;
+        tx.commit().map_err(err("committing the end of the run"))
+    }
+
+    /// Every run, by ascending id, with its cells and headline figures.
+    pub fn list_runs(&self) -> Result<Vec<RunListing>> {
+        let raw: Vec<(RawRun, Option<String>)> = self
+            .collect(
+                &format!(
+                    "SELECT {RUN_COLUMNS}, s.kernel_release FROM runs r \
+                     LEFT JOIN systems s ON s.run_id = r.id ORDER BY r.id"
+                ),
+                [],
+                |row| Ok((raw_run(row)?, row.get(11)?)),
+            )
+            .map_err(|e| self.sql("listing the runs", e))?;
+
+        let mut cells: BTreeMap<i64, Vec<CellMeta>> = BTreeMap::new();
+        let raw_cells: Vec<(i64, RawCell)> = self
+            .collect(
+                &format!("SELECT c.run_id, {CELL_COLUMNS} FROM cells c ORDER BY c.run_id, c.idx"),
+                [],
+                |row| {
+                    Ok((
+                        row.get(0)?,
+                        RawCell {
+                            id: row.get(1)?,
+                            idx: row.get(2)?,
+                            probe: row.get(3)?,
+                            workload: row.get(4)?,
+                            settings: row.get(5)?,
+                            duration: row.get(6)?,
+                            monotonic_start: row.get(7)?,
+                        },
+                    ))
+                },
+            )
+            .map_err(|e| self.sql("listing the cells", e))?;
+        for (run, cell) in raw_cells {
+            cells.entry(run).or_default().push(self.cell_meta(cell)?);
+        }
+
+        let maxima: BTreeMap<i64, i64> = self
+            .collect(
+                "SELECT c.run_id, MAX(m.max_ns) FROM metrics m JOIN cells c ON c.id = m.cell_id \
+                 WHERE m.name = ?1 AND m.kind = 'raw' AND m.max_ns IS NOT NULL \
+                 GROUP BY c.run_id",
+                [TIMER_LATENCY],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(|e| self.sql("summarizing the runs", e))?
+            .into_iter()
+            .collect();
+
+        raw.into_iter()
+            .map(|(run, kernel)| {
+                let id = run.id;
+                let max = maxima
+                    .get(&id)
+                    .map(|&m| self.nanos(m, "a maximum latency"))
+                    .transpose()?;
+                Ok(RunListing {
+                    meta: effective_status(self.run_meta(run)?, &self.is_alive),
+                    cells: cells.remove(&id).unwrap_or_default(),
+                    system_kernel: kernel.unwrap_or_default(),
+                    max_timer_latency: max,
+                })
+            })
+            .collect()
+    }
+
+    /// The run with the highest id, if any.
+    pub fn latest_run(&self) -> Result<Option<RunId>> {
+        self.conn
+            .query_row("SELECT MAX(id) FROM runs", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .map(|id| id.map(RunId))
+            .map_err(|e| self.sql("finding the latest run", e))
+    }
+
+    /// Turns what a user typed (`latest` or a run number) into a run id that
+    /// exists in this store.
+    pub fn resolve(&self, spec: &str) -> Result<RunId> {
+        let text = spec.trim();
+        if text.eq_ignore_ascii_case("latest") {
+            return self.latest_run()?.ok_or(StoreError::NoRuns);
+        }
+        let id = match text.parse::<i64>() {
+            Ok(id) if id > 0 => RunId(id),
+            _ => return Err(StoreError::BadRunId(spec.to_string())),
+        };
+        self.require_run(id)?;
+        Ok(id)
+    }
+
+    /// A whole run: cells by index, metrics by name then CPU (system-wide
+    /// first), with the effective status.
+    pub fn load_run(&self, id: RunId) -> Result<RunResult> {
+        let raw = self
+            .conn
+            .query_row(
+                &format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?1"),
+                [id.0],
+                raw_run,
+            )
+            .optional()
+            .map_err(|e| self.sql("reading the run", e))?
+            .ok_or(StoreError::NotFound(id))?;
+        let meta = effective_status(self.run_meta(raw)?, &self.is_alive);
+
+        let info: Option<String> = self
+            .conn
+            .query_row("SELECT info FROM systems WHERE run_id = ?1", [id.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql("reading the system snapshot", e))?;
+        let info = info.ok_or_else(|| self.corrupt(format!("run {id} has no system snapshot")))?;
+        let system: SystemInfo = self.parse_json(&info, "system snapshot", id)?;
+
+        let caps: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT caps FROM capabilities WHERE run_id = ?1",
+                [id.0],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql("reading the capabilities", e))?;
+        let caps = caps.ok_or_else(|| self.corrupt(format!("run {id} has no capabilities")))?;
+        let capabilities: Capabilities = self.parse_json(&caps, "capabilities", id)?;
+
+        let raw_cells = self
+            .collect(
+                &format!("SELECT {CELL_COLUMNS} FROM cells c WHERE c.run_id = ?1 ORDER BY c.idx"),
+                [id.0],
+                raw_cell,
+            )
+            .map_err(|e| self.sql("reading the cells", e))?;
+        let mut cells = Vec::with_capacity(raw_cells.len());
+        for raw in raw_cells {
+            let cell_id = raw.id;
+            let meta = self.cell_meta(raw)?;
+            let metrics = self.load_metrics(cell_id)?;
+            cells.push(CellResult { meta, metrics });
+        }
+
+        Ok(RunResult {
+            meta,
+            system,
+            capabilities,
+            cells,
+        })
+    }
+
+    /// A metric's per-second timeline in one cell, from second 0 to the last
+    /// second stored; seconds no chunk covers are empty. Where chunks
+    /// overlap, the one stored last wins.
+    pub fn load_timeline(
+        &self,
+        cell: CellId,
+        metric: &str,
+        cpu: Option<CpuId>,
+    ) -> Result<Vec<SecondStats>> {
+        self.require_cell(cell)?;
+        let chunks: Vec<(i64, Vec<u8>)> = self
+            .collect(
+                "SELECT first_second, data FROM timeline_chunks \
+                 WHERE cell_id = ?1 AND metric = ?2 AND cpu = ?3 ORDER BY id",
+                params![cell.0, metric, cpu_to_sql(cpu)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.sql("reading the timeline", e))?;
+        let mut decoded = Vec::with_capacity(chunks.len());
+        let mut len = 0usize;
+        for (first, data) in chunks {
+            let first = usize::try_from(first)
+                .ok()
+                .filter(|&f| f <= codec::MAX_TIMELINE_SECONDS)
+                .ok_or_else(|| {
+                    self.corrupt(format!(
+                        "timeline of cell {} starts at second {first}",
+                        cell.0
+                    ))
+                })?;
+            let seconds = decode_timeline(&data).ok_or_else(|| {
+                self.corrupt(format!(
+                    "timeline chunk of cell {} has {} bytes, not a multiple of 24",
+                    cell.0,
+                    data.len()
+                ))
+            })?;
+            len = len.max(first.saturating_add(seconds.len()));
+            decoded.push((first, seconds));
+        }
+        if len > codec::MAX_TIMELINE_SECONDS {
+            return Err(self.corrupt(format!("timeline of cell {} is {len} s long", cell.0)));
+        }
+        let mut out = vec![SecondStats::default(); len];
+        for (first, seconds) in decoded {
+            if let Some(dst) = out.get_mut(first..first + seconds.len()) {
+                dst.copy_from_slice(&seconds);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The run's cells by index.
+    pub fn cell_ids(&self, run: RunId) -> Result<Vec<CellId>> {
+        self.require_run(run)?;
+        self.collect(
+            "SELECT id FROM cells WHERE run_id = ?1 ORDER BY idx",
+            [run.0],
+            |r| r.get(0).map(CellId),
+        )
+        .map_err(|e| self.sql("listing the cells", e))
+    }
+
+    fn load_metrics(&self, cell: i64) -> Result<Vec<MetricResult>> {
+        let rows = self
+            .collect(
+                "SELECT name, cpu, kind, histogram, overruns, missed_deadlines, threshold_ns, \
+                 above_threshold FROM metrics WHERE cell_id = ?1 ORDER BY name, cpu, kind DESC",
+                [cell],
+                |r| {
+                    Ok(RawMetric {
+                        name: r.get(0)?,
+                        cpu: r.get(1)?,
+                        kind: r.get(2)?,
+                        histogram: r.get(3)?,
+                        overruns: r.get(4)?,
+                        missed: r.get(5)?,
+                        threshold: r.get(6)?,
+                        above: r.get(7)?,
+                    })
+                },
+            )
+            .map_err(|e| self.sql("reading the metrics", e))?;
+        // 'raw' sorts after 'corrected', so DESC puts each raw row first and
+        // its corrected row (if any) right after it.
+        let mut out: Vec<MetricResult> = Vec::new();
+        for row in rows {
+            let cpu = cpu_from_sql(row.cpu)
+                .ok_or_else(|| self.corrupt(format!("metric {} has CPU {}", row.name, row.cpu)))?;
+            let histogram = Histogram::from_bytes(&row.histogram).map_err(|e| {
+                self.corrupt(format!("histogram of {} in cell {cell}: {e}", row.name))
+            })?;
+            match row.kind.as_str() {
+                "raw" => out.push(MetricResult {
+                    name: row.name,
+                    cpu,
+                    histogram,
+                    corrected: None,
+                    overruns: self.count(row.overruns, "an overrun count")?,
+                    missed_deadlines: self.count(row.missed, "a missed-deadline count")?,
+                    threshold: row
+                        .threshold
+                        .map(|t| self.nanos(t, "a threshold"))
+                        .transpose()?,
+                    above_threshold: row
+                        .above
+                        .map(|a| self.count(a, "an above-threshold count"))
+                        .transpose()?,
+                }),
+                "corrected" => match out.last_mut() {
+                    Some(raw) if raw.name == row.name && raw.cpu == cpu => {
+                        raw.corrected = Some(histogram)
+                    }
+                    _ => {
+                        return Err(self.corrupt(format!(
+                            "metric {} in cell {cell} has a corrected histogram but no raw one",
+                            row.name
+                        )))
+                    }
+                },
+                other => return Err(self.corrupt(format!("metric row of unknown kind '{other}'"))),
+            }
+        }
+        Ok(out)
+    }
+
+    fn require_run(&self, run: RunId) -> Result<()> {
+        let found = self
+            .conn
+            .query_row("SELECT 1 FROM runs WHERE id = ?1", [run.0], |_| Ok(()))
+            .optional()
+            .map_err(|e| self.sql("looking up the run", e))?;
+        found.ok_or(StoreError::NotFound(run))
+    }
+
+    fn require_cell(&self, cell: CellId) -> Result<()> {
+        let found = self
+            .conn
+            .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
+            .optional()
+            .map_err(|e| self.sql("looking up the cell", e))?;
+        found.ok_or(StoreError::NoSuchCell(cell))
+    }
+
+    fn collect<T, P: rusqlite::Params>(
+        &self,
+        sql: &str,
+        params: P,
+        f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Vec<T>> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params, f)?;
+        rows.collect()
+    }
+
+    fn run_meta(&self, raw: RawRun) -> Result<RunMeta> {
+        let id = RunId(raw.id);
+        let status = raw
+            .status
+            .parse::<RunStatus>()
+            .map_err(|e| self.corrupt(format!("run {id}: {e}")))?;
+        Ok(RunMeta {
+            id,
+            started_unix_ns: self.nanos(raw.started, "a start time")?,
+            ended_unix_ns: raw
+                .ended
+                .map(|n| self.nanos(n, "an end time"))
+                .transpose()?,
+            checkpoint_unix_ns: raw
+                .checkpoint
+                .map(|n| self.nanos(n, "a checkpoint time"))
+                .transpose()?,
+            status,
+            command_line: self.parse_json(&raw.command_line, "command line", id)?,
+            pid: u32::try_from(raw.pid)
+                .map_err(|_| self.corrupt(format!("run {id} has pid {}", raw.pid)))?,
+            boot_id: raw.boot_id,
+            hostname: raw.hostname,
+            tool_version: raw.tool_version,
+            notes: self.parse_json(&raw.notes, "notes", id)?,
+        })
+    }
+
+    fn cell_meta(&self, raw: RawCell) -> Result<CellMeta> {
+        let settings = serde_json::from_str(&raw.settings)
+            .map_err(|e| self.corrupt(format!("cell {} has unreadable settings ({e})", raw.id)))?;
+        Ok(CellMeta {
+            index: u32::try_from(raw.idx)
+                .map_err(|_| self.corrupt(format!("cell {} has index {}", raw.id, raw.idx)))?,
+            probe: raw.probe,
+            workload: raw.workload,
+            settings,
+            duration_ns: self.nanos(raw.duration, "a duration")?,
+            monotonic_start_ns: self.nanos(raw.monotonic_start, "a start time")?,
+        })
+    }
+
+    fn json<T: serde::Serialize + ?Sized>(&self, value: &T, what: &str) -> Result<String> {
+        serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
+            path: self.path.clone(),
+            what: format!("cannot encode {what} ({e})"),
+        })
+    }
+
+    fn parse_json<T: serde::de::DeserializeOwned>(
+        &self,
+        text: &str,
+        what: &str,
+        run: RunId,
+    ) -> Result<T> {
+        serde_json::from_str(text)
+            .map_err(|e| self.corrupt(format!("run {run} has an unreadable {what} ({e})")))
+    }
+
+    fn nanos(&self, v: i64, what: &str) -> Result<Nanos> {
+        self.count(v, what).map(Nanos)
+    }
+
+    fn count(&self, v: i64, what: &str) -> Result<u64> {
+        u64::try_from(v).map_err(|_| self.corrupt(format!("{what} is negative ({v})")))
+    }
+
+    fn corrupt(&self, what: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            what,
+        }
+    }
+
+    fn sql(&self, action: &'static str, e: rusqlite::Error) -> StoreError {
+        classify(&self.path, action, e)
+    }
+}
+
+/// The `samples` and `max_ns` columns of a histogram row. A maximum beyond
+/// i64 (a clock gone wrong: 292 years) is stored clamped; the blob keeps it
+/// exactly.
+fn histogram_columns(h: &Histogram) -> Result<(i64, Option<i64>)> {
+    let samples = to_sql(h.count(), "a sample count")?;
+    let max = h.max().map(|m| i64::try_from(m.0).unwrap_or(i64::MAX));
+    Ok((samples, max))
+}
+
+#[cfg(test)]
+mod tests;

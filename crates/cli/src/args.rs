@@ -1,0 +1,133 @@
+//! The command line as clap types. Nothing here does I/O; `plan.rs` turns
+//! these into validated engine configurations.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Measure how well this machine meets real-time deadlines, explain the
+/// misses, and keep every result in a store.
+#[derive(Parser, Debug)]
+#[command(name = "latscope", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure (default: timer probe on every CPU for 30 s), store and summarize.
+    Run(RunArgs),
+    /// List the runs in the store.
+    List(ListArgs),
+    /// Show a stored run's summary.
+    Show(ShowArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct StoreArg {
+    /// The SQLite store holding results.
+    #[arg(long, value_name = "PATH", default_value = "latscope.db")]
+    pub store: PathBuf,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProbeName {
+    Timer,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    Fifo,
+    Rr,
+    Other,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimerApiArg {
+    #[value(name = "clock_nanosleep")]
+    ClockNanosleep,
+    Nanosleep,
+    Timerfd,
+    #[value(name = "posix-timer")]
+    PosixTimer,
+    Epoll,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PhaseArg {
+    Fixed,
+    Random,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// The probe to run.
+    #[arg(long, value_enum, default_value = "timer")]
+    pub probe: ProbeName,
+    /// CPUs to measure, e.g. `0,1` or `0-3` (default: every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Wake-up period, e.g. `1ms`, `100us`.
+    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    pub period: String,
+    /// How long to measure, e.g. `30s`, `10m`, `8h`.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    pub duration: String,
+    /// Scheduling policy of the measuring threads.
+    #[arg(long, value_enum, default_value = "fifo")]
+    pub policy: PolicyArg,
+    /// Real-time priority of the measuring threads (1-99; ignored for `other`).
+    #[arg(long, default_value_t = 95)]
+    pub priority: u32,
+    /// The timer service under test.
+    #[arg(long = "timer-api", value_enum, default_value = "clock_nanosleep")]
+    pub timer_api: TimerApiArg,
+    /// `random`: a random busy delay (0..period) before each relative sleep.
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub phase: PhaseArg,
+    /// Count samples above this latency, per second and in total (e.g. `100us`).
+    #[arg(long, value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// Write the run as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Add log-scale count tables (1–2, 2–4, 4–8 µs ...) to the summary.
+    #[arg(long)]
+    pub histogram: bool,
+    /// Do not hold /dev/cpu_dma_latency at 0 during the run.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+    /// How often to write results to the store while measuring.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub checkpoint: String,
+    /// No progress bar and no summary on the terminal.
+    #[arg(long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print the list as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// A run id, or `latest`.
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// Print the run as JSON (the schema of `run --json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Add log-scale count tables.
+    #[arg(long)]
+    pub histogram: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}

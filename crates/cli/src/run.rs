@@ -1,0 +1,279 @@
+//! `latscope run`: detect what the machine allows, hold the system settings a
+//! measurement needs, run the probe, checkpoint while it runs, store the
+//! result and print the summary from the store.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Context;
+use latscope_model::{CellMeta, Nanos, RunId, RunMeta, RunStatus};
+use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
+use latscope_probes::timer::{Phase, RunningTimerProbe, TimerConfig, TimerProbe};
+use latscope_store::{CellId, Store};
+use serde_json::json;
+
+use crate::args::RunArgs;
+use crate::exit::{self, Exit};
+use crate::output;
+use crate::plan::{plan_run, RunPlan};
+use crate::progress::ProgressBar;
+
+/// How often the housekeeping thread wakes: progress, signals, end of run.
+const TICK: Duration = Duration::from_millis(100);
+
+pub fn run(args: &RunArgs) -> Result<i32, Exit> {
+    let online = latscope_platform::online_cpus().context("cannot read the online CPUs")?;
+    let plan = plan_run(args, &online)?;
+    // Open the store before measuring: an unusable path must fail now, not
+    // after the user waited for the measurement.
+    let mut store = Store::open(&args.store.store)?;
+
+    if let Some(path) = &args.json {
+        output::check_writable(path)?;
+    }
+
+    // What the threads obtain is recorded once they have tried, below.
+    let mut capabilities = caps::detect();
+    match latscope_platform::lock_memory() {
+        Ok(()) => capabilities.mlock = true,
+        Err(e) => capabilities.missing.push(format!(
+            "memory not locked ({e}; needs root or CAP_IPC_LOCK): page faults can add latency"
+        )),
+    }
+    let dma_guard = if args.no_dma_latency {
+        None
+    } else {
+        match DmaLatencyGuard::hold(0) {
+            Ok(g) => {
+                capabilities.dma_latency = true;
+                Some(g)
+            }
+            Err(e) => {
+                capabilities.missing.push(format!(
+                    "/dev/cpu_dma_latency not held at 0 ({e}): deep idle states can add wake-up latency"
+                ));
+                None
+            }
+        }
+    };
+
+    let system = sysinfo::snapshot();
+    let signals = StopSignals::install().context("cannot install signal handlers")?;
+    let meta = RunMeta {
+        id: RunId(0),
+        started_unix_ns: Nanos(latscope_platform::realtime_ns()),
+        ended_unix_ns: None,
+        checkpoint_unix_ns: None,
+        status: RunStatus::Running,
+        command_line: std::env::args().collect(),
+        pid: std::process::id(),
+        boot_id: fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        hostname: system.hostname.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        notes: Vec::new(),
+    };
+    let run_id = store.create_run(&meta, &system, &capabilities)?;
+
+    let clock_read_ns = latscope_platform::clock_read_cost(10_000);
+    let probe = match TimerProbe::new(plan.timer.clone()) {
+        Ok(p) => p,
+        Err(e) => return fail(&mut store, run_id, e.into()),
+    };
+    let running = match probe.start(signals.flag()) {
+        Ok(r) => r,
+        Err(e) => return fail(&mut store, run_id, e.into()),
+    };
+
+    // What the threads actually obtained.
+    let refused: Vec<String> = running
+        .setups()
+        .iter()
+        .filter_map(|s| {
+            s.scheduler
+                .as_ref()
+                .err()
+                .map(|e| format!("CPU {}: {e}", s.cpu))
+        })
+        .collect();
+    capabilities.rt_priority = refused.is_empty();
+    if !refused.is_empty() {
+        capabilities.missing.push(format!(
+            "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
+            refused[0]
+        ));
+    }
+    if running.setups().iter().all(|s| s.timer_slack) {
+        capabilities.timer_slack_ns = Some(1);
+    }
+    store.update_capabilities(run_id, &capabilities)?;
+    for line in &capabilities.missing {
+        eprintln!("latscope: {line}");
+    }
+
+    let cell_meta = CellMeta {
+        index: 0,
+        probe: "timer".into(),
+        workload: "none".into(),
+        settings: timer_settings(&plan, clock_read_ns),
+        duration_ns: Nanos::ZERO,
+        monotonic_start_ns: Nanos(running.start_ns()),
+    };
+    let cell = store.add_cell(run_id, &cell_meta)?;
+
+    let show_progress = !args.quiet && std::io::stderr().is_terminal();
+    let outcome = housekeep(
+        &running,
+        &mut store,
+        run_id,
+        cell,
+        &plan,
+        &signals,
+        show_progress,
+    );
+    let finished = running.join()?;
+    let duration = measured(&plan.timer, finished_start(&cell_meta));
+    let mut notes = Vec::new();
+    let status = if let Some(e) = &finished.error {
+        notes.push(format!("measurement failed: {e}"));
+        RunStatus::Failed
+    } else if signals.stopped() {
+        notes.push(format!(
+            "stopped by signal {} after {duration}",
+            signals.signal().unwrap_or(0)
+        ));
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    if let Err(e) = &outcome {
+        notes.push(format!("a checkpoint failed during the run: {e:#}"));
+    }
+    store
+        .checkpoint(
+            run_id,
+            cell,
+            duration,
+            &finished.results(),
+            &finished.drain_timeline(),
+            Nanos(latscope_platform::realtime_ns()),
+        )
+        .context("cannot store the final results")?;
+    store.finish_run(
+        run_id,
+        status,
+        Nanos(latscope_platform::realtime_ns()),
+        &notes,
+    )?;
+    drop(dma_guard);
+
+    let stored = store.load_run(run_id)?;
+    if let Some(path) = &args.json {
+        output::write_json(&stored, path)?;
+    }
+    if !args.quiet {
+        print!("{}", output::summary(&stored, args.histogram));
+    }
+    Ok(match status {
+        RunStatus::Interrupted => exit::INTERRUPTED,
+        RunStatus::Failed => exit::ERROR,
+        _ => exit::OK,
+    })
+}
+
+fn finished_start(cell: &CellMeta) -> u64 {
+    cell.monotonic_start_ns.0
+}
+
+/// Time measured so far: from time zero to now, never past the planned end.
+fn measured(cfg: &TimerConfig, start_ns: u64) -> Nanos {
+    let elapsed = Nanos(latscope_platform::monotonic_ns().saturating_sub(start_ns));
+    cfg.duration.map_or(elapsed, |d| elapsed.min(d))
+}
+
+/// Records a run that could not start as failed, then reports the error.
+fn fail(store: &mut Store, run: RunId, error: anyhow::Error) -> Result<i32, Exit> {
+    let _ = store.finish_run(
+        run,
+        RunStatus::Failed,
+        Nanos(latscope_platform::realtime_ns()),
+        &[format!("{error:#}")],
+    );
+    Err(Exit::from(error))
+}
+
+/// The housekeeping loop: progress, checkpoints, until the threads end.
+/// A failed checkpoint is retried at the next one; its error is returned at
+/// the end so the run's notes record it.
+fn housekeep(
+    probe: &RunningTimerProbe,
+    store: &mut Store,
+    run: RunId,
+    cell: CellId,
+    plan: &RunPlan,
+    signals: &StopSignals,
+    show_progress: bool,
+) -> anyhow::Result<()> {
+    let mut bar = show_progress.then(|| ProgressBar::new(plan.timer.duration));
+    let mut last_checkpoint = latscope_platform::monotonic_ns();
+    let mut last_draw = 0u64;
+    let mut result = Ok(());
+    while !probe.finished() {
+        std::thread::sleep(TICK);
+        let now = latscope_platform::monotonic_ns();
+        if let Some(bar) = bar.as_mut() {
+            // At most twice a second.
+            if now.saturating_sub(last_draw) >= 500_000_000 || signals.stopped() {
+                bar.draw(measured(&plan.timer, probe.start_ns()), probe.progress());
+                last_draw = now;
+            }
+        }
+        if now.saturating_sub(last_checkpoint) >= plan.checkpoint.0 {
+            last_checkpoint = now;
+            let r = store.checkpoint(
+                run,
+                cell,
+                measured(&plan.timer, probe.start_ns()),
+                &probe.results(),
+                &probe.drain_timeline(false),
+                Nanos(latscope_platform::realtime_ns()),
+            );
+            if let Err(e) = r {
+                result = Err(anyhow::Error::from(e).context("checkpoint failed"));
+            }
+        }
+    }
+    if let Some(bar) = bar.as_mut() {
+        bar.finish();
+    }
+    result
+}
+
+fn timer_settings(plan: &RunPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {
+    let t = &plan.timer;
+    let mut s = BTreeMap::new();
+    s.insert("timer_api".into(), json!(t.api.as_str()));
+    s.insert("period_ns".into(), json!(t.period.0));
+    s.insert("policy".into(), json!(t.policy.as_str()));
+    s.insert("priority".into(), json!(t.effective_priority()));
+    s.insert(
+        "phase".into(),
+        json!(if t.phase == Phase::Random {
+            "random"
+        } else {
+            "fixed"
+        }),
+    );
+    s.insert("cpus".into(), json!(plan.cpus.to_string()));
+    if let Some(d) = t.duration {
+        s.insert("duration_ns".into(), json!(d.0));
+    }
+    if let Some(th) = t.threshold {
+        s.insert("threshold_ns".into(), json!(th.0));
+    }
+    s.insert("clock_read_ns".into(), json!(clock_read_ns));
+    s
+}

@@ -1,0 +1,213 @@
+//! The measuring thread: set-up, then the loop. Everything the loop touches
+//! is allocated before it starts; inside it the only system calls are the
+//! timer service under test and the vDSO clock read.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+use latscope_platform::timers::{self, EpollTimeout, Errno, PosixTimer, TimerFd};
+use latscope_platform::{monotonic_ns, SchedPolicy};
+
+use super::{LoopError, Phase, ProbeError, Schedule, ThreadSetup, TimerApi, TimerConfig, TimerCpu};
+use crate::rng::XorShift;
+
+pub(crate) struct ThreadCtx {
+    pub state: Arc<TimerCpu>,
+    pub config: TimerConfig,
+    /// Time zero of the cell, sent once every thread is set up; a closed
+    /// channel means "abort".
+    pub go: mpsc::Receiver<u64>,
+    pub stop: Arc<AtomicBool>,
+    pub setup_tx: mpsc::Sender<Result<ThreadSetup, ProbeError>>,
+}
+
+pub(crate) fn run_thread(ctx: ThreadCtx) -> Result<(), LoopError> {
+    let cpu = ctx.state.cpu;
+    let api = ctx.config.api;
+    let setup = set_up(&ctx);
+    let ok = setup.is_ok();
+    let _ = ctx.setup_tx.send(setup);
+    drop(ctx.setup_tx);
+    if !ok {
+        return Ok(());
+    }
+    let Ok(start) = ctx.go.recv() else {
+        return Ok(());
+    };
+    let err = |errno| LoopError { cpu, api, errno };
+    let period = ctx.config.period.0;
+    let end = ctx
+        .config
+        .duration
+        .map_or(u64::MAX, |d| start.saturating_add(d.0));
+    let first = start + period;
+    let state = &*ctx.state;
+    let stop = &*ctx.stop;
+    let seed = monotonic_ns() ^ (u64::from(cpu.0) << 32);
+    match api {
+        TimerApi::ClockNanosleep => {
+            measure(AbsoluteSleep, state, stop, start, first, end, period, None).map_err(err)
+        }
+        TimerApi::Nanosleep => {
+            let phase = (ctx.config.phase == Phase::Random).then(|| XorShift::new(seed));
+            measure(RelativeSleep, state, stop, start, first, end, period, phase).map_err(err)
+        }
+        TimerApi::Epoll => {
+            let phase = (ctx.config.phase == Phase::Random).then(|| XorShift::new(seed));
+            let w = EpollTimeout::new().map_err(err)?;
+            measure(Epoll(w), state, stop, start, first, end, period, phase).map_err(err)
+        }
+        TimerApi::Timerfd => {
+            let w = TimerFd::new(first, period).map_err(err)?;
+            measure(Periodic(w), state, stop, start, first, end, period, None).map_err(err)
+        }
+        TimerApi::PosixTimer => {
+            let w = PosixTimer::new(first, period).map_err(err)?;
+            measure(Periodic(w), state, stop, start, first, end, period, None).map_err(err)
+        }
+    }
+}
+
+fn set_up(ctx: &ThreadCtx) -> Result<ThreadSetup, ProbeError> {
+    let cpu = ctx.state.cpu;
+    latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
+        cpu,
+        reason: e.to_string(),
+    })?;
+    // Stop signals go to the housekeeping thread, never into a measurement.
+    let _ = latscope_platform::block_signals_in_this_thread();
+    let timer_slack = latscope_platform::set_timer_slack(1).is_ok();
+    let scheduler =
+        latscope_platform::set_scheduler(ctx.config.policy, ctx.config.effective_priority())
+            .map_err(|e| e.to_string());
+    if scheduler.is_err() && ctx.config.policy != SchedPolicy::Other {
+        // Measure anyway, as a normal thread: the run records that it is not
+        // a real-time result.
+        let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
+    }
+    prefault_stack();
+    Ok(ThreadSetup {
+        cpu,
+        scheduler,
+        timer_slack,
+    })
+}
+
+/// Touches the stack the loop will use, so that (with memory locked) no page
+/// fault lands in a measurement.
+#[inline(never)]
+fn prefault_stack() {
+    let mut buf = [0u8; 128 * 1024];
+    for i in (0..buf.len()).step_by(4096) {
+        buf[i] = 1;
+    }
+    black_box(&mut buf);
+}
+
+/// A timer service as the loop sees it.
+trait Waiter {
+    /// Kernel-periodic services report their own expiration counts.
+    const PERIODIC: bool;
+    /// Blocks until `deadline`; returns the expirations reported (1 for
+    /// one-shot services).
+    fn wait(&mut self, deadline: u64) -> Result<u64, Errno>;
+}
+
+struct AbsoluteSleep;
+impl Waiter for AbsoluteSleep {
+    const PERIODIC: bool = false;
+    #[inline]
+    fn wait(&mut self, deadline: u64) -> Result<u64, Errno> {
+        timers::sleep_until(deadline)
+    }
+}
+
+struct RelativeSleep;
+impl Waiter for RelativeSleep {
+    const PERIODIC: bool = false;
+    #[inline]
+    fn wait(&mut self, deadline: u64) -> Result<u64, Errno> {
+        let now = monotonic_ns();
+        if deadline > now {
+            timers::sleep_for(deadline - now)
+        } else {
+            Ok(1)
+        }
+    }
+}
+
+struct Epoll(EpollTimeout);
+impl Waiter for Epoll {
+    const PERIODIC: bool = false;
+    #[inline]
+    fn wait(&mut self, deadline: u64) -> Result<u64, Errno> {
+        self.0.wait_until(deadline)
+    }
+}
+
+trait PeriodicTimer {
+    fn wait(&mut self) -> Result<u64, Errno>;
+}
+impl PeriodicTimer for TimerFd {
+    fn wait(&mut self) -> Result<u64, Errno> {
+        TimerFd::wait(self)
+    }
+}
+impl PeriodicTimer for PosixTimer {
+    fn wait(&mut self) -> Result<u64, Errno> {
+        PosixTimer::wait(self)
+    }
+}
+
+struct Periodic<T>(T);
+impl<T: PeriodicTimer> Waiter for Periodic<T> {
+    const PERIODIC: bool = true;
+    #[inline]
+    fn wait(&mut self, _deadline: u64) -> Result<u64, Errno> {
+        self.0.wait()
+    }
+}
+
+/// The measuring loop. `phase`: a generator for random busy delays before
+/// each (relative) sleep; then the intended expiry is one period after the
+/// delay ends, and `timer.interval` is not recorded, since it would measure
+/// the random delays.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn measure<W: Waiter>(
+    mut waiter: W,
+    state: &TimerCpu,
+    stop: &AtomicBool,
+    start: u64,
+    first: u64,
+    end: u64,
+    period: u64,
+    mut phase: Option<XorShift>,
+) -> Result<(), Errno> {
+    let mut schedule = Schedule::new(first, period);
+    let mut prev_wake: Option<u64> = None;
+    while schedule.next_deadline() <= end && !stop.load(Ordering::Relaxed) {
+        let expirations = waiter.wait(schedule.next_deadline())?;
+        let now = monotonic_ns();
+        let wake = if W::PERIODIC {
+            schedule.woke_periodic(now, expirations)
+        } else {
+            schedule.woke(now)
+        };
+        let second = now.saturating_sub(start) / 1_000_000_000;
+        let interval = match (prev_wake, &phase) {
+            (Some(p), None) => Some(now.saturating_sub(p)),
+            _ => None,
+        };
+        state.record(second, wake, period, interval);
+        prev_wake = Some(now);
+        if let Some(rng) = phase.as_mut() {
+            let delay = rng.below(period);
+            let resume = monotonic_ns() + delay;
+            latscope_platform::spin_until(resume);
+            schedule.set_next(resume + period);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,341 @@
+//! The timer probe: how late does a periodic timer wake a real-time thread?
+//!
+//! One thread per selected CPU, pinned, at the chosen policy and priority,
+//! with minimal timer slack, waits for deadlines on a fixed grid using the
+//! timer service under test and records, on waking:
+//! - `timer.latency`: intended expiry → user code runs;
+//! - `timer.interval`: time since the previous wake-up (Jones & Regehr's
+//!   callback spacing).
+//!
+//! Overruns skip the deadlines they passed (no drift) and are counted; the
+//! coordinated-omission-corrected latency distribution records each skipped
+//! deadline with the latency it would have had.
+
+mod config;
+mod measure;
+mod schedule;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use latscope_model::{metric, CpuId, Nanos};
+use latscope_platform::timers::Errno;
+use latscope_stats::{AtomicHistogram, MetricResult, TimelineChunk};
+
+pub use config::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
+pub use schedule::{Schedule, Wake};
+
+use crate::MetricRecorder;
+
+/// Everything one measuring thread records, allocated before it starts.
+pub struct TimerCpu {
+    pub cpu: CpuId,
+    latency: MetricRecorder,
+    corrected: AtomicHistogram,
+    interval: MetricRecorder,
+    overruns: AtomicU64,
+    missed: AtomicU64,
+    samples: AtomicU64,
+    max_latency: AtomicU64,
+}
+
+impl TimerCpu {
+    fn new(cpu: CpuId, threshold: Option<Nanos>) -> TimerCpu {
+        TimerCpu {
+            cpu,
+            latency: MetricRecorder::new(metric::TIMER_LATENCY, Some(cpu), threshold),
+            corrected: AtomicHistogram::new(),
+            interval: MetricRecorder::new(metric::TIMER_INTERVAL, Some(cpu), None),
+            overruns: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            samples: AtomicU64::new(0),
+            max_latency: AtomicU64::new(0),
+        }
+    }
+
+    /// Records one wake-up. Measuring thread only: no allocation, no locks.
+    #[inline]
+    fn record(&self, second: u64, wake: Wake, period: u64, interval: Option<u64>) {
+        let lat = wake.latency;
+        self.latency.record(second, lat);
+        self.corrected.record(lat);
+        if wake.skipped > 0 {
+            bump(&self.overruns, 1);
+            bump(&self.missed, wake.skipped);
+            // Each skipped deadline was served by this same wake-up, one
+            // period less late per deadline.
+            for k in 1..=wake.skipped {
+                self.corrected.record(lat.saturating_sub(k * period));
+            }
+        }
+        if let Some(iv) = interval {
+            self.interval.record(second, iv);
+        }
+        bump(&self.samples, 1);
+        if lat > self.max_latency.load(Ordering::Relaxed) {
+            self.max_latency.store(lat, Ordering::Relaxed);
+        }
+    }
+}
+
+#[inline]
+fn bump(a: &AtomicU64, n: u64) {
+    a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}
+
+/// How a measuring thread's set-up went.
+#[derive(Clone, Debug)]
+pub struct ThreadSetup {
+    pub cpu: CpuId,
+    /// `Err` with a one-line reason when the policy/priority was refused.
+    pub scheduler: Result<(), String>,
+    pub timer_slack: bool,
+}
+
+/// Why the probe could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("invalid timer settings: {0}")]
+    Config(String),
+    #[error("cannot pin the measuring thread to CPU {cpu}: {reason}")]
+    Affinity { cpu: CpuId, reason: String },
+    #[error("cannot start measuring thread: {0}")]
+    Spawn(String),
+    #[error("{api} failed on CPU {cpu}: {source}")]
+    Timer {
+        cpu: CpuId,
+        api: TimerApi,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("measuring thread on CPU {0} panicked")]
+    Panicked(CpuId),
+}
+
+/// A configured timer probe, its recorders allocated.
+pub struct TimerProbe {
+    config: TimerConfig,
+    cpus: Vec<Arc<TimerCpu>>,
+}
+
+impl TimerProbe {
+    pub fn new(config: TimerConfig) -> Result<TimerProbe, ProbeError> {
+        config.validate().map_err(ProbeError::Config)?;
+        let cpus = config
+            .cpus
+            .iter()
+            .map(|&c| Arc::new(TimerCpu::new(c, config.threshold)))
+            .collect();
+        Ok(TimerProbe { config, cpus })
+    }
+
+    pub fn config(&self) -> &TimerConfig {
+        &self.config
+    }
+
+    /// Starts one measuring thread per CPU and returns once all are set up
+    /// and measuring. `stop` ends the loops early (within one period).
+    pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningTimerProbe, ProbeError> {
+        let n = self.cpus.len();
+        let (setup_tx, setup_rx) = mpsc::channel();
+        let mut handles = Vec::with_capacity(n);
+        let mut go_txs = Vec::with_capacity(n);
+        for cpu in &self.cpus {
+            let (go_tx, go_rx) = mpsc::channel();
+            let ctx = measure::ThreadCtx {
+                state: Arc::clone(cpu),
+                config: self.config.clone(),
+                go: go_rx,
+                stop: Arc::clone(&stop),
+                setup_tx: setup_tx.clone(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("lat-timer/{}", cpu.cpu))
+                .stack_size(512 * 1024)
+                .spawn(move || measure::run_thread(ctx))
+                .map_err(|e| ProbeError::Spawn(e.to_string()));
+            match handle {
+                Ok(h) => {
+                    handles.push(h);
+                    go_txs.push(go_tx);
+                }
+                Err(e) => {
+                    // Dropping the go senders tells the started threads to exit.
+                    drop(go_txs);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        drop(setup_tx);
+        let mut setups = Vec::with_capacity(n);
+        let mut failure = None;
+        for _ in 0..n {
+            match setup_rx.recv() {
+                Ok(Ok(s)) => setups.push(s),
+                Ok(Err(e)) => {
+                    failure.get_or_insert(e);
+                }
+                Err(_) => {
+                    failure.get_or_insert(ProbeError::Spawn("measuring thread exited".into()));
+                }
+            }
+        }
+        if let Some(e) = failure {
+            drop(go_txs);
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(e);
+        }
+        setups.sort_by_key(|s: &ThreadSetup| s.cpu);
+        // Deadlines start 1 ms after this point, leaving every thread time to
+        // arm its timer before the first expiry.
+        let start_ns = latscope_platform::monotonic_ns() + 1_000_000;
+        for tx in &go_txs {
+            // A thread that already exited shows up as an error at join.
+            let _ = tx.send(start_ns);
+        }
+        Ok(RunningTimerProbe {
+            config: self.config,
+            cpus: self.cpus,
+            handles,
+            setups,
+            start_ns,
+        })
+    }
+}
+
+/// An error inside a measuring loop, as plain data (no allocation there).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LoopError {
+    pub cpu: CpuId,
+    pub api: TimerApi,
+    pub errno: Errno,
+}
+
+/// A timer probe that is measuring.
+pub struct RunningTimerProbe {
+    config: TimerConfig,
+    cpus: Vec<Arc<TimerCpu>>,
+    handles: Vec<JoinHandle<Result<(), LoopError>>>,
+    setups: Vec<ThreadSetup>,
+    start_ns: u64,
+}
+
+/// A cheap view of progress for the progress bar.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub samples: u64,
+    pub max_latency: Nanos,
+    pub overruns: u64,
+}
+
+impl RunningTimerProbe {
+    pub fn config(&self) -> &TimerConfig {
+        &self.config
+    }
+
+    pub fn setups(&self) -> &[ThreadSetup] {
+        &self.setups
+    }
+
+    /// CLOCK_MONOTONIC of time zero of the cell; timeline seconds count from here.
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// Whether every measuring thread has ended (duration reached, stopped or failed).
+    pub fn finished(&self) -> bool {
+        self.handles.iter().all(|h| h.is_finished())
+    }
+
+    pub fn progress(&self) -> Progress {
+        let mut p = Progress::default();
+        for c in &self.cpus {
+            p.samples += c.samples.load(Ordering::Relaxed);
+            p.overruns += c.overruns.load(Ordering::Relaxed);
+            p.max_latency = p
+                .max_latency
+                .max(Nanos(c.max_latency.load(Ordering::Relaxed)));
+        }
+        p
+    }
+
+    /// Snapshots of every metric, for a checkpoint or the end.
+    pub fn results(&self) -> Vec<MetricResult> {
+        collect_results(&self.cpus)
+    }
+
+    /// Timeline seconds not yet taken (see [`MetricRecorder::drain_timeline`]).
+    pub fn drain_timeline(&self, finished: bool) -> Vec<TimelineChunk> {
+        let mut out = Vec::new();
+        for c in &self.cpus {
+            out.extend(c.latency.drain_timeline(finished));
+            out.extend(c.interval.drain_timeline(finished));
+        }
+        out
+    }
+
+    /// Waits for the measuring threads; the first loop error, if any.
+    pub fn join(self) -> Result<FinishedTimerProbe, ProbeError> {
+        let mut first_err = None;
+        for (h, c) in self.handles.into_iter().zip(&self.cpus) {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(ProbeError::Timer {
+                        cpu: e.cpu,
+                        api: e.api,
+                        source: e.errno.to_io(),
+                    });
+                }
+                Err(_) => {
+                    first_err.get_or_insert(ProbeError::Panicked(c.cpu));
+                }
+            }
+        }
+        Ok(FinishedTimerProbe {
+            cpus: self.cpus,
+            error: first_err,
+        })
+    }
+}
+
+/// The probe after its threads ended: results are exact now.
+pub struct FinishedTimerProbe {
+    cpus: Vec<Arc<TimerCpu>>,
+    /// A measuring loop that failed (the others' data is still good).
+    pub error: Option<ProbeError>,
+}
+
+impl FinishedTimerProbe {
+    pub fn results(&self) -> Vec<MetricResult> {
+        collect_results(&self.cpus)
+    }
+
+    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+        let mut out = Vec::new();
+        for c in &self.cpus {
+            out.extend(c.latency.drain_timeline(true));
+            out.extend(c.interval.drain_timeline(true));
+        }
+        out
+    }
+}
+
+fn collect_results(cpus: &[Arc<TimerCpu>]) -> Vec<MetricResult> {
+    let mut out = Vec::with_capacity(cpus.len() * 2);
+    for c in cpus {
+        let mut lat = c.latency.result();
+        lat.corrected = Some(c.corrected.snapshot());
+        lat.overruns = c.overruns.load(Ordering::Relaxed);
+        lat.missed_deadlines = c.missed.load(Ordering::Relaxed);
+        out.push(lat);
+        out.push(c.interval.result());
+    }
+    out
+}

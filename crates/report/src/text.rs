@@ -1,0 +1,280 @@
+//! Terminal text: the run header, summary tables per metric and CPU, the
+//! log-scale count tables, and the run list.
+
+use std::collections::BTreeMap;
+
+use latscope_model::{Nanos, RunMeta};
+use latscope_stats::{log2_micros_table, CellResult, Histogram, MetricResult, RunResult, Summary};
+
+use crate::table::Table;
+use crate::time::format_utc;
+
+const METRIC_ORDER: [&str; 2] = ["timer.latency", "timer.interval"];
+
+fn describe(metric: &str) -> &'static str {
+    match metric {
+        "timer.latency" => "intended expiry → user code runs",
+        "timer.interval" => "spacing between consecutive wake-ups",
+        _ => "",
+    }
+}
+
+fn opt(n: Option<Nanos>) -> String {
+    n.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+fn setting(cell: &CellResult, key: &str) -> Option<String> {
+    cell.meta.settings.get(key).map(|v| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Two or three lines naming the run, the machine and what was missing.
+pub fn run_header(run: &RunResult) -> String {
+    let m = &run.meta;
+    let s = &run.system;
+    let mut out = format!(
+        "latscope run {} · {} · started {} UTC",
+        m.id,
+        m.status,
+        format_utc(m.started_unix_ns)
+    );
+    if let Some(end) = m.ended_unix_ns {
+        out.push_str(&format!(
+            " · {} long",
+            end.saturating_sub(m.started_unix_ns)
+        ));
+    }
+    out.push('\n');
+    let mut sys = vec![format!("{} {}", s.hostname, s.kernel_release)];
+    if let Some(p) = &s.preemption_model {
+        sys.push(format!("preempt {p}"));
+    }
+    if let Some(hz) = s.hz {
+        sys.push(format!("HZ {hz}"));
+    }
+    if let Some(cs) = &s.clocksource {
+        sys.push(format!("clocksource {cs}"));
+    }
+    sys.push(format!("{} CPUs", s.cpu_count));
+    if s.hypervisor {
+        sys.push("virtual machine".into());
+    }
+    out.push_str(&sys.join(" · "));
+    out.push('\n');
+    for line in &run.capabilities.missing {
+        out.push_str(&format!("note: {line}\n"));
+    }
+    for line in &m.notes {
+        out.push_str(&format!("note: {line}\n"));
+    }
+    out
+}
+
+fn cell_title(cell: &CellResult) -> String {
+    let mut parts = vec![format!("{} probe", cell.meta.probe)];
+    let mut inner = Vec::new();
+    for key in ["timer_api", "period_ns", "policy", "priority", "phase"] {
+        let Some(v) = setting(cell, key) else {
+            continue;
+        };
+        match key {
+            "period_ns" => {
+                if let Ok(ns) = v.parse::<u64>() {
+                    inner.push(format!("{} period", Nanos(ns)));
+                }
+            }
+            "phase" if v == "fixed" => {}
+            "phase" => inner.push(format!("{v} phase")),
+            "priority" if v == "0" => {}
+            _ => inner.push(v),
+        }
+    }
+    if !inner.is_empty() {
+        parts[0] = format!("{} ({})", parts[0], inner.join(", "));
+    }
+    parts.push(format!("workload {}", cell.meta.workload));
+    parts.push(format!("{} measured", cell.meta.duration_ns));
+    format!("cell {}: {}", cell.meta.index, parts.join(" · "))
+}
+
+/// Metrics of a cell grouped by name, in the order they first appear.
+fn by_name(cell: &CellResult) -> Vec<(&str, Vec<&MetricResult>)> {
+    let mut order: Vec<&str> = Vec::new();
+    let mut groups: BTreeMap<&str, Vec<&MetricResult>> = BTreeMap::new();
+    for m in &cell.metrics {
+        if !groups.contains_key(m.name.as_str()) {
+            order.push(&m.name);
+        }
+        groups.entry(&m.name).or_default().push(m);
+    }
+    // The headline metric first, then the rest as stored.
+    order.sort_by_key(|n| {
+        METRIC_ORDER
+            .iter()
+            .position(|m| m == n)
+            .unwrap_or(usize::MAX)
+    });
+    order
+        .into_iter()
+        .map(|n| (n, groups.remove(n).unwrap_or_default()))
+        .collect()
+}
+
+fn summary_row(t: &mut Table, label: String, h: &Histogram, extra: &[String]) {
+    let s = Summary::of(h);
+    let mut row = vec![label, h.count().to_string()];
+    let cols = [
+        s.map(|s| s.min),
+        s.map(|s| s.mean),
+        s.map(|s| s.p50),
+        s.map(|s| s.p90),
+        s.map(|s| s.p99),
+        s.map(|s| s.p999),
+        s.map(|s| s.p9999),
+        s.map(|s| s.max),
+    ];
+    row.extend(cols.into_iter().map(opt));
+    row.extend(extra.iter().cloned());
+    t.row(row);
+}
+
+const SUMMARY_HEADER: [&str; 10] = [
+    "CPU", "samples", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
+];
+
+/// A summary table per metric for every cell.
+pub fn summary_tables(run: &RunResult) -> String {
+    let mut out = String::new();
+    for cell in &run.cells {
+        out.push('\n');
+        out.push_str(&cell_title(cell));
+        out.push('\n');
+        for (name, metrics) in by_name(cell) {
+            let has_threshold = metrics.iter().any(|m| m.threshold.is_some());
+            let mut header: Vec<String> = SUMMARY_HEADER.iter().map(|s| s.to_string()).collect();
+            header.push("overruns".into());
+            if has_threshold {
+                let t = metrics.iter().find_map(|m| m.threshold).unwrap_or_default();
+                header.push(format!(">{t}"));
+            }
+            let mut t = Table::new(header);
+            for m in &metrics {
+                let mut extra = vec![m.overruns.to_string()];
+                if has_threshold {
+                    extra.push(m.above_threshold.map_or("-".into(), |a| a.to_string()));
+                }
+                summary_row(&mut t, cpu_label(m), &m.histogram, &extra);
+            }
+            out.push_str(&format!("\n{name} — {}\n", describe(name)));
+            out.push_str(&t.render());
+            let overrun = metrics.iter().any(|m| m.overruns > 0);
+            if overrun {
+                let mut c = Table::new(SUMMARY_HEADER.iter().copied().chain(["missed"]));
+                for m in &metrics {
+                    if let Some(h) = &m.corrected {
+                        summary_row(&mut c, cpu_label(m), h, &[m.missed_deadlines.to_string()]);
+                    }
+                }
+                out.push_str(&format!(
+                    "\n{name}, per deadline (coordinated-omission corrected: each deadline skipped by an overrun counted with the latency it would have had)\n"
+                ));
+                out.push_str(&c.render());
+            }
+        }
+    }
+    out
+}
+
+fn cpu_label(m: &MetricResult) -> String {
+    m.cpu.map_or_else(|| "all".to_string(), |c| c.to_string())
+}
+
+fn range_label(low: Nanos, high: Nanos) -> String {
+    // Whole microseconds throughout, as in the studies' tables: every
+    // boundary is exact.
+    if low.0 == 0 {
+        "< 1 µs".to_string()
+    } else {
+        format!("{}–{} µs", low.0 / 1_000, high.0 / 1_000)
+    }
+}
+
+/// Log-scale count tables (power-of-two microsecond ranges), one per metric
+/// with a column per CPU: the form of Bernadat's Tables 6 and 7.
+pub fn histogram_tables(run: &RunResult) -> String {
+    let mut out = String::new();
+    for cell in &run.cells {
+        for (name, metrics) in by_name(cell) {
+            let tables: Vec<_> = metrics
+                .iter()
+                .map(|m| log2_micros_table(&m.histogram))
+                .collect();
+            let rows = tables.iter().map(Vec::len).max().unwrap_or(0);
+            if rows == 0 {
+                continue;
+            }
+            let mut header = vec!["range".to_string()];
+            header.extend(metrics.iter().map(|m| format!("CPU {}", cpu_label(m))));
+            let mut t = Table::new(header);
+            for i in 0..rows {
+                let bin = tables.iter().find_map(|tb| tb.get(i)).copied();
+                let Some(bin) = bin else { continue };
+                let mut row = vec![range_label(bin.low, bin.high)];
+                for tb in &tables {
+                    row.push(tb.get(i).map_or(0, |b| b.count).to_string());
+                }
+                t.row(row);
+            }
+            out.push_str(&format!(
+                "\ncell {}: {name}, samples per range\n",
+                cell.meta.index
+            ));
+            out.push_str(&t.render());
+        }
+    }
+    out
+}
+
+/// One line of `latscope list`.
+pub struct RunListRow<'a> {
+    pub meta: &'a RunMeta,
+    pub probes: Vec<String>,
+    pub workloads: Vec<String>,
+    pub kernel: &'a str,
+    pub max_timer_latency: Option<Nanos>,
+}
+
+pub fn list_table(rows: &[RunListRow<'_>]) -> String {
+    let mut t = Table::new([
+        "id",
+        "started (UTC)",
+        "status",
+        "length",
+        "probes",
+        "workloads",
+        "max latency",
+        "kernel",
+    ])
+    .left_aligned(0);
+    for r in rows {
+        let length = r
+            .meta
+            .ended_unix_ns
+            .or(r.meta.checkpoint_unix_ns)
+            .map(|e| e.saturating_sub(r.meta.started_unix_ns).to_string())
+            .unwrap_or_else(|| "-".into());
+        t.row([
+            r.meta.id.to_string(),
+            format_utc(r.meta.started_unix_ns),
+            r.meta.status.to_string(),
+            length,
+            r.probes.join(","),
+            r.workloads.join(","),
+            opt(r.max_timer_latency),
+            r.kernel.to_string(),
+        ]);
+    }
+    t.render()
+}

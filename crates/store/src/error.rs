@@ -1,0 +1,117 @@
+use std::path::{Path, PathBuf};
+
+use latscope_model::RunId;
+use rusqlite::ErrorCode;
+
+use crate::CellId;
+
+/// Why a store operation failed. Every message is one line a user can act
+/// on, and names the store's path where the path is what matters.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open store {}: {reason}", .path.display())]
+    Open { path: PathBuf, reason: String },
+
+    #[error("{} is a directory; give the path of a store file inside it instead", .path.display())]
+    IsDirectory { path: PathBuf },
+
+    #[error("no store at {}; record a run first or give the path of an existing store", .path.display())]
+    Missing { path: PathBuf },
+
+    #[error("{} is not a latscope store: {reason}; give another path", .path.display())]
+    NotAStore { path: PathBuf, reason: String },
+
+    #[error("{} is not a latscope store: it is another program's SQLite database; give another path", .path.display())]
+    ForeignDatabase { path: PathBuf },
+
+    #[error(
+        "store {} has schema version {found}, newer than version {supported} that this latscope understands; upgrade latscope",
+        .path.display()
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    #[error(
+        "store {} has the older schema version {found} (current: {supported}) and is read-only here; open it once with write access to upgrade it",
+        .path.display()
+    )]
+    OldSchemaReadOnly {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    #[error("store {} is read-only; make it writable or give another path", .path.display())]
+    ReadOnly { path: PathBuf },
+
+    #[error("store {} stayed locked by another process for 5 s; try again when it is done", .path.display())]
+    Busy { path: PathBuf },
+
+    #[error("store {} is damaged: {what}", .path.display())]
+    Corrupt { path: PathBuf, what: String },
+
+    #[error("store {}: {action} failed: {source}", .path.display())]
+    Sqlite {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    #[error("cannot store {what} = {value}: it exceeds the store's 63-bit integers")]
+    OutOfRange { what: &'static str, value: u64 },
+
+    #[error("no run {0} in this store; list the runs to see which exist")]
+    NotFound(RunId),
+
+    #[error("this store has no runs yet; record one first")]
+    NoRuns,
+
+    #[error("invalid run '{0}': expected a run number or 'latest'")]
+    BadRunId(String),
+
+    #[error("no cell {} in this store", .0 .0)]
+    NoSuchCell(CellId),
+
+    #[error("cell {} does not belong to run {run}", .cell.0)]
+    CellNotInRun { cell: CellId, run: RunId },
+
+    #[error("run {run} already has a cell with index {index}")]
+    DuplicateCell { run: RunId, index: u32 },
+}
+
+/// Turns a SQLite error into the variant a user can act on.
+pub(crate) fn classify(path: &Path, action: &'static str, err: rusqlite::Error) -> StoreError {
+    let path = path.to_path_buf();
+    match err.sqlite_error_code() {
+        Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
+            StoreError::Busy { path }
+        }
+        Some(ErrorCode::NotADatabase) => StoreError::NotAStore {
+            path,
+            reason: "it is not a SQLite database".to_string(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => StoreError::Corrupt {
+            path,
+            what: err.to_string(),
+        },
+        Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+        Some(ErrorCode::CannotOpen) => StoreError::Open {
+            path,
+            reason: "cannot open or create the file (check the directory exists and is writable)"
+                .to_string(),
+        },
+        Some(ErrorCode::PermissionDenied) => StoreError::Open {
+            path,
+            reason: "permission denied".to_string(),
+        },
+        _ => StoreError::Sqlite {
+            path,
+            action,
+            source: err,
+        },
+    }
+}
