@@ -69,10 +69,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// Wake-up period, e.g. `1ms`, `100us`.
-    #[arg(long, value_name = "DURATION", default_value = "1ms")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "1ms")]
     pub period: String,
     /// How long to measure, e.g. `30s`, `10m`, `8h`.
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "30s")]
     pub duration: String,
     /// Scheduling policy of the measuring threads.
     #[arg(long, value_enum, default_value = "fifo")]
@@ -87,7 +87,7 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "fixed")]
     pub phase: PhaseArg,
     /// Count samples above this latency, per second and in total (e.g. `100us`).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub threshold: Option<String>,
     /// Write the run as JSON to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
@@ -99,7 +99,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_dma_latency: bool,
     /// How often to write results to the store while measuring.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "10s")]
     pub checkpoint: String,
     /// No progress bar and no summary on the terminal.
     #[arg(long)]

@@ -16,7 +16,18 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp
+            | clap::error::ErrorKind::DisplayVersion
+            | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!("latscope: {}", one_line(&e.render().to_string()));
+                std::process::exit(exit::USAGE);
+            }
+        },
+    };
     let result = match &cli.command {
         Command::Run(a) => run::run(a),
         Command::List(a) => show::list(a),
@@ -30,4 +41,15 @@ fn main() {
         }
     };
     std::process::exit(code);
+}
+
+/// clap's usage errors span several lines (message, hints, usage); a user of
+/// latscope gets one: the message and its hints, without the usage block.
+fn one_line(rendered: &str) -> String {
+    rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

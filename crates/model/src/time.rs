@@ -138,7 +138,7 @@ fn scaled(x: f64, unit: &str) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration '{0}': expected a number with a unit, e.g. 500us, 1ms, 8s, 2m, 1h")]
+#[error("invalid duration '{0}': {reason}", reason = if .0.trim_start().starts_with('-') { "durations cannot be negative" } else { "expected a number with a unit, e.g. 500us, 1ms, 8s, 2m, 1h" })]
 pub struct ParseDurationError(pub String);
 
 #[cfg(test)]

@@ -1,0 +1,94 @@
+//! Known-answer test: an interferer of known priority, length and period on
+//! a measured CPU must show up in `timer.latency` as exactly that.
+//!
+//! A SCHED_FIFO thread at priority 90, pinned to the measured CPU, is busy
+//! for 500 µs once in every 50 ms slot, starting at a random offset within
+//! the slot so it cannot phase-lock onto the probe's 1 ms period (with a fixed
+//! phase every burst would hit the probe the same way: the stroboscopic
+//! effect). The probe runs at priority 80.
+//!
+//! Expected: a burst covers a deadline half the time, and then delays that
+//! wake-up by the rest of the burst, uniform in 0..500 µs. So maxima near
+//! 500 µs, P(latency > 250 µs) per burst = 1/4: 20 bursts/s × 1/4 = 5 samples
+//! per second above 250 µs, and 1 per second above 450 µs.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use latscope_model::CpuId;
+use latscope_platform::{monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy};
+
+const SLOT_NS: u64 = 50_000_000;
+const BURST_NS: u64 = 500_000;
+
+fn interferer(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        set_affinity(CpuId(cpu)).expect("pin interferer");
+        set_scheduler(SchedPolicy::Fifo, 90).expect("FIFO 90");
+        let mut seed = monotonic_ns() | 1;
+        let mut slot = monotonic_ns();
+        let mut bursts = 0;
+        while !stop.load(Ordering::Relaxed) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let offset = seed % (SLOT_NS - BURST_NS);
+            let _ = timers::sleep_until(slot + offset);
+            spin_until(monotonic_ns() + BURST_NS);
+            bursts += 1;
+            slot += SLOT_NS;
+        }
+        bursts
+    })
+}
+
+#[test]
+fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for SCHED_FIFO");
+        return;
+    }
+    let cpu = *online().last().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let json = dir.path().join("ka.json");
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = interferer(cpu, Arc::clone(&stop));
+    let seconds = 10.0;
+    let o = latscope(&[
+        "run", "--cpus", &cpu.to_string(), "--priority", "80", "--period", "1ms",
+        "--duration", "10s", "--threshold", "250us", "--store", store.to_str().unwrap(),
+        "--json", json.to_str().unwrap(), "--quiet",
+    ]);
+    stop.store(true, Ordering::Relaxed);
+    let bursts = handle.join().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(bursts >= 190, "the interferer ran ({bursts} bursts)");
+    let doc = read_json(&json);
+    let lat = metrics(&doc, "timer.latency")[0];
+    let above = lat["above_threshold"].as_u64().unwrap() as f64;
+    let per_second = above / seconds;
+    eprintln!(
+        "known answer: {per_second:.1}/s above 250 µs (expected 5), max {} ns, p99.9 {} ns",
+        lat["max_ns"], lat["p999_ns"]
+    );
+    assert!((3.0..=8.0).contains(&per_second), "{per_second}/s above 250 µs");
+    let max = lat["max_ns"].as_u64().unwrap();
+    assert!(max >= 450_000, "max {max} ns should be near 500 µs");
+    // Samples in the top tenth of the burst (450..600 µs): about 1 per second.
+    let near_top: u64 = lat["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| {
+            let low = b[0].as_u64().unwrap();
+            (450_000..600_000).contains(&low)
+        })
+        .map(|b| b[2].as_u64().unwrap())
+        .sum();
+    assert!((3..=25).contains(&near_top), "{near_top} samples in 450–600 µs");
+}
