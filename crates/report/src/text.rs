@@ -88,6 +88,11 @@ fn cell_title(cell: &CellResult) -> String {
             "phase" if v == "fixed" => {}
             "phase" => inner.push(format!("{v} phase")),
             "priority" if v == "0" => {}
+            "priority" => {
+                if let Some(policy) = inner.last_mut() {
+                    policy.push_str(&format!(" {v}"));
+                }
+            }
             _ => inner.push(v),
         }
     }
@@ -153,15 +158,23 @@ pub fn summary_tables(run: &RunResult) -> String {
         out.push('\n');
         for (name, metrics) in by_name(cell) {
             let has_threshold = metrics.iter().any(|m| m.threshold.is_some());
+            // Overruns belong to deadline-driven metrics, which are the ones
+            // with a per-deadline (corrected) distribution.
+            let deadlines = metrics.iter().any(|m| m.corrected.is_some());
             let mut header: Vec<String> = SUMMARY_HEADER.iter().map(|s| s.to_string()).collect();
-            header.push("overruns".into());
+            if deadlines {
+                header.push("overruns".into());
+            }
             if has_threshold {
                 let t = metrics.iter().find_map(|m| m.threshold).unwrap_or_default();
                 header.push(format!(">{t}"));
             }
             let mut t = Table::new(header);
             for m in &metrics {
-                let mut extra = vec![m.overruns.to_string()];
+                let mut extra = Vec::new();
+                if deadlines {
+                    extra.push(m.overruns.to_string());
+                }
                 if has_threshold {
                     extra.push(m.above_threshold.map_or("-".into(), |a| a.to_string()));
                 }
