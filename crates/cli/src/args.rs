@@ -69,10 +69,20 @@ pub struct RunArgs {
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// Wake-up period, e.g. `1ms`, `100us`.
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "1ms")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "1ms"
+    )]
     pub period: String,
     /// How long to measure, e.g. `30s`, `10m`, `8h`.
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "30s")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "30s"
+    )]
     pub duration: String,
     /// Scheduling policy of the measuring threads.
     #[arg(long, value_enum, default_value = "fifo")]
@@ -99,7 +109,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_dma_latency: bool,
     /// How often to write results to the store while measuring.
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "10s")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "10s"
+    )]
     pub checkpoint: String,
     /// No progress bar and no summary on the terminal.
     #[arg(long)]

@@ -49,7 +49,9 @@ fn one_line(rendered: &str) -> String {
     rendered
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -11,7 +11,16 @@ fn store_with_one_run(dir: &std::path::Path) -> (String, Value) {
     let store = store_in(dir);
     let s = store.to_str().unwrap().to_string();
     let cpu = online()[0].to_string();
-    let o = latscope(&["run", "--duration", "1s", "--cpus", &cpu, "--store", &s, "--quiet"]);
+    let o = latscope(&[
+        "run",
+        "--duration",
+        "1s",
+        "--cpus",
+        &cpu,
+        "--store",
+        &s,
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = latscope(&["list", "--json", "--store", &s]);
     (s, serde_json::from_slice(&o.stdout).unwrap())
@@ -39,7 +48,10 @@ fn bad_run_arguments_fail_cleanly_and_keep_stored_runs() {
         (&["--phase", "random"], "relative timers"),
         (&["--threshold", "fast"], "invalid duration"),
         (&["--checkpoint", "1ms"], "at least 100ms"),
-        (&["--duration", "1ms", "--period", "10ms"], "shorter than one period"),
+        (
+            &["--duration", "1ms", "--period", "10ms"],
+            "shorter than one period",
+        ),
     ];
     for (extra, expect) in cases {
         let mut args = vec!["run", "--store", &s];
@@ -62,22 +74,42 @@ fn unusable_stores_fail_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     // A directory that does not exist.
     let missing = dir.path().join("no/such/dir/x.db");
-    let o = latscope(&["run", "--duration", "1s", "--store", missing.to_str().unwrap()]);
+    let o = latscope(&[
+        "run",
+        "--duration",
+        "1s",
+        "--store",
+        missing.to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, 1);
     assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
     // A directory where the file should be.
-    let o = latscope(&["run", "--duration", "1s", "--store", dir.path().to_str().unwrap()]);
+    let o = latscope(&[
+        "run",
+        "--duration",
+        "1s",
+        "--store",
+        dir.path().to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, 1);
     // A file that is not a latscope store: refused and left as it was.
     let text = dir.path().join("notes.txt");
     let content = "my notes, not a database\n".repeat(40);
     std::fs::write(&text, &content).unwrap();
-    for cmd in [&["run", "--duration", "1s"][..], &["list"][..], &["show", "latest"][..]] {
+    for cmd in [
+        &["run", "--duration", "1s"][..],
+        &["list"][..],
+        &["show", "latest"][..],
+    ] {
         let mut args = cmd.to_vec();
         args.extend(["--store", text.to_str().unwrap()]);
         let o = latscope(&args);
         assert_one_line_error(&o, 1);
-        assert!(stderr(&o).contains("not a latscope store"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not a latscope store"),
+            "{}",
+            stderr(&o)
+        );
     }
     assert_eq!(std::fs::read_to_string(&text).unwrap(), content);
     // Another program's SQLite database.
@@ -87,9 +119,19 @@ fn unusable_stores_fail_cleanly() {
         c.execute_batch("CREATE TABLE recipes(name TEXT); INSERT INTO recipes VALUES ('soup');")
             .unwrap();
     }
-    let o = latscope(&["run", "--duration", "1s", "--store", other.to_str().unwrap()]);
+    let o = latscope(&[
+        "run",
+        "--duration",
+        "1s",
+        "--store",
+        other.to_str().unwrap(),
+    ]);
     assert_one_line_error(&o, 1);
-    assert!(stderr(&o).contains("not a latscope store"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a latscope store"),
+        "{}",
+        stderr(&o)
+    );
     // show/list on a store that does not exist: not created.
     let nothing = dir.path().join("nothing.db");
     let o = latscope(&["list", "--store", nothing.to_str().unwrap()]);
@@ -116,9 +158,13 @@ fn a_newer_schema_is_refused_and_left_intact() {
         assert!(stderr(&o).contains("upgrade latscope"), "{}", stderr(&o));
     }
     let c = rusqlite::Connection::open(&s).unwrap();
-    let v: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+    let v: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(v, 999);
-    let runs: i64 = c.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).unwrap();
+    let runs: i64 = c
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(runs, 1);
 }
 
@@ -144,7 +190,13 @@ fn unwritable_json_path_fails_before_measuring() {
     let bad = dir.path().join("no/dir/out.json");
     let started = std::time::Instant::now();
     let o = latscope(&[
-        "run", "--duration", "30s", "--store", s.to_str().unwrap(), "--json", bad.to_str().unwrap(),
+        "run",
+        "--duration",
+        "30s",
+        "--store",
+        s.to_str().unwrap(),
+        "--json",
+        bad.to_str().unwrap(),
     ]);
     assert_one_line_error(&o, 1);
     assert!(started.elapsed().as_secs() < 10, "failed before measuring");

@@ -19,7 +19,9 @@ use std::sync::Arc;
 
 use common::*;
 use latscope_model::CpuId;
-use latscope_platform::{monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy};
+use latscope_platform::{
+    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
+};
 
 const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
@@ -60,9 +62,22 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     let handle = interferer(cpu, Arc::clone(&stop));
     let seconds = 10.0;
     let o = latscope(&[
-        "run", "--cpus", &cpu.to_string(), "--priority", "80", "--period", "1ms",
-        "--duration", "10s", "--threshold", "250us", "--store", store.to_str().unwrap(),
-        "--json", json.to_str().unwrap(), "--quiet",
+        "run",
+        "--cpus",
+        &cpu.to_string(),
+        "--priority",
+        "80",
+        "--period",
+        "1ms",
+        "--duration",
+        "10s",
+        "--threshold",
+        "250us",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
     ]);
     stop.store(true, Ordering::Relaxed);
     let bursts = handle.join().unwrap();
@@ -76,7 +91,10 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
         "known answer: {per_second:.1}/s above 250 µs (expected 5), max {} ns, p99.9 {} ns",
         lat["max_ns"], lat["p999_ns"]
     );
-    assert!((3.0..=8.0).contains(&per_second), "{per_second}/s above 250 µs");
+    assert!(
+        (3.0..=8.0).contains(&per_second),
+        "{per_second}/s above 250 µs"
+    );
     let max = lat["max_ns"].as_u64().unwrap();
     assert!(max >= 450_000, "max {max} ns should be near 500 µs");
     // Samples in the top tenth of the burst (450..600 µs): about 1 per second.
@@ -90,5 +108,8 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
         })
         .map(|b| b[2].as_u64().unwrap())
         .sum();
-    assert!((3..=25).contains(&near_top), "{near_top} samples in 450–600 µs");
+    assert!(
+        (3..=25).contains(&near_top),
+        "{near_top} samples in 450–600 µs"
+    );
 }

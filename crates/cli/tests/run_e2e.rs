@@ -20,21 +20,39 @@ fn five_second_run_gives_duration_over_period_samples_per_cpu() {
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");
     let o = latscope(&[
-        "run", "--duration", "5s", "--period", "1ms", "--store", store.to_str().unwrap(),
-        "--json", json.to_str().unwrap(),
+        "run",
+        "--duration",
+        "5s",
+        "--period",
+        "1ms",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = read_json(&json);
     assert_eq!(doc["status"], "complete");
     let lat = metrics(&doc, "timer.latency");
-    assert_eq!(lat.len(), online().len(), "one timer.latency per online CPU");
+    assert_eq!(
+        lat.len(),
+        online().len(),
+        "one timer.latency per online CPU"
+    );
     for m in lat {
         let n = u(&m["count"]) as f64;
-        assert!((n - 5000.0).abs() <= 250.0, "cpu {} had {n} samples", m["cpu"]);
+        assert!(
+            (n - 5000.0).abs() <= 250.0,
+            "cpu {} had {n} samples",
+            m["cpu"]
+        );
     }
     // The summary is printed on stdout and names both metrics.
     let out = stdout(&o);
-    assert!(out.contains("timer.latency") && out.contains("timer.interval"), "{out}");
+    assert!(
+        out.contains("timer.latency") && out.contains("timer.interval"),
+        "{out}"
+    );
     assert!(out.contains("p99.99"), "{out}");
 }
 
@@ -56,8 +74,16 @@ fn every_timer_api_measures() {
     for extra in cases {
         let json = dir.path().join("api.json");
         let mut args = vec![
-            "run", "--duration", "1s", "--cpus", &cpu, "--store", store.to_str().unwrap(),
-            "--json", json.to_str().unwrap(), "--quiet",
+            "run",
+            "--duration",
+            "1s",
+            "--cpus",
+            &cpu,
+            "--store",
+            store.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+            "--quiet",
         ];
         args.extend_from_slice(extra);
         let o = latscope(&args);
@@ -75,7 +101,10 @@ fn every_timer_api_measures() {
         } else {
             assert!((900..=1010).contains(&n), "{extra:?}: {n} samples");
             let iv = u(&metrics(&doc, "timer.interval")[0]["p50_ns"]);
-            assert!((900_000..=1_100_000).contains(&iv), "{extra:?}: interval p50 {iv}");
+            assert!(
+                (900_000..=1_100_000).contains(&iv),
+                "{extra:?}: interval p50 {iv}"
+            );
         }
         // No wake-up can come before its deadline by more than a clock read.
         assert!(u(&lat[0]["min_ns"]) < 5_000_000, "{extra:?}");
@@ -94,9 +123,24 @@ fn json_follows_the_documented_schema() {
     let json = dir.path().join("out.json");
     let cpu = online()[0].to_string();
     let o = latscope(&[
-        "run", "--probe", "timer", "--cpus", &cpu, "--period", "1ms", "--priority", "80",
-        "--duration", "2s", "--threshold", "100us", "--json", json.to_str().unwrap(),
-        "--store", store.to_str().unwrap(), "--quiet",
+        "run",
+        "--probe",
+        "timer",
+        "--cpus",
+        &cpu,
+        "--period",
+        "1ms",
+        "--priority",
+        "80",
+        "--duration",
+        "2s",
+        "--threshold",
+        "100us",
+        "--json",
+        json.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--quiet",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).is_empty(), "--quiet prints no summary");
@@ -105,7 +149,9 @@ fn json_follows_the_documented_schema() {
         assert!(doc.get(key).is_some(), "top-level {key}");
     }
     assert_eq!(doc["schema"], "latscope.run.v1");
-    assert!(doc["system"]["kernel_release"].as_str().is_some_and(|s| !s.is_empty()));
+    assert!(doc["system"]["kernel_release"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
     assert!(doc["system"]["cpu_count"].as_u64().is_some_and(|n| n >= 1));
     for key in ["rt_priority", "mlock", "dma_latency"] {
         assert!(doc["capabilities"][key].is_boolean(), "capabilities.{key}");
@@ -124,7 +170,12 @@ fn json_follows_the_documented_schema() {
             assert!(m[key].is_u64(), "metric {} lacks {key}: {m}", m["name"]);
         }
         assert!(m["name"].is_string() && m["cpu"].is_u64());
-        let (min, p50, p99, max) = (u(&m["min_ns"]), u(&m["p50_ns"]), u(&m["p99_ns"]), u(&m["max_ns"]));
+        let (min, p50, p99, max) = (
+            u(&m["min_ns"]),
+            u(&m["p50_ns"]),
+            u(&m["p99_ns"]),
+            u(&m["max_ns"]),
+        );
         assert!(min <= p50 && p50 <= p99 && p99 <= max, "{m}");
         let hist = m["histogram"].as_array().unwrap();
         let total: u64 = hist
@@ -143,7 +194,13 @@ fn json_follows_the_documented_schema() {
     assert!(lat["above_threshold"].is_u64());
     assert!(lat["corrected"]["count"].as_u64().unwrap() >= u(&lat["count"]));
     // `show --json` of the stored run is the same document.
-    let o = latscope(&["show", "latest", "--json", "--store", store.to_str().unwrap()]);
+    let o = latscope(&[
+        "show",
+        "latest",
+        "--json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(shown, doc);
@@ -160,7 +217,10 @@ fn show_and_list_read_the_store() {
     let o = latscope(&["show", "1", "--histogram", "--store", s]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("samples per range") && out.contains("16–32 µs"), "{out}");
+    assert!(
+        out.contains("samples per range") && out.contains("16–32 µs"),
+        "{out}"
+    );
     let o = latscope(&["list", "--store", s]);
     let out = stdout(&o);
     assert!(out.contains("complete") && out.contains("timer"), "{out}");
@@ -175,8 +235,15 @@ fn sigint_keeps_the_data_and_exits_130() {
     let cpu = online()[0].to_string();
     let child = bin()
         .args([
-            "run", "--duration", "60s", "--cpus", &cpu, "--store", store.to_str().unwrap(),
-            "--json", json.to_str().unwrap(),
+            "run",
+            "--duration",
+            "60s",
+            "--cpus",
+            &cpu,
+            "--store",
+            store.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -190,7 +257,10 @@ fn sigint_keeps_the_data_and_exits_130() {
     assert!(k.success());
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(stdout(&o).contains("timer.latency"), "the summary is printed");
+    assert!(
+        stdout(&o).contains("timer.latency"),
+        "the summary is printed"
+    );
     let doc = read_json(&json);
     assert_eq!(doc["status"], "interrupted");
     let n = u(&metrics(&doc, "timer.latency")[0]["count"]);
@@ -205,7 +275,17 @@ fn kill_9_after_a_checkpoint_leaves_a_readable_store() {
     let s = store.to_str().unwrap();
     let cpu = online()[0].to_string();
     let mut child = bin()
-        .args(["run", "--duration", "60s", "--cpus", &cpu, "--checkpoint", "1s", "--store", s])
+        .args([
+            "run",
+            "--duration",
+            "60s",
+            "--cpus",
+            &cpu,
+            "--checkpoint",
+            "1s",
+            "--store",
+            s,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -218,9 +298,21 @@ fn kill_9_after_a_checkpoint_leaves_a_readable_store() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["status"], "interrupted");
     let n = u(&metrics(&doc, "timer.latency")[0]["count"]);
-    assert!(n >= 1500, "at least two checkpoints' worth of samples, got {n}");
+    assert!(
+        n >= 1500,
+        "at least two checkpoints' worth of samples, got {n}"
+    );
     // The store still takes new runs.
-    let o = latscope(&["run", "--duration", "1s", "--cpus", &cpu, "--store", s, "--quiet"]);
+    let o = latscope(&[
+        "run",
+        "--duration",
+        "1s",
+        "--cpus",
+        &cpu,
+        "--store",
+        s,
+        "--quiet",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = latscope(&["list", "--json", "--store", s]);
     let list: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -234,12 +326,20 @@ fn without_privileges_the_run_degrades_and_says_so() {
         eprintln!("skipped: needs root to drop to an unprivileged user");
         return;
     }
-    if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         eprintln!("skipped: needs setpriv (util-linux)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
     // The test binary's directory must be reachable by nobody.
     let exe = std::path::Path::new(env!("CARGO_BIN_EXE_latscope"));
     let copy = dir.path().join("latscope");
@@ -247,9 +347,21 @@ fn without_privileges_the_run_degrades_and_says_so() {
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");
     let o = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
         .arg(&copy)
-        .args(["run", "--duration", "1s", "--store", store.to_str().unwrap(), "--json"])
+        .args([
+            "run",
+            "--duration",
+            "1s",
+            "--store",
+            store.to_str().unwrap(),
+            "--json",
+        ])
         .arg(&json)
         .output()
         .unwrap();
@@ -260,6 +372,9 @@ fn without_privileges_the_run_degrades_and_says_so() {
     let doc = read_json(&json);
     assert_eq!(doc["capabilities"]["rt_priority"], false);
     assert_eq!(doc["capabilities"]["root"], false);
-    assert!(!doc["capabilities"]["missing"].as_array().unwrap().is_empty());
+    assert!(!doc["capabilities"]["missing"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     assert!(u(&metrics(&doc, "timer.latency")[0]["count"]) > 500);
 }

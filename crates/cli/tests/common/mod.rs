@@ -69,8 +69,5 @@ pub fn assert_one_line_error(o: &Output, code: i32) {
     assert_eq!(o.status.code(), Some(code), "exit code; stderr: {err}");
     assert!(!err.contains("panicked"), "panic: {err}");
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(
-        lines.len() == 1,
-        "expected one clear line, got: {err}"
-    );
+    assert!(lines.len() == 1, "expected one clear line, got: {err}");
 }

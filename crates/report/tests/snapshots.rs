@@ -1,0 +1,144 @@
+//! Snapshot tests of the rendered text and JSON on a fixed run.
+
+use std::collections::BTreeMap;
+
+use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
+use latscope_stats::{CellResult, Histogram, MetricResult, RunResult};
+
+fn fixture() -> RunResult {
+    let mut lat = MetricResult::new("timer.latency", Some(CpuId(1)));
+    let mut corrected = Histogram::new();
+    for v in [10_000u64, 12_000, 15_000, 40_000, 2_500_000] {
+        lat.histogram.record(v);
+        corrected.record(v);
+    }
+    corrected.record(1_500_000);
+    corrected.record(500_000);
+    lat.corrected = Some(corrected);
+    lat.overruns = 1;
+    lat.missed_deadlines = 2;
+    lat.threshold = Some(Nanos::from_micros(100));
+    lat.above_threshold = Some(1);
+    let mut iv = MetricResult::new("timer.interval", Some(CpuId(1)));
+    for v in [999_000u64, 1_001_000, 1_000_500, 3_500_000] {
+        iv.histogram.record(v);
+    }
+    let mut settings = BTreeMap::new();
+    settings.insert(
+        "timer_api".to_string(),
+        serde_json::json!("clock_nanosleep"),
+    );
+    settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
+    settings.insert("policy".to_string(), serde_json::json!("fifo"));
+    settings.insert("priority".to_string(), serde_json::json!(95));
+    settings.insert("phase".to_string(), serde_json::json!("fixed"));
+    RunResult {
+        meta: RunMeta {
+            id: RunId(7),
+            started_unix_ns: Nanos(1_795_730_639_000_000_000),
+            ended_unix_ns: Some(Nanos(1_795_730_644_000_000_000)),
+            checkpoint_unix_ns: None,
+            status: RunStatus::Complete,
+            command_line: vec!["latscope".into(), "run".into()],
+            pid: 1,
+            boot_id: "b".into(),
+            hostname: "host".into(),
+            tool_version: "0.1.0".into(),
+            notes: vec![],
+        },
+        system: SystemInfo {
+            hostname: "host".into(),
+            kernel_release: "6.18.0".into(),
+            preemption_model: Some("none".into()),
+            hz: Some(250),
+            clocksource: Some("tsc".into()),
+            cpu_count: 2,
+            hypervisor: true,
+            ..SystemInfo::default()
+        },
+        capabilities: Capabilities {
+            missing: vec!["memory not locked".into()],
+            ..Capabilities::default()
+        },
+        cells: vec![CellResult {
+            meta: CellMeta {
+                index: 0,
+                probe: "timer".into(),
+                workload: "none".into(),
+                settings,
+                duration_ns: Nanos::from_secs(5),
+                monotonic_start_ns: Nanos(0),
+            },
+            // Stored order (alphabetical) puts interval first; the text
+            // must still lead with latency.
+            metrics: vec![iv, lat],
+        }],
+    }
+}
+
+#[test]
+fn summary_text() {
+    let run = fixture();
+    let text = latscope_report::run_header(&run) + &latscope_report::summary_tables(&run);
+    let expected = "\
+latscope run 7 · complete · started 2026-11-26 22:03:59 UTC · 5.00s long
+host 6.18.0 · preempt none · HZ 250 · clocksource tsc · 2 CPUs · virtual machine
+note: memory not locked
+
+cell 0: timer probe (clock_nanosleep, 1.00ms period, fifo 95) · workload none · 5.00s measured
+
+timer.latency — intended expiry → user code runs
+CPU  samples     min   mean     p50     p90     p99   p99.9  p99.99     max  overruns  >100µs
+1          5  10.0µs  515µs  15.0µs  2.50ms  2.50ms  2.50ms  2.50ms  2.50ms         1       1
+
+timer.latency, per deadline (coordinated-omission corrected: each deadline skipped by an overrun counted with the latency it would have had)
+CPU  samples     min   mean     p50     p90     p99   p99.9  p99.99     max  missed
+1          7  10.0µs  654µs  40.0µs  2.50ms  2.50ms  2.50ms  2.50ms  2.50ms       2
+
+timer.interval — spacing between consecutive wake-ups
+CPU  samples    min    mean     p50     p90     p99   p99.9  p99.99     max
+1          4  999µs  1.63ms  1.00ms  3.50ms  3.50ms  3.50ms  3.50ms  3.50ms
+";
+    assert_eq!(text, expected, "\n{text}");
+}
+
+#[test]
+fn histogram_text() {
+    let run = fixture();
+    let text = latscope_report::histogram_tables(&run);
+    assert!(
+        text.starts_with("\ncell 0: timer.latency, samples per range\nrange"),
+        "{text}"
+    );
+    assert!(text.contains("8–16 µs"), "{text}");
+    // 10 000, 12 000 and 15 000 ns fall in 8–16 µs.
+    let line = text.lines().find(|l| l.starts_with("8–16 µs")).unwrap();
+    assert!(line.trim_end().ends_with('3'), "{line}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("2048–4096 µs"))
+        .unwrap();
+    assert!(line.trim_end().ends_with('1'), "{line}");
+}
+
+#[test]
+fn json_document() {
+    let run = fixture();
+    let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
+    assert_eq!(v["schema"], "latscope.run.v1");
+    assert_eq!(v["run_id"], 7);
+    assert_eq!(v["status"], "complete");
+    let lat = &v["cells"][0]["metrics"][1];
+    assert_eq!(lat["name"], "timer.latency");
+    assert_eq!(lat["cpu"], 1);
+    assert_eq!(lat["count"], 5);
+    assert_eq!(lat["min_ns"], 10_000);
+    assert_eq!(lat["max_ns"], 2_500_000);
+    assert_eq!(lat["overruns"], 1);
+    assert_eq!(lat["missed_deadlines"], 2);
+    assert_eq!(lat["threshold_ns"], 100_000);
+    assert_eq!(lat["above_threshold"], 1);
+    assert_eq!(lat["corrected"]["count"], 7);
+    assert_eq!(lat["histogram"].as_array().unwrap().len(), 5);
+    assert_eq!(lat["histogram"][0], serde_json::json!([10_000, 10_007, 1]));
+}
