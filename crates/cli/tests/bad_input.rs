@@ -1,6 +1,8 @@
 //! Bad input: one clear line, a non-zero exit code, no panic, and the runs
 //! already stored stay intact.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::*;

@@ -12,6 +12,8 @@
 //! 500 µs, P(latency > 250 µs) per burst = 1/4: 20 bursts/s × 1/4 = 5 samples
 //! per second above 250 µs, and 1 per second above 450 µs.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,5 +1,7 @@
 //! End-to-end tests of `latscope run`, `list` and `show` on the real binary.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::process::Stdio;

@@ -1,5 +1,7 @@
 //! Snapshot tests of the rendered text and JSON on a fixed run.
 
+#![allow(clippy::unwrap_used)]
+
 use std::collections::BTreeMap;
 
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};

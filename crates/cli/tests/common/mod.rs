@@ -1,5 +1,6 @@
 //! Helpers for end-to-end tests of the real `latscope` binary.
 #![allow(dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
