@@ -187,6 +187,10 @@ fn measure<W: Waiter>(
 ) -> Result<(), Errno> {
     let mut schedule = Schedule::new(first, period);
     let mut prev_wake: Option<u64> = None;
+    // The timeline second, advanced by comparison rather than a division
+    // per sample.
+    let mut second = 0u64;
+    let mut next_second = start + 1_000_000_000;
     while schedule.next_deadline() <= end && !stop.load(Ordering::Relaxed) {
         let expirations = waiter.wait(schedule.next_deadline())?;
         let now = monotonic_ns();
@@ -195,7 +199,10 @@ fn measure<W: Waiter>(
         } else {
             schedule.woke(now)
         };
-        let second = now.saturating_sub(start) / 1_000_000_000;
+        if now >= next_second {
+            second = now.saturating_sub(start) / 1_000_000_000;
+            next_second = start + (second + 1) * 1_000_000_000;
+        }
         let interval = match (prev_wake, &phase) {
             (Some(p), None) => Some(now.saturating_sub(p)),
             _ => None,
