@@ -228,9 +228,10 @@ fn show_and_list_read_the_store() {
     assert!(out.contains("complete") && out.contains("timer"), "{out}");
 }
 
-#[test]
-fn sigint_keeps_the_data_and_exits_130() {
-    let _g = serial();
+/// Starts a 60 s run, sends `signal` after `after_s` seconds, and checks that
+/// the data measured until then is stored, the summary printed, and the exit
+/// code is 130.
+fn interrupted_run_keeps_data(signal: &str, after_s: u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");
@@ -251,14 +252,14 @@ fn sigint_keeps_the_data_and_exits_130() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    sleep(Duration::from_secs(3));
+    sleep(Duration::from_secs(after_s));
     let k = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(k.success());
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(130), "{signal}: {}", stderr(&o));
     assert!(
         stdout(&o).contains("timer.latency"),
         "the summary is printed"
@@ -266,7 +267,23 @@ fn sigint_keeps_the_data_and_exits_130() {
     let doc = read_json(&json);
     assert_eq!(doc["status"], "interrupted");
     let n = u(&metrics(&doc, "timer.latency")[0]["count"]);
-    assert!((2500..=3500).contains(&n), "about 3 s of samples, got {n}");
+    let expected = after_s * 1000;
+    assert!(
+        n + 500 >= expected && n <= expected + 500,
+        "{signal}: about {after_s} s of samples, got {n}"
+    );
+}
+
+#[test]
+fn sigint_keeps_the_data_and_exits_130() {
+    let _g = serial();
+    interrupted_run_keeps_data("-INT", 3);
+}
+
+#[test]
+fn sigterm_keeps_the_data_and_exits_130() {
+    let _g = serial();
+    interrupted_run_keeps_data("-TERM", 2);
 }
 
 #[test]

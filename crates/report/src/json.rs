@@ -39,15 +39,10 @@ pub struct CellJson<'a> {
 pub struct MetricJson {
     pub name: String,
     pub cpu: Option<u32>,
-    pub count: u64,
-    pub min_ns: Option<u64>,
-    pub mean_ns: Option<u64>,
-    pub max_ns: Option<u64>,
-    pub p50_ns: Option<u64>,
-    pub p90_ns: Option<u64>,
-    pub p99_ns: Option<u64>,
-    pub p999_ns: Option<u64>,
-    pub p9999_ns: Option<u64>,
+    /// `count`, `min_ns`, `mean_ns`, `max_ns`, `p50_ns` ... `p9999_ns`, at
+    /// the metric's own level.
+    #[serde(flatten)]
+    pub summary: SummaryJson,
     pub stddev_ns: Option<f64>,
     pub overruns: u64,
     pub missed_deadlines: u64,
@@ -90,19 +85,10 @@ fn summary_json(h: &Histogram) -> SummaryJson {
 }
 
 fn metric_json(m: &MetricResult) -> MetricJson {
-    let s = summary_json(&m.histogram);
     MetricJson {
         name: m.name.clone(),
         cpu: m.cpu.map(|c| c.0),
-        count: s.count,
-        min_ns: s.min_ns,
-        mean_ns: s.mean_ns,
-        max_ns: s.max_ns,
-        p50_ns: s.p50_ns,
-        p90_ns: s.p90_ns,
-        p99_ns: s.p99_ns,
-        p999_ns: s.p999_ns,
-        p9999_ns: s.p9999_ns,
+        summary: summary_json(&m.histogram),
         stddev_ns: m.histogram.stddev().map(|v| (v * 10.0).round() / 10.0),
         overruns: m.overruns,
         missed_deadlines: m.missed_deadlines,
