@@ -78,7 +78,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     };
     let run_id = store.create_run(&meta, &system, &capabilities)?;
 
-    let clock_read_ns = latscope_platform::clock_read_cost(10_000);
+    let clock_read_ns = latscope_platform::clock_read_cost(2_000);
     let probe = match TimerProbe::new(plan.timer.clone()) {
         Ok(p) => p,
         Err(e) => return fail(&mut store, run_id, e.into()),
