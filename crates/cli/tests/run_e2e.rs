@@ -439,3 +439,53 @@ fn memory_stays_flat_while_measuring() {
     // at 2 MiB); nothing else may.
     assert!(late <= early + 1024, "RSS grew from {early} to {late} KiB");
 }
+
+#[test]
+fn progress_is_drawn_on_a_terminal_only_and_at_most_twice_a_second() {
+    let _g = serial();
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs script (util-linux) for a pseudo-terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let cpu = online()[0].to_string();
+    let cmd = format!(
+        "{} run --cpus {cpu} --duration 3s --store {}",
+        env!("CARGO_BIN_EXE_latscope"),
+        store.display()
+    );
+    // `script` gives latscope a real terminal on stdout and stderr.
+    let o = std::process::Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let draws = out.matches("\r\x1b[2K[").count();
+    assert!(
+        (3..=8).contains(&draws),
+        "{draws} progress redraws in 3 s: {out}"
+    );
+    assert!(out.contains("samples") && out.contains("overruns"), "{out}");
+    // Not a terminal (piped), or --quiet on a terminal: no progress.
+    let o = latscope(&[
+        "run",
+        "--cpus",
+        &cpu,
+        "--duration",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(!stderr(&o).contains("\x1b[2K"), "{}", stderr(&o));
+    let quiet = std::process::Command::new("script")
+        .args(["-qec", &format!("{cmd} --quiet"), "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(!stdout(&quiet).contains("\x1b[2K["), "{}", stdout(&quiet));
+}
