@@ -3,7 +3,7 @@
 
 use latscope_model::{CpuSet, Nanos};
 use latscope_platform::SchedPolicy;
-use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
+use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
 
 use crate::args::{PhaseArg, PolicyArg, RunArgs, TimerApiArg};
 use crate::exit::Exit;
@@ -21,22 +21,7 @@ fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
 
 pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     let period = duration("period", &args.period)?;
-    if period.0 == 0 {
-        return Err(Exit::usage("--period must be greater than 0"));
-    }
-    if period > MAX_PERIOD {
-        return Err(Exit::usage(format!(
-            "--period {} is over the limit of {MAX_PERIOD}",
-            args.period
-        )));
-    }
     let run_for = duration("duration", &args.duration)?;
-    if run_for < period {
-        return Err(Exit::usage(format!(
-            "--duration {} is shorter than one period ({})",
-            args.duration, args.period
-        )));
-    }
     let threshold = args
         .threshold
         .as_deref()
@@ -85,6 +70,8 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         threshold,
         duration: Some(run_for),
     };
+    // Period, duration, priority and phase are checked where the probe
+    // defines them.
     timer.validate().map_err(Exit::usage)?;
     Ok(RunPlan {
         timer,

@@ -135,7 +135,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         show_progress,
     );
     let finished = running.join()?;
-    let duration = measured(&plan.timer, finished_start(&cell_meta));
+    let duration = measured(&plan.timer, cell_meta.monotonic_start_ns.0);
     let mut notes = Vec::new();
     let status = if let Some(e) = &finished.error {
         notes.push(format!("measurement failed: {e}"));
@@ -149,6 +149,13 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     } else {
         RunStatus::Complete
     };
+    let final_timeline = finished.drain_timeline();
+    let lost = finished.lost_timeline_seconds();
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds"
+        ));
+    }
     if let Err(e) = &outcome {
         notes.push(format!("a checkpoint failed during the run: {e:#}"));
     }
@@ -158,7 +165,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
             cell,
             duration,
             &finished.results(),
-            &finished.drain_timeline(),
+            &final_timeline,
             Nanos(latscope_platform::realtime_ns()),
         )
         .context("cannot store the final results")?;
@@ -182,10 +189,6 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         RunStatus::Failed => exit::ERROR,
         _ => exit::OK,
     })
-}
-
-fn finished_start(cell: &CellMeta) -> u64 {
-    cell.monotonic_start_ns.0
 }
 
 /// Time measured so far: from time zero to now, never past the planned end.
@@ -238,7 +241,7 @@ fn housekeep(
                 cell,
                 measured(&plan.timer, probe.start_ns()),
                 &probe.results(),
-                &probe.drain_timeline(false),
+                &probe.drain_timeline(),
                 Nanos(latscope_platform::realtime_ns()),
             );
             if let Err(e) = r {

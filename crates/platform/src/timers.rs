@@ -237,8 +237,8 @@ impl EpollTimeout {
         Ok(EpollTimeout { fd })
     }
 
-    /// Waits `span_ns` in `epoll_pwait2`; restarted with the remaining time
-    /// should the wait return early.
+    /// Waits in `epoll_pwait2` until `deadline_ns`; restarted with the
+    /// remaining time should the wait return early.
     pub fn wait_until(&mut self, deadline_ns: u64) -> Result<u64, Errno> {
         loop {
             let now = crate::monotonic_ns();

@@ -15,6 +15,8 @@ pub struct MetricRecorder {
     above: AtomicU64,
     /// Next timeline second the reader has not taken yet.
     drained: AtomicU64,
+    /// Seconds the ring had overwritten before the reader took them.
+    lost_seconds: AtomicU64,
 }
 
 impl MetricRecorder {
@@ -27,6 +29,7 @@ impl MetricRecorder {
             threshold,
             above: AtomicU64::new(0),
             drained: AtomicU64::new(0),
+            lost_seconds: AtomicU64::new(0),
         }
     }
 
@@ -49,6 +52,13 @@ impl MetricRecorder {
         r
     }
 
+    /// Timeline seconds that were overwritten before they could be stored
+    /// (the reader stalled for longer than the ring holds); they are stored
+    /// as empty seconds and must be reported, not hidden.
+    pub fn lost_seconds(&self) -> u64 {
+        self.lost_seconds.load(Ordering::Relaxed)
+    }
+
     /// Takes the timeline seconds not yet taken: while the writer runs only
     /// completed seconds; with `finished`, the current one too. Reader only.
     pub fn drain_timeline(&self, finished: bool) -> Option<TimelineChunk> {
@@ -59,7 +69,8 @@ impl MetricRecorder {
             return None;
         }
         let mut seconds: Vec<SecondStats> = Vec::with_capacity((until - from) as usize);
-        self.timeline.read(from, until, &mut seconds);
+        let lost = self.timeline.read(from, until, &mut seconds);
+        self.lost_seconds.fetch_add(lost, Ordering::Relaxed);
         self.drained.store(until, Ordering::Relaxed);
         Some(TimelineChunk {
             metric: self.name.to_string(),
@@ -97,5 +108,20 @@ mod tests {
                 above: 1
             }
         );
+        assert_eq!(r.lost_seconds(), 0);
+    }
+
+    #[test]
+    fn seconds_overwritten_before_a_drain_are_counted() {
+        let ring = latscope_stats::TIMELINE_RING_SECONDS as u64;
+        let r = MetricRecorder::new("timer.latency", Some(CpuId(0)), None);
+        r.record(0, 10);
+        // The writer laps the ring before the reader comes: second `ring`
+        // takes second 0's slot.
+        r.record(ring, 10);
+        let chunk = r.drain_timeline(false).unwrap();
+        assert_eq!(chunk.seconds.len() as u64, ring);
+        assert_eq!(chunk.seconds[0], SecondStats::default());
+        assert_eq!(r.lost_seconds(), 1, "second 0 was overwritten");
     }
 }

@@ -182,7 +182,8 @@ impl Histogram {
             .map(|(i, &c)| (lowest_of(i), highest_of(i), c))
     }
 
-    /// Counts in `[low, high)` summed over buckets that lie entirely inside it.
+    /// Counts of the buckets whose lowest value lies in `[low, high)`: exact
+    /// when `low` and `high` are bucket boundaries, as the log table's are.
     pub(crate) fn count_between(&self, low: u64, high: u64) -> u64 {
         self.buckets()
             .filter(|&(lo, _, _)| lo >= low && lo < high)

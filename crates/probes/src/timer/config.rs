@@ -96,10 +96,13 @@ impl TimerConfig {
     /// Checks what can be checked without the machine.
     pub fn validate(&self) -> Result<(), String> {
         if self.period.0 == 0 {
-            return Err("period must be greater than 0".into());
+            return Err("--period must be greater than 0".into());
         }
         if self.period > MAX_PERIOD {
-            return Err(format!("period {} is over the 10s limit", self.period));
+            return Err(format!(
+                "--period {} is over the limit of {MAX_PERIOD}",
+                self.period
+            ));
         }
         if self.cpus.is_empty() {
             return Err("no CPU selected".into());
@@ -126,7 +129,7 @@ impl TimerConfig {
         if let Some(d) = self.duration {
             if d < self.period {
                 return Err(format!(
-                    "duration {d} is shorter than one period ({})",
+                    "--duration {d} is shorter than one period ({})",
                     self.period
                 ));
             }

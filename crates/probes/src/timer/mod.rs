@@ -272,14 +272,10 @@ impl RunningTimerProbe {
         collect_results(&self.cpus)
     }
 
-    /// Timeline seconds not yet taken (see [`MetricRecorder::drain_timeline`]).
-    pub fn drain_timeline(&self, finished: bool) -> Vec<TimelineChunk> {
-        let mut out = Vec::new();
-        for c in &self.cpus {
-            out.extend(c.latency.drain_timeline(finished));
-            out.extend(c.interval.drain_timeline(finished));
-        }
-        out
+    /// Completed timeline seconds not yet taken (see
+    /// [`MetricRecorder::drain_timeline`]).
+    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+        collect_timeline(&self.cpus, false)
     }
 
     /// Waits for the measuring threads; the first loop error, if any.
@@ -319,14 +315,28 @@ impl FinishedTimerProbe {
         collect_results(&self.cpus)
     }
 
+    /// Every timeline second not yet taken, the last one included.
     pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
-        let mut out = Vec::new();
-        for c in &self.cpus {
-            out.extend(c.latency.drain_timeline(true));
-            out.extend(c.interval.drain_timeline(true));
-        }
-        out
+        collect_timeline(&self.cpus, true)
     }
+
+    /// Timeline seconds lost because the reader fell behind the ring, over
+    /// all CPUs and metrics.
+    pub fn lost_timeline_seconds(&self) -> u64 {
+        self.cpus
+            .iter()
+            .map(|c| c.latency.lost_seconds() + c.interval.lost_seconds())
+            .sum()
+    }
+}
+
+fn collect_timeline(cpus: &[Arc<TimerCpu>], finished: bool) -> Vec<TimelineChunk> {
+    let mut out = Vec::new();
+    for c in cpus {
+        out.extend(c.latency.drain_timeline(finished));
+        out.extend(c.interval.drain_timeline(finished));
+    }
+    out
 }
 
 fn collect_results(cpus: &[Arc<TimerCpu>]) -> Vec<MetricResult> {
