@@ -28,6 +28,7 @@ int main(int argc,char**argv){
     clock_gettime(CLOCK_MONOTONIC,&now);
     uint64_t d=ns(now)-ns(next); if(d<min)min=d; sum+=d; if(d/1000<200)hist[d/1000]++;
   }
-  printf("C loop: min %.2f us mean %.2f us; lowest bins:",min/1e3,sum/1e3/n);
+  uint32_t below14=0; for(int i=0;i<14;i++) below14+=hist[i];
+  printf("C loop: min %.2f us mean %.2f us below14 %u; lowest bins:",min/1e3,sum/1e3/n,below14);
   int shown=0; for(int i=0;i<200&&shown<4;i++) if(hist[i]){printf(" %dus:%u",i,hist[i]);shown++;}
   printf("\n"); return 0;}

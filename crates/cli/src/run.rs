@@ -59,6 +59,23 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         }
     };
 
+    // Keep this housekeeping thread (store, progress, signals) off the
+    // measured CPUs when any other CPU is online, like cyclictest's
+    // --mainaffinity: its own wake-ups would otherwise occasionally keep a
+    // measured CPU busy at a timer expiry and give that sample a shorter
+    // path than an idle CPU's (see docs/concepts.md).
+    let housekeeping: Vec<latscope_model::CpuId> = online
+        .iter()
+        .filter(|c| !plan.timer.cpus.contains(c))
+        .collect();
+    if !housekeeping.is_empty() {
+        if let Err(e) = latscope_platform::set_affinity_set(&housekeeping) {
+            capabilities.missing.push(format!(
+                "housekeeping thread not kept off the measured CPUs ({e})"
+            ));
+        }
+    }
+
     let system = sysinfo::snapshot();
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let meta = RunMeta {

@@ -489,3 +489,74 @@ fn progress_is_drawn_on_a_terminal_only_and_at_most_twice_a_second() {
         .unwrap();
     assert!(!stdout(&quiet).contains("\x1b[2K["), "{}", stdout(&quiet));
 }
+
+/// The CPUs a thread may run on, from /proc/PID/task/TID/status.
+fn allowed_cpus(pid: u32, tid: u32) -> String {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("Cpus_allowed_list:"))
+        .unwrap();
+    line.split_whitespace().nth(1).unwrap().to_string()
+}
+
+#[test]
+fn housekeeping_thread_stays_off_the_measured_cpus() {
+    let cpus = online();
+    if cpus.len() < 2 {
+        eprintln!("skipped: needs at least two online CPUs");
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let measured = cpus[cpus.len() - 1];
+    let mut child = bin()
+        .args([
+            "run",
+            "--cpus",
+            &measured.to_string(),
+            "--duration",
+            "3s",
+            "--quiet",
+            "--store",
+            store.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    sleep(Duration::from_millis(1500));
+    let pid = child.id();
+    let main = allowed_cpus(pid, pid);
+    let mut measuring = Vec::new();
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let tid: u32 = entry
+            .unwrap()
+            .file_name()
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap();
+        if comm.trim().starts_with("lat-timer/") {
+            measuring.push(allowed_cpus(pid, tid));
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        measuring,
+        vec![measured.to_string()],
+        "measuring thread pinned"
+    );
+    let main_cpus: Vec<u32> = latscope_model::CpuSet::parse(&main)
+        .unwrap()
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    assert!(!main_cpus.is_empty());
+    assert!(
+        !main_cpus.contains(&measured),
+        "housekeeping thread may run on {main}, which includes measured CPU {measured}"
+    );
+}

@@ -26,6 +26,6 @@ pub use dma::DmaLatencyGuard;
 pub use error::PlatformError;
 pub use sched::{
     block_signals_in_this_thread, current_tid, lock_memory, online_cpus, set_affinity,
-    set_scheduler, set_timer_slack, SchedPolicy,
+    set_affinity_set, set_scheduler, set_timer_slack, SchedPolicy,
 };
 pub use signals::StopSignals;

@@ -41,24 +41,38 @@ pub fn current_tid() -> i32 {
 
 /// Pins the calling thread to one CPU.
 pub fn set_affinity(cpu: CpuId) -> Result<(), PlatformError> {
-    let idx = cpu.0 as usize;
-    if idx >= libc::CPU_SETSIZE as usize {
+    set_affinity_set(&[cpu])
+}
+
+/// Restricts the calling thread to the given CPUs (not empty).
+pub fn set_affinity_set(cpus: &[CpuId]) -> Result<(), PlatformError> {
+    if cpus.is_empty() {
+        return Err(PlatformError::Invalid("empty CPU set".to_string()));
+    }
+    if let Some(cpu) = cpus
+        .iter()
+        .find(|c| c.0 as usize >= libc::CPU_SETSIZE as usize)
+    {
         return Err(PlatformError::Invalid(format!(
             "CPU {cpu} is beyond CPU_SETSIZE"
         )));
     }
     // SAFETY: cpu_set_t is a plain bit array for which all-zero is the empty
-    // set; CPU_SET is given an index checked against CPU_SETSIZE above;
+    // set; CPU_SET is only given indices checked against CPU_SETSIZE above;
     // sched_setaffinity(0, ...) reads `set` for its declared size and applies
     // to the calling thread only.
     let rc = unsafe {
         let mut set: libc::cpu_set_t = mem::zeroed();
-        libc::CPU_SET(idx, &mut set);
+        for cpu in cpus {
+            libc::CPU_SET(cpu.0 as usize, &mut set);
+        }
         libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if rc != 0 {
+        let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
         return Err(PlatformError::last_os(format!(
-            "cannot pin thread to CPU {cpu}"
+            "cannot restrict thread to CPUs {}",
+            list.join(",")
         )));
     }
     Ok(())
