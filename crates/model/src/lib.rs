@@ -8,12 +8,17 @@
 //! appear in stored data.
 
 mod cpu;
+mod episode;
 pub mod metric;
 mod run;
 mod system;
 mod time;
 
 pub use cpu::{CpuId, CpuSet, CpuSetError};
+pub use episode::{
+    Breakdown, Cause, CauseKind, CauseTotal, Episode, EpisodeWindow, StackCount, TraceSummary,
+    WindowEvent,
+};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};

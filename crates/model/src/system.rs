@@ -81,6 +81,13 @@ pub struct Capabilities {
     pub dma_latency: bool,
     /// Timer slack of the measuring threads, ns (1 is the minimum), when set.
     pub timer_slack_ns: Option<u64>,
+    /// Kernel tracepoints were read (`--trace`).
+    #[serde(default)]
+    pub tracepoints: bool,
+    /// `cpu-clock` stack samples with kernel call chains were taken
+    /// (`--stacks`).
+    #[serde(default)]
+    pub stack_samples: bool,
     /// One line for each thing that was asked for and not obtained.
     pub missing: Vec<String>,
 }

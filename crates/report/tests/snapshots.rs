@@ -74,6 +74,8 @@ fn fixture() -> RunResult {
             // Stored order (alphabetical) puts interval first; the text
             // must still lead with latency.
             metrics: vec![iv, lat],
+            trace: None,
+            episodes: Vec::new(),
         }],
     }
 }

@@ -1,4 +1,6 @@
-use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunMeta, SystemInfo};
+use latscope_model::{
+    Capabilities, CellMeta, CpuId, Episode, Nanos, RunMeta, SystemInfo, TraceSummary,
+};
 
 use crate::histogram::Histogram;
 use crate::timeline::SecondStats;
@@ -57,6 +59,10 @@ pub struct TimelineChunk {
 pub struct CellResult {
     pub meta: CellMeta,
     pub metrics: Vec<MetricResult>,
+    /// What the tracer did (runs with `--trace` only).
+    pub trace: Option<TraceSummary>,
+    /// The episodes kept in full, in order (runs with `--trace` only).
+    pub episodes: Vec<Episode>,
 }
 
 /// A whole run as stored: what renderers and analyses take.

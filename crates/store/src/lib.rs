@@ -635,7 +635,12 @@ impl Store {
             let cell_id = raw.id;
             let meta = self.cell_meta(raw)?;
             let metrics = self.load_metrics(cell_id)?;
-            cells.push(CellResult { meta, metrics });
+            cells.push(CellResult {
+                meta,
+                metrics,
+                trace: None,
+                episodes: Vec::new(),
+            });
         }
 
         Ok(RunResult {

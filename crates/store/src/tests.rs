@@ -75,6 +75,8 @@ fn caps() -> Capabilities {
         mlock: true,
         dma_latency: false,
         timer_slack_ns: Some(1),
+        tracepoints: false,
+        stack_samples: false,
         missing: vec!["/dev/cpu_dma_latency: permission denied".into()],
     }
 }
