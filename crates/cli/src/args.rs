@@ -22,6 +22,8 @@ pub enum Command {
     List(ListArgs),
     /// Show a stored run's summary.
     Show(ShowArgs),
+    /// Export one episode of a traced run for a trace viewer.
+    Export(ExportArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -119,6 +121,27 @@ pub struct RunArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    /// Read kernel tracepoints: decompose every sample into timer.irq /
+    /// timer.sched / timer.return, keep interrupt and deferred-work
+    /// statistics, and explain every sample above --threshold (default
+    /// 100us with --trace) as an episode.
+    #[arg(long)]
+    pub trace: bool,
+    /// With --trace: sample kernel call chains (cpu-clock) on the measured
+    /// CPUs and list the functions sampled during each episode.
+    #[arg(long)]
+    pub stacks: bool,
+    /// With --stacks: the sampling period.
+    #[arg(
+        long = "stack-period",
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "200us"
+    )]
+    pub stack_period: String,
+    /// With --trace: episodes kept in full; later ones are counted and summed.
+    #[arg(long = "episode-cap", value_name = "N", default_value_t = 1000)]
+    pub episode_cap: usize,
     #[command(flatten)]
     pub store: StoreArg,
 }
@@ -143,6 +166,33 @@ pub struct ShowArgs {
     /// Add log-scale count tables.
     #[arg(long)]
     pub histogram: bool,
+    /// Add every episode kept by `run --trace`, with its causes.
+    #[arg(long)]
+    pub episodes: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome / Perfetto JSON trace (ui.perfetto.dev, chrome://tracing).
+    Perfetto,
+}
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// A run id, or `latest`.
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// The episode's number, as `show --episodes` lists it.
+    #[arg(long, allow_hyphen_values = true, value_name = "K")]
+    pub episode: u32,
+    /// The output format.
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Write to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
 }

@@ -5,11 +5,13 @@
 
 mod args;
 mod exit;
+mod export;
 mod output;
 mod plan;
 mod progress;
 mod run;
 mod show;
+mod trace_session;
 
 use clap::Parser;
 
@@ -32,6 +34,7 @@ fn main() {
         Command::Run(a) => run::run(a),
         Command::List(a) => show::list(a),
         Command::Show(a) => show::show(a),
+        Command::Export(a) => export::export(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -13,7 +13,24 @@ pub struct RunPlan {
     pub timer: TimerConfig,
     pub checkpoint: Nanos,
     pub cpus: CpuSet,
+    pub trace: Option<TracePlan>,
 }
+
+/// What `--trace` asks for.
+pub struct TracePlan {
+    /// Samples above it become episodes.
+    pub threshold: Nanos,
+    /// `--stacks`: the cpu-clock sampling period.
+    pub stack_period: Option<Nanos>,
+    pub episode_cap: usize,
+}
+
+/// The episode threshold when `--trace` is given without `--threshold`:
+/// about three times the p99 of an idle timer on ordinary hardware and VMs
+/// without PREEMPT_RT (20–40 µs), so only real outliers become episodes, and
+/// below the deadlines people test for (audio buffers and control loops of
+/// a millisecond or more). See docs/tracing.md.
+pub const DEFAULT_TRACE_THRESHOLD: Nanos = Nanos::from_micros(100);
 
 fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
@@ -22,11 +39,38 @@ fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
 pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     let period = duration("period", &args.period)?;
     let run_for = duration("duration", &args.duration)?;
-    let threshold = args
+    let mut threshold = args
         .threshold
         .as_deref()
         .map(|t| duration("threshold", t))
         .transpose()?;
+    if (args.stacks || args.episode_cap != 1000) && !args.trace {
+        return Err(Exit::usage("--stacks and --episode-cap need --trace"));
+    }
+    let trace = if args.trace {
+        let t = *threshold.get_or_insert(DEFAULT_TRACE_THRESHOLD);
+        if t.0 == 0 {
+            return Err(Exit::usage(
+                "--threshold must be greater than 0 with --trace",
+            ));
+        }
+        let stack_period = if args.stacks {
+            let p = duration("stack-period", &args.stack_period)?;
+            if p < Nanos::from_micros(10) || p > Nanos::from_secs(1) {
+                return Err(Exit::usage("--stack-period must be between 10us and 1s"));
+            }
+            Some(p)
+        } else {
+            None
+        };
+        Some(TracePlan {
+            threshold: t,
+            stack_period,
+            episode_cap: args.episode_cap,
+        })
+    } else {
+        None
+    };
     let checkpoint = duration("checkpoint", &args.checkpoint)?;
     if checkpoint < Nanos::from_millis(100) {
         return Err(Exit::usage("--checkpoint must be at least 100ms"));
@@ -69,6 +113,13 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         phase,
         threshold,
         duration: Some(run_for),
+        // Two seconds of samples per CPU (at least 4096) between the
+        // analysis thread's reads, which come every 10 ms.
+        handoff: if trace.is_some() {
+            usize::try_from((2_000_000_000 / period.0.max(1)).max(4096)).unwrap_or(4096)
+        } else {
+            0
+        },
     };
     // Period, duration, priority and phase are checked where the probe
     // defines them.
@@ -77,5 +128,6 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         timer,
         checkpoint,
         cpus,
+        trace,
     })
 }

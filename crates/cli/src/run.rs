@@ -8,7 +8,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
-use latscope_model::{CellMeta, Nanos, RunId, RunMeta, RunStatus};
+use latscope_model::{CellMeta, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus};
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
 use latscope_probes::timer::{Phase, RunningTimerProbe, TimerConfig, TimerProbe};
 use latscope_store::{CellId, Store};
@@ -19,6 +19,7 @@ use crate::exit::{self, Exit};
 use crate::output;
 use crate::plan::{plan_run, RunPlan};
 use crate::progress::ProgressBar;
+use crate::trace_session::{self, TraceSession};
 
 /// How often the housekeeping thread wakes: progress, signals, end of run.
 const TICK: Duration = Duration::from_millis(100);
@@ -73,6 +74,24 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
             capabilities.missing.push(format!(
                 "housekeeping thread not kept off the measured CPUs ({e})"
             ));
+        }
+    }
+
+    // The tracer is opened and enabled before the measuring threads start,
+    // so that their first samples have their events.
+    let mut trace_open = None;
+    if let Some(tp) = &plan.trace {
+        let measured: Vec<latscope_model::CpuId> = plan.timer.cpus.clone();
+        let traced: Vec<latscope_model::CpuId> = online.iter().collect();
+        match trace_session::open(&traced, &measured, tp.stack_period) {
+            Ok(t) => {
+                capabilities.tracepoints = true;
+                capabilities.stack_samples = tp.stack_period.is_some();
+                trace_open = Some(t);
+            }
+            Err(e) => capabilities.missing.push(format!(
+                "--trace: {e}; the run continues without decomposition or episodes"
+            )),
         }
     }
 
@@ -141,6 +160,26 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     };
     let cell = store.add_cell(run_id, &cell_meta)?;
 
+    let session = match (trace_open, &plan.trace) {
+        (Some(open), Some(tp)) => {
+            match TraceSession::start(
+                open,
+                running.handoffs(),
+                tp.threshold,
+                tp.episode_cap,
+                running.start_ns(),
+                plan.checkpoint,
+            ) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("latscope: --trace: cannot start the tracer thread ({e}); continuing without it");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+
     let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let outcome = housekeep(
         &running,
@@ -150,8 +189,10 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         &plan,
         &signals,
         show_progress,
+        session.as_ref(),
     );
     let finished = running.join()?;
+    let trace_final = session.map(TraceSession::finish);
     let duration = measured(&plan.timer, cell_meta.monotonic_start_ns.0);
     let mut notes = Vec::new();
     let status = if let Some(e) = &finished.error {
@@ -176,16 +217,35 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     if let Err(e) = &outcome {
         notes.push(format!("a checkpoint failed during the run: {e:#}"));
     }
+    let mut final_metrics = finished.results();
+    if let Some(t) = &trace_final {
+        final_metrics.extend(t.metrics.iter().cloned());
+        if let Some(e) = &t.error {
+            notes.push(e.clone());
+        }
+        if t.summary.lost_records > 0 {
+            notes.push(format!(
+                "the kernel lost {} trace records (ring full): episodes near them are marked incomplete",
+                t.summary.lost_records
+            ));
+        }
+    }
     store
         .checkpoint(
             run_id,
             cell,
             duration,
-            &finished.results(),
+            &final_metrics,
             &final_timeline,
             Nanos(latscope_platform::realtime_ns()),
         )
         .context("cannot store the final results")?;
+    if let Some(t) = &trace_final {
+        store_episodes(&mut store, cell, &t.episodes).context("cannot store the episodes")?;
+        store
+            .set_trace_summary(cell, &t.summary)
+            .context("cannot store the trace summary")?;
+    }
     store.finish_run(
         run_id,
         status,
@@ -228,6 +288,7 @@ fn fail(store: &mut Store, run: RunId, error: anyhow::Error) -> Result<i32, Exit
 /// The housekeeping loop: progress, checkpoints, until the threads end.
 /// A failed checkpoint is retried at the next one; its error is returned at
 /// the end so the run's notes record it.
+#[allow(clippy::too_many_arguments)]
 fn housekeep(
     probe: &RunningTimerProbe,
     store: &mut Store,
@@ -236,6 +297,7 @@ fn housekeep(
     plan: &RunPlan,
     signals: &StopSignals,
     show_progress: bool,
+    session: Option<&TraceSession>,
 ) -> anyhow::Result<()> {
     let mut bar = show_progress.then(|| ProgressBar::new(plan.timer.duration));
     let mut last_checkpoint = latscope_platform::monotonic_ns();
@@ -253,16 +315,33 @@ fn housekeep(
         }
         if now.saturating_sub(last_checkpoint) >= plan.checkpoint.0 {
             last_checkpoint = now;
-            let r = store.checkpoint(
-                run,
-                cell,
-                measured(&plan.timer, probe.start_ns()),
-                &probe.results(),
-                &probe.drain_timeline(),
-                Nanos(latscope_platform::realtime_ns()),
-            );
+            let mut metrics = probe.results();
+            let traced = session.map(TraceSession::checkpoint);
+            if let Some((m, _, _)) = &traced {
+                metrics.extend(m.iter().cloned());
+            }
+            let r = store
+                .checkpoint(
+                    run,
+                    cell,
+                    measured(&plan.timer, probe.start_ns()),
+                    &metrics,
+                    &probe.drain_timeline(),
+                    Nanos(latscope_platform::realtime_ns()),
+                )
+                .map_err(anyhow::Error::from)
+                .and_then(|()| match &traced {
+                    Some((_, summary, episodes)) => {
+                        store_episodes(store, cell, episodes)?;
+                        if let Some(s) = summary {
+                            store.set_trace_summary(cell, s)?;
+                        }
+                        Ok(())
+                    }
+                    None => Ok(()),
+                });
             if let Err(e) = r {
-                result = Err(anyhow::Error::from(e).context("checkpoint failed"));
+                result = Err(e.context("checkpoint failed"));
             }
         }
     }
@@ -270,6 +349,20 @@ fn housekeep(
         bar.finish();
     }
     result
+}
+
+fn store_episodes(
+    store: &mut Store,
+    cell: CellId,
+    episodes: &[(Episode, Option<EpisodeWindow>)],
+) -> anyhow::Result<()> {
+    if episodes.is_empty() {
+        return Ok(());
+    }
+    let eps: Vec<Episode> = episodes.iter().map(|(e, _)| e.clone()).collect();
+    let windows: Vec<EpisodeWindow> = episodes.iter().filter_map(|(_, w)| w.clone()).collect();
+    store.add_episodes(cell, &eps, &windows)?;
+    Ok(())
 }
 
 fn timer_settings(plan: &RunPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {

@@ -67,7 +67,11 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
     if args.json {
         output::write_json(&run, std::path::Path::new("-"))?;
     } else {
-        print!("{}", output::summary(&run, args.histogram));
+        let mut text = output::summary(&run, args.histogram);
+        if args.episodes {
+            text.push_str(&latscope_report::episodes_text(&run));
+        }
+        print!("{text}");
     }
     Ok(exit::OK)
 }

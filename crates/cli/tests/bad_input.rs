@@ -203,3 +203,72 @@ fn unwritable_json_path_fails_before_measuring() {
     assert_one_line_error(&o, 1);
     assert!(started.elapsed().as_secs() < 10, "failed before measuring");
 }
+
+#[test]
+fn export_and_episodes_of_an_untraced_run_fail_cleanly() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let (s, before) = store_with_one_run(dir.path());
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["export", "latest", "--episode", "1", "--format", "perfetto"],
+            1,
+            "was not traced",
+        ),
+        (
+            &["export", "42", "--episode", "1", "--format", "perfetto"],
+            1,
+            "no run 42",
+        ),
+        (
+            &["export", "latest", "--episode", "1", "--format", "pdf"],
+            2,
+            "invalid value 'pdf'",
+        ),
+        (
+            &[
+                "export",
+                "latest",
+                "--episode",
+                "one",
+                "--format",
+                "perfetto",
+            ],
+            2,
+            "invalid value 'one'",
+        ),
+        (
+            &["export", "latest", "--format", "perfetto"],
+            2,
+            "--episode",
+        ),
+    ];
+    for (args, code, expect) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--store", &s]);
+        let o = latscope(&all);
+        assert_one_line_error(&o, *code);
+        assert!(stderr(&o).contains(expect), "{args:?}: {}", stderr(&o));
+    }
+    // A store that is not there is not created.
+    let nothing = dir.path().join("nothing.db");
+    let o = latscope(&[
+        "export",
+        "latest",
+        "--episode",
+        "1",
+        "--format",
+        "perfetto",
+        "--store",
+        nothing.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&o, 1);
+    assert!(!nothing.exists());
+    // show --episodes on an untraced run explains, and succeeds.
+    let o = latscope(&["show", "latest", "--episodes", "--store", &s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("was not traced"), "{}", stdout(&o));
+    let o = latscope(&["list", "--json", "--store", &s]);
+    let after: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(before, after, "stored runs untouched");
+}

@@ -213,6 +213,13 @@ pub struct TraceSummary {
     /// could not be (their events were lost or out of the window).
     pub samples_decomposed: u64,
     pub samples_undecomposed: u64,
+    /// The same per measured CPU. A CPU with many undecomposed samples and
+    /// no lost records is one whose kernel did not emit the wake-up's
+    /// events (see docs/tracing.md).
+    #[serde(default)]
+    pub decomposed_per_cpu: std::collections::BTreeMap<u32, u64>,
+    #[serde(default)]
+    pub undecomposed_per_cpu: std::collections::BTreeMap<u32, u64>,
     /// Episodes seen, and kept in full (the rest only counted and summed
     /// into `cause_totals`).
     pub episodes_total: u64,

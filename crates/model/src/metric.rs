@@ -5,3 +5,20 @@
 pub const TIMER_LATENCY: &str = "timer.latency";
 /// Spacing between consecutive wake-ups (Jones & Regehr's callback spacing).
 pub const TIMER_INTERVAL: &str = "timer.interval";
+/// Intended expiry → our hrtimer's callback runs (`hrtimer_expire_entry.now`).
+pub const TIMER_IRQ: &str = "timer.irq";
+/// Our hrtimer's callback → our thread switched in (`sched_switch`).
+pub const TIMER_SCHED: &str = "timer.sched";
+/// Our thread switched in → user code runs.
+pub const TIMER_RETURN: &str = "timer.return";
+/// Prefix of `softirq.delay.<VEC>`: raise → entry of a softirq vector.
+pub const SOFTIRQ_DELAY_PREFIX: &str = "softirq.delay.";
+/// Prefix of `softirq.exec.<VEC>`: run time of a softirq vector.
+pub const SOFTIRQ_EXEC_PREFIX: &str = "softirq.exec.";
+/// Prefix of `irq.exec.<N>:<name>` (hard IRQ handlers) and
+/// `irq.exec.vector:<name>` (x86 interrupt vectors such as local_timer).
+pub const IRQ_EXEC_PREFIX: &str = "irq.exec.";
+/// NMI handler run time.
+pub const NMI_EXEC: &str = "nmi.exec";
+/// Prefix of `workqueue.exec.<function>`: work item run time by function.
+pub const WORKQUEUE_EXEC_PREFIX: &str = "workqueue.exec.";

@@ -13,13 +13,18 @@ pub fn realtime_ns() -> u64 {
     read(libc::CLOCK_REALTIME)
 }
 
+/// CPU time the calling thread has used (user + system), in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    read(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 #[inline]
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: `ts` is a valid, writable timespec; both clock ids exist on every
+    // SAFETY: `ts` is a valid, writable timespec; the clock ids used exist on every
     // Linux kernel, so clock_gettime cannot fail here (it only fails with
     // EINVAL/EFAULT, neither possible).
     unsafe {

@@ -16,14 +16,17 @@ pub mod caps;
 mod clock;
 mod dma;
 mod error;
+mod mount;
+pub mod perf;
 mod sched;
 mod signals;
 pub mod sysinfo;
 pub mod timers;
 
-pub use clock::{clock_read_cost, monotonic_ns, realtime_ns, spin_until};
+pub use clock::{clock_read_cost, monotonic_ns, realtime_ns, spin_until, thread_cpu_ns};
 pub use dma::DmaLatencyGuard;
 pub use error::PlatformError;
+pub use mount::{mount_tracefs, MountGuard};
 pub use sched::{
     block_signals_in_this_thread, current_tid, lock_memory, online_cpus, set_affinity,
     set_affinity_set, set_scheduler, set_timer_slack, SchedPolicy,

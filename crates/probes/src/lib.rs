@@ -8,6 +8,8 @@
 
 mod recorder;
 mod rng;
+mod sample_ring;
 pub mod timer;
 
 pub use recorder::MetricRecorder;
+pub use sample_ring::SampleRing;

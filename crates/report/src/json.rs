@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use latscope_model::{Capabilities, RunStatus, SystemInfo};
+use latscope_model::{
+    Capabilities, Cause, Episode, RunStatus, StackCount, SystemInfo, TraceSummary,
+};
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
 
@@ -23,6 +25,9 @@ pub struct RunJson<'a> {
     pub system: &'a SystemInfo,
     pub capabilities: &'a Capabilities,
     pub cells: Vec<CellJson<'a>>,
+    /// The episodes kept in full, over all cells (`run --trace`); empty
+    /// otherwise.
+    pub episodes: Vec<EpisodeJson<'a>>,
 }
 
 #[derive(Serialize)]
@@ -33,6 +38,104 @@ pub struct CellJson<'a> {
     pub settings: &'a BTreeMap<String, serde_json::Value>,
     pub duration_ns: u64,
     pub metrics: Vec<MetricJson>,
+    /// What the tracer did; `null` when the cell was not traced. The
+    /// model's own form: fields the model adds appear here too.
+    pub trace: Option<&'a TraceSummary>,
+}
+
+/// `episodes[]`: one sample above the threshold, explained.
+#[derive(Serialize)]
+pub struct EpisodeJson<'a> {
+    pub seq: u32,
+    /// The cell's index.
+    pub cell: u32,
+    pub cpu: u32,
+    /// Intended expiry relative to the cell's start.
+    pub time_ns: u64,
+    /// Intended expiry, CLOCK_MONOTONIC.
+    pub expiry_ns: u64,
+    pub metric: &'a str,
+    pub latency_ns: u64,
+    pub breakdown: BreakdownJson<'a>,
+    pub stacks: Vec<StackJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct BreakdownJson<'a> {
+    pub irq_ns: u64,
+    pub sched_ns: u64,
+    pub return_ns: u64,
+    pub idle_at_expiry: bool,
+    pub causes: Vec<CauseJson<'a>>,
+    pub blocking: Option<CauseJson<'a>>,
+    pub unexplained_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_ns: Option<u64>,
+    pub complete: bool,
+}
+
+#[derive(Serialize)]
+pub struct CauseJson<'a> {
+    pub kind: &'static str,
+    pub name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    pub duration_ns: u64,
+}
+
+#[derive(Serialize)]
+pub struct StackJson<'a> {
+    pub function: &'a str,
+    pub module: Option<&'a str>,
+    pub samples: u32,
+}
+
+fn cause_json(c: &Cause) -> CauseJson<'_> {
+    CauseJson {
+        kind: c.kind.as_str(),
+        name: &c.name,
+        pid: c.pid,
+        policy: c.policy.as_deref(),
+        priority: c.priority,
+        duration_ns: c.duration_ns.0,
+    }
+}
+
+fn stack_json(s: &StackCount) -> StackJson<'_> {
+    StackJson {
+        function: &s.function,
+        module: s.module.as_deref(),
+        samples: s.samples,
+    }
+}
+
+fn episode_json(cell: u32, e: &Episode) -> EpisodeJson<'_> {
+    let b = &e.breakdown;
+    EpisodeJson {
+        seq: e.seq,
+        cell,
+        cpu: e.cpu.0,
+        time_ns: e.offset_ns.0,
+        expiry_ns: e.expiry_ns.0,
+        metric: &e.metric,
+        latency_ns: e.latency_ns.0,
+        breakdown: BreakdownJson {
+            irq_ns: b.irq_ns.0,
+            sched_ns: b.sched_ns.0,
+            return_ns: b.return_ns.0,
+            idle_at_expiry: b.idle_at_expiry,
+            causes: b.causes.iter().map(cause_json).collect(),
+            blocking: b.blocking.as_ref().map(cause_json),
+            unexplained_ns: b.unexplained_ns.0,
+            steal_ns: b.steal_ns.map(|s| s.0),
+            complete: b.complete,
+        },
+        stacks: e.stacks.iter().map(stack_json).collect(),
+    }
 }
 
 #[derive(Serialize)]
@@ -122,7 +225,13 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 settings: &c.meta.settings,
                 duration_ns: c.meta.duration_ns.0,
                 metrics: c.metrics.iter().map(metric_json).collect(),
+                trace: c.trace.as_ref(),
             })
+            .collect(),
+        episodes: run
+            .cells
+            .iter()
+            .flat_map(|c| c.episodes.iter().map(|e| episode_json(c.meta.index, e)))
             .collect(),
     }
 }

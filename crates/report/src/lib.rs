@@ -3,12 +3,18 @@
 //! `String` (or a serializable value); nothing here prints or touches files,
 //! so each output is easy to test.
 
+mod deferred;
+mod episodes;
 mod json;
+pub mod perfetto;
 mod table;
 mod text;
 mod time;
 
+pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
+pub use episodes::{cause_totals_table, episode_text, episodes_text};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
+pub use perfetto::perfetto_trace;
 pub use table::Table;
 pub use text::{histogram_tables, list_table, run_header, summary_tables, RunListRow};
 pub use time::format_utc;

@@ -3,18 +3,28 @@
 
 use std::collections::BTreeMap;
 
-use latscope_model::{Nanos, RunMeta};
+use latscope_model::{metric, Nanos, RunMeta};
 use latscope_stats::{log2_micros_table, CellResult, Histogram, MetricResult, RunResult, Summary};
 
+use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
 use crate::table::Table;
 use crate::time::format_utc;
 
-const METRIC_ORDER: [&str; 2] = ["timer.latency", "timer.interval"];
+const METRIC_ORDER: [&str; 5] = [
+    metric::TIMER_LATENCY,
+    metric::TIMER_INTERVAL,
+    metric::TIMER_IRQ,
+    metric::TIMER_SCHED,
+    metric::TIMER_RETURN,
+];
 
-fn describe(metric: &str) -> &'static str {
-    match metric {
-        "timer.latency" => "intended expiry → user code runs",
-        "timer.interval" => "spacing between consecutive wake-ups",
+fn describe(name: &str) -> &'static str {
+    match name {
+        metric::TIMER_LATENCY => "intended expiry → user code runs",
+        metric::TIMER_INTERVAL => "spacing between consecutive wake-ups",
+        metric::TIMER_IRQ => "intended expiry → our timer's interrupt handler",
+        metric::TIMER_SCHED => "timer interrupt → our thread switched in",
+        metric::TIMER_RETURN => "switched in → user code runs",
         _ => "",
     }
 }
@@ -104,11 +114,13 @@ fn cell_title(cell: &CellResult) -> String {
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))
 }
 
-/// Metrics of a cell grouped by name, in the order they first appear.
+/// Metrics of a cell grouped by name, in the order they first appear. The
+/// system-wide interrupt and deferred-work metrics are left out: they have
+/// tables of their own (`deferred.rs`).
 fn by_name(cell: &CellResult) -> Vec<(&str, Vec<&MetricResult>)> {
     let mut order: Vec<&str> = Vec::new();
     let mut groups: BTreeMap<&str, Vec<&MetricResult>> = BTreeMap::new();
-    for m in &cell.metrics {
+    for m in cell.metrics.iter().filter(|m| !is_deferred_work(&m.name)) {
         if !groups.contains_key(m.name.as_str()) {
             order.push(&m.name);
         }
@@ -149,7 +161,8 @@ const SUMMARY_HEADER: [&str; 10] = [
     "CPU", "samples", "min", "mean", "p50", "p90", "p99", "p99.9", "p99.99", "max",
 ];
 
-/// A summary table per metric for every cell.
+/// A summary table per metric for every cell, then, for a traced cell, its
+/// interrupts and deferred work and a line on the tracer.
 pub fn summary_tables(run: &RunResult) -> String {
     let mut out = String::new();
     for cell in &run.cells {
@@ -195,6 +208,11 @@ pub fn summary_tables(run: &RunResult) -> String {
                 ));
                 out.push_str(&c.render());
             }
+        }
+        out.push_str(&deferred_work_tables(cell));
+        if let Some(trace) = &cell.trace {
+            out.push('\n');
+            out.push_str(&tracer_line(trace, cell.meta.duration_ns));
         }
     }
     out

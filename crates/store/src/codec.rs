@@ -1,6 +1,11 @@
 //! Column encodings that SQLite has no type for.
 
-use latscope_model::CpuId;
+use std::io::{Read, Write};
+
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use latscope_model::{CpuId, WindowEvent};
 use latscope_stats::SecondStats;
 
 /// Bytes per second in a timeline blob: count, max, above as little-endian u64.
@@ -56,6 +61,37 @@ fn le_u64(bytes: &[u8]) -> Option<u64> {
     bytes.try_into().ok().map(u64::from_le_bytes)
 }
 
+/// The most an episode window's events may inflate to (64 MiB): a damaged
+/// or hostile blob gives an error instead of exhausting memory. Windows are
+/// capped by the tracer at a few thousand events (well under 1 MiB).
+pub(crate) const MAX_WINDOW_JSON_BYTES: u64 = 64 << 20;
+
+/// An episode window's events as zlib-compressed JSON: the events repeat a
+/// handful of names and field patterns, so this is several times smaller
+/// than the JSON and needs no schema of its own.
+pub(crate) fn encode_window_events(events: &[WindowEvent]) -> Result<Vec<u8>, String> {
+    let json = serde_json::to_vec(events).map_err(|e| e.to_string())?;
+    let mut enc = ZlibEncoder::new(Vec::with_capacity(json.len() / 4), Compression::default());
+    enc.write_all(&json).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
+
+/// The inverse of [`encode_window_events`]; a message for a damaged blob.
+pub(crate) fn decode_window_events(blob: &[u8]) -> Result<Vec<WindowEvent>, String> {
+    let mut json = Vec::new();
+    ZlibDecoder::new(blob)
+        .take(MAX_WINDOW_JSON_BYTES + 1)
+        .read_to_end(&mut json)
+        .map_err(|e| format!("cannot inflate its events ({e})"))?;
+    if json.len() as u64 > MAX_WINDOW_JSON_BYTES {
+        return Err(format!(
+            "its events inflate to more than {} MiB",
+            MAX_WINDOW_JSON_BYTES >> 20
+        ));
+    }
+    serde_json::from_slice(&json).map_err(|e| format!("its events are unreadable ({e})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +117,46 @@ mod tests {
         assert_eq!(decode_timeline(&bytes), Some(secs));
         assert_eq!(decode_timeline(&bytes[..71]), None);
         assert_eq!(decode_timeline(&[]), Some(vec![]));
+    }
+
+    #[test]
+    fn window_events_round_trip_compressed() {
+        let events: Vec<WindowEvent> = (0..500)
+            .map(|i| WindowEvent {
+                time_ns: 1_000_000 + i * 250,
+                cpu: 1,
+                tid: if i % 3 == 0 { 0 } else { 4242 },
+                event: if i % 2 == 0 {
+                    "sched_switch"
+                } else {
+                    "irq_handler_entry"
+                }
+                .into(),
+                name: "burner".into(),
+                pid: 4242,
+                prio: 9,
+                value: -1,
+                object: 0xffff_8880_0000_0000 + i,
+            })
+            .collect();
+        let blob = encode_window_events(&events).unwrap();
+        let json_len = serde_json::to_vec(&events).unwrap().len();
+        assert!(blob.len() * 4 < json_len, "{} vs {json_len}", blob.len());
+        assert_eq!(decode_window_events(&blob).unwrap(), events);
+        assert_eq!(
+            decode_window_events(&encode_window_events(&[]).unwrap()).unwrap(),
+            vec![]
+        );
+    }
+
+    #[test]
+    fn damaged_window_blobs_give_messages() {
+        let e = decode_window_events(b"not zlib").unwrap_err();
+        assert!(e.contains("cannot inflate"), "{e}");
+        let mut enc = ZlibEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(b"{\"not\": \"a list\"}").unwrap();
+        let e = decode_window_events(&enc.finish().unwrap()).unwrap_err();
+        assert!(e.contains("unreadable"), "{e}");
     }
 
     #[test]

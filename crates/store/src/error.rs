@@ -81,6 +81,12 @@ pub enum StoreError {
 
     #[error("run {run} already has a cell with index {index}")]
     DuplicateCell { run: RunId, index: u32 },
+
+    #[error("cannot store episode {seq}: {reason}")]
+    InvalidEpisode { seq: u32, reason: String },
+
+    #[error("cannot store the event window of episode {seq} in cell {}: the episode itself is not stored", .cell.0)]
+    WindowWithoutEpisode { cell: CellId, seq: u32 },
 }
 
 /// Turns a SQLite error into the variant a user can act on.

@@ -4,7 +4,10 @@
 //! One file holds any number of runs. A run has a system snapshot, the
 //! capabilities it obtained, and cells (probe × workload × settings); each
 //! cell has one histogram row per metric and CPU (plus a coordinated-omission
-//! corrected one where it applies) and per-second timeline chunks.
+//! corrected one where it applies) and per-second timeline chunks. A traced
+//! cell (`run --trace`) also has the tracer's summary, its episodes (samples
+//! above the threshold, each with a cause breakdown) and, for the first few,
+//! the kernel events around them (compressed), for export to a trace viewer.
 //!
 //! Design points:
 //!
@@ -28,6 +31,7 @@ mod codec;
 mod error;
 mod liveness;
 mod schema;
+mod trace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -587,7 +591,8 @@ impl Store {
     }
 
     /// A whole run: cells by index, metrics by name then CPU (system-wide
-    /// first), with the effective status.
+    /// first), each cell's trace summary and episodes (by seq), with the
+    /// effective status.
     pub fn load_run(&self, id: RunId) -> Result<RunResult> {
         let raw = self
             .conn
@@ -635,11 +640,13 @@ impl Store {
             let cell_id = raw.id;
             let meta = self.cell_meta(raw)?;
             let metrics = self.load_metrics(cell_id)?;
+            let trace = self.load_trace_summary(cell_id, id)?;
+            let episodes = self.load_episodes(cell_id, id)?;
             cells.push(CellResult {
                 meta,
                 metrics,
-                trace: None,
-                episodes: Vec::new(),
+                trace,
+                episodes,
             });
         }
 

@@ -17,8 +17,10 @@ use crate::error::{classify, StoreError};
 pub const APPLICATION_ID: i32 = 0x4C41_5453;
 
 /// The migrations, in order; version N is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: &[(u32, &str, &str)] =
-    &[(1, "init", include_str!("../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (1, "init", include_str!("../migrations/0001_init.sql")),
+    (2, "trace", include_str!("../migrations/0002_trace.sql")),
+];
 
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;

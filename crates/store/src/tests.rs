@@ -3,7 +3,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, IdleState, Nanos, RunId, RunMeta, RunStatus, SystemInfo,
+    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, Episode, EpisodeWindow,
+    IdleState, Nanos, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, WindowEvent,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -201,10 +202,13 @@ fn migrations_build_the_schema_on_an_empty_file() {
         [
             "capabilities",
             "cells",
+            "episode_windows",
+            "episodes",
             "metrics",
             "runs",
             "systems",
-            "timeline_chunks"
+            "timeline_chunks",
+            "trace_summaries"
         ]
     );
     let fk_targets: Vec<(String, String)> = [
@@ -213,6 +217,9 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "cells",
         "metrics",
         "timeline_chunks",
+        "episodes",
+        "episode_windows",
+        "trace_summaries",
     ]
     .iter()
     .map(|t| {
@@ -223,10 +230,10 @@ fn migrations_build_the_schema_on_an_empty_file() {
     })
     .collect();
     for (t, target) in fk_targets {
-        let want = if t == "metrics" || t == "timeline_chunks" {
-            "cells"
-        } else {
-            "runs"
+        let want = match t.as_str() {
+            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" => "cells",
+            "episode_windows" => "episodes",
+            _ => "runs",
         };
         assert_eq!(target, want, "foreign key of {t}");
     }
@@ -1016,4 +1023,526 @@ fn a_reader_and_a_writer_work_at_the_same_time() {
             .len(),
         201
     );
+}
+
+// ---------------------------------------------------------------- trace (schema version 2)
+
+fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
+    Episode {
+        seq,
+        cpu: CpuId(cpu),
+        metric: "timer.latency".into(),
+        expiry_ns: Nanos(5_000_000_000 + u64::from(seq) * 1_000_000),
+        offset_ns: Nanos(u64::from(seq) * 1_000_000),
+        latency_ns: Nanos(latency),
+        breakdown: Breakdown {
+            irq_ns: Nanos(5_000),
+            sched_ns: Nanos(latency.saturating_sub(10_000)),
+            return_ns: Nanos(5_000),
+            idle_at_expiry: seq & 1 == 0,
+            causes: vec![
+                Cause {
+                    kind: CauseKind::Thread,
+                    name: "burner".into(),
+                    pid: Some(4242),
+                    policy: Some("fifo".into()),
+                    priority: Some(90),
+                    duration_ns: Nanos(latency.saturating_sub(10_000)),
+                },
+                Cause {
+                    kind: CauseKind::TimerIrq,
+                    name: "hrtimer_wakeup".into(),
+                    pid: None,
+                    policy: None,
+                    priority: None,
+                    duration_ns: Nanos(5_000),
+                },
+                Cause {
+                    kind: CauseKind::Return,
+                    name: "latscope-timer".into(),
+                    pid: Some(100),
+                    policy: None,
+                    priority: None,
+                    duration_ns: Nanos(5_000),
+                },
+            ],
+            blocking: Some(Cause {
+                kind: CauseKind::Thread,
+                name: "burner".into(),
+                pid: Some(4242),
+                policy: Some("fifo".into()),
+                priority: Some(90),
+                duration_ns: Nanos(latency.saturating_sub(10_000)),
+            }),
+            unexplained_ns: Nanos(0),
+            steal_ns: if seq == 1 {
+                Some(Nanos(4_000_000))
+            } else {
+                None
+            },
+            complete: seq != 3,
+        },
+        stacks: if seq == 1 {
+            vec![StackCount {
+                function: "kvm_vcpu_run".into(),
+                module: Some("kvm".into()),
+                samples: 12,
+            }]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn window(seq: u32, cpu: u32, n: u64) -> EpisodeWindow {
+    EpisodeWindow {
+        seq,
+        cpu: CpuId(cpu),
+        events: (0..n)
+            .map(|i| WindowEvent {
+                time_ns: 5_000_000_000 + i * 1_000,
+                cpu,
+                tid: if i % 2 == 0 { 0 } else { 4242 },
+                event: if i % 2 == 0 {
+                    "sched_switch"
+                } else {
+                    "irq_handler_entry"
+                }
+                .into(),
+                name: format!("ev{i}"),
+                pid: 4242,
+                prio: 9,
+                value: -(i as i64),
+                object: u64::MAX - i,
+            })
+            .collect(),
+        truncated: u64::from(seq) * 7,
+    }
+}
+
+fn summary() -> TraceSummary {
+    TraceSummary {
+        events: 123_456,
+        lost_records: 12,
+        lost_per_cpu: BTreeMap::from([(1, 12)]),
+        missing_events: vec!["irq_vectors:local_timer_entry".into()],
+        samples_decomposed: 29_990,
+        samples_undecomposed: 10,
+        decomposed_per_cpu: BTreeMap::from([(0, 14_990), (1, 15_000)]),
+        episodes_total: 40,
+        episodes_kept: 3,
+        episode_cap: 3,
+        threshold_ns: Nanos(100_000),
+        cause_totals: vec![CauseTotal {
+            kind: CauseKind::Thread,
+            name: "burner".into(),
+            episodes: 38,
+            total_ns: Nanos(22_000_000),
+            max_ns: Nanos(2_000_000),
+        }],
+        tracer_cpu_ns: 120_000_000,
+        stack_samples: 3_000,
+        ..TraceSummary::default()
+    }
+}
+
+/// A store file as a version-1 latscope wrote it: the first migration only,
+/// one complete run with a cell, metrics and a timeline chunk.
+fn write_v1_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch(include_str!("../migrations/0001_init.sql"))
+        .unwrap();
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
+        .unwrap();
+    conn.pragma_update(None, "user_version", 1).unwrap();
+    let meta = run_meta();
+    conn.execute(
+        "INSERT INTO runs (id, started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
+         command_line, pid, boot_id, hostname, tool_version, notes) \
+         VALUES (1, ?1, ?2, ?2, 'complete', ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            meta.started_unix_ns.0 as i64,
+            meta.started_unix_ns.0 as i64 + 8_000_000_000,
+            serde_json::to_string(&meta.command_line).unwrap(),
+            meta.pid,
+            meta.boot_id,
+            meta.hostname,
+            meta.tool_version,
+            serde_json::to_string(&meta.notes).unwrap(),
+        ],
+    )
+    .unwrap();
+    let sys = system();
+    conn.execute(
+        "INSERT INTO systems (run_id, hostname, kernel_release, preemption_model, hz, \
+         clocksource, cpu_count, hypervisor, info) VALUES (1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            sys.hostname,
+            sys.kernel_release,
+            sys.preemption_model,
+            sys.hz,
+            sys.clocksource,
+            sys.cpu_count,
+            sys.hypervisor,
+            serde_json::to_string(&sys).unwrap(),
+        ],
+    )
+    .unwrap();
+    // A version-1 writer knew nothing of tracepoints: its capabilities JSON
+    // lacks the fields version 2 added.
+    let mut caps_json = serde_json::to_value(caps()).unwrap();
+    if let Some(o) = caps_json.as_object_mut() {
+        o.remove("tracepoints");
+        o.remove("stack_samples");
+    }
+    conn.execute(
+        "INSERT INTO capabilities (run_id, caps) VALUES (1, ?1)",
+        [caps_json.to_string()],
+    )
+    .unwrap();
+    let c = cell(0);
+    conn.execute(
+        "INSERT INTO cells (id, run_id, idx, probe, workload, settings, duration_ns, \
+         monotonic_start_ns) VALUES (1, 1, 0, ?1, ?2, ?3, 8000000000, ?4)",
+        rusqlite::params![
+            c.probe,
+            c.workload,
+            serde_json::to_string(&c.settings).unwrap(),
+            c.monotonic_start_ns.0 as i64,
+        ],
+    )
+    .unwrap();
+    let ms = metrics(1);
+    for m in &ms {
+        conn.execute(
+            "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
+             overruns, missed_deadlines, threshold_ns, above_threshold) \
+             VALUES (1, ?1, ?2, 'raw', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            rusqlite::params![
+                m.name,
+                m.cpu.map_or(-1, |c| i64::from(c.0)),
+                m.histogram.to_bytes(),
+                m.histogram.count() as i64,
+                m.histogram.max().map(|x| x.0 as i64),
+                m.overruns as i64,
+                m.missed_deadlines as i64,
+                m.threshold.map(|t| t.0 as i64),
+                m.above_threshold.map(|a| a as i64),
+            ],
+        )
+        .unwrap();
+        if let Some(h) = &m.corrected {
+            conn.execute(
+                "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns) \
+                 VALUES (1, ?1, ?2, 'corrected', ?3, ?4, ?5)",
+                rusqlite::params![
+                    m.name,
+                    m.cpu.map_or(-1, |c| i64::from(c.0)),
+                    h.to_bytes(),
+                    h.count() as i64,
+                    h.max().map(|x| x.0 as i64),
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let secs = chunk("timer.latency", Some(CpuId(0)), 0, 3, 5).seconds;
+    conn.execute(
+        "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, data) \
+         VALUES (1, 'timer.latency', 0, 0, 3, ?1)",
+        [codec::encode_timeline(&secs)],
+    )
+    .unwrap();
+    (sorted(ms), secs)
+}
+
+#[test]
+fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    let (want_metrics, want_timeline) = write_v1_store(&path);
+
+    // Read first, as `show` would: the migration happens on open.
+    let mut store = Store::open_existing(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), 2);
+    let run = store.resolve("latest").unwrap();
+    assert_eq!(run, RunId(1));
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.meta.status, RunStatus::Complete);
+    assert_eq!(loaded.meta.hostname, "testhost");
+    assert_eq!(loaded.system, system());
+    assert!(!loaded.capabilities.tracepoints);
+    assert_eq!(loaded.capabilities.missing, caps().missing);
+    assert_eq!(loaded.cells.len(), 1);
+    assert_eq!(loaded.cells[0].meta.workload, "idle");
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
+    assert_eq!(loaded.cells[0].trace, None);
+    assert!(loaded.cells[0].episodes.is_empty());
+    let cell = store.cell_ids(run).unwrap()[0];
+    assert_eq!(
+        store
+            .load_timeline(cell, "timer.latency", Some(CpuId(0)))
+            .unwrap(),
+        want_timeline
+    );
+    assert_eq!(store.list_runs().unwrap().len(), 1);
+
+    // The migrated store takes episodes like a new one.
+    store
+        .add_episodes(cell, &[episode(1, 0, 600_000)], &[window(1, 0, 4)])
+        .unwrap();
+    store.set_trace_summary(cell, &summary()).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].episodes, vec![episode(1, 0, 600_000)]);
+    assert_eq!(loaded.cells[0].trace, Some(summary()));
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
+    assert_eq!(
+        store.load_episode_window(run, 1).unwrap(),
+        Some(window(1, 0, 4))
+    );
+}
+
+#[test]
+fn a_store_newer_than_version_2_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    write_v1_store(&path);
+    Store::open(&path).unwrap();
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 3).unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    for result in [Store::open(&path), Store::open_existing(&path)] {
+        let e = result.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                StoreError::NewerSchema {
+                    found: 3,
+                    supported: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        one_line(&e);
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn episodes_and_trace_summaries_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c0 = store.add_cell(run, &cell(0)).unwrap();
+    let c1 = store.add_cell(run, &cell(1)).unwrap();
+    // Out of order, over two calls: the store orders by seq.
+    store
+        .add_episodes(c0, &[episode(3, 1, 900_000), episode(1, 0, 600_000)], &[])
+        .unwrap();
+    store
+        .add_episodes(c0, &[episode(2, 1, u64::from(u32::MAX) * 4)], &[])
+        .unwrap();
+    store.set_trace_summary(c0, &summary()).unwrap();
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    let c = &loaded.cells[0];
+    assert_eq!(
+        c.episodes,
+        vec![
+            episode(1, 0, 600_000),
+            episode(2, 1, u64::from(u32::MAX) * 4),
+            episode(3, 1, 900_000)
+        ]
+    );
+    assert_eq!(c.trace, Some(summary()));
+    assert_eq!(loaded.cells[1].trace, None);
+    assert!(loaded.cells[1].episodes.is_empty());
+    assert_eq!(store.cell_ids(run).unwrap(), vec![c0, c1]);
+    // Episodes without windows have none to load.
+    assert_eq!(store.load_episode_window(run, 1).unwrap(), None);
+    assert_eq!(store.load_episode_window(run, 99).unwrap(), None);
+}
+
+#[test]
+fn adding_episodes_again_replaces_them_and_keeps_their_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    let eps = [episode(1, 0, 600_000), episode(2, 1, 700_000)];
+    let wins = [window(1, 0, 10), window(2, 1, 3)];
+    store.add_episodes(c, &eps, &wins).unwrap();
+    store.add_episodes(c, &eps, &wins).unwrap();
+    fn count(store: &Store, t: &str) -> i64 {
+        store
+            .conn
+            .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+            .unwrap()
+    }
+    assert_eq!(count(&store, "episodes"), 2);
+    assert_eq!(count(&store, "episode_windows"), 2);
+    assert_eq!(store.load_run(run).unwrap().cells[0].episodes, eps.to_vec());
+
+    // A later checkpoint sends episode 2 again with its stacks: updated in
+    // place, its window untouched.
+    let mut e2 = episode(2, 1, 700_000);
+    e2.stacks.push(StackCount {
+        function: "clear_page_erms".into(),
+        module: None,
+        samples: 3,
+    });
+    store.add_episodes(c, &[e2.clone()], &[]).unwrap();
+    assert_eq!(count(&store, "episodes"), 2);
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].episodes,
+        vec![episode(1, 0, 600_000), e2]
+    );
+    assert_eq!(
+        store.load_episode_window(run, 2).unwrap(),
+        Some(window(2, 1, 3))
+    );
+    // A window given again replaces the old one.
+    store.add_episodes(c, &[], &[window(2, 1, 5)]).unwrap();
+    assert_eq!(
+        store.load_episode_window(run, 2).unwrap(),
+        Some(window(2, 1, 5))
+    );
+
+    // The summary is replaced, not duplicated.
+    let mut s = summary();
+    store.set_trace_summary(c, &s).unwrap();
+    s.episodes_total = 41;
+    store.set_trace_summary(c, &s).unwrap();
+    assert_eq!(count(&store, "trace_summaries"), 1);
+    assert_eq!(store.load_run(run).unwrap().cells[0].trace, Some(s));
+}
+
+#[test]
+fn episode_windows_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let other = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    let big = window(1, 1, 5_000);
+    let empty = EpisodeWindow {
+        seq: 2,
+        cpu: CpuId(0),
+        events: vec![],
+        truncated: 0,
+    };
+    store
+        .add_episodes(
+            c,
+            &[episode(1, 1, 600_000), episode(2, 0, 600_000)],
+            &[big.clone(), empty.clone()],
+        )
+        .unwrap();
+    assert_eq!(store.load_episode_window(run, 1).unwrap(), Some(big));
+    assert_eq!(store.load_episode_window(run, 2).unwrap(), Some(empty));
+    // Windows belong to their run.
+    assert_eq!(store.load_episode_window(other, 1).unwrap(), None);
+    assert!(matches!(
+        store.load_episode_window(RunId(77), 1).unwrap_err(),
+        StoreError::NotFound(RunId(77))
+    ));
+    // Stored compressed.
+    let bytes: i64 = store
+        .conn
+        .query_row(
+            "SELECT length(events) FROM episode_windows WHERE seq = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let json = serde_json::to_vec(&window(1, 1, 5_000).events).unwrap();
+    assert!(
+        (bytes as usize) * 4 < json.len(),
+        "{bytes} of {}",
+        json.len()
+    );
+}
+
+#[test]
+fn bad_episode_calls_give_clear_errors_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+
+    let e = store
+        .add_episodes(CellId(999), &[episode(1, 0, 1)], &[])
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+    let e = store
+        .set_trace_summary(CellId(999), &summary())
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+
+    // A window without its episode fails the whole call.
+    let e = store
+        .add_episodes(c, &[episode(1, 0, 600_000)], &[window(2, 0, 3)])
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::WindowWithoutEpisode { seq: 2, .. }),
+        "{e:?}"
+    );
+    assert!(one_line(&e).contains("episode 2"));
+    assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
+
+    let e = store
+        .add_episodes(c, &[episode(0, 0, 600_000)], &[])
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::InvalidEpisode { seq: 0, .. }),
+        "{e:?}"
+    );
+    one_line(&e);
+
+    let mut huge = episode(1, 0, 600_000);
+    huge.expiry_ns = Nanos(u64::MAX);
+    let e = store.add_episodes(c, &[huge], &[]).unwrap_err();
+    assert!(matches!(e, StoreError::OutOfRange { .. }), "{e:?}");
+    assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
+}
+
+#[test]
+fn damaged_trace_rows_are_reported_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    store
+        .add_episodes(c, &[episode(1, 0, 600_000)], &[window(1, 0, 3)])
+        .unwrap();
+    store
+        .conn
+        .execute("UPDATE episode_windows SET events = x'00010203'", [])
+        .unwrap();
+    let e = store.load_episode_window(run, 1).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("episode 1"), "{e}");
+
+    store
+        .conn
+        .execute("UPDATE episodes SET breakdown = '{\"irq_ns\": 1}'", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("breakdown of episode 1"), "{e}");
 }

@@ -86,6 +86,9 @@ pub struct TimerConfig {
     pub threshold: Option<Nanos>,
     /// `None`: until stopped.
     pub duration: Option<Nanos>,
+    /// Hand every sample (deadline, wake-up) to a reader through a ring of
+    /// this many samples per CPU (the trace analysis); 0: off.
+    pub handoff: usize,
 }
 
 /// The longest period accepted: longer and a run of minutes holds too few

@@ -89,6 +89,7 @@ fn set_up(ctx: &ThreadCtx) -> Result<ThreadSetup, ProbeError> {
     prefault_stack();
     Ok(ThreadSetup {
         cpu,
+        tid: latscope_platform::current_tid(),
         scheduler,
         timer_slack,
     })

@@ -26,7 +26,7 @@ use latscope_stats::{AtomicHistogram, MetricResult, TimelineChunk};
 pub use config::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
 pub use schedule::{Schedule, Wake};
 
-use crate::MetricRecorder;
+use crate::{MetricRecorder, SampleRing};
 
 /// Everything one measuring thread records, allocated before it starts.
 pub struct TimerCpu {
@@ -41,10 +41,12 @@ pub struct TimerCpu {
     missed: AtomicU64,
     samples: AtomicU64,
     max_latency: AtomicU64,
+    /// Every sample for the trace analysis, when it runs.
+    handoff: Option<Arc<SampleRing>>,
 }
 
 impl TimerCpu {
-    fn new(cpu: CpuId, threshold: Option<Nanos>) -> TimerCpu {
+    fn new(cpu: CpuId, threshold: Option<Nanos>, handoff: usize) -> TimerCpu {
         TimerCpu {
             cpu,
             latency: MetricRecorder::new(metric::TIMER_LATENCY, Some(cpu), threshold),
@@ -54,6 +56,7 @@ impl TimerCpu {
             missed: AtomicU64::new(0),
             samples: AtomicU64::new(0),
             max_latency: AtomicU64::new(0),
+            handoff: (handoff > 0).then(|| Arc::new(SampleRing::new(handoff))),
         }
     }
 
@@ -78,6 +81,9 @@ impl TimerCpu {
         if lat > self.max_latency.load(Ordering::Relaxed) {
             self.max_latency.store(lat, Ordering::Relaxed);
         }
+        if let Some(ring) = &self.handoff {
+            ring.push(wake.deadline, wake.deadline.saturating_add(lat));
+        }
     }
 }
 
@@ -90,6 +96,8 @@ fn bump(a: &AtomicU64, n: u64) {
 #[derive(Clone, Debug)]
 pub struct ThreadSetup {
     pub cpu: CpuId,
+    /// The measuring thread's kernel thread id (what tracepoints name).
+    pub tid: i32,
     /// `Err` with a one-line reason when the policy/priority was refused.
     pub scheduler: Result<(), String>,
     pub timer_slack: bool,
@@ -127,7 +135,7 @@ impl TimerProbe {
         let cpus = config
             .cpus
             .iter()
-            .map(|&c| Arc::new(TimerCpu::new(c, config.threshold)))
+            .map(|&c| Arc::new(TimerCpu::new(c, config.threshold, config.handoff)))
             .collect();
         Ok(TimerProbe { config, cpus })
     }
@@ -245,6 +253,19 @@ impl RunningTimerProbe {
         &self.setups
     }
 
+    /// Per CPU: the measuring thread's tid and the ring its samples are
+    /// handed over in (only with [`TimerConfig::handoff`] > 0).
+    pub fn handoffs(&self) -> Vec<(CpuId, i32, Arc<SampleRing>)> {
+        self.cpus
+            .iter()
+            .filter_map(|c| {
+                let ring = c.handoff.as_ref()?;
+                let tid = self.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
+                Some((c.cpu, tid, Arc::clone(ring)))
+            })
+            .collect()
+    }
+
     /// CLOCK_MONOTONIC of time zero of the cell; timeline seconds count from here.
     pub fn start_ns(&self) -> u64 {
         self.start_ns
@@ -360,7 +381,7 @@ mod tests {
 
     #[test]
     fn skipped_deadlines_enter_only_the_corrected_distribution() {
-        let cpu = TimerCpu::new(CpuId(0), Some(Nanos::from_micros(100)));
+        let cpu = TimerCpu::new(CpuId(0), Some(Nanos::from_micros(100)), 0);
         let period = 1_000_000;
         cpu.record(
             0,

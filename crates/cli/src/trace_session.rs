@@ -1,0 +1,344 @@
+//! `latscope run --trace`: the tracer thread. It reads the kernel's
+//! per-CPU rings, takes the measuring threads' samples from their hand-over
+//! rings, runs the analysis, and publishes what the housekeeping thread
+//! stores at each checkpoint. It is an ordinary thread kept off the measured
+//! CPUs when others exist (it inherits the housekeeping thread's affinity).
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, TraceSummary};
+use latscope_platform::{monotonic_ns, thread_cpu_ns};
+use latscope_probes::SampleRing;
+use latscope_stats::MetricResult;
+use latscope_trace::analysis::{Analyzer, AnalyzerConfig, Environment, Measured, Symbolize};
+use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
+
+/// How long the thread sleeps between reads when the rings stay below
+/// their wake-up watermark. Short, so samples wait little for their events
+/// and the analysis window stays small.
+const READ_EVERY: Duration = Duration::from_millis(10);
+/// /proc/stat steal readings, for the episodes' steal time.
+const STEAL_EVERY_NS: u64 = 100_000_000;
+
+/// What the tracer thread hands to the housekeeping thread.
+#[derive(Default)]
+struct Shared {
+    metrics: Vec<MetricResult>,
+    summary: Option<TraceSummary>,
+    episodes: Vec<(Episode, Option<EpisodeWindow>)>,
+}
+
+/// Metrics and summary as last published, and the episodes found since the
+/// previous checkpoint.
+pub type TraceCheckpoint = (
+    Vec<MetricResult>,
+    Option<TraceSummary>,
+    Vec<(Episode, Option<EpisodeWindow>)>,
+);
+
+/// Everything the session produced, at the end.
+pub struct TraceFinal {
+    pub metrics: Vec<MetricResult>,
+    pub summary: TraceSummary,
+    pub episodes: Vec<(Episode, Option<EpisodeWindow>)>,
+    /// A read error that ended tracing early, for the run's notes.
+    pub error: Option<String>,
+}
+
+pub struct TraceSession {
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<TraceFinal>,
+}
+
+/// What to trace, given before the probe starts.
+pub struct TraceOpen {
+    pub tracer: Tracer,
+    pub symbols: Option<Kallsyms>,
+}
+
+/// Opens and enables the tracer (before the measuring threads start, so
+/// their first samples have events). Errors come back as one line for the
+/// run's capabilities.
+pub fn open(
+    traced: &[CpuId],
+    stack_cpus: &[CpuId],
+    stack_period: Option<Nanos>,
+) -> Result<TraceOpen, String> {
+    let mut cfg = TracerConfig::new(traced.to_vec());
+    if let Some(p) = stack_period {
+        cfg.stack_cpus = stack_cpus.to_vec();
+        cfg.stack_period = p;
+    }
+    let tracer = Tracer::open(&cfg).map_err(|e| e.to_string())?;
+    tracer.enable().map_err(|e| e.to_string())?;
+    let symbols = Kallsyms::load().ok();
+    Ok(TraceOpen { tracer, symbols })
+}
+
+impl TraceSession {
+    /// Starts the tracer thread for the running probe.
+    pub fn start(
+        open: TraceOpen,
+        handoffs: Vec<(CpuId, i32, Arc<SampleRing>)>,
+        threshold: Nanos,
+        episode_cap: usize,
+        cell_start_ns: u64,
+        publish_every: Nanos,
+    ) -> std::io::Result<TraceSession> {
+        let measured = handoffs
+            .iter()
+            .map(|(cpu, tid, _)| Measured {
+                cpu: *cpu,
+                tid: *tid,
+            })
+            .collect();
+        let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
+        cfg.episode_cap = episode_cap;
+        let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
+        let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker = Worker {
+            tracer: open.tracer,
+            analyzer,
+            handoffs,
+            shared: Arc::clone(&shared),
+            stop: Arc::clone(&stop),
+            publish_every: publish_every.0.max(100_000_000),
+        };
+        let handle = std::thread::Builder::new()
+            .name("lat-trace".into())
+            .spawn(move || worker.run())?;
+        Ok(TraceSession {
+            shared,
+            stop,
+            handle,
+        })
+    }
+
+    /// The latest published metrics and summary, and the episodes found
+    /// since the last call (for a checkpoint).
+    pub fn checkpoint(&self) -> TraceCheckpoint {
+        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        (
+            s.metrics.clone(),
+            s.summary.clone(),
+            std::mem::take(&mut s.episodes),
+        )
+    }
+
+    /// Ends the session once the measuring threads have stopped: a last
+    /// read, the remaining samples, the final figures.
+    pub fn finish(self) -> TraceFinal {
+        self.stop.store(true, Ordering::Release);
+        let mut fin = self.handle.join().unwrap_or_else(|_| TraceFinal {
+            metrics: Vec::new(),
+            summary: TraceSummary::default(),
+            episodes: Vec::new(),
+            error: Some("the tracer thread panicked".into()),
+        });
+        // Episodes published but not yet taken by a checkpoint.
+        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pending = std::mem::take(&mut s.episodes);
+        pending.append(&mut fin.episodes);
+        fin.episodes = pending;
+        fin
+    }
+}
+
+struct Worker {
+    tracer: Tracer,
+    analyzer: Analyzer,
+    handoffs: Vec<(CpuId, i32, Arc<SampleRing>)>,
+    shared: Arc<Mutex<Shared>>,
+    stop: Arc<AtomicBool>,
+    publish_every: u64,
+}
+
+impl Worker {
+    fn run(mut self) -> TraceFinal {
+        let cpu_start = thread_cpu_ns();
+        let mut buf: Vec<Decoded> = Vec::with_capacity(1 << 16);
+        let mut samples: Vec<(CpuId, u64, u64)> = Vec::with_capacity(1 << 14);
+        let mut last_steal = 0u64;
+        let mut last_publish = monotonic_ns();
+        let mut error = None;
+        let cpus: Vec<CpuId> = self.handoffs.iter().map(|h| h.0).collect();
+        loop {
+            let finishing = self.stop.load(Ordering::Acquire);
+            // Samples first, then the rings: every event up to a sample's
+            // wake-up is then in this read (see analysis::Analyzer).
+            for (cpu, _, ring) in &self.handoffs {
+                ring.drain(|d, u| samples.push((*cpu, d, u)));
+            }
+            let read_at = monotonic_ns();
+            buf.clear();
+            if let Err(e) = self.tracer.read(&mut |d| buf.push(d)) {
+                error = Some(format!("tracing stopped early: {e}"));
+            }
+            let names = self.tracer.names();
+            for (cpu, d, u) in samples.drain(..) {
+                self.analyzer.on_sample(cpu, d, u, names);
+            }
+            for d in &buf {
+                self.analyzer.on_decoded(d, names);
+            }
+            self.analyzer.flush(read_at, names);
+            let now = monotonic_ns();
+            if now.saturating_sub(last_steal) >= STEAL_EVERY_NS {
+                last_steal = now;
+                for (cpu, steal) in read_steal(&cpus) {
+                    self.analyzer.on_steal(cpu, now, steal);
+                }
+                self.analyzer.trim();
+            }
+            let episodes = self.analyzer.take_episodes();
+            let publish = now.saturating_sub(last_publish) >= self.publish_every;
+            if !episodes.is_empty() || publish {
+                let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+                s.episodes.extend(episodes);
+                if publish {
+                    last_publish = now;
+                    s.metrics = self.analyzer.metrics(names);
+                    s.summary = Some(self.summary(cpu_start));
+                }
+            }
+            if finishing || error.is_some() {
+                break;
+            }
+            let _ = self.tracer.wait(READ_EVERY);
+        }
+        let _ = self.tracer.disable();
+        let names = self.tracer.names();
+        self.analyzer.finish(names);
+        for (cpu, _, ring) in &self.handoffs {
+            self.analyzer.add_undecomposed(*cpu, ring.dropped());
+        }
+        TraceFinal {
+            metrics: self.analyzer.metrics(names),
+            summary: self.summary(cpu_start),
+            episodes: self.analyzer.take_episodes(),
+            error,
+        }
+    }
+
+    fn summary(&self, cpu_start: u64) -> TraceSummary {
+        let mut s = self.analyzer.summary();
+        s.tracer_cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        s.missing_events = self.tracer.missing_events().to_vec();
+        s
+    }
+}
+
+/// Cumulative steal time per CPU from /proc/stat (USER_HZ = 100 ticks per
+/// second on every Linux ABI).
+fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else {
+        return Vec::new();
+    };
+    parse_steal(&text, cpus)
+}
+
+fn parse_steal(text: &str, cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut f = line.split_whitespace();
+        let Some(label) = f.next() else { continue };
+        let Some(n) = label
+            .strip_prefix("cpu")
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !cpus.contains(&CpuId(n)) {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal
+        if let Some(ticks) = f.nth(7).and_then(|v| v.parse::<u64>().ok()) {
+            out.push((CpuId(n), ticks.saturating_mul(10_000_000)));
+        }
+    }
+    out
+}
+
+/// Scheduling policies from /proc/PID/stat, cached per pid.
+#[derive(Default)]
+struct ProcEnvironment {
+    cache: RefCell<HashMap<i32, Option<String>>>,
+}
+
+impl Environment for ProcEnvironment {
+    fn policy(&self, pid: i32) -> Option<String> {
+        if pid <= 0 {
+            return None;
+        }
+        if let Some(p) = self.cache.borrow().get(&pid) {
+            return p.clone();
+        }
+        let p = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| policy_from_stat(&s));
+        let mut cache = self.cache.borrow_mut();
+        if cache.len() > 65_536 {
+            cache.clear();
+        }
+        cache.insert(pid, p.clone());
+        p
+    }
+}
+
+/// Field 41 of /proc/PID/stat (counting from 1), after the parenthesised
+/// comm, which may itself hold spaces and parentheses.
+fn policy_from_stat(stat: &str) -> Option<String> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // rest starts with field 3 (state).
+    let policy: u32 = rest.split_whitespace().nth(41 - 3)?.parse().ok()?;
+    Some(
+        match policy {
+            0 => "other",
+            1 => "fifo",
+            2 => "rr",
+            3 => "batch",
+            5 => "idle",
+            6 => "deadline",
+            _ => return None,
+        }
+        .to_string(),
+    )
+}
+
+struct Symbols(Option<Kallsyms>);
+
+impl Symbolize for Symbols {
+    fn symbol(&self, addr: u64) -> Option<(String, Option<String>)> {
+        let s = self.0.as_ref()?.resolve(addr)?;
+        Some((s.name.to_string(), s.module.map(str::to_string)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steal_is_read_per_cpu_in_nanoseconds() {
+        let text = "cpu  10 0 5 100 0 0 0 7 0 0\ncpu0 5 0 2 50 0 0 0 3 0 0\ncpu1 5 0 3 50 0 0 0 4 0 0\nintr 1\n";
+        assert_eq!(parse_steal(text, &[CpuId(1)]), vec![(CpuId(1), 40_000_000)]);
+    }
+
+    #[test]
+    fn policy_comes_from_field_41_even_with_odd_comms() {
+        let mut fields: Vec<String> = (3..=52).map(|i| i.to_string()).collect();
+        fields[41 - 3] = "1".into();
+        let stat = format!("42 (a) b (c)) {}", fields.join(" "));
+        assert_eq!(policy_from_stat(&stat).as_deref(), Some("fifo"));
+        let own = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        assert_eq!(policy_from_stat(&own).as_deref(), Some("other"));
+    }
+}

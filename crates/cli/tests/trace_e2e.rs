@@ -1,0 +1,476 @@
+//! `latscope run --trace` end to end, on the real kernel: known interferers
+//! must be named as the cause of the latencies they create, every sample's
+//! parts must add up, and deferred work from real network traffic must show.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::net::UdpSocket;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use common::*;
+use latscope_model::CpuId;
+use latscope_platform::{
+    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
+};
+use serde_json::Value;
+
+const SLOT_NS: u64 = 50_000_000;
+const BURST_NS: u64 = 500_000;
+const BURNER: &str = "ka-burner";
+
+/// SCHED_FIFO 90 on `cpu`, busy 500 µs at a random offset in every 50 ms
+/// slot (see known_answer.rs), under a name the analysis must report.
+/// Returns each burst's (start, end), CLOCK_MONOTONIC ns.
+fn burner(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
+    std::thread::Builder::new()
+        .name(BURNER.into())
+        .spawn(move || {
+            set_affinity(CpuId(cpu)).expect("pin burner");
+            set_scheduler(SchedPolicy::Fifo, 90).expect("FIFO 90");
+            let mut seed = monotonic_ns() | 1;
+            let mut slot = monotonic_ns();
+            let mut bursts = Vec::with_capacity(1000);
+            while !stop.load(Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let offset = seed % (SLOT_NS - BURST_NS);
+                let _ = timers::sleep_until(slot + offset);
+                let start = monotonic_ns();
+                spin_until(start + BURST_NS);
+                bursts.push((start, monotonic_ns()));
+                slot += SLOT_NS;
+            }
+            bursts
+        })
+        .unwrap()
+}
+
+/// Runs latscope with --trace; `None` (and a visible skip line) when this
+/// machine cannot trace.
+fn traced_run(extra: &[&str], dir: &std::path::Path) -> Option<Value> {
+    let store = store_in(dir);
+    let json = dir.join("trace.json");
+    let mut args = vec![
+        "run",
+        "--trace",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let o = latscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc = read_json(&json);
+    if doc["capabilities"]["tracepoints"] != Value::Bool(true) {
+        eprintln!(
+            "skipped: needs kernel tracepoints ({})",
+            stderr(&o).lines().next().unwrap_or("")
+        );
+        return None;
+    }
+    Some(doc)
+}
+
+fn trace_summary(doc: &Value) -> &Value {
+    &doc["cells"][0]["trace"]
+}
+
+/// The CPU whose wake-ups decompose best in a short idle run. On the
+/// development VM's kernel one CPU emits no tracepoints while its idle task
+/// runs (see docs/tracing.md); a known-answer test of attribution needs a
+/// CPU where the kernel tells the whole story.
+fn best_traced_cpu(dir: &std::path::Path) -> Option<u32> {
+    let probe_dir = dir.join("probe");
+    std::fs::create_dir_all(&probe_dir).unwrap();
+    let doc = traced_run(&["--period", "1ms", "--duration", "1s"], &probe_dir)?;
+    let (cpu, frac) = decomposition_per_cpu(&doc)
+        .into_iter()
+        .map(|(c, d, u)| (c, d as f64 / (d + u).max(1) as f64))
+        .max_by(|a, b| a.1.partial_cmp(&b.1).unwrap())?;
+    eprintln!(
+        "measuring on CPU {cpu}: {:.1}% of its idle wake-ups decomposed",
+        100.0 * frac
+    );
+    cpu.parse().ok()
+}
+
+#[test]
+fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for SCHED_FIFO and tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cpu) = best_traced_cpu(dir.path()) else {
+        return;
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let handle = burner(cpu, Arc::clone(&stop));
+    let doc = traced_run(
+        &[
+            "--cpus",
+            &cpu.to_string(),
+            "--priority",
+            "80",
+            "--period",
+            "1ms",
+            "--duration",
+            "8s",
+            // Not 250us: the VM's own timer interrupt now and then takes
+            // 50-60 µs (seen: local_timer 38 µs + 21 µs late), which in an
+            // episode just over 250 µs leaves the burner 76%. Above 350 µs
+            // the burner's share is over 80% even then.
+            "--threshold",
+            "350us",
+        ],
+        dir.path(),
+    );
+    stop.store(true, Ordering::Relaxed);
+    let bursts = handle.join().unwrap();
+    let Some(doc) = doc else { return };
+    assert!(
+        bursts.len() >= 150,
+        "the burner ran ({} bursts)",
+        bursts.len()
+    );
+    let eps = doc["episodes"].as_array().unwrap();
+    let t = trace_summary(&doc);
+    eprintln!(
+        "trace: {} episodes, {} events, {} lost, decomposed {} / undecomposed {}",
+        eps.len(),
+        t["events"],
+        t["lost_records"],
+        t["samples_decomposed"],
+        t["samples_undecomposed"]
+    );
+    // About 3 samples per second above 350 µs (known_answer.rs: delays
+    // uniform in 0..500 µs for half of 20 bursts per second).
+    assert!(eps.len() >= 10, "{} episodes", eps.len());
+    let mut caused = 0;
+    let mut shares = Vec::new();
+    for e in eps {
+        let lat = e["latency_ns"].as_u64().unwrap();
+        let expiry = e["expiry_ns"].as_u64().unwrap();
+        // The causes partition the latency.
+        let sum: u64 = e["breakdown"]["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["duration_ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, lat, "causes of {e}");
+        // Caused by the burner: a burst was running at the expiry, or had
+        // been woken for it (its clock read comes after its own wake-up,
+        // which may fall just after our expiry).
+        if !bursts
+            .iter()
+            .any(|&(s, f)| s <= expiry + 100_000 && f > expiry)
+        {
+            continue;
+        }
+        caused += 1;
+        let b = &e["breakdown"]["blocking"];
+        assert_eq!(b["name"], BURNER, "episode the burner caused: {e}");
+        assert_eq!(b["policy"], "fifo", "{b}");
+        assert_eq!(b["priority"], 90, "{b}");
+        let share = b["duration_ns"].as_u64().unwrap() as f64 / lat as f64;
+        if share < 0.8 {
+            let near: Vec<i64> = bursts
+                .iter()
+                .filter(|&&(s, f)| s <= expiry + 100_000 && f > expiry)
+                .map(|&(s, _)| s as i64 - expiry as i64)
+                .collect();
+            eprintln!("low share {share:.3}: bursts started at {near:?} ns from the expiry; {e}");
+        }
+        shares.push(share);
+    }
+    shares.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    eprintln!(
+        "{caused} of {} episodes were caused by the burner (a burst around the expiry); its share of their latency: min {:.3}, median {:.3}",
+        eps.len(),
+        shares.first().copied().unwrap_or(0.0),
+        shares.get(shares.len() / 2).copied().unwrap_or(0.0)
+    );
+    assert!(
+        caused >= 10,
+        "only {caused} of {} episodes overlap a burst",
+        eps.len()
+    );
+    assert!(
+        shares.iter().all(|&s| s >= 0.8),
+        "burner below 80% of an episode it caused: {shares:?}"
+    );
+    assert_eq!(t["lost_records"], 0, "no records lost at this load");
+}
+
+/// Per measured CPU: (decomposed, undecomposed) from the trace summary.
+fn decomposition_per_cpu(doc: &Value) -> Vec<(String, u64, u64)> {
+    let t = trace_summary(doc);
+    metrics(doc, "timer.latency")
+        .iter()
+        .map(|m| {
+            let cpu = m["cpu"].to_string();
+            let d = t["decomposed_per_cpu"][&cpu].as_u64().unwrap_or(0);
+            let u = t["undecomposed_per_cpu"][&cpu].as_u64().unwrap_or(0);
+            (cpu, d, u)
+        })
+        .collect()
+}
+
+/// The parts' means add up to the latency's mean on every CPU (the parts of
+/// each sample add up exactly; a mean is sum / count).
+fn parts_add_up(doc: &Value) {
+    for lat in metrics(doc, "timer.latency") {
+        let cpu = &lat["cpu"];
+        let part = |name: &str| {
+            metrics(doc, name)
+                .into_iter()
+                .find(|m| &m["cpu"] == cpu)
+                .unwrap_or_else(|| panic!("{name} on CPU {cpu}"))
+                .clone()
+        };
+        let (irq, sched, ret) = (part("timer.irq"), part("timer.sched"), part("timer.return"));
+        let n = irq["count"].as_u64().unwrap();
+        assert_eq!(n, sched["count"].as_u64().unwrap());
+        assert_eq!(n, ret["count"].as_u64().unwrap());
+        if n < 100 {
+            continue;
+        }
+        let parts = irq["mean_ns"].as_f64().unwrap()
+            + sched["mean_ns"].as_f64().unwrap()
+            + ret["mean_ns"].as_f64().unwrap();
+        let whole = lat["mean_ns"].as_f64().unwrap();
+        eprintln!(
+            "CPU {cpu}: irq {} + sched {} + return {} = {parts:.0} ns; latency mean {whole:.0} ns ({n} samples decomposed)",
+            irq["mean_ns"], sched["mean_ns"], ret["mean_ns"]
+        );
+        // Samples that were not decomposed may move the latency mean a
+        // little; the decomposed ones add up exactly.
+        assert!(
+            (parts - whole).abs() <= 0.03 * whole + 300.0,
+            "{parts} vs {whole}"
+        );
+    }
+}
+
+#[test]
+fn samples_decompose_and_the_parts_add_up_on_an_idle_system() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(doc) = traced_run(&["--period", "1ms", "--duration", "4s"], dir.path()) else {
+        return;
+    };
+    let per_cpu = decomposition_per_cpu(&doc);
+    let mut full = 0;
+    for (cpu, d, u) in &per_cpu {
+        let frac = *d as f64 / (*d + *u).max(1) as f64;
+        eprintln!(
+            "CPU {cpu}: {d} samples decomposed, {u} not ({:.1}%)",
+            100.0 * frac
+        );
+        if frac >= 0.99 {
+            full += 1;
+        } else {
+            // Seen on the development VM's kernel (sched_vcpu_pack, haltpoll):
+            // on one CPU the idle task's tracepoints are not emitted, with
+            // no loss reported; ftrace shows the same. Visible, not hidden.
+            eprintln!(
+                "NOTICE: CPU {cpu}: the kernel did not deliver the wake-up events of {u} samples from idle (lost records: {})",
+                trace_summary(&doc)["lost_records"]
+            );
+        }
+    }
+    assert!(
+        full >= 1,
+        "no CPU decomposed 99% of its samples: {per_cpu:?}"
+    );
+    parts_add_up(&doc);
+}
+
+#[test]
+fn every_sample_decomposes_on_busy_cpus() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for tracepoints");
+        return;
+    }
+    // A SCHED_OTHER spinner on every CPU keeps them out of idle; the
+    // SCHED_FIFO probe preempts it at every expiry.
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = online()
+        .into_iter()
+        .map(|cpu| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                set_affinity(CpuId(cpu)).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let doc = traced_run(&["--period", "1ms", "--duration", "4s"], dir.path());
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().unwrap();
+    }
+    let Some(doc) = doc else { return };
+    for (cpu, d, u) in decomposition_per_cpu(&doc) {
+        eprintln!("busy CPU {cpu}: {d} samples decomposed, {u} not");
+        assert!(d > 3000, "CPU {cpu}: {d} decomposed");
+        assert!(
+            (u as f64) <= 0.01 * (d + u) as f64,
+            "CPU {cpu}: {u} of {} samples not decomposed",
+            d + u
+        );
+    }
+    parts_add_up(&doc);
+}
+
+#[test]
+fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for tracepoints");
+        return;
+    }
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+        .unwrap();
+    let addr = rx.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU64::new(0));
+    let (s2, n2) = (Arc::clone(&stop), Arc::clone(&sent));
+    let sender = std::thread::spawn(move || {
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let buf = [7u8; 512];
+        while !s2.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                if tx.send_to(&buf, addr).is_ok() {
+                    n2.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    });
+    let s3 = Arc::clone(&stop);
+    let receiver = std::thread::spawn(move || {
+        let mut buf = [0u8; 1024];
+        while !s3.load(Ordering::Relaxed) {
+            let _ = rx.recv(&mut buf);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let doc = traced_run(&["--period", "1ms", "--duration", "3s"], dir.path());
+    stop.store(true, Ordering::Relaxed);
+    sender.join().unwrap();
+    receiver.join().unwrap();
+    let Some(doc) = doc else { return };
+    let sent = sent.load(Ordering::Relaxed);
+    let all: Vec<&Value> = doc["cells"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    let get = |name: &str| {
+        all.iter().find(|m| m["name"] == name).unwrap_or_else(|| {
+            panic!(
+                "no {name}; have {:?}",
+                all.iter().map(|m| &m["name"]).collect::<Vec<_>>()
+            )
+        })
+    };
+    let exec = get("softirq.exec.NET_RX");
+    let delay = get("softirq.delay.NET_RX");
+    eprintln!(
+        "UDP flood: {sent} datagrams sent; NET_RX ran {} times (max {} ns), delay p99 {} ns",
+        exec["count"], exec["max_ns"], delay["p99_ns"]
+    );
+    assert!(sent > 10_000, "the flood ran ({sent} datagrams)");
+    assert!(exec["count"].as_u64().unwrap() > 100);
+    assert!(delay["count"].as_u64().unwrap() > 100);
+    assert!(exec["max_ns"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn without_tracepoint_access_the_run_continues_and_says_so() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root to drop to an unprivileged user");
+        return;
+    }
+    if std::process::Command::new("setpriv")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: needs setpriv (util-linux)");
+        return;
+    }
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    if paranoid.is_some_and(|p| p < 1) {
+        eprintln!("skipped: needs perf_event_paranoid >= 1 so an unprivileged user cannot trace");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let copy = dir.path().join("latscope");
+    std::fs::copy(env!("CARGO_BIN_EXE_latscope"), &copy).unwrap();
+    let store = store_in(dir.path());
+    let json = dir.path().join("u.json");
+    let o = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(&copy)
+        .args([
+            "run",
+            "--trace",
+            "--duration",
+            "1s",
+            "--store",
+            store.to_str().unwrap(),
+            "--json",
+        ])
+        .arg(&json)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let trace_lines: Vec<&str> = err.lines().filter(|l| l.contains("--trace")).collect();
+    assert_eq!(trace_lines.len(), 1, "one line about --trace: {err}");
+    eprintln!("unprivileged: {}", trace_lines[0]);
+    let doc = read_json(&json);
+    assert_eq!(doc["capabilities"]["tracepoints"], false);
+    assert!(doc["capabilities"]["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m.as_str().unwrap().contains("--trace")));
+    assert!(metrics(&doc, "timer.latency")[0]["count"].as_u64().unwrap() > 100);
+    assert!(!matches!(doc["episodes"].as_array(), Some(a) if !a.is_empty()));
+    assert!(metrics(&doc, "timer.irq").is_empty());
+}

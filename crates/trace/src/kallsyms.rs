@@ -1,0 +1,210 @@
+//! Kernel symbols from `/proc/kallsyms`, to name the addresses tracepoints
+//! and stack samples carry (hrtimer and workqueue callbacks, call chains).
+//!
+//! Only text symbols (`t`/`T`) are kept: every address latscope resolves is
+//! code. The table is one sorted array of addresses with names packed into
+//! a single string, so the ~100k symbols of a kernel cost a few MiB and a
+//! lookup is a binary search. When `kptr_restrict` hides addresses (all
+//! read as zero) the table is reported unavailable instead of resolving
+//! everything to the first symbol.
+
+use std::fs;
+
+use crate::error::TraceError;
+
+/// Offsets beyond this from the nearest symbol are not believed: the
+/// address is in a gap (data, unmapped module space), not in that function.
+const MAX_SYMBOL_SIZE: u64 = 1 << 20;
+
+/// A resolved address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Symbol<'a> {
+    pub name: &'a str,
+    /// The module, for module symbols; None for the kernel image.
+    pub module: Option<&'a str>,
+    /// Bytes from the symbol's start.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Symbol<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)?;
+        if self.offset != 0 {
+            write!(f, "+{:#x}", self.offset)?;
+        }
+        if let Some(m) = self.module {
+            write!(f, " [{m}]")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    addr: u64,
+    name_start: u32,
+    name_len: u32,
+    /// Index into `modules` plus one; 0 for the kernel image.
+    module: u32,
+    /// `T` (global) rather than `t`.
+    global: bool,
+}
+
+/// The kernel's text symbols, sorted by address.
+#[derive(Clone, Debug, Default)]
+pub struct Kallsyms {
+    entries: Vec<Entry>,
+    names: String,
+    modules: Vec<String>,
+}
+
+impl Kallsyms {
+    /// Loads `/proc/kallsyms`.
+    pub fn load() -> Result<Kallsyms, TraceError> {
+        let text = fs::read_to_string("/proc/kallsyms").map_err(|e| {
+            TraceError::SymbolsUnavailable(format!("cannot read /proc/kallsyms: {e}"))
+        })?;
+        Kallsyms::parse(&text)
+    }
+
+    /// Parses the text of `/proc/kallsyms`
+    /// (`ffffffff81000000 T _stext` or `... t name\t[module]`).
+    pub fn parse(text: &str) -> Result<Kallsyms, TraceError> {
+        let mut k = Kallsyms::default();
+        let mut any_text = false;
+        for line in text.lines() {
+            let mut f = line.split_whitespace();
+            let (Some(addr), Some(ty), Some(name)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            if !matches!(ty, "t" | "T") {
+                continue;
+            }
+            any_text = true;
+            let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                continue;
+            };
+            if addr == 0 {
+                continue;
+            }
+            let module = match f.next() {
+                Some(m) => {
+                    let m = m.trim_start_matches('[').trim_end_matches(']');
+                    match k.modules.iter().position(|x| x == m) {
+                        Some(i) => i + 1,
+                        None => {
+                            k.modules.push(m.to_string());
+                            k.modules.len()
+                        }
+                    }
+                }
+                None => 0,
+            };
+            let (Ok(name_start), Ok(name_len), Ok(module)) = (
+                u32::try_from(k.names.len()),
+                u32::try_from(name.len()),
+                u32::try_from(module),
+            ) else {
+                continue;
+            };
+            k.names.push_str(name);
+            k.entries.push(Entry {
+                addr,
+                name_start,
+                name_len,
+                module,
+                global: ty == "T",
+            });
+        }
+        if k.entries.is_empty() {
+            return Err(TraceError::SymbolsUnavailable(if any_text {
+                "addresses are hidden (kptr_restrict; run as root)".to_string()
+            } else {
+                "no text symbols".to_string()
+            }));
+        }
+        // Among aliases at one address, the preferred name sorts last, where
+        // the lookup lands: a global symbol over a local one, then a name
+        // without a leading underscore.
+        let rank = |k: &Kallsyms, e: &Entry| {
+            let name = k.name_of(e);
+            (e.global, !name.starts_with('_'), e.name_start)
+        };
+        let mut entries = std::mem::take(&mut k.entries);
+        entries.sort_by_key(|e| (e.addr, rank(&k, e)));
+        k.entries = entries;
+        Ok(k)
+    }
+
+    fn name_of(&self, e: &Entry) -> &str {
+        let start = e.name_start as usize;
+        self.names
+            .get(start..start + e.name_len as usize)
+            .unwrap_or("?")
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The function containing `addr`: the nearest symbol at or below it,
+    /// if `addr` is before the next symbol and within a plausible distance.
+    pub fn resolve(&self, addr: u64) -> Option<Symbol<'_>> {
+        let i = self.entries.partition_point(|e| e.addr <= addr);
+        let e = self.entries.get(i.checked_sub(1)?)?;
+        let offset = addr - e.addr;
+        if offset >= MAX_SYMBOL_SIZE {
+            return None;
+        }
+        let module = match e.module {
+            0 => None,
+            m => self.modules.get(m as usize - 1).map(String::as_str),
+        };
+        Some(Symbol {
+            name: self.name_of(e),
+            module,
+            offset,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "\
+ffffffff81000000 T _stext
+ffffffff81000000 T startup_64
+ffffffff81000100 t helper
+ffffffff81000200 D some_data
+ffffffff81000300 T do_work
+ffffffffc0001000 t mod_fn\t[mymod]
+ffffffffc0001080 T mod_fn2\t[mymod]
+";
+
+    #[test]
+    fn resolves() {
+        let k = Kallsyms::parse(TEXT).unwrap();
+        assert_eq!(k.len(), 6);
+        let s = k.resolve(0xffffffff81000000).unwrap();
+        assert_eq!((s.name, s.offset, s.module), ("startup_64", 0, None));
+        let s = k.resolve(0xffffffff81000210).unwrap();
+        assert_eq!((s.name, s.offset), ("helper", 0x110));
+        assert_eq!(k.resolve(0xffffffff80ffffff), None);
+        let s = k.resolve(0xffffffffc0001004).unwrap();
+        assert_eq!((s.name, s.offset, s.module), ("mod_fn", 4, Some("mymod")));
+        assert_eq!(s.to_string(), "mod_fn+0x4 [mymod]");
+        assert_eq!(k.resolve(0xffffffffb0000000), None);
+    }
+
+    #[test]
+    fn hidden_addresses_are_unavailable() {
+        let hidden = "0000000000000000 T _stext\n0000000000000000 t helper\n";
+        let e = Kallsyms::parse(hidden).unwrap_err();
+        assert!(e.to_string().contains("kptr_restrict"), "{e}");
+    }
+}
