@@ -474,3 +474,84 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
     assert!(!matches!(doc["episodes"].as_array(), Some(a) if !a.is_empty()));
     assert!(metrics(&doc, "timer.irq").is_empty());
 }
+
+#[test]
+fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for SCHED_FIFO and tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let Some(cpu) = best_traced_cpu(dir.path()) else {
+        return;
+    };
+    // Like the burner, but its bursts are spent in the kernel (reading
+    // /dev/zero), where cpu-clock samples with kernel call chains land.
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    let handle = std::thread::Builder::new()
+        .name("ka-kernel".into())
+        .spawn(move || {
+            use std::io::Read;
+            set_affinity(CpuId(cpu)).unwrap();
+            set_scheduler(SchedPolicy::Fifo, 90).unwrap();
+            let mut zero = std::fs::File::open("/dev/zero").unwrap();
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut seed = monotonic_ns() | 1;
+            let mut slot = monotonic_ns();
+            while !s2.load(Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let _ = timers::sleep_until(slot + seed % (SLOT_NS - BURST_NS));
+                let end = monotonic_ns() + BURST_NS;
+                while monotonic_ns() < end {
+                    zero.read_exact(&mut buf).unwrap();
+                }
+                slot += SLOT_NS;
+            }
+        })
+        .unwrap();
+    let doc = traced_run(
+        &[
+            "--cpus",
+            &cpu.to_string(),
+            "--priority",
+            "80",
+            "--duration",
+            "5s",
+            "--threshold",
+            "250us",
+            "--stacks",
+        ],
+        dir.path(),
+    );
+    stop.store(true, Ordering::Relaxed);
+    handle.join().unwrap();
+    let Some(doc) = doc else { return };
+    assert_eq!(doc["capabilities"]["stack_samples"], true);
+    let eps = doc["episodes"].as_array().unwrap();
+    let with_stacks: Vec<&Value> = eps
+        .iter()
+        .filter(|e| e["stacks"].as_array().is_some_and(|s| !s.is_empty()))
+        .collect();
+    eprintln!(
+        "{} of {} episodes have stack samples; {} samples taken",
+        with_stacks.len(),
+        eps.len(),
+        trace_summary(&doc)["stack_samples"]
+    );
+    assert!(eps.len() >= 5, "{} episodes", eps.len());
+    assert!(
+        with_stacks.len() * 2 >= eps.len(),
+        "too few episodes with stacks"
+    );
+    let e = with_stacks[0];
+    eprintln!("episode {}: {}", e["seq"], e["stacks"]);
+    for s in e["stacks"].as_array().unwrap() {
+        let f = s["function"].as_str().unwrap();
+        assert!(!f.starts_with("0x"), "unsymbolized {f}");
+        assert!(s["samples"].as_u64().unwrap() >= 1);
+    }
+}
