@@ -10,6 +10,7 @@
 mod cpu;
 mod episode;
 pub mod metric;
+mod noise;
 mod run;
 mod system;
 mod time;
@@ -19,6 +20,7 @@ pub use episode::{
     Breakdown, Cause, CauseKind, CauseTotal, Episode, EpisodeWindow, StackCount, TraceSummary,
     WindowEvent,
 };
+pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};

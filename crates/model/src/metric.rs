@@ -22,3 +22,5 @@ pub const IRQ_EXEC_PREFIX: &str = "irq.exec.";
 pub const NMI_EXEC: &str = "nmi.exec";
 /// Prefix of `workqueue.exec.<function>`: work item run time by function.
 pub const WORKQUEUE_EXEC_PREFIX: &str = "workqueue.exec.";
+/// Length of each interruption of the noise probe's CPU-bound loop.
+pub const NOISE_GAP: &str = "noise.gap";

@@ -76,6 +76,7 @@ fn fixture() -> RunResult {
             metrics: vec![iv, lat],
             trace: None,
             episodes: Vec::new(),
+            noise: Vec::new(),
         }],
     }
 }

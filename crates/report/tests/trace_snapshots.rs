@@ -221,6 +221,7 @@ fn fixture() -> RunResult {
             metrics,
             trace: Some(trace_summary()),
             episodes: episodes(),
+            noise: Vec::new(),
         }],
     }
 }

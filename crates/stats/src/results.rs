@@ -1,5 +1,5 @@
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, Episode, Nanos, RunMeta, SystemInfo, TraceSummary,
+    Capabilities, CellMeta, CpuId, Episode, Nanos, NoiseCpuStats, RunMeta, SystemInfo, TraceSummary,
 };
 
 use crate::histogram::Histogram;
@@ -63,6 +63,8 @@ pub struct CellResult {
     pub trace: Option<TraceSummary>,
     /// The episodes kept in full, in order (runs with `--trace` only).
     pub episodes: Vec<Episode>,
+    /// Per-CPU figures of the noise probe (noise cells only).
+    pub noise: Vec<NoiseCpuStats>,
 }
 
 /// A whole run as stored: what renderers and analyses take.

@@ -647,6 +647,7 @@ impl Store {
                 metrics,
                 trace,
                 episodes,
+                noise: Vec::new(),
             });
         }
 
