@@ -17,7 +17,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure (default: timer probe on every CPU for 30 s), store and summarize.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the runs in the store.
     List(ListArgs),
     /// Show a stored run's summary.
@@ -35,7 +35,10 @@ pub struct StoreArg {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ProbeName {
+    /// Timer wake-up latency.
     Timer,
+    /// Interruptions of a CPU-bound loop (OS noise).
+    Noise,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -121,6 +124,22 @@ pub struct RunArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    /// Noise probe: length of each active (spinning) period.
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub runtime: Option<String>,
+    /// Noise probe: sleep between active periods (`0`: spin continuously).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub pause: Option<String>,
+    /// Noise probe: an iteration at least this many times the base one is
+    /// an interruption (default 4).
+    #[arg(long = "gap-ratio", value_name = "N")]
+    pub gap_ratio: Option<u32>,
+    /// Noise probe: ... or at least this long, whichever is longer.
+    #[arg(long = "gap-min", allow_hyphen_values = true, value_name = "DURATION")]
+    pub gap_min: Option<String>,
+    /// Noise probe: floating-point work in every iteration.
+    #[arg(long)]
+    pub fp: bool,
     /// Read kernel tracepoints: decompose every sample into timer.irq /
     /// timer.sched / timer.return, keep interrupt and deferred-work
     /// statistics, and explain every sample above --threshold (default

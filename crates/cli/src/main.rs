@@ -8,6 +8,7 @@ mod exit;
 mod export;
 mod output;
 mod plan;
+mod probe;
 mod progress;
 mod run;
 mod show;

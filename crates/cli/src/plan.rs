@@ -3,9 +3,10 @@
 
 use latscope_model::{CpuSet, Nanos};
 use latscope_platform::SchedPolicy;
+use latscope_probes::noise::NoiseConfig;
 use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
 
-use crate::args::{PhaseArg, PolicyArg, RunArgs, TimerApiArg};
+use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg};
 use crate::exit::Exit;
 
 /// What `latscope run` will do.
@@ -14,6 +15,9 @@ pub struct RunPlan {
     pub checkpoint: Nanos,
     pub cpus: CpuSet,
     pub trace: Option<TracePlan>,
+    /// `--probe noise`: the noise probe's settings (the common ones, CPUs,
+    /// policy, priority, duration and threshold, are in `timer` too).
+    pub noise: Option<NoiseConfig>,
 }
 
 /// What `--trace` asks for.
@@ -124,10 +128,59 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     // Period, duration, priority and phase are checked where the probe
     // defines them.
     timer.validate().map_err(Exit::usage)?;
+    let noise = match args.probe {
+        ProbeName::Noise => {
+            let runtime = args
+                .runtime
+                .as_deref()
+                .map_or(Ok(Nanos::from_millis(33)), |t| duration("runtime", t))?;
+            // `--pause 0` (spin continuously) reads naturally without a unit.
+            let pause = match args.pause.as_deref().map(str::trim) {
+                None => Nanos::from_millis(33),
+                Some("0") => Nanos(0),
+                Some(t) => duration("pause", t)?,
+            };
+            let gap_min = args
+                .gap_min
+                .as_deref()
+                .map(|t| duration("gap-min", t))
+                .transpose()?;
+            let cfg = NoiseConfig {
+                cpus: timer.cpus.clone(),
+                policy: timer.policy,
+                priority: timer.priority,
+                runtime,
+                pause,
+                gap_ratio: args.gap_ratio.unwrap_or(4),
+                gap_min,
+                fp: args.fp,
+                threshold: timer.threshold,
+                duration: timer.duration,
+                handoff: if trace.is_some() { 65_536 } else { 0 },
+                force_vdso: false,
+            };
+            cfg.validate().map_err(Exit::usage)?;
+            Some(cfg)
+        }
+        ProbeName::Timer => {
+            if args.runtime.is_some()
+                || args.pause.is_some()
+                || args.gap_ratio.is_some()
+                || args.gap_min.is_some()
+                || args.fp
+            {
+                return Err(Exit::usage(
+                    "--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise",
+                ));
+            }
+            None
+        }
+    };
     Ok(RunPlan {
         timer,
         checkpoint,
         cpus,
         trace,
+        noise,
     })
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 use latscope_model::{CellMeta, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus};
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
-use latscope_probes::timer::{Phase, RunningTimerProbe, TimerConfig, TimerProbe};
+use latscope_probes::noise::{NoiseConfig, NoiseProbe};
+use latscope_probes::timer::{Phase, ProbeError, TimerConfig, TimerProbe};
 use latscope_store::{CellId, Store};
 use serde_json::json;
 
@@ -18,6 +19,7 @@ use crate::args::RunArgs;
 use crate::exit::{self, Exit};
 use crate::output;
 use crate::plan::{plan_run, RunPlan};
+use crate::probe::Running;
 use crate::progress::ProgressBar;
 use crate::trace_session::{self, TraceSession};
 
@@ -115,11 +117,8 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let run_id = store.create_run(&meta, &system, &capabilities)?;
 
     let clock_read_ns = latscope_platform::clock_read_cost(2_000);
-    let probe = match TimerProbe::new(plan.timer.clone()) {
-        Ok(p) => p,
-        Err(e) => return fail(&mut store, run_id, e.into()),
-    };
-    let running = match probe.start(signals.flag()) {
+    let steal_before = trace_session::read_steal(&plan.timer.cpus);
+    let running = match start_probe(&plan, &signals) {
         Ok(r) => r,
         Err(e) => return fail(&mut store, run_id, e.into()),
     };
@@ -152,9 +151,17 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
 
     let cell_meta = CellMeta {
         index: 0,
-        probe: "timer".into(),
+        probe: if plan.noise.is_some() {
+            "noise"
+        } else {
+            "timer"
+        }
+        .into(),
         workload: "none".into(),
-        settings: timer_settings(&plan, clock_read_ns),
+        settings: match &plan.noise {
+            Some(n) => noise_settings(&plan, n, clock_read_ns),
+            None => timer_settings(&plan, clock_read_ns),
+        },
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(running.start_ns()),
     };
@@ -169,6 +176,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
                 tp.episode_cap,
                 running.start_ns(),
                 plan.checkpoint,
+                plan.noise.is_some(),
             ) {
                 Ok(s) => Some(s),
                 Err(e) => {
@@ -195,7 +203,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let trace_final = session.map(TraceSession::finish);
     let duration = measured(&plan.timer, cell_meta.monotonic_start_ns.0);
     let mut notes = Vec::new();
-    let status = if let Some(e) = &finished.error {
+    let status = if let Some(e) = finished.error() {
         notes.push(format!("measurement failed: {e}"));
         RunStatus::Failed
     } else if signals.stopped() {
@@ -240,6 +248,40 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
             Nanos(latscope_platform::realtime_ns()),
         )
         .context("cannot store the final results")?;
+    let mut noise = finished.noise_stats();
+    if !noise.is_empty() {
+        let steal_after = trace_session::read_steal(&plan.timer.cpus);
+        for n in &mut noise {
+            let before = steal_before.iter().find(|(c, _)| *c == n.cpu);
+            let after = steal_after.iter().find(|(c, _)| *c == n.cpu);
+            if let (Some((_, b)), Some((_, a))) = (before, after) {
+                n.steal_ns = Some(Nanos(a.saturating_sub(*b)));
+            }
+            if let Some(gaps) = final_metrics
+                .iter()
+                .find(|m| m.name == latscope_model::metric::NOISE_GAP && m.cpu == Some(n.cpu))
+            {
+                let pause = plan.noise.as_ref().map_or(Nanos(1), |c| c.pause);
+                if pause.0 == 0 && plan.timer.policy != latscope_platform::SchedPolicy::Other {
+                    n.findings
+                        .extend(latscope_probes::noise::rt_throttling_finding(
+                            &gaps.histogram,
+                            n.active_ns,
+                            system.rt_runtime_us,
+                            system.rt_period_us,
+                        ));
+                }
+            }
+            if let Some(t) = &trace_final {
+                if let Some(classes) = t.noise_classes.get(&n.cpu.0) {
+                    n.classes = classes.clone();
+                }
+            }
+        }
+        store
+            .set_noise_stats(cell, &noise)
+            .context("cannot store the noise figures")?;
+    }
     if let Some(t) = &trace_final {
         store_episodes(&mut store, cell, &t.episodes).context("cannot store the episodes")?;
         store
@@ -290,7 +332,7 @@ fn fail(store: &mut Store, run: RunId, error: anyhow::Error) -> Result<i32, Exit
 /// the end so the run's notes record it.
 #[allow(clippy::too_many_arguments)]
 fn housekeep(
-    probe: &RunningTimerProbe,
+    probe: &Running,
     store: &mut Store,
     run: RunId,
     cell: CellId,
@@ -340,6 +382,13 @@ fn housekeep(
                     }
                     None => Ok(()),
                 });
+            let noise = probe.noise_stats();
+            let r = r.and_then(|()| {
+                if !noise.is_empty() {
+                    store.set_noise_stats(cell, &noise)?;
+                }
+                Ok(())
+            });
             if let Err(e) = r {
                 result = Err(e.context("checkpoint failed"));
             }
@@ -363,6 +412,40 @@ fn store_episodes(
     let windows: Vec<EpisodeWindow> = episodes.iter().filter_map(|(_, w)| w.clone()).collect();
     store.add_episodes(cell, &eps, &windows)?;
     Ok(())
+}
+
+/// Starts the probe the plan names.
+fn start_probe(plan: &RunPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
+    Ok(match &plan.noise {
+        Some(n) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
+        None => Running::Timer(TimerProbe::new(plan.timer.clone())?.start(signals.flag())?),
+    })
+}
+
+fn noise_settings(
+    plan: &RunPlan,
+    n: &NoiseConfig,
+    clock_read_ns: u64,
+) -> BTreeMap<String, serde_json::Value> {
+    let mut s = BTreeMap::new();
+    s.insert("runtime_ns".into(), json!(n.runtime.0));
+    s.insert("pause_ns".into(), json!(n.pause.0));
+    s.insert("gap_ratio".into(), json!(n.gap_ratio));
+    if let Some(g) = n.gap_min {
+        s.insert("gap_min_ns".into(), json!(g.0));
+    }
+    s.insert("fp".into(), json!(n.fp));
+    s.insert("policy".into(), json!(n.policy.as_str()));
+    s.insert("priority".into(), json!(plan.timer.effective_priority()));
+    s.insert("cpus".into(), json!(plan.cpus.to_string()));
+    if let Some(d) = n.duration {
+        s.insert("duration_ns".into(), json!(d.0));
+    }
+    if let Some(th) = n.threshold {
+        s.insert("threshold_ns".into(), json!(th.0));
+    }
+    s.insert("clock_read_ns".into(), json!(clock_read_ns));
+    s
 }
 
 fn timer_settings(plan: &RunPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {

@@ -5,13 +5,13 @@
 //! CPUs when others exist (it inherits the housekeeping thread's affinity).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, TraceSummary};
+use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, TraceSummary};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::SampleRing;
 use latscope_stats::MetricResult;
@@ -48,6 +48,8 @@ pub struct TraceFinal {
     pub episodes: Vec<(Episode, Option<EpisodeWindow>)>,
     /// A read error that ended tracing early, for the run's notes.
     pub error: Option<String>,
+    /// Noise probe: interruptions by class, per CPU number.
+    pub noise_classes: BTreeMap<u32, BTreeMap<String, NoiseClass>>,
 }
 
 pub struct TraceSession {
@@ -90,6 +92,7 @@ impl TraceSession {
         episode_cap: usize,
         cell_start_ns: u64,
         publish_every: Nanos,
+        noise: bool,
     ) -> std::io::Result<TraceSession> {
         let measured = handoffs
             .iter()
@@ -100,6 +103,7 @@ impl TraceSession {
             .collect();
         let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
         cfg.episode_cap = episode_cap;
+        cfg.noise = noise;
         let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
         let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -142,6 +146,7 @@ impl TraceSession {
             summary: TraceSummary::default(),
             episodes: Vec::new(),
             error: Some("the tracer thread panicked".into()),
+            noise_classes: BTreeMap::new(),
         });
         // Episodes published but not yet taken by a checkpoint.
         let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -225,6 +230,7 @@ impl Worker {
             summary: self.summary(cpu_start),
             episodes: self.analyzer.take_episodes(),
             error,
+            noise_classes: self.analyzer.noise_classes().clone(),
         }
     }
 
@@ -238,7 +244,7 @@ impl Worker {
 
 /// Cumulative steal time per CPU from /proc/stat (USER_HZ = 100 ticks per
 /// second on every Linux ABI).
-fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
+pub fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
     let Ok(text) = std::fs::read_to_string("/proc/stat") else {
         return Vec::new();
     };

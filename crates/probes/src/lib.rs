@@ -6,6 +6,7 @@
 //! allocate, lock, print or do I/O inside their loop: the only system calls
 //! there are the timer service under test and clock reads.
 
+pub mod noise;
 mod recorder;
 mod rng;
 mod sample_ring;

@@ -2,7 +2,7 @@
 //! time went (the "latency cause" listing of Cota-Robles & Held), then the
 //! totals over every episode of the run, including those past the cap.
 
-use latscope_model::{Cause, CauseTotal, Episode, Nanos};
+use latscope_model::{metric, Cause, CauseTotal, Episode, Nanos};
 use latscope_stats::{CellResult, RunResult};
 
 use crate::table::Table;
@@ -47,17 +47,27 @@ fn thread_label(c: &Cause) -> String {
 pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
     let b = &e.breakdown;
     let at = Nanos(run_offset.0.saturating_add(e.offset_ns.0));
-    let mut out = format!(
-        "episode {} · CPU {} · {at} into the run · {} {} = irq {} + sched {} + return {} · CPU {} at expiry\n",
-        e.seq,
-        e.cpu,
-        e.metric,
-        e.latency_ns,
-        b.irq_ns,
-        b.sched_ns,
-        b.return_ns,
-        if b.idle_at_expiry { "idle" } else { "busy" },
-    );
+    // An interruption of the noise probe's loop has no expiry and no
+    // irq / sched / return phases: only what ran instead of the loop.
+    let gap = e.metric == metric::NOISE_GAP;
+    let mut out = if gap {
+        format!(
+            "episode {} · CPU {} · {at} into the run · {} {}: the loop did not run for that long\n",
+            e.seq, e.cpu, e.metric, e.latency_ns,
+        )
+    } else {
+        format!(
+            "episode {} · CPU {} · {at} into the run · {} {} = irq {} + sched {} + return {} · CPU {} at expiry\n",
+            e.seq,
+            e.cpu,
+            e.metric,
+            e.latency_ns,
+            b.irq_ns,
+            b.sched_ns,
+            b.return_ns,
+            if b.idle_at_expiry { "idle" } else { "busy" },
+        )
+    };
     if !b.causes.is_empty() {
         let mut t = Table::new([
             "kind",
@@ -65,7 +75,7 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
             "pid",
             "policy/prio",
             "duration",
-            "% of latency",
+            if gap { "% of gap" } else { "% of latency" },
         ])
         .left_aligned(2);
         for c in &b.causes {
@@ -80,15 +90,21 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
         }
         out.push_str(&t.render());
     }
-    match &b.blocking {
-        Some(c) => out.push_str(&format!(
+    match (&b.blocking, gap) {
+        (Some(c), false) => out.push_str(&format!(
             "blocking thread: {} ran {} while ours was runnable\n",
             thread_label(c),
             c.duration_ns
         )),
-        None => {
+        (None, false) => {
             out.push_str("blocking thread: none (no other thread ran while ours was runnable)\n")
         }
+        (Some(c), true) => out.push_str(&format!(
+            "thread that ran instead: {} for {}\n",
+            thread_label(c),
+            c.duration_ns
+        )),
+        (None, true) => out.push_str("thread that ran instead: none\n"),
     }
     let steal = match b.steal_ns {
         Some(s) => format!("steal {s} (hypervisor, over the housekeeping interval)"),
@@ -96,9 +112,11 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
     };
     out.push_str(&format!("unexplained {} · {steal}\n", b.unexplained_ns));
     if !b.complete {
-        out.push_str(
-            "INCOMPLETE: the event window did not reach back to the expiry or the kernel lost records around it; the shares are a lower bound\n",
-        );
+        out.push_str(if gap {
+            "INCOMPLETE: the event window did not reach back to the start of the gap or the kernel lost records around it; the shares are a lower bound\n"
+        } else {
+            "INCOMPLETE: the event window did not reach back to the expiry or the kernel lost records around it; the shares are a lower bound\n"
+        });
     }
     if !e.stacks.is_empty() {
         let items: Vec<String> = e

@@ -4,10 +4,15 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{
-    Capabilities, Cause, Episode, RunStatus, StackCount, SystemInfo, TraceSummary,
+    Capabilities, Cause, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus, StackCount,
+    SystemInfo, TraceSummary,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
+
+use crate::noise::{
+    base_iteration_ns, cpu_available_percent, interruptions_per_second, noise_percent,
+};
 
 /// Names this document's layout; bumped only for incompatible changes.
 pub const JSON_SCHEMA: &str = "latscope.run.v1";
@@ -41,6 +46,62 @@ pub struct CellJson<'a> {
     /// What the tracer did; `null` when the cell was not traced. The
     /// model's own form: fields the model adds appear here too.
     pub trace: Option<&'a TraceSummary>,
+    /// The noise probe's figures, one per measured CPU, by CPU; `[]` for a
+    /// cell of another probe.
+    pub noise: Vec<NoiseJson<'a>>,
+}
+
+/// `cells[].noise[]`: what the noise probe measured on one CPU beside its
+/// `noise.gap` metric, with the shares derived from it. Every field is
+/// always present (`classes` empty, `steal_ns` null, `findings` empty when
+/// there is nothing to say).
+#[derive(Serialize)]
+pub struct NoiseJson<'a> {
+    pub cpu: u32,
+    pub clock: NoiseClock,
+    pub tsc_hz: u64,
+    pub calibration_drift_ppb: i64,
+    pub active_ns: u64,
+    pub iterations: u64,
+    pub base_iteration_ps: u64,
+    pub gap_threshold_ns: u64,
+    pub interruptions: u64,
+    pub noise_ns: u64,
+    pub max_gap_ns: u64,
+    pub classes: &'a BTreeMap<String, NoiseClass>,
+    pub steal_ns: Option<u64>,
+    pub findings: &'a [String],
+    /// `base_iteration_ps` in nanoseconds; null before the first iteration.
+    pub base_iteration_ns: Option<f64>,
+    /// `noise_ns` as a percentage of `active_ns`; null without active time.
+    pub noise_percent: Option<f64>,
+    /// 100 − `noise_percent` (never below 0).
+    pub cpu_available_percent: Option<f64>,
+    /// `interruptions` per second of `active_ns`.
+    pub interruptions_per_second: Option<f64>,
+}
+
+fn noise_json(s: &NoiseCpuStats) -> NoiseJson<'_> {
+    NoiseJson {
+        cpu: s.cpu.0,
+        clock: s.clock,
+        tsc_hz: s.tsc_hz,
+        calibration_drift_ppb: s.calibration_drift_ppb,
+        active_ns: s.active_ns.0,
+        iterations: s.iterations,
+        base_iteration_ps: s.base_iteration_ps,
+        gap_threshold_ns: s.gap_threshold_ns.0,
+        interruptions: s.interruptions,
+        noise_ns: s.noise_ns.0,
+        max_gap_ns: s.max_gap_ns.0,
+        classes: &s.classes,
+        steal_ns: s.steal_ns.map(|n| n.0),
+        findings: &s.findings,
+        base_iteration_ns: base_iteration_ns(s),
+        noise_percent: noise_percent(s),
+        cpu_available_percent: cpu_available_percent(s),
+        interruptions_per_second: interruptions_per_second(s),
+    }
 }
 
 /// `episodes[]`: one sample above the threshold, explained.
@@ -226,6 +287,7 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 duration_ns: c.meta.duration_ns.0,
                 metrics: c.metrics.iter().map(metric_json).collect(),
                 trace: c.trace.as_ref(),
+                noise: c.noise.iter().map(noise_json).collect(),
             })
             .collect(),
         episodes: run

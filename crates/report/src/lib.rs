@@ -6,6 +6,7 @@
 mod deferred;
 mod episodes;
 mod json;
+mod noise;
 pub mod perfetto;
 mod table;
 mod text;

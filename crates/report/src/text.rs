@@ -4,18 +4,20 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{metric, Nanos, RunMeta};
-use latscope_stats::{log2_micros_table, CellResult, Histogram, MetricResult, RunResult, Summary};
+use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, Summary};
 
 use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
+use crate::noise::{log_rows, noise_tables};
 use crate::table::Table;
 use crate::time::format_utc;
 
-const METRIC_ORDER: [&str; 5] = [
+const METRIC_ORDER: [&str; 6] = [
     metric::TIMER_LATENCY,
     metric::TIMER_INTERVAL,
     metric::TIMER_IRQ,
     metric::TIMER_SCHED,
     metric::TIMER_RETURN,
+    metric::NOISE_GAP,
 ];
 
 fn describe(name: &str) -> &'static str {
@@ -25,6 +27,7 @@ fn describe(name: &str) -> &'static str {
         metric::TIMER_IRQ => "intended expiry → our timer's interrupt handler",
         metric::TIMER_SCHED => "timer interrupt → our thread switched in",
         metric::TIMER_RETURN => "switched in → user code runs",
+        metric::NOISE_GAP => "length of each interruption of the CPU-bound loop",
         _ => "",
     }
 }
@@ -85,7 +88,15 @@ pub fn run_header(run: &RunResult) -> String {
 fn cell_title(cell: &CellResult) -> String {
     let mut parts = vec![format!("{} probe", cell.meta.probe)];
     let mut inner = Vec::new();
-    for key in ["timer_api", "period_ns", "policy", "priority", "phase"] {
+    for key in [
+        "timer_api",
+        "period_ns",
+        "policy",
+        "priority",
+        "phase",
+        "runtime_ns",
+        "pause_ns",
+    ] {
         let Some(v) = setting(cell, key) else {
             continue;
         };
@@ -103,6 +114,17 @@ fn cell_title(cell: &CellResult) -> String {
                     policy.push_str(&format!(" {v}"));
                 }
             }
+            // The noise probe's active periods and the sleeps between them.
+            "runtime_ns" => {
+                if let Ok(ns) = v.parse::<u64>() {
+                    inner.push(format!("{} runtime", Nanos(ns)));
+                }
+            }
+            "pause_ns" => match v.parse::<u64>() {
+                Ok(0) => inner.push("no pause".to_string()),
+                Ok(ns) => inner.push(format!("{} pause", Nanos(ns))),
+                Err(_) => {}
+            },
             _ => inner.push(v),
         }
     }
@@ -162,13 +184,15 @@ const SUMMARY_HEADER: [&str; 10] = [
 ];
 
 /// A summary table per metric for every cell, then, for a traced cell, its
-/// interrupts and deferred work and a line on the tracer.
+/// interrupts and deferred work and a line on the tracer. A noise cell
+/// starts with the noise probe's per-CPU figures.
 pub fn summary_tables(run: &RunResult) -> String {
     let mut out = String::new();
     for cell in &run.cells {
         out.push('\n');
         out.push_str(&cell_title(cell));
         out.push('\n');
+        out.push_str(&noise_tables(cell));
         for (name, metrics) in by_name(cell) {
             let has_threshold = metrics.iter().any(|m| m.threshold.is_some());
             // Overruns belong to deadline-driven metrics, which are the ones
@@ -224,23 +248,31 @@ fn cpu_label(m: &MetricResult) -> String {
 
 fn range_label(low: Nanos, high: Nanos) -> String {
     // Whole microseconds throughout, as in the studies' tables: every
-    // boundary is exact.
-    if low.0 == 0 {
+    // boundary is exact. Only noise.gap splits the first microsecond, into
+    // whole nanoseconds.
+    if low.0 == 0 && high.0 == 1_000 {
         "< 1 µs".to_string()
+    } else if high.0 <= 1_000 && low.0 == 0 {
+        format!("< {} ns", high.0)
+    } else if high.0 <= 1_000 {
+        format!("{}–{} ns", low.0, high.0)
     } else {
         format!("{}–{} µs", low.0 / 1_000, high.0 / 1_000)
     }
 }
 
 /// Log-scale count tables (power-of-two microsecond ranges), one per metric
-/// with a column per CPU: the form of Bernadat's Tables 6 and 7.
+/// with a column per CPU: the form of Bernadat's Tables 6 and 7. For
+/// `noise.gap` the first microsecond is split into halving nanosecond ranges
+/// down to the shortest interruption.
 pub fn histogram_tables(run: &RunResult) -> String {
     let mut out = String::new();
     for cell in &run.cells {
         for (name, metrics) in by_name(cell) {
+            let floor = metrics.iter().filter_map(|m| m.histogram.min()).min();
             let tables: Vec<_> = metrics
                 .iter()
-                .map(|m| log2_micros_table(&m.histogram))
+                .map(|m| log_rows(name, &m.histogram, floor.map(|f| f.0)))
                 .collect();
             let rows = tables.iter().map(Vec::len).max().unwrap_or(0);
             if rows == 0 {

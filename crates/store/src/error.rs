@@ -87,6 +87,9 @@ pub enum StoreError {
 
     #[error("cannot store the event window of episode {seq} in cell {}: the episode itself is not stored", .cell.0)]
     WindowWithoutEpisode { cell: CellId, seq: u32 },
+
+    #[error("cannot store the noise figures of CPU {cpu}: {reason}")]
+    InvalidNoiseStats { cpu: u32, reason: String },
 }
 
 /// Turns a SQLite error into the variant a user can act on.

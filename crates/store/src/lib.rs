@@ -8,6 +8,9 @@
 //! cell (`run --trace`) also has the tracer's summary, its episodes (samples
 //! above the threshold, each with a cause breakdown) and, for the first few,
 //! the kernel events around them (compressed), for export to a trace viewer.
+//! A noise cell (`run --probe noise`) also has, per CPU, the noise probe's
+//! figures beside its `noise.gap` histogram (active time, iterations, base
+//! iteration, noise per cause class, steal time, findings).
 //!
 //! Design points:
 //!
@@ -30,6 +33,7 @@
 mod codec;
 mod error;
 mod liveness;
+mod noise;
 mod schema;
 mod trace;
 
@@ -591,8 +595,8 @@ impl Store {
     }
 
     /// A whole run: cells by index, metrics by name then CPU (system-wide
-    /// first), each cell's trace summary and episodes (by seq), with the
-    /// effective status.
+    /// first), each cell's trace summary, episodes (by seq) and noise
+    /// figures (by CPU), with the effective status.
     pub fn load_run(&self, id: RunId) -> Result<RunResult> {
         let raw = self
             .conn
@@ -642,12 +646,13 @@ impl Store {
             let metrics = self.load_metrics(cell_id)?;
             let trace = self.load_trace_summary(cell_id, id)?;
             let episodes = self.load_episodes(cell_id, id)?;
+            let noise = self.load_noise_stats(cell_id, id)?;
             cells.push(CellResult {
                 meta,
                 metrics,
                 trace,
                 episodes,
-                noise: Vec::new(),
+                noise,
             });
         }
 

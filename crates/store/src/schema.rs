@@ -20,6 +20,7 @@ pub const APPLICATION_ID: i32 = 0x4C41_5453;
 const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "trace", include_str!("../migrations/0002_trace.sql")),
+    (3, "noise", include_str!("../migrations/0003_noise.sql")),
 ];
 
 /// The schema version this build writes and understands.

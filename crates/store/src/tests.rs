@@ -4,7 +4,8 @@ use std::time::{Duration, Instant};
 
 use latscope_model::{
     Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, Episode, EpisodeWindow,
-    IdleState, Nanos, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, WindowEvent,
+    IdleState, Nanos, NoiseClass, NoiseClock, NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount,
+    SystemInfo, TraceSummary, WindowEvent,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -205,6 +206,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "episode_windows",
             "episodes",
             "metrics",
+            "noise_stats",
             "runs",
             "systems",
             "timeline_chunks",
@@ -220,6 +222,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "episodes",
         "episode_windows",
         "trace_summaries",
+        "noise_stats",
     ]
     .iter()
     .map(|t| {
@@ -231,7 +234,9 @@ fn migrations_build_the_schema_on_an_empty_file() {
     .collect();
     for (t, target) in fk_targets {
         let want = match t.as_str() {
-            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" => "cells",
+            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" | "noise_stats" => {
+                "cells"
+            }
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -1266,7 +1271,7 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
     // Read first, as `show` would: the migration happens on open.
     let mut store = Store::open_existing(&path).unwrap();
     store.set_liveness_probe(always_alive);
-    assert_eq!(store.schema_version().unwrap(), 2);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let run = store.resolve("latest").unwrap();
     assert_eq!(run, RunId(1));
     let loaded = store.load_run(run).unwrap();
@@ -1280,6 +1285,7 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
     assert_eq!(loaded.cells[0].metrics, want_metrics);
     assert_eq!(loaded.cells[0].trace, None);
     assert!(loaded.cells[0].episodes.is_empty());
+    assert!(loaded.cells[0].noise.is_empty());
     let cell = store.cell_ids(run).unwrap()[0];
     assert_eq!(
         store
@@ -1308,14 +1314,15 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 #[test]
-fn a_store_newer_than_version_2_is_still_refused() {
+fn a_store_newer_than_this_build_is_still_refused() {
+    assert_eq!(SCHEMA_VERSION, 3);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v3.db");
+    let path = dir.path().join("v4.db");
     write_v1_store(&path);
     Store::open(&path).unwrap();
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.pragma_update(None, "user_version", 4).unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     for result in [Store::open(&path), Store::open_existing(&path)] {
@@ -1324,8 +1331,8 @@ fn a_store_newer_than_version_2_is_still_refused() {
             matches!(
                 e,
                 StoreError::NewerSchema {
-                    found: 3,
-                    supported: 2,
+                    found: 4,
+                    supported: 3,
                     ..
                 }
             ),
@@ -1545,4 +1552,357 @@ fn damaged_trace_rows_are_reported_as_damage() {
     let e = store.load_run(run).unwrap_err();
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
     assert!(one_line(&e).contains("breakdown of episode 1"), "{e}");
+}
+
+// ---------------------------------------------------------------- noise (schema version 3)
+
+fn noise_cell(index: u32) -> CellMeta {
+    CellMeta {
+        index,
+        probe: "noise".into(),
+        workload: "none".into(),
+        settings: BTreeMap::from([("threshold_ns".to_string(), serde_json::json!(1_000))]),
+        duration_ns: Nanos::ZERO,
+        monotonic_start_ns: Nanos(987_654_321),
+    }
+}
+
+/// Figures of one CPU; `scale` varies them between checkpoints.
+fn noise(cpu: u32, scale: u64) -> NoiseCpuStats {
+    NoiseCpuStats {
+        cpu: CpuId(cpu),
+        clock: if cpu == 0 {
+            NoiseClock::Tsc
+        } else {
+            NoiseClock::Vdso
+        },
+        tsc_hz: if cpu == 0 { 2_894_561_000 } else { 0 },
+        calibration_drift_ppb: -37,
+        active_ns: Nanos(950_000_000 * scale),
+        iterations: 41_000_000 * scale,
+        base_iteration_ps: 21_375,
+        gap_threshold_ns: Nanos(1_000),
+        interruptions: 260 * scale,
+        noise_ns: Nanos(50_812_000 * scale),
+        max_gap_ns: Nanos(50_001_000),
+        classes: if cpu == 0 {
+            BTreeMap::from([
+                (
+                    "irq".to_string(),
+                    NoiseClass {
+                        count: 250 * scale,
+                        total_ns: Nanos(800_000 * scale),
+                        max_ns: Nanos(9_000),
+                    },
+                ),
+                (
+                    "thread".to_string(),
+                    NoiseClass {
+                        count: scale,
+                        total_ns: Nanos(50_001_000 * scale),
+                        max_ns: Nanos(50_001_000),
+                    },
+                ),
+            ])
+        } else {
+            BTreeMap::new()
+        },
+        steal_ns: (cpu == 0).then_some(Nanos(4_000_000)),
+        findings: if cpu == 0 {
+            vec!["RT throttling: the loop lost the CPU for 50.0ms each second".into()]
+        } else {
+            vec![]
+        },
+    }
+}
+
+fn noise_rows(store: &Store) -> i64 {
+    store
+        .conn
+        .query_row("SELECT count(*) FROM noise_stats", [], |r| r.get(0))
+        .unwrap()
+}
+
+/// A store file as a version-2 latscope wrote it: the first two migrations,
+/// the version-1 run of [`write_v1_store`] plus a trace summary and an
+/// episode on its cell.
+fn write_v2_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+    let v1 = write_v1_store(path);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("../migrations/0002_trace.sql"))
+        .unwrap();
+    conn.pragma_update(None, "user_version", 2).unwrap();
+    conn.execute(
+        "INSERT INTO trace_summaries (cell_id, summary) VALUES (1, ?1)",
+        [serde_json::to_string(&summary()).unwrap()],
+    )
+    .unwrap();
+    let e = episode(1, 0, 600_000);
+    conn.execute(
+        "INSERT INTO episodes (cell_id, seq, cpu, expiry_ns, offset_ns, metric, latency_ns, \
+         breakdown, stacks) VALUES (1, 1, 0, ?1, ?2, ?3, ?4, ?5, ?6)",
+        rusqlite::params![
+            e.expiry_ns.0 as i64,
+            e.offset_ns.0 as i64,
+            e.metric,
+            e.latency_ns.0 as i64,
+            serde_json::to_string(&e.breakdown).unwrap(),
+            serde_json::to_string(&e.stacks).unwrap(),
+        ],
+    )
+    .unwrap();
+    v1
+}
+
+#[test]
+fn a_version_2_store_migrates_in_place_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let (want_metrics, want_timeline) = write_v2_store(&path);
+
+    // Read first, as `show` would: the migration happens on open.
+    let mut store = Store::open_existing(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), 3);
+    let run = store.resolve("latest").unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.meta.status, RunStatus::Complete);
+    assert_eq!(loaded.system, system());
+    assert_eq!(loaded.cells.len(), 1);
+    let c = &loaded.cells[0];
+    assert_eq!(c.metrics, want_metrics);
+    assert_eq!(c.trace, Some(summary()));
+    assert_eq!(c.episodes, vec![episode(1, 0, 600_000)]);
+    assert!(c.noise.is_empty());
+    let cell = store.cell_ids(run).unwrap()[0];
+    assert_eq!(
+        store
+            .load_timeline(cell, "timer.latency", Some(CpuId(0)))
+            .unwrap(),
+        want_timeline
+    );
+
+    // The migrated store takes noise figures like a new one.
+    store
+        .set_noise_stats(cell, &[noise(1, 1), noise(0, 1)])
+        .unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].noise, vec![noise(0, 1), noise(1, 1)]);
+    assert_eq!(loaded.cells[0].trace, Some(summary()));
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
+}
+
+#[test]
+fn a_read_only_version_2_store_is_refused_untouched() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    write_v2_store(&path);
+    let before = std::fs::read(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+    // Root ignores permission bits: then there is nothing to test.
+    if std::fs::OpenOptions::new().write(true).open(&path).is_ok() {
+        eprintln!("skipped: needs a non-root user (permission bits are not enforced)");
+        return;
+    }
+    let e = Store::open_existing(&path).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            StoreError::OldSchemaReadOnly {
+                found: 2,
+                supported: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    one_line(&e);
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+#[test]
+fn noise_stats_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let timer = store.add_cell(run, &cell(0)).unwrap();
+    let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
+    let c2 = store.add_cell(run, &noise_cell(2)).unwrap();
+    let mut gap = MetricResult::new("noise.gap", Some(CpuId(3)));
+    gap.histogram = hist(&[1_500, 2_000, 50_001_000]);
+    gap.threshold = Some(Nanos(1_000));
+    gap.above_threshold = Some(3);
+    store
+        .checkpoint(
+            run,
+            c1,
+            Nanos::from_secs(1),
+            &[gap.clone()],
+            &[chunk("noise.gap", Some(CpuId(3)), 0, 1, 3)],
+            Nanos(1_700_000_001_000_000_000),
+        )
+        .unwrap();
+    // Out of CPU order, with extremes: the store orders by CPU and keeps
+    // every figure exactly.
+    let mut extreme = noise(7, 1);
+    extreme.tsc_hz = u64::MAX;
+    extreme.calibration_drift_ppb = i64::MIN;
+    extreme.iterations = u64::MAX;
+    extreme.noise_ns = Nanos(u64::MAX);
+    extreme.steal_ns = Some(Nanos::ZERO);
+    let want = vec![noise(0, 1), noise(3, 2), extreme.clone()];
+    store
+        .set_noise_stats(c1, &[extreme, noise(0, 1), noise(3, 2)])
+        .unwrap();
+    store.set_noise_stats(c2, &[noise(1, 5)]).unwrap();
+    // An empty call stores nothing and fails nothing.
+    store.set_noise_stats(c2, &[]).unwrap();
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert!(loaded.cells[0].noise.is_empty());
+    assert_eq!(loaded.cells[0].meta.probe, "timer");
+    assert_eq!(loaded.cells[1].noise, want);
+    assert_eq!(loaded.cells[1].metrics, vec![gap]);
+    assert_eq!(loaded.cells[2].noise, vec![noise(1, 5)]);
+    assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
+    assert_eq!(
+        store
+            .load_timeline(c1, "noise.gap", Some(CpuId(3)))
+            .unwrap(),
+        chunk("noise.gap", Some(CpuId(3)), 0, 1, 3).seconds
+    );
+}
+
+#[test]
+fn setting_noise_stats_again_replaces_them_cpu_by_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &noise_cell(0)).unwrap();
+    store
+        .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
+        .unwrap();
+    store
+        .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
+        .unwrap();
+    assert_eq!(noise_rows(&store), 2);
+
+    // A later checkpoint: both CPUs further on.
+    store
+        .set_noise_stats(c, &[noise(1, 2), noise(0, 2)])
+        .unwrap();
+    assert_eq!(noise_rows(&store), 2);
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].noise,
+        vec![noise(0, 2), noise(1, 2)]
+    );
+
+    // One CPU alone: the other keeps its figures.
+    let mut last = noise(1, 3);
+    last.findings.push("steal time 4.00ms".into());
+    store.set_noise_stats(c, &[last.clone()]).unwrap();
+    assert_eq!(noise_rows(&store), 2);
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].noise,
+        vec![noise(0, 2), last]
+    );
+}
+
+#[test]
+fn bad_noise_calls_give_clear_errors_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &noise_cell(0)).unwrap();
+
+    let e = store
+        .set_noise_stats(CellId(999), &[noise(0, 1)])
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+    one_line(&e);
+
+    // A CPU given twice fails the whole call, the good rows included.
+    let e = store
+        .set_noise_stats(c, &[noise(0, 1), noise(1, 1), noise(0, 2)])
+        .unwrap_err();
+    assert!(
+        matches!(e, StoreError::InvalidNoiseStats { cpu: 0, .. }),
+        "{e:?}"
+    );
+    assert!(one_line(&e).contains("CPU 0"), "{e}");
+    assert_eq!(noise_rows(&store), 0);
+    assert!(store.load_run(run).unwrap().cells[0].noise.is_empty());
+
+    // A failure keeps what an earlier call stored.
+    store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
+    store
+        .set_noise_stats(c, &[noise(1, 1), noise(1, 2)])
+        .unwrap_err();
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].noise,
+        vec![noise(0, 1)]
+    );
+}
+
+#[test]
+fn noise_rows_are_constrained_and_damage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &noise_cell(0)).unwrap();
+    store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
+    {
+        let conn = &store.conn;
+        let insert = |cell: i64, cpu: i64, stats: &str| {
+            conn.execute(
+                "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3)",
+                rusqlite::params![cell, cpu, stats],
+            )
+        };
+        // Not JSON, a negative CPU, a dangling cell, a second row for a CPU.
+        assert!(insert(c.0, 1, "not json").is_err());
+        assert!(insert(c.0, -1, "{}").is_err());
+        assert!(insert(4242, 1, "{}").is_err());
+        assert!(insert(c.0, 0, "{}").is_err());
+    }
+    assert_eq!(noise_rows(&store), 1);
+
+    // A row whose JSON is not NoiseCpuStats.
+    store
+        .conn
+        .execute("UPDATE noise_stats SET stats = '{\"cpu\": 0}'", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("noise figures of CPU 0"), "{e}");
+
+    // A row filed under the wrong CPU.
+    store
+        .conn
+        .execute(
+            "UPDATE noise_stats SET stats = ?1",
+            [serde_json::to_string(&noise(5, 1)).unwrap()],
+        )
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("those of CPU 5"), "{e}");
+
+    // Rows go with their cell.
+    store
+        .conn
+        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+        .unwrap();
+    assert_eq!(noise_rows(&store), 0);
 }

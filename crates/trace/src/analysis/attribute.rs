@@ -31,7 +31,9 @@ pub(crate) enum Phase {
     Return,
 }
 
-/// The fixed points of one sample, CLOCK_MONOTONIC ns.
+/// The fixed points of one sample, CLOCK_MONOTONIC ns. For an interruption
+/// of the noise probe's loop, `deadline` is its start and the other three
+/// its end.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Marks {
     pub deadline: u64,
@@ -40,6 +42,10 @@ pub(crate) struct Marks {
     pub switch_in: u64,
     pub wake: u64,
     pub tid: i32,
+    /// An interruption of the noise probe rather than a timer sample: our
+    /// own thread "running" through it means nothing the OS recorded took
+    /// the CPU (hardware or hypervisor), and every interrupt is noise.
+    pub noise: bool,
 }
 
 /// What the analysis knows about threads it has seen switch.
@@ -303,12 +309,36 @@ pub(crate) fn attribute(
     // Name the shares.
     let mut causes: HashMap<(CauseKind, String, Option<i32>), u64> = HashMap::new();
     let mut blocking: HashMap<i32, u64> = HashMap::new();
+    // Noise probe: did anything but our own loop run in the interruption?
+    let other_context = slices
+        .iter()
+        .any(|s| s.ns > 0 && frames[s.frame] != Frame::Thread(marks.tid));
     for s in &slices {
         if s.ns == 0 {
             continue;
         }
         let (kind, name, pid) = match frames[s.frame] {
             Frame::Nmi => (CauseKind::Nmi, "NMI".to_string(), None),
+            Frame::Vector { name, .. } if marks.noise => (
+                CauseKind::Irq,
+                format!("{} (vector)", names.get(name)),
+                None,
+            ),
+            Frame::Thread(pid) if marks.noise && pid == marks.tid && other_context => (
+                CauseKind::Return,
+                "kernel entry and exit around the interruption".to_string(),
+                Some(pid),
+            ),
+            Frame::Thread(pid) if marks.noise && pid == marks.tid => (
+                CauseKind::Unexplained,
+                "no OS event: hardware or hypervisor".to_string(),
+                None,
+            ),
+            Frame::Thread(0) if marks.noise => (CauseKind::Idle, "CPU idle".to_string(), None),
+            Frame::Thread(pid) if marks.noise => {
+                *blocking.entry(pid).or_default() += s.ns;
+                (CauseKind::Thread, comm_of(threads, pid), Some(pid))
+            }
             Frame::Irq { irq, name } => {
                 (CauseKind::Irq, format!("{irq}:{}", names.get(name)), None)
             }

@@ -25,8 +25,8 @@ pub mod work;
 use std::collections::{HashMap, VecDeque};
 
 use latscope_model::{
-    metric, CauseKind, CauseTotal, CpuId, Episode, EpisodeWindow, Nanos, StackCount, TraceSummary,
-    WindowEvent,
+    metric, CauseKind, CauseTotal, CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StackCount,
+    TraceSummary, WindowEvent,
 };
 use latscope_stats::{Histogram, MetricResult};
 
@@ -84,6 +84,9 @@ pub struct AnalyzerConfig {
     /// How far the parts of a sample may disagree with the clock reads
     /// (clock-read error) before the sample counts as not decomposed.
     pub tolerance_ns: u64,
+    /// The samples are interruptions of the noise probe's loop (start,
+    /// end), not timer wake-ups: classify them instead of decomposing.
+    pub noise: bool,
 }
 
 impl AnalyzerConfig {
@@ -96,6 +99,7 @@ impl AnalyzerConfig {
             export_events: DEFAULT_EXPORT_EVENTS,
             cell_start_ns,
             tolerance_ns: 1_000,
+            noise: false,
         }
     }
 }
@@ -154,6 +158,8 @@ pub struct Analyzer {
     awaiting_steal: Vec<(Episode, Option<EpisodeWindow>)>,
     totals: HashMap<(CauseKind, String), CauseTotal>,
     summary: TraceSummary,
+    /// Per measured CPU number: interruptions by class (noise probe).
+    noise_classes: std::collections::BTreeMap<u32, std::collections::BTreeMap<String, NoiseClass>>,
     /// Every decomposition, when a test asks for them.
     keep_decompositions: bool,
     decompositions: Vec<Decomposition>,
@@ -204,6 +210,7 @@ impl Analyzer {
             awaiting_steal: Vec::new(),
             totals: HashMap::new(),
             summary,
+            noise_classes: Default::default(),
             keep_decompositions: false,
             decompositions: Vec::new(),
         }
@@ -353,6 +360,10 @@ impl Analyzer {
     }
 
     fn process(&mut self, m: usize, deadline: u64, wake: u64, names: &Names) {
+        if self.config.noise {
+            self.process_gap(m, deadline, wake, names);
+            return;
+        }
         let tol = self.config.tolerance_ns;
         let found = self.find(m, deadline, wake);
         let cpu = self.measured[m].cpu.0;
@@ -392,6 +403,65 @@ impl Analyzer {
             });
         }
         self.maybe_episode(m, deadline, wake, Some(f), names);
+    }
+
+    /// One interruption of the noise probe's loop: its time split among what
+    /// ran, counted per class (osnoise's HW, NMI, IRQ, SIRQ, THREAD), and an
+    /// episode when it is above the threshold.
+    fn process_gap(&mut self, m: usize, start: u64, end: u64, names: &Names) {
+        let mc = &self.measured[m];
+        let floor = start.saturating_sub(REPLAY_NS);
+        let complete_window =
+            mc.evicted_at.map_or(true, |t| t < floor) && mc.lost_at.map_or(true, |t| t < floor);
+        let evs: Vec<&TraceEvent> = mc
+            .window
+            .iter()
+            .filter(|e| e.time >= floor && e.time <= end)
+            .collect();
+        let marks = Marks {
+            deadline: start,
+            callback: end,
+            switch_in: end,
+            wake: end,
+            tid: mc.tid,
+            noise: true,
+        };
+        let mut b = attribute::attribute(
+            &evs,
+            &marks,
+            complete_window,
+            names,
+            &self.threads,
+            self.env.as_ref(),
+        );
+        b.irq_ns = Nanos(0);
+        let classes = self.noise_classes.entry(mc.cpu.0).or_default();
+        for c in &b.causes {
+            let class = match c.kind {
+                CauseKind::Nmi => "nmi",
+                CauseKind::Irq | CauseKind::TimerIrq => "irq",
+                CauseKind::Softirq => "softirq",
+                CauseKind::Thread | CauseKind::Idle | CauseKind::Wakeup => "thread",
+                CauseKind::Unexplained => "hw",
+                // The kernel's entry and exit around another cause: part of
+                // that interruption's cost, not a class of its own.
+                CauseKind::Return => continue,
+            };
+            let e = classes.entry(class.to_string()).or_default();
+            e.count += 1;
+            e.total_ns = Nanos(e.total_ns.0.saturating_add(c.duration_ns.0));
+            e.max_ns = e.max_ns.max(c.duration_ns);
+        }
+        self.summary.samples_decomposed += 1;
+        *self.summary.decomposed_per_cpu.entry(mc.cpu.0).or_default() += 1;
+        self.episode_from(m, start, end, b, metric::NOISE_GAP, names);
+    }
+
+    /// Per CPU: interruptions by class, with `--trace` (noise probe).
+    pub fn noise_classes(
+        &self,
+    ) -> &std::collections::BTreeMap<u32, std::collections::BTreeMap<String, NoiseClass>> {
+        &self.noise_classes
     }
 
     /// Looks back in the window for our switch-in before `wake`, then our
@@ -450,7 +520,6 @@ impl Analyzer {
         if latency <= self.config.threshold.0 {
             return;
         }
-        self.summary.episodes_total += 1;
         let mc = &self.measured[m];
         let floor = deadline.saturating_sub(REPLAY_NS);
         let complete_window =
@@ -467,6 +536,7 @@ impl Analyzer {
                 switch_in: f.switch_in,
                 wake,
                 tid: mc.tid,
+                noise: false,
             },
             // Without our events the phases are unknown: all of it is
             // charged as if the timer had not fired yet.
@@ -476,6 +546,7 @@ impl Analyzer {
                 switch_in: wake,
                 wake,
                 tid: mc.tid,
+                noise: false,
             },
         };
         let mut breakdown = attribute::attribute(
@@ -492,6 +563,24 @@ impl Analyzer {
             breakdown.irq_ns = Nanos(f.callback_now.saturating_sub(deadline).min(latency));
             breakdown.sched_ns = Nanos(f.switch_in.saturating_sub(f.callback_now.max(deadline)));
         }
+        self.episode_from(m, deadline, wake, breakdown, metric::TIMER_LATENCY, names);
+    }
+
+    /// Counts an episode into the totals and keeps it in full under the cap.
+    fn episode_from(
+        &mut self,
+        m: usize,
+        deadline: u64,
+        wake: u64,
+        breakdown: latscope_model::Breakdown,
+        metric_name: &str,
+        names: &Names,
+    ) {
+        let latency = wake.saturating_sub(deadline);
+        if latency <= self.config.threshold.0 {
+            return;
+        }
+        self.summary.episodes_total += 1;
         for c in &breakdown.causes {
             let t = self
                 .totals
@@ -517,7 +606,7 @@ impl Analyzer {
         let episode = Episode {
             seq,
             cpu: self.measured[m].cpu,
-            metric: metric::TIMER_LATENCY.to_string(),
+            metric: metric_name.to_string(),
             expiry_ns: Nanos(deadline),
             offset_ns: Nanos(deadline.saturating_sub(self.config.cell_start_ns)),
             latency_ns: Nanos(latency),

@@ -1,0 +1,626 @@
+//! The noise probe: how predictably can a pure CPU task run, and how often
+//! and for how long is it interrupted? Bernadat's "preemption and interrupt
+//! disturbance" test, which rtla osnoise, oslat and sysjitter also do.
+//!
+//! Per CPU a pinned thread at the chosen policy spins reading the time stamp
+//! counter (calibrated against CLOCK_MONOTONIC; the vDSO clock when the TSC
+//! is not constant and non-stop). It first measures the base iteration (the
+//! minimum), then runs active periods (`runtime`) separated by pauses
+//! (`pause`; 0 spins continuously). Every iteration of at least
+//! `gap_ratio` × base (or `gap_min`) is an interruption, recorded in
+//! `noise.gap`.
+
+pub mod spin;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+
+use latscope_model::{metric, CpuId, Nanos, NoiseClock, NoiseCpuStats};
+use latscope_platform::tsc::{self, ClockPair};
+use latscope_platform::{timers, SchedPolicy};
+use latscope_stats::{Histogram, MetricResult, TimelineChunk};
+
+use crate::timer::{ProbeError, Progress, ThreadSetup};
+use crate::{MetricRecorder, SampleRing};
+use spin::{Mono, Ticks, Tsc};
+
+/// Settings of one noise-probe cell.
+#[derive(Clone, Debug)]
+pub struct NoiseConfig {
+    pub cpus: Vec<CpuId>,
+    pub policy: SchedPolicy,
+    pub priority: u32,
+    /// Length of each active (spinning) period.
+    pub runtime: Nanos,
+    /// Sleep between active periods; 0 spins continuously.
+    pub pause: Nanos,
+    /// An iteration at least this many times the base is an interruption.
+    pub gap_ratio: u32,
+    /// ... or at least this long, whichever is longer.
+    pub gap_min: Option<Nanos>,
+    /// Floating-point work in every iteration.
+    pub fp: bool,
+    pub threshold: Option<Nanos>,
+    pub duration: Option<Nanos>,
+    /// Hand every interruption (start, end) to a reader (the trace
+    /// analysis) through a ring of this many entries per CPU; 0: off.
+    pub handoff: usize,
+    /// Use CLOCK_MONOTONIC even if the TSC is reliable (tests).
+    pub force_vdso: bool,
+}
+
+impl NoiseConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.runtime.0 == 0 {
+            return Err("--runtime must be greater than 0".into());
+        }
+        if self.runtime > Nanos::from_secs(10) || self.pause > Nanos::from_secs(10) {
+            return Err("--runtime and --pause must be at most 10s".into());
+        }
+        if self.gap_ratio < 2 {
+            return Err("--gap-ratio must be at least 2".into());
+        }
+        if self.policy != SchedPolicy::Other && !(1..=99).contains(&self.priority) {
+            return Err(format!("--priority {} is outside 1-99", self.priority));
+        }
+        if self.cpus.is_empty() {
+            return Err("no CPU to measure".into());
+        }
+        Ok(())
+    }
+
+    fn effective_priority(&self) -> u32 {
+        if self.policy == SchedPolicy::Other {
+            0
+        } else {
+            self.priority
+        }
+    }
+}
+
+/// Base measurement: at least this long, which is also the calibration
+/// baseline (20 ms: a clock-pair error of ~50 ns is 2.5 ppm of it).
+const CALIBRATION_NS: u64 = 20_000_000;
+
+/// One CPU's recorders and figures, written by its thread only.
+pub struct NoiseCpu {
+    pub cpu: CpuId,
+    gap: MetricRecorder,
+    iterations: AtomicU64,
+    active_ns: AtomicU64,
+    interruptions: AtomicU64,
+    noise_ns: AtomicU64,
+    max_gap_ns: AtomicU64,
+    base_ps: AtomicU64,
+    threshold_ns: AtomicU64,
+    tsc_hz: AtomicU64,
+    drift_ppb: AtomicU64,
+    vdso: AtomicBool,
+    handoff: Option<Arc<SampleRing>>,
+}
+
+#[inline]
+fn bump(a: &AtomicU64, n: u64) {
+    a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+impl NoiseCpu {
+    fn new(cpu: CpuId, threshold: Option<Nanos>, handoff: usize) -> NoiseCpu {
+        NoiseCpu {
+            cpu,
+            gap: MetricRecorder::new(metric::NOISE_GAP, Some(cpu), threshold),
+            iterations: AtomicU64::new(0),
+            active_ns: AtomicU64::new(0),
+            interruptions: AtomicU64::new(0),
+            noise_ns: AtomicU64::new(0),
+            max_gap_ns: AtomicU64::new(0),
+            base_ps: AtomicU64::new(0),
+            threshold_ns: AtomicU64::new(0),
+            tsc_hz: AtomicU64::new(0),
+            drift_ppb: AtomicU64::new(0),
+            vdso: AtomicBool::new(false),
+            handoff: (handoff > 0).then(|| Arc::new(SampleRing::new(handoff))),
+        }
+    }
+
+    /// Records one interruption of `ns` ending `second` s into the cell.
+    #[inline]
+    fn record_gap(&self, second: u64, ns: u64, start_mono: u64, end_mono: u64) {
+        self.gap.record(second, ns);
+        bump(&self.interruptions, 1);
+        bump(&self.noise_ns, ns);
+        if ns > self.max_gap_ns.load(Ordering::Relaxed) {
+            self.max_gap_ns.store(ns, Ordering::Relaxed);
+        }
+        if let Some(r) = &self.handoff {
+            r.push(start_mono, end_mono);
+        }
+    }
+
+    pub fn stats(&self) -> NoiseCpuStats {
+        NoiseCpuStats {
+            cpu: self.cpu,
+            clock: if self.vdso.load(Ordering::Relaxed) {
+                NoiseClock::Vdso
+            } else {
+                NoiseClock::Tsc
+            },
+            tsc_hz: self.tsc_hz.load(Ordering::Relaxed),
+            calibration_drift_ppb: self.drift_ppb.load(Ordering::Relaxed) as i64,
+            active_ns: Nanos(self.active_ns.load(Ordering::Relaxed)),
+            iterations: self.iterations.load(Ordering::Relaxed),
+            base_iteration_ps: self.base_ps.load(Ordering::Relaxed),
+            gap_threshold_ns: Nanos(self.threshold_ns.load(Ordering::Relaxed)),
+            interruptions: self.interruptions.load(Ordering::Relaxed),
+            noise_ns: Nanos(self.noise_ns.load(Ordering::Relaxed)),
+            max_gap_ns: Nanos(self.max_gap_ns.load(Ordering::Relaxed)),
+            classes: Default::default(),
+            steal_ns: None,
+            findings: Vec::new(),
+        }
+    }
+}
+
+/// Fixed-point conversion of clock ticks to nanoseconds.
+#[derive(Clone, Copy, Debug)]
+struct Convert {
+    hz: u64,
+    /// The clock pair the conversion is anchored at.
+    anchor: ClockPair,
+}
+
+impl Convert {
+    #[inline]
+    fn ns(&self, ticks: u64) -> u64 {
+        if self.hz == 1_000_000_000 {
+            return ticks;
+        }
+        u64::try_from(u128::from(ticks) * 1_000_000_000 / u128::from(self.hz.max(1)))
+            .unwrap_or(u64::MAX)
+    }
+
+    #[inline]
+    fn ticks(&self, ns: u64) -> u64 {
+        u64::try_from(u128::from(ns) * u128::from(self.hz) / 1_000_000_000).unwrap_or(u64::MAX)
+    }
+
+    /// CLOCK_MONOTONIC of a tick reading.
+    #[inline]
+    fn mono(&self, t: u64) -> u64 {
+        if t >= self.anchor.tsc {
+            self.anchor.mono_ns + self.ns(t - self.anchor.tsc)
+        } else {
+            self.anchor
+                .mono_ns
+                .saturating_sub(self.ns(self.anchor.tsc - t))
+        }
+    }
+}
+
+/// A configured noise probe, recorders allocated.
+pub struct NoiseProbe {
+    config: NoiseConfig,
+    cpus: Vec<Arc<NoiseCpu>>,
+}
+
+impl NoiseProbe {
+    pub fn new(config: NoiseConfig) -> Result<NoiseProbe, ProbeError> {
+        config.validate().map_err(ProbeError::Config)?;
+        let cpus = config
+            .cpus
+            .iter()
+            .map(|&c| Arc::new(NoiseCpu::new(c, config.threshold, config.handoff)))
+            .collect();
+        Ok(NoiseProbe { config, cpus })
+    }
+
+    /// Starts one spinning thread per CPU, once all are set up.
+    pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningNoiseProbe, ProbeError> {
+        let use_tsc = !self.config.force_vdso && tsc::tsc_reliable();
+        let (setup_tx, setup_rx) = mpsc::channel();
+        let mut handles = Vec::new();
+        let mut go_txs = Vec::new();
+        for cpu in &self.cpus {
+            let (go_tx, go_rx) = mpsc::channel::<u64>();
+            let state = Arc::clone(cpu);
+            let cfg = self.config.clone();
+            let stop = Arc::clone(&stop);
+            let setup_tx = setup_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("lat-noise/{}", cpu.cpu))
+                .stack_size(512 * 1024)
+                .spawn(move || {
+                    let setup = set_up(&state, &cfg);
+                    let ok = setup.is_ok();
+                    let _ = setup_tx.send(setup);
+                    drop(setup_tx);
+                    if !ok {
+                        return;
+                    }
+                    let Ok(start) = go_rx.recv() else { return };
+                    if use_tsc {
+                        run(&mut Tsc, false, &state, &cfg, &stop, start);
+                    } else {
+                        run(&mut Mono, true, &state, &cfg, &stop, start);
+                    }
+                })
+                .map_err(|e| ProbeError::Spawn(e.to_string()));
+            match h {
+                Ok(h) => {
+                    handles.push(h);
+                    go_txs.push(go_tx);
+                }
+                Err(e) => {
+                    drop(go_txs);
+                    for h in handles {
+                        let _ = h.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        drop(setup_tx);
+        let mut setups = Vec::new();
+        let mut failure = None;
+        for _ in 0..self.cpus.len() {
+            match setup_rx.recv() {
+                Ok(Ok(s)) => setups.push(s),
+                Ok(Err(e)) => {
+                    failure.get_or_insert(e);
+                }
+                Err(_) => {
+                    failure.get_or_insert(ProbeError::Spawn("spinning thread exited".into()));
+                }
+            }
+        }
+        if let Some(e) = failure {
+            drop(go_txs);
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(e);
+        }
+        setups.sort_by_key(|s: &ThreadSetup| s.cpu);
+        let start_ns = latscope_platform::monotonic_ns() + 1_000_000;
+        for tx in &go_txs {
+            let _ = tx.send(start_ns);
+        }
+        Ok(RunningNoiseProbe {
+            config: self.config,
+            cpus: self.cpus,
+            handles,
+            setups,
+            start_ns,
+        })
+    }
+}
+
+fn set_up(state: &NoiseCpu, cfg: &NoiseConfig) -> Result<ThreadSetup, ProbeError> {
+    let cpu = state.cpu;
+    latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
+        cpu,
+        reason: e.to_string(),
+    })?;
+    let _ = latscope_platform::block_signals_in_this_thread();
+    let timer_slack = latscope_platform::set_timer_slack(1).is_ok();
+    let scheduler = latscope_platform::set_scheduler(cfg.policy, cfg.effective_priority())
+        .map_err(|e| e.to_string());
+    if scheduler.is_err() && cfg.policy != SchedPolicy::Other {
+        let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
+    }
+    Ok(ThreadSetup {
+        cpu,
+        tid: latscope_platform::current_tid(),
+        scheduler,
+        timer_slack,
+    })
+}
+
+/// The spinning thread's whole life after set-up: base and calibration,
+/// then active periods until the end or `stop`.
+fn run<C: Ticks>(
+    clock: &mut C,
+    vdso: bool,
+    state: &NoiseCpu,
+    cfg: &NoiseConfig,
+    stop: &AtomicBool,
+    start: u64,
+) {
+    state.vdso.store(vdso, Ordering::Relaxed);
+    let _ = timers::sleep_until(start);
+    let first = ClockPair::now();
+    let read_pair = |vdso: bool| {
+        if vdso {
+            let t = latscope_platform::monotonic_ns();
+            ClockPair { tsc: t, mono_ns: t }
+        } else {
+            ClockPair::now()
+        }
+    };
+    let first = if vdso { read_pair(true) } else { first };
+    // Base iteration, over at least CALIBRATION_NS, which also calibrates.
+    let mut base = u64::MAX;
+    loop {
+        base = base.min(spin::base_ticks(clock, 100_000, cfg.fp));
+        if latscope_platform::monotonic_ns() >= first.mono_ns + CALIBRATION_NS {
+            break;
+        }
+    }
+    let second_pair = read_pair(vdso);
+    let hz = if vdso {
+        1_000_000_000
+    } else {
+        tsc::tsc_hz(first, second_pair).max(1)
+    };
+    let conv = Convert {
+        hz,
+        anchor: second_pair,
+    };
+    state
+        .tsc_hz
+        .store(if vdso { 0 } else { hz }, Ordering::Relaxed);
+    let base_ps =
+        u64::try_from(u128::from(base) * 1_000_000_000_000 / u128::from(hz)).unwrap_or(u64::MAX);
+    state.base_ps.store(base_ps, Ordering::Relaxed);
+    let mut threshold = base.saturating_mul(u64::from(cfg.gap_ratio));
+    if let Some(min) = cfg.gap_min {
+        threshold = threshold.max(conv.ticks(min.0));
+    }
+    threshold = threshold.max(1);
+    state
+        .threshold_ns
+        .store(conv.ns(threshold), Ordering::Relaxed);
+
+    let end_mono = cfg.duration.map_or(u64::MAX, |d| start.saturating_add(d.0));
+    let end_ticks = if end_mono == u64::MAX {
+        u64::MAX
+    } else {
+        second_pair.tsc + conv.ticks(end_mono.saturating_sub(second_pair.mono_ns))
+    };
+    let runtime = conv.ticks(cfg.runtime.0);
+    let stop_now = || stop.load(Ordering::Relaxed);
+    let mut on_gap = |a: u64, b: u64| {
+        let ns = conv.ns(b.wrapping_sub(a));
+        let end = conv.mono(b);
+        let second = end.saturating_sub(start) / 1_000_000_000;
+        state.record_gap(second, ns, conv.mono(a), end);
+    };
+    loop {
+        if stop_now() {
+            break;
+        }
+        let now = clock.now();
+        if now >= end_ticks {
+            break;
+        }
+        let until = if cfg.pause.0 == 0 {
+            end_ticks
+        } else {
+            now.saturating_add(runtime).min(end_ticks)
+        };
+        let spun = spin::spin(clock, until, threshold, cfg.fp, &stop_now, &mut on_gap);
+        bump(&state.iterations, spun.iterations);
+        bump(
+            &state.active_ns,
+            conv.ns(spun.end.saturating_sub(spun.start)),
+        );
+        if spun.stopped || spun.end >= end_ticks {
+            break;
+        }
+        if cfg.pause.0 > 0 {
+            let _ = timers::sleep_for(cfg.pause.0);
+        }
+    }
+    if !vdso {
+        let last = ClockPair::now();
+        let hz_run = tsc::tsc_hz(first, last);
+        if hz_run > 0 {
+            let drift = (i128::from(hz_run) - i128::from(hz)) * 1_000_000_000 / i128::from(hz);
+            state.drift_ppb.store(
+                drift.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64 as u64,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
+/// The probe while its threads spin.
+pub struct RunningNoiseProbe {
+    config: NoiseConfig,
+    cpus: Vec<Arc<NoiseCpu>>,
+    handles: Vec<JoinHandle<()>>,
+    setups: Vec<ThreadSetup>,
+    start_ns: u64,
+}
+
+impl RunningNoiseProbe {
+    pub fn config(&self) -> &NoiseConfig {
+        &self.config
+    }
+
+    pub fn setups(&self) -> &[ThreadSetup] {
+        &self.setups
+    }
+
+    pub fn start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    pub fn finished(&self) -> bool {
+        self.handles.iter().all(|h| h.is_finished())
+    }
+
+    /// Interruptions so far (as samples), the longest one, no overruns.
+    pub fn progress(&self) -> Progress {
+        let mut p = Progress::default();
+        for c in &self.cpus {
+            p.samples += c.interruptions.load(Ordering::Relaxed);
+            p.max_latency = p
+                .max_latency
+                .max(Nanos(c.max_gap_ns.load(Ordering::Relaxed)));
+        }
+        p
+    }
+
+    pub fn results(&self) -> Vec<MetricResult> {
+        self.cpus.iter().map(|c| c.gap.result()).collect()
+    }
+
+    pub fn stats(&self) -> Vec<NoiseCpuStats> {
+        self.cpus.iter().map(|c| c.stats()).collect()
+    }
+
+    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+        self.cpus
+            .iter()
+            .filter_map(|c| c.gap.drain_timeline(false))
+            .collect()
+    }
+
+    pub fn handoffs(&self) -> Vec<(CpuId, i32, Arc<SampleRing>)> {
+        self.cpus
+            .iter()
+            .filter_map(|c| {
+                let ring = c.handoff.as_ref()?;
+                let tid = self.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
+                Some((c.cpu, tid, Arc::clone(ring)))
+            })
+            .collect()
+    }
+
+    pub fn join(self) -> Result<FinishedNoiseProbe, ProbeError> {
+        let mut error = None;
+        for (h, c) in self.handles.into_iter().zip(&self.cpus) {
+            if h.join().is_err() {
+                error.get_or_insert(ProbeError::Panicked(c.cpu));
+            }
+        }
+        Ok(FinishedNoiseProbe {
+            cpus: self.cpus,
+            error,
+        })
+    }
+}
+
+pub struct FinishedNoiseProbe {
+    cpus: Vec<Arc<NoiseCpu>>,
+    pub error: Option<ProbeError>,
+}
+
+impl FinishedNoiseProbe {
+    pub fn results(&self) -> Vec<MetricResult> {
+        self.cpus.iter().map(|c| c.gap.result()).collect()
+    }
+
+    pub fn stats(&self) -> Vec<NoiseCpuStats> {
+        self.cpus.iter().map(|c| c.stats()).collect()
+    }
+
+    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+        self.cpus
+            .iter()
+            .filter_map(|c| c.gap.drain_timeline(true))
+            .collect()
+    }
+
+    pub fn lost_timeline_seconds(&self) -> u64 {
+        self.cpus.iter().map(|c| c.gap.lost_seconds()).sum()
+    }
+}
+
+/// RT throttling, recognised from the gaps rather than reported as
+/// mysterious noise: a real-time thread that spins continuously loses the
+/// CPU for (period − runtime) of every throttling period.
+pub fn rt_throttling_finding(
+    gaps: &Histogram,
+    active_ns: Nanos,
+    rt_runtime_us: Option<i64>,
+    rt_period_us: Option<i64>,
+) -> Option<String> {
+    let (runtime, period) = (rt_runtime_us?, rt_period_us?);
+    if runtime < 0 || period <= 0 || runtime >= period {
+        return None;
+    }
+    let lost_us = u64::try_from(period - runtime).ok()?;
+    let lost_ns = lost_us * 1_000;
+    // Gaps of at least 80% of the throttled time, about once per period.
+    let n = gaps.count_above(lost_ns * 8 / 10);
+    let periods = active_ns.0 / (u64::try_from(period).ok()? * 1_000).max(1);
+    if n == 0 || periods == 0 || n * 2 < periods {
+        return None;
+    }
+    Some(format!(
+        "{n} interruptions of about {} ms, about one every {} ms: RT throttling (kernel.sched_rt_runtime_us={runtime} of sched_rt_period_us={period}); spin with --pause (default 33ms) or set sched_rt_runtime_us=-1 to measure without it",
+        lost_us / 1_000,
+        period / 1_000
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversion_round_trips_and_anchors_on_monotonic() {
+        let c = Convert {
+            hz: 2_000_000_000,
+            anchor: ClockPair {
+                tsc: 1_000,
+                mono_ns: 5_000,
+            },
+        };
+        assert_eq!(c.ns(2_000), 1_000);
+        assert_eq!(c.ticks(1_000), 2_000);
+        assert_eq!(c.mono(3_000), 6_000);
+        assert_eq!(c.mono(0), 4_500);
+    }
+
+    #[test]
+    fn throttling_is_named_when_gaps_match_it() {
+        let mut h = Histogram::new();
+        for _ in 0..10 {
+            h.record(50_100_000);
+        }
+        h.record(20_000);
+        let f = rt_throttling_finding(&h, Nanos::from_secs(10), Some(950_000), Some(1_000_000));
+        assert!(
+            f.as_deref().is_some_and(|s| s.contains("RT throttling")),
+            "{f:?}"
+        );
+        assert!(
+            rt_throttling_finding(&h, Nanos::from_secs(10), Some(-1), Some(1_000_000)).is_none()
+        );
+        let mut few = Histogram::new();
+        few.record(20_000);
+        assert!(
+            rt_throttling_finding(&few, Nanos::from_secs(10), Some(950_000), Some(1_000_000))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn config_is_checked() {
+        let ok = NoiseConfig {
+            cpus: vec![CpuId(0)],
+            policy: SchedPolicy::Fifo,
+            priority: 95,
+            runtime: Nanos::from_millis(33),
+            pause: Nanos::from_millis(33),
+            gap_ratio: 4,
+            gap_min: None,
+            fp: false,
+            threshold: None,
+            duration: Some(Nanos::from_secs(1)),
+            handoff: 0,
+            force_vdso: false,
+        };
+        assert!(ok.validate().is_ok());
+        let mut bad = ok.clone();
+        bad.runtime = Nanos(0);
+        assert!(bad.validate().is_err());
+        let mut bad = ok.clone();
+        bad.gap_ratio = 1;
+        assert!(bad.validate().is_err());
+    }
+}

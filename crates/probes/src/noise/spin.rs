@@ -1,0 +1,195 @@
+//! The pure part of the noise probe: measuring the base iteration and
+//! finding interruptions in a stream of clock readings. Generic over the
+//! clock, so tests drive it with a scripted one.
+
+use std::hint::black_box;
+
+/// Something the loop reads every iteration.
+pub trait Ticks {
+    fn now(&mut self) -> u64;
+}
+
+/// The time stamp counter.
+pub struct Tsc;
+
+impl Ticks for Tsc {
+    #[inline(always)]
+    fn now(&mut self) -> u64 {
+        latscope_platform::tsc::rdtsc()
+    }
+}
+
+/// CLOCK_MONOTONIC through the vDSO, in nanoseconds.
+pub struct Mono;
+
+impl Ticks for Mono {
+    #[inline(always)]
+    fn now(&mut self) -> u64 {
+        latscope_platform::monotonic_ns()
+    }
+}
+
+/// The shortest iteration over `iterations` loop turns (the study's base:
+/// the minimum, which interruptions can only lengthen).
+#[inline(never)]
+pub fn base_ticks<C: Ticks>(clock: &mut C, iterations: u64, fp: bool) -> u64 {
+    let mut min = u64::MAX;
+    let mut acc = 1.0f64;
+    let mut prev = clock.now();
+    for _ in 0..iterations {
+        if fp {
+            acc = fp_work(acc);
+        }
+        let now = clock.now();
+        let d = now.wrapping_sub(prev);
+        if d < min {
+            min = d;
+        }
+        prev = now;
+    }
+    black_box(acc);
+    min.max(1)
+}
+
+/// Floating-point work that stays in registers: the FPU/SSE state is live
+/// in every iteration, as in the study's floating-point variant.
+#[inline(always)]
+fn fp_work(acc: f64) -> f64 {
+    let x = black_box(acc) * 1.000_000_1 + 1e-9;
+    x - (x - 1.0) * 1e-12
+}
+
+/// What one active period found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Spun {
+    pub iterations: u64,
+    /// First and last readings of the period.
+    pub start: u64,
+    pub end: u64,
+    /// The loop stopped because `stop` said so.
+    pub stopped: bool,
+}
+
+/// Spins from now until the clock reaches `until`; every iteration of at
+/// least `threshold` ticks is passed to `on_gap(start, end)`. `stop` is
+/// polled every 2^16 iterations (a few hundred µs).
+#[inline(never)]
+pub fn spin<C: Ticks>(
+    clock: &mut C,
+    until: u64,
+    threshold: u64,
+    fp: bool,
+    stop: &dyn Fn() -> bool,
+    on_gap: &mut dyn FnMut(u64, u64),
+) -> Spun {
+    let mut acc = 1.0f64;
+    let start = clock.now();
+    let mut prev = start;
+    let mut iterations = 0u64;
+    let mut stopped = false;
+    loop {
+        if fp {
+            acc = fp_work(acc);
+        }
+        let now = clock.now();
+        if now.wrapping_sub(prev) >= threshold {
+            on_gap(prev, now);
+        }
+        prev = now;
+        iterations += 1;
+        if now >= until {
+            break;
+        }
+        if iterations & 0xffff == 0 && stop() {
+            stopped = true;
+            break;
+        }
+    }
+    black_box(acc);
+    Spun {
+        iterations,
+        start,
+        end: prev,
+        stopped,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Returns scripted readings, then keeps adding `step`.
+    struct Script {
+        values: Vec<u64>,
+        i: usize,
+        step: u64,
+    }
+
+    impl Ticks for Script {
+        fn now(&mut self) -> u64 {
+            let v = if self.i < self.values.len() {
+                self.values[self.i]
+            } else {
+                self.values.last().copied().unwrap_or(0)
+                    + (self.i + 1 - self.values.len()) as u64 * self.step
+            };
+            self.i += 1;
+            v
+        }
+    }
+
+    #[test]
+    fn base_is_the_shortest_iteration() {
+        let mut c = Script {
+            values: vec![0, 10, 30, 37, 60, 70],
+            i: 0,
+            step: 10,
+        };
+        assert_eq!(base_ticks(&mut c, 5, false), 7);
+    }
+
+    #[test]
+    fn gaps_at_or_above_the_threshold_are_reported_with_their_ends() {
+        // Iterations of 10 ticks, with interruptions of 45 and 300 ticks and
+        // one of 39 (below a threshold of 40).
+        let mut v = vec![0u64];
+        for d in [10, 10, 45, 10, 39, 10, 300, 10] {
+            let last = *v.last().unwrap_or(&0);
+            v.push(last + d);
+        }
+        let end = *v.last().unwrap_or(&0);
+        let mut c = Script {
+            values: v,
+            i: 0,
+            step: 10,
+        };
+        let mut gaps = Vec::new();
+        let spun = spin(&mut c, end, 40, false, &|| false, &mut |a, b| {
+            gaps.push((a, b))
+        });
+        assert_eq!(gaps, vec![(20, 65), (124, 424)]);
+        assert_eq!(spun.iterations, 8);
+        assert_eq!((spun.start, spun.end), (0, end));
+        assert!(!spun.stopped);
+    }
+
+    #[test]
+    fn stop_is_honoured_within_a_bounded_number_of_iterations() {
+        let mut c = Script {
+            values: vec![0],
+            i: 0,
+            step: 1,
+        };
+        let spun = spin(&mut c, u64::MAX, 1_000, true, &|| true, &mut |_, _| {});
+        assert!(spun.stopped);
+        assert_eq!(spun.iterations, 0x10000);
+    }
+
+    #[test]
+    fn the_real_clocks_advance() {
+        let b = base_ticks(&mut Tsc, 1000, false);
+        assert!(b >= 1);
+        let m = base_ticks(&mut Mono, 1000, true);
+        assert!(m >= 1);
+    }
+}
