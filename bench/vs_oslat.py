@@ -814,9 +814,9 @@ def report(args, bench, pairs, started, ended, warnings):
           f"about {lost:.0f} ms")
         w(f"   in every {rt_period / 1e6:g} s, which both tools then see as long gaps "
           f"(about {args.seconds * 1e6 / rt_period:.0f} per run).")
-    findings = sorted({f for p in pairs for f in p[0].findings})
-    for f in findings:
-        w(f"latscope finding: {f}")
+    for i, p_ in enumerate(pairs, 1):
+        for f in p_[0].findings:
+            w(f"latscope finding, pair {i}: {f}")
     w("")
     w("A PASS or FAIL rests on a few short runs on a noisy machine: look at the per-pair")
     w("ratios before trusting it, and run again with more pairs (--pairs 8) if they scatter.")

@@ -543,3 +543,45 @@ fn a_switch_the_kernel_did_not_record_is_unexplained_and_the_event_tids_take_ove
     assert_eq!(b.duration_ns, Nanos(395 * US));
     assert_eq!(total(e), 402 * US);
 }
+
+#[test]
+fn a_noise_interruption_is_split_into_classes_and_our_own_time_is_hw_only_alone() {
+    let mut s = Script::new();
+    let eth = s.eth;
+    // Our loop (TID) spins; an IRQ, its softirq, then a thread take the CPU.
+    s.at(D - 100 * US, TID, EventKind::SoftirqRaise { vec: 9 })
+        .at(D + 2 * US, TID, EventKind::IrqEntry { irq: 24, name: eth })
+        .at(D + 12 * US, TID, EventKind::IrqExit { irq: 24, ret: 1 })
+        .at(D + 13 * US, TID, EventKind::SoftirqEntry { vec: 3 })
+        .at(D + 23 * US, TID, EventKind::SoftirqExit { vec: 3 })
+        .switch(D + 24 * US, (TID, "lat-noise/1", 19), (300, "kworker/1:1", 120))
+        .switch(D + 124 * US, (300, "kworker/1:1", 120), (TID, "lat-noise/1", 19));
+    let mut cfg = AnalyzerConfig::new(vec![Measured { cpu: CpuId(1), tid: TID }], Nanos(50 * US), 0);
+    cfg.noise = true;
+    let mut a = Analyzer::new(cfg, Box::new(NoEnvironment), Box::new(NoSymbols));
+    // The interruption seen by the loop: D .. D+126 µs; and a lone one of
+    // 2 µs later with nothing recorded in it (hardware or hypervisor).
+    a.on_sample(CpuId(1), D, D + 126 * US, &s.names);
+    a.on_sample(CpuId(1), D + 500 * US, D + 502 * US, &s.names);
+    for e in &s.events {
+        a.on_decoded(&Decoded::Event(*e), &s.names);
+    }
+    a.finish(&s.names);
+    let classes = &a.noise_classes()[&1];
+    assert_eq!(classes["irq"].total_ns, Nanos(10 * US));
+    assert_eq!(classes["softirq"].total_ns, Nanos(10 * US));
+    assert_eq!(classes["thread"].total_ns, Nanos(100 * US));
+    assert_eq!(classes["hw"].total_ns, Nanos(2 * US), "only the lone one is hw");
+    assert_eq!(classes["hw"].count, 1);
+    let eps = a.take_episodes();
+    assert_eq!(eps.len(), 1);
+    let (e, _) = &eps[0];
+    assert_eq!(e.metric, "noise.gap");
+    assert_eq!(total(e), 126 * US);
+    let b = e.breakdown.blocking.as_ref().unwrap_or_else(|| panic!("blocking"));
+    assert_eq!(b.name, "kworker/1:1");
+    assert_eq!(
+        cause(e, CauseKind::Return, "kernel entry and exit around the interruption").duration_ns,
+        Nanos(6 * US)
+    );
+}
