@@ -54,6 +54,24 @@ fn bad_run_arguments_fail_cleanly_and_keep_stored_runs() {
             &["--duration", "1ms", "--period", "10ms"],
             "shorter than one period",
         ),
+        (
+            &["--probe", "noise", "--runtime", "0ms"],
+            "--runtime must be",
+        ),
+        (&["--probe", "noise", "--runtime", "20s"], "at most 10s"),
+        (&["--probe", "noise", "--pause", "-1ms"], "invalid duration"),
+        (
+            &["--probe", "noise", "--gap-ratio", "1"],
+            "--gap-ratio must be",
+        ),
+        (
+            &["--probe", "noise", "--gap-min", "soon"],
+            "invalid duration",
+        ),
+        (&["--fp"], "need --probe noise"),
+        (&["--pause", "0"], "need --probe noise"),
+        (&["--stacks"], "need --trace"),
+        (&["--probe", "jitter"], "invalid value"),
     ];
     for (extra, expect) in cases {
         let mut args = vec!["run", "--store", &s];

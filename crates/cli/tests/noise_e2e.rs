@@ -255,3 +255,29 @@ fn with_trace_the_interferer_is_classified_as_a_thread_by_name() {
     eprintln!("{named} of {} noise episodes name {NAME}", eps.len());
     assert!(named as f64 >= 0.9 * eps.len() as f64);
 }
+
+#[test]
+fn floating_point_loop_runs_and_is_recorded() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let cpu = online()[0];
+    let doc = noise_run(
+        &[
+            "--cpus",
+            &cpu.to_string(),
+            "--duration",
+            "1s",
+            "--fp",
+            "--pause",
+            "0",
+        ],
+        dir.path(),
+    );
+    assert_eq!(doc["cells"][0]["probe"], "noise");
+    assert_eq!(doc["cells"][0]["settings"]["fp"], true);
+    assert_eq!(doc["cells"][0]["settings"]["pause_ns"], 0);
+    let s = stats_of(&doc);
+    assert!(s["iterations"].as_u64().unwrap() > 1_000_000, "{s}");
+    assert!(s["base_iteration_ps"].as_u64().unwrap() > 0);
+    assert!(s["active_ns"].as_u64().unwrap() > 800_000_000, "{s}");
+}

@@ -600,6 +600,42 @@ mod tests {
     }
 
     #[test]
+    fn the_vdso_fallback_measures_and_says_so() {
+        let cfg = NoiseConfig {
+            cpus: vec![CpuId(0)],
+            policy: SchedPolicy::Other,
+            priority: 0,
+            runtime: Nanos::from_millis(20),
+            pause: Nanos::from_millis(5),
+            gap_ratio: 4,
+            gap_min: None,
+            fp: false,
+            threshold: None,
+            duration: Some(Nanos::from_millis(300)),
+            handoff: 0,
+            force_vdso: true,
+        };
+        let running = NoiseProbe::new(cfg)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .start(Arc::new(AtomicBool::new(false)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        while !running.finished() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let done = running.join().unwrap_or_else(|e| panic!("{e}"));
+        let s = &done.stats()[0];
+        assert_eq!(s.clock, NoiseClock::Vdso);
+        assert_eq!(s.tsc_hz, 0);
+        assert!(s.iterations > 1000, "{s:?}");
+        assert!(s.active_ns.0 > 100_000_000, "{s:?}");
+        assert!(
+            s.base_iteration_ps >= 1000,
+            "a vDSO read takes at least 1 ns: {s:?}"
+        );
+        assert_eq!(done.results()[0].histogram.count(), s.interruptions);
+    }
+
+    #[test]
     fn config_is_checked() {
         let ok = NoiseConfig {
             cpus: vec![CpuId(0)],

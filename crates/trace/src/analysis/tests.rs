@@ -554,9 +554,24 @@ fn a_noise_interruption_is_split_into_classes_and_our_own_time_is_hw_only_alone(
         .at(D + 12 * US, TID, EventKind::IrqExit { irq: 24, ret: 1 })
         .at(D + 13 * US, TID, EventKind::SoftirqEntry { vec: 3 })
         .at(D + 23 * US, TID, EventKind::SoftirqExit { vec: 3 })
-        .switch(D + 24 * US, (TID, "lat-noise/1", 19), (300, "kworker/1:1", 120))
-        .switch(D + 124 * US, (300, "kworker/1:1", 120), (TID, "lat-noise/1", 19));
-    let mut cfg = AnalyzerConfig::new(vec![Measured { cpu: CpuId(1), tid: TID }], Nanos(50 * US), 0);
+        .switch(
+            D + 24 * US,
+            (TID, "lat-noise/1", 19),
+            (300, "kworker/1:1", 120),
+        )
+        .switch(
+            D + 124 * US,
+            (300, "kworker/1:1", 120),
+            (TID, "lat-noise/1", 19),
+        );
+    let mut cfg = AnalyzerConfig::new(
+        vec![Measured {
+            cpu: CpuId(1),
+            tid: TID,
+        }],
+        Nanos(50 * US),
+        0,
+    );
     cfg.noise = true;
     let mut a = Analyzer::new(cfg, Box::new(NoEnvironment), Box::new(NoSymbols));
     // The interruption seen by the loop: D .. D+126 µs; and a lone one of
@@ -571,17 +586,30 @@ fn a_noise_interruption_is_split_into_classes_and_our_own_time_is_hw_only_alone(
     assert_eq!(classes["irq"].total_ns, Nanos(10 * US));
     assert_eq!(classes["softirq"].total_ns, Nanos(10 * US));
     assert_eq!(classes["thread"].total_ns, Nanos(100 * US));
-    assert_eq!(classes["hw"].total_ns, Nanos(2 * US), "only the lone one is hw");
+    assert_eq!(
+        classes["hw"].total_ns,
+        Nanos(2 * US),
+        "only the lone one is hw"
+    );
     assert_eq!(classes["hw"].count, 1);
     let eps = a.take_episodes();
     assert_eq!(eps.len(), 1);
     let (e, _) = &eps[0];
     assert_eq!(e.metric, "noise.gap");
     assert_eq!(total(e), 126 * US);
-    let b = e.breakdown.blocking.as_ref().unwrap_or_else(|| panic!("blocking"));
+    let b = e
+        .breakdown
+        .blocking
+        .as_ref()
+        .unwrap_or_else(|| panic!("blocking"));
     assert_eq!(b.name, "kworker/1:1");
     assert_eq!(
-        cause(e, CauseKind::Return, "kernel entry and exit around the interruption").duration_ns,
+        cause(
+            e,
+            CauseKind::Return,
+            "kernel entry and exit around the interruption"
+        )
+        .duration_ns,
         Nanos(6 * US)
     );
 }
