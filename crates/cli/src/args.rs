@@ -42,6 +42,23 @@ pub enum ProbeName {
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LoadLevelArg {
+    Light,
+    Normal,
+    Heavy,
+}
+
+impl LoadLevelArg {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadLevelArg::Light => "light",
+            LoadLevelArg::Normal => "normal",
+            LoadLevelArg::Heavy => "heavy",
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PolicyArg {
     Fifo,
     Rr,
@@ -124,6 +141,21 @@ pub struct RunArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    /// Background load(s): one cell per workload, e.g. `cpu`,
+    /// `idle,cpu,net`, `custom:CMD ARGS` (see docs/workloads.md).
+    #[arg(long, value_name = "NAME[,NAME...]")]
+    pub workload: Option<String>,
+    /// Intensity of the workloads.
+    #[arg(long = "load-level", value_enum, default_value = "normal")]
+    pub load_level: LoadLevelArg,
+    /// How long each workload runs before measuring starts.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "2s"
+    )]
+    pub warmup: String,
     /// Noise probe: length of each active (spinning) period.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub runtime: Option<String>,

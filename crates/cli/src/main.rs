@@ -4,6 +4,7 @@
 //! 3 threshold exceeded, 130 interrupted.
 
 mod args;
+mod cell_load;
 mod exit;
 mod export;
 mod output;

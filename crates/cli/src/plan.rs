@@ -18,6 +18,69 @@ pub struct RunPlan {
     /// `--probe noise`: the noise probe's settings (the common ones, CPUs,
     /// policy, priority, duration and threshold, are in `timer` too).
     pub noise: Option<NoiseConfig>,
+    /// `--workload`: one cell per workload (`none` without the option).
+    pub workloads: Vec<String>,
+    pub load_level: String,
+    pub warmup: Nanos,
+}
+
+/// One cell of a run: a probe with its settings, under one workload.
+#[derive(Clone, Debug)]
+pub struct CellPlan {
+    /// Position in the run (0-based) and the number of cells.
+    pub index: u32,
+    pub of: u32,
+    /// The timer probe's settings; for a noise cell, the common ones (CPUs,
+    /// policy, priority, duration, threshold).
+    pub timer: TimerConfig,
+    pub noise: Option<NoiseConfig>,
+    /// The workload's name as given (`idle`, `cpu`, `custom:...`); `none`
+    /// when no workload was asked for.
+    pub workload: String,
+    pub load_level: String,
+    pub warmup: Nanos,
+    pub cpus: CpuSet,
+}
+
+impl CellPlan {
+    pub fn probe_name(&self) -> &'static str {
+        if self.noise.is_some() {
+            "noise"
+        } else {
+            "timer"
+        }
+    }
+
+    /// "timer, fifo 95, cpu" for notes and progress.
+    pub fn label(&self) -> String {
+        let prio = if self.timer.policy == SchedPolicy::Other {
+            "other".to_string()
+        } else {
+            format!("{} {}", self.timer.policy.as_str(), self.timer.priority)
+        };
+        format!("{}, {prio}, {}", self.probe_name(), self.workload)
+    }
+}
+
+impl RunPlan {
+    /// `run`: the probe once per workload, in the order given.
+    pub fn cells(&self) -> Vec<CellPlan> {
+        let of = self.workloads.len() as u32;
+        self.workloads
+            .iter()
+            .enumerate()
+            .map(|(i, w)| CellPlan {
+                index: i as u32,
+                of,
+                timer: self.timer.clone(),
+                noise: self.noise.clone(),
+                workload: w.clone(),
+                load_level: self.load_level.clone(),
+                warmup: self.warmup,
+                cpus: self.cpus.clone(),
+            })
+            .collect()
+    }
 }
 
 /// What `--trace` asks for.
@@ -176,11 +239,44 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
             None
         }
     };
+    let workloads: Vec<String> = match &args.workload {
+        None => vec!["none".to_string()],
+        Some(list) => split_workloads(list)?,
+    };
+    let warmup = duration("warmup", &args.warmup)?;
     Ok(RunPlan {
         timer,
         checkpoint,
         cpus,
         trace,
         noise,
+        workloads,
+        load_level: args.load_level.as_str().to_string(),
+        warmup,
     })
+}
+
+/// `--workload a,b,custom:prog x y`: commas separate workloads, except
+/// inside a `custom:` one, which takes the rest of the list (its command may
+/// contain commas).
+pub fn split_workloads(list: &str) -> Result<Vec<String>, Exit> {
+    let mut out = Vec::new();
+    let mut rest = list.trim();
+    while !rest.is_empty() {
+        if rest.starts_with("custom:") {
+            out.push(rest.to_string());
+            break;
+        }
+        let (head, tail) = rest.split_once(',').unwrap_or((rest, ""));
+        let head = head.trim();
+        if head.is_empty() {
+            return Err(Exit::usage(format!("--workload: empty name in '{list}'")));
+        }
+        out.push(head.to_string());
+        rest = tail.trim();
+    }
+    if out.is_empty() {
+        return Err(Exit::usage("--workload: no workload named"));
+    }
+    Ok(out)
 }

@@ -8,17 +8,22 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Context;
-use latscope_model::{CellMeta, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus};
+use latscope_model::{
+    Capabilities, CellMeta, CpuSet, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus,
+    SystemInfo,
+};
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
 use latscope_probes::noise::{NoiseConfig, NoiseProbe};
 use latscope_probes::timer::{Phase, ProbeError, TimerConfig, TimerProbe};
+use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
 use serde_json::json;
 
 use crate::args::RunArgs;
+use crate::cell_load;
 use crate::exit::{self, Exit};
 use crate::output;
-use crate::plan::{plan_run, RunPlan};
+use crate::plan::{plan_run, CellPlan, RunPlan};
 use crate::probe::Running;
 use crate::progress::ProgressBar;
 use crate::trace_session::{self, TraceSession};
@@ -29,12 +34,73 @@ const TICK: Duration = Duration::from_millis(100);
 pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let online = latscope_platform::online_cpus().context("cannot read the online CPUs")?;
     let plan = plan_run(args, &online)?;
+    let cells = plan.cells();
+    let opts = RunOptions {
+        store: &args.store.store,
+        json: args.json.as_deref(),
+        no_dma_latency: args.no_dma_latency,
+        quiet: args.quiet,
+        histogram: args.histogram,
+    };
+    let (stored, status) = run_cells(&opts, &plan, &cells, &online)?;
+    if let Some(path) = opts.json {
+        output::write_json(&stored, path)?;
+    }
+    if !opts.quiet {
+        print!("{}", output::summary(&stored, opts.histogram));
+    }
+    Ok(exit_code(status))
+}
+
+/// Options of `run` (and `suite`) that are not about what to measure.
+pub struct RunOptions<'a> {
+    pub store: &'a std::path::Path,
+    pub json: Option<&'a std::path::Path>,
+    pub no_dma_latency: bool,
+    pub quiet: bool,
+    pub histogram: bool,
+}
+
+pub fn exit_code(status: RunStatus) -> i32 {
+    match status {
+        RunStatus::Interrupted => exit::INTERRUPTED,
+        RunStatus::Failed => exit::ERROR,
+        _ => exit::OK,
+    }
+}
+
+/// What stays the same for every cell of a run.
+struct RunCtx {
+    store: Store,
+    run_id: RunId,
+    capabilities: Capabilities,
+    system: SystemInfo,
+    signals: StopSignals,
+    online: CpuSet,
+    clock_read_ns: u64,
+    show_progress: bool,
+    /// The capability lines have been printed (after the first cell's
+    /// threads tried what they could get).
+    told: bool,
+}
+
+/// Runs the cells one after the other in one stored run; returns the run
+/// as stored and its status. Stops early on a signal or a failed cell:
+/// every finished cell, and the partial one, stay stored.
+pub fn run_cells(
+    opts: &RunOptions,
+    plan: &RunPlan,
+    cells: &[CellPlan],
+    online: &CpuSet,
+) -> Result<(RunResult, RunStatus), Exit> {
     // Open the store before measuring: an unusable path must fail now, not
     // after the user waited for the measurement.
-    let mut store = Store::open(&args.store.store)?;
-
-    if let Some(path) = &args.json {
+    let mut store = Store::open(opts.store)?;
+    if let Some(path) = opts.json {
         output::check_writable(path)?;
+    }
+    for c in cells {
+        cell_load::check(c).map_err(Exit::usage)?;
     }
 
     // What the threads obtain is recorded once they have tried, below.
@@ -45,7 +111,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
             "memory not locked ({e}; needs root or CAP_IPC_LOCK): page faults can add latency"
         )),
     }
-    let dma_guard = if args.no_dma_latency {
+    let dma_guard = if opts.no_dma_latency {
         None
     } else {
         match DmaLatencyGuard::hold(0) {
@@ -79,24 +145,6 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         }
     }
 
-    // The tracer is opened and enabled before the measuring threads start,
-    // so that their first samples have their events.
-    let mut trace_open = None;
-    if let Some(tp) = &plan.trace {
-        let measured: Vec<latscope_model::CpuId> = plan.timer.cpus.clone();
-        let traced: Vec<latscope_model::CpuId> = online.iter().collect();
-        match trace_session::open(&traced, &measured, tp.stack_period) {
-            Ok(t) => {
-                capabilities.tracepoints = true;
-                capabilities.stack_samples = tp.stack_period.is_some();
-                trace_open = Some(t);
-            }
-            Err(e) => capabilities.missing.push(format!(
-                "--trace: {e}; the run continues without decomposition or episodes"
-            )),
-        }
-    }
-
     let system = sysinfo::snapshot();
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let meta = RunMeta {
@@ -115,12 +163,104 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         notes: Vec::new(),
     };
     let run_id = store.create_run(&meta, &system, &capabilities)?;
+    let mut ctx = RunCtx {
+        store,
+        run_id,
+        capabilities,
+        system,
+        signals,
+        online: online.clone(),
+        clock_read_ns: latscope_platform::clock_read_cost(2_000),
+        show_progress: !opts.quiet && std::io::stderr().is_terminal(),
+        told: false,
+    };
 
-    let clock_read_ns = latscope_platform::clock_read_cost(2_000);
-    let steal_before = trace_session::read_steal(&plan.timer.cpus);
-    let running = match start_probe(&plan, &signals) {
+    let mut notes = Vec::new();
+    let mut status = RunStatus::Complete;
+    for cell in cells {
+        if ctx.signals.stopped() {
+            break;
+        }
+        match run_cell(&mut ctx, plan, cell) {
+            Ok(outcome) => {
+                notes.extend(outcome.notes);
+                if outcome.status != RunStatus::Complete {
+                    status = outcome.status;
+                    break;
+                }
+            }
+            Err(e) => {
+                let _ = ctx.store.finish_run(
+                    ctx.run_id,
+                    RunStatus::Failed,
+                    Nanos(latscope_platform::realtime_ns()),
+                    &[format!("{e:#}")],
+                );
+                return Err(Exit::from(e));
+            }
+        }
+    }
+    if status == RunStatus::Complete && ctx.signals.stopped() {
+        status = RunStatus::Interrupted;
+    }
+    ctx.store.finish_run(
+        ctx.run_id,
+        status,
+        Nanos(latscope_platform::realtime_ns()),
+        &notes,
+    )?;
+    drop(dma_guard);
+    let stored = ctx.store.load_run(ctx.run_id)?;
+    Ok((stored, status))
+}
+
+struct CellOutcome {
+    status: RunStatus,
+    notes: Vec<String>,
+}
+
+/// One cell: its workload (warmed up), the tracer, the probe, the
+/// housekeeping loop, the final figures; the workload is stopped whatever
+/// happens.
+fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result<CellOutcome> {
+    let mut notes = Vec::new();
+    let label = if cells_label_needed(cell) {
+        format!("cell {} ({}): ", cell.index, cell.label())
+    } else {
+        String::new()
+    };
+    let mut load = cell_load::start(cell, &ctx.online, &ctx.signals)
+        .with_context(|| format!("cannot start workload {}", cell.workload))?;
+
+    // The tracer is opened and enabled before the measuring threads start,
+    // so that their first samples have their events.
+    let mut trace_open = None;
+    if let Some(tp) = &plan.trace {
+        let measured: Vec<latscope_model::CpuId> = cell.timer.cpus.clone();
+        let traced: Vec<latscope_model::CpuId> = ctx.online.iter().collect();
+        match trace_session::open(&traced, &measured, tp.stack_period) {
+            Ok(t) => {
+                ctx.capabilities.tracepoints = true;
+                ctx.capabilities.stack_samples = tp.stack_period.is_some();
+                trace_open = Some(t);
+            }
+            Err(e) => {
+                let line =
+                    format!("--trace: {e}; the run continues without decomposition or episodes");
+                if !ctx.capabilities.missing.contains(&line) {
+                    ctx.capabilities.missing.push(line);
+                }
+            }
+        }
+    }
+
+    let steal_before = trace_session::read_steal(&cell.timer.cpus);
+    let running = match start_probe(cell, &ctx.signals) {
         Ok(r) => r,
-        Err(e) => return fail(&mut store, run_id, e.into()),
+        Err(e) => {
+            load.stop();
+            return Err(e.into());
+        }
     };
 
     // What the threads actually obtained.
@@ -134,38 +274,39 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
                 .map(|e| format!("CPU {}: {e}", s.cpu))
         })
         .collect();
-    capabilities.rt_priority = refused.is_empty();
-    if !refused.is_empty() {
-        capabilities.missing.push(format!(
-            "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
-            refused[0]
-        ));
+    if !ctx.told {
+        ctx.capabilities.rt_priority = refused.is_empty();
+        if !refused.is_empty() {
+            ctx.capabilities.missing.push(format!(
+                "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
+                refused[0]
+            ));
+        }
+        if running.setups().iter().all(|s| s.timer_slack) {
+            ctx.capabilities.timer_slack_ns = Some(1);
+        }
     }
-    if running.setups().iter().all(|s| s.timer_slack) {
-        capabilities.timer_slack_ns = Some(1);
-    }
-    store.update_capabilities(run_id, &capabilities)?;
-    for line in &capabilities.missing {
-        eprintln!("latscope: {line}");
+    ctx.store
+        .update_capabilities(ctx.run_id, &ctx.capabilities)?;
+    if !ctx.told {
+        for line in &ctx.capabilities.missing {
+            eprintln!("latscope: {line}");
+        }
+        ctx.told = true;
     }
 
     let cell_meta = CellMeta {
-        index: 0,
-        probe: if plan.noise.is_some() {
-            "noise"
-        } else {
-            "timer"
-        }
-        .into(),
-        workload: "none".into(),
-        settings: match &plan.noise {
-            Some(n) => noise_settings(&plan, n, clock_read_ns),
-            None => timer_settings(&plan, clock_read_ns),
+        index: cell.index,
+        probe: cell.probe_name().into(),
+        workload: cell.workload.clone(),
+        settings: match &cell.noise {
+            Some(n) => noise_settings(cell, n, ctx.clock_read_ns),
+            None => timer_settings(cell, ctx.clock_read_ns),
         },
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(running.start_ns()),
     };
-    let cell = store.add_cell(run_id, &cell_meta)?;
+    let cell_id = ctx.store.add_cell(ctx.run_id, &cell_meta)?;
 
     let session = match (trace_open, &plan.trace) {
         (Some(open), Some(tp)) => {
@@ -176,7 +317,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
                 tp.episode_cap,
                 running.start_ns(),
                 plan.checkpoint,
-                plan.noise.is_some(),
+                cell.noise.is_some(),
             ) {
                 Ok(s) => Some(s),
                 Err(e) => {
@@ -188,60 +329,64 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         _ => None,
     };
 
-    let show_progress = !args.quiet && std::io::stderr().is_terminal();
     let outcome = housekeep(
         &running,
-        &mut store,
-        run_id,
+        ctx,
+        cell_id,
         cell,
-        &plan,
-        &signals,
-        show_progress,
+        plan.checkpoint,
         session.as_ref(),
+        &mut load,
     );
     let finished = running.join()?;
     let trace_final = session.map(TraceSession::finish);
-    let duration = measured(&plan.timer, cell_meta.monotonic_start_ns.0);
-    let mut notes = Vec::new();
+    let duration = measured(&cell.timer, cell_meta.monotonic_start_ns.0);
+    let died = load.died();
     let status = if let Some(e) = finished.error() {
-        notes.push(format!("measurement failed: {e}"));
+        notes.push(format!("{label}measurement failed: {e}"));
         RunStatus::Failed
-    } else if signals.stopped() {
+    } else if ctx.signals.stopped() {
         notes.push(format!(
-            "stopped by signal {} after {duration}",
-            signals.signal().unwrap_or(0)
+            "{label}stopped by signal {} after {duration}",
+            ctx.signals.signal().unwrap_or(0)
         ));
         RunStatus::Interrupted
     } else {
         RunStatus::Complete
     };
+    if let Some(d) = &died {
+        notes.push(format!(
+            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
+            cell.workload
+        ));
+    }
     let final_timeline = finished.drain_timeline();
     let lost = finished.lost_timeline_seconds();
     if lost > 0 {
         notes.push(format!(
-            "{lost} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds"
+            "{label}{lost} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds"
         ));
     }
     if let Err(e) = &outcome {
-        notes.push(format!("a checkpoint failed during the run: {e:#}"));
+        notes.push(format!("{label}a checkpoint failed during the run: {e:#}"));
     }
     let mut final_metrics = finished.results();
     if let Some(t) = &trace_final {
         final_metrics.extend(t.metrics.iter().cloned());
         if let Some(e) = &t.error {
-            notes.push(e.clone());
+            notes.push(format!("{label}{e}"));
         }
         if t.summary.lost_records > 0 {
             notes.push(format!(
-                "the kernel lost {} trace records (ring full): episodes near them are marked incomplete",
+                "{label}the kernel lost {} trace records (ring full): episodes near them are marked incomplete",
                 t.summary.lost_records
             ));
         }
     }
-    store
+    ctx.store
         .checkpoint(
-            run_id,
-            cell,
+            ctx.run_id,
+            cell_id,
             duration,
             &final_metrics,
             &final_timeline,
@@ -250,7 +395,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         .context("cannot store the final results")?;
     let mut noise = finished.noise_stats();
     if !noise.is_empty() {
-        let steal_after = trace_session::read_steal(&plan.timer.cpus);
+        let steal_after = trace_session::read_steal(&cell.timer.cpus);
         for n in &mut noise {
             let before = steal_before.iter().find(|(c, _)| *c == n.cpu);
             let after = steal_after.iter().find(|(c, _)| *c == n.cpu);
@@ -261,14 +406,14 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
                 .iter()
                 .find(|m| m.name == latscope_model::metric::NOISE_GAP && m.cpu == Some(n.cpu))
             {
-                let pause = plan.noise.as_ref().map_or(Nanos(1), |c| c.pause);
-                if pause.0 == 0 && plan.timer.policy != latscope_platform::SchedPolicy::Other {
+                let pause = cell.noise.as_ref().map_or(Nanos(1), |c| c.pause);
+                if pause.0 == 0 && cell.timer.policy != latscope_platform::SchedPolicy::Other {
                     n.findings
                         .extend(latscope_probes::noise::rt_throttling_finding(
                             &gaps.histogram,
                             n.active_ns,
-                            system.rt_runtime_us,
-                            system.rt_period_us,
+                            ctx.system.rt_runtime_us,
+                            ctx.system.rt_period_us,
                         ));
                 }
             }
@@ -278,36 +423,23 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
                 }
             }
         }
-        store
-            .set_noise_stats(cell, &noise)
+        ctx.store
+            .set_noise_stats(cell_id, &noise)
             .context("cannot store the noise figures")?;
     }
     if let Some(t) = &trace_final {
-        store_episodes(&mut store, cell, &t.episodes).context("cannot store the episodes")?;
-        store
-            .set_trace_summary(cell, &t.summary)
+        store_episodes(&mut ctx.store, cell_id, &t.episodes)
+            .context("cannot store the episodes")?;
+        ctx.store
+            .set_trace_summary(cell_id, &t.summary)
             .context("cannot store the trace summary")?;
     }
-    store.finish_run(
-        run_id,
-        status,
-        Nanos(latscope_platform::realtime_ns()),
-        &notes,
-    )?;
-    drop(dma_guard);
+    load.finish(&mut ctx.store, cell_id)?;
+    Ok(CellOutcome { status, notes })
+}
 
-    let stored = store.load_run(run_id)?;
-    if let Some(path) = &args.json {
-        output::write_json(&stored, path)?;
-    }
-    if !args.quiet {
-        print!("{}", output::summary(&stored, args.histogram));
-    }
-    Ok(match status {
-        RunStatus::Interrupted => exit::INTERRUPTED,
-        RunStatus::Failed => exit::ERROR,
-        _ => exit::OK,
-    })
+fn cells_label_needed(cell: &CellPlan) -> bool {
+    cell.of > 1
 }
 
 /// Time measured so far: from time zero to now, never past the planned end.
@@ -316,57 +448,53 @@ fn measured(cfg: &TimerConfig, start_ns: u64) -> Nanos {
     cfg.duration.map_or(elapsed, |d| elapsed.min(d))
 }
 
-/// Records a run that could not start as failed, then reports the error.
-fn fail(store: &mut Store, run: RunId, error: anyhow::Error) -> Result<i32, Exit> {
-    let _ = store.finish_run(
-        run,
-        RunStatus::Failed,
-        Nanos(latscope_platform::realtime_ns()),
-        &[format!("{error:#}")],
-    );
-    Err(Exit::from(error))
-}
-
-/// The housekeeping loop: progress, checkpoints, until the threads end.
-/// A failed checkpoint is retried at the next one; its error is returned at
-/// the end so the run's notes record it.
-#[allow(clippy::too_many_arguments)]
+/// The housekeeping loop: progress, checkpoints, the workload's
+/// characterization once a second, until the threads end. A failed
+/// checkpoint is retried at the next one; its error is returned at the end
+/// so the run's notes record it.
 fn housekeep(
     probe: &Running,
-    store: &mut Store,
-    run: RunId,
-    cell: CellId,
-    plan: &RunPlan,
-    signals: &StopSignals,
-    show_progress: bool,
+    ctx: &mut RunCtx,
+    cell_id: CellId,
+    cell: &CellPlan,
+    checkpoint: Nanos,
     session: Option<&TraceSession>,
+    load: &mut cell_load::CellLoad,
 ) -> anyhow::Result<()> {
-    let mut bar = show_progress.then(|| ProgressBar::new(plan.timer.duration));
+    let mut bar = ctx
+        .show_progress
+        .then(|| ProgressBar::new(cell.timer.duration));
     let mut last_checkpoint = latscope_platform::monotonic_ns();
     let mut last_draw = 0u64;
+    let mut last_sample = last_checkpoint;
     let mut result = Ok(());
     while !probe.finished() {
         std::thread::sleep(TICK);
         let now = latscope_platform::monotonic_ns();
+        if now.saturating_sub(last_sample) >= 1_000_000_000 {
+            last_sample = now;
+            load.tick();
+        }
         if let Some(bar) = bar.as_mut() {
             // At most twice a second.
-            if now.saturating_sub(last_draw) >= 500_000_000 || signals.stopped() {
-                bar.draw(measured(&plan.timer, probe.start_ns()), probe.progress());
+            if now.saturating_sub(last_draw) >= 500_000_000 || ctx.signals.stopped() {
+                bar.draw(measured(&cell.timer, probe.start_ns()), probe.progress());
                 last_draw = now;
             }
         }
-        if now.saturating_sub(last_checkpoint) >= plan.checkpoint.0 {
+        if now.saturating_sub(last_checkpoint) >= checkpoint.0 {
             last_checkpoint = now;
             let mut metrics = probe.results();
             let traced = session.map(TraceSession::checkpoint);
             if let Some((m, _, _)) = &traced {
                 metrics.extend(m.iter().cloned());
             }
+            let store = &mut ctx.store;
             let r = store
                 .checkpoint(
-                    run,
-                    cell,
-                    measured(&plan.timer, probe.start_ns()),
+                    ctx.run_id,
+                    cell_id,
+                    measured(&cell.timer, probe.start_ns()),
                     &metrics,
                     &probe.drain_timeline(),
                     Nanos(latscope_platform::realtime_ns()),
@@ -374,9 +502,9 @@ fn housekeep(
                 .map_err(anyhow::Error::from)
                 .and_then(|()| match &traced {
                     Some((_, summary, episodes)) => {
-                        store_episodes(store, cell, episodes)?;
+                        store_episodes(store, cell_id, episodes)?;
                         if let Some(s) = summary {
-                            store.set_trace_summary(cell, s)?;
+                            store.set_trace_summary(cell_id, s)?;
                         }
                         Ok(())
                     }
@@ -385,8 +513,9 @@ fn housekeep(
             let noise = probe.noise_stats();
             let r = r.and_then(|()| {
                 if !noise.is_empty() {
-                    store.set_noise_stats(cell, &noise)?;
+                    store.set_noise_stats(cell_id, &noise)?;
                 }
+                load.checkpoint(store, cell_id)?;
                 Ok(())
             });
             if let Err(e) = r {
@@ -414,16 +543,16 @@ fn store_episodes(
     Ok(())
 }
 
-/// Starts the probe the plan names.
-fn start_probe(plan: &RunPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
-    Ok(match &plan.noise {
+/// Starts the probe the cell names.
+fn start_probe(cell: &CellPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
+    Ok(match &cell.noise {
         Some(n) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
-        None => Running::Timer(TimerProbe::new(plan.timer.clone())?.start(signals.flag())?),
+        None => Running::Timer(TimerProbe::new(cell.timer.clone())?.start(signals.flag())?),
     })
 }
 
 fn noise_settings(
-    plan: &RunPlan,
+    plan: &CellPlan,
     n: &NoiseConfig,
     clock_read_ns: u64,
 ) -> BTreeMap<String, serde_json::Value> {
@@ -445,10 +574,11 @@ fn noise_settings(
         s.insert("threshold_ns".into(), json!(th.0));
     }
     s.insert("clock_read_ns".into(), json!(clock_read_ns));
+    workload_settings(plan, &mut s);
     s
 }
 
-fn timer_settings(plan: &RunPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {
+fn timer_settings(plan: &CellPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {
     let t = &plan.timer;
     let mut s = BTreeMap::new();
     s.insert("timer_api".into(), json!(t.api.as_str()));
@@ -471,5 +601,13 @@ fn timer_settings(plan: &RunPlan, clock_read_ns: u64) -> BTreeMap<String, serde_
         s.insert("threshold_ns".into(), json!(th.0));
     }
     s.insert("clock_read_ns".into(), json!(clock_read_ns));
+    workload_settings(plan, &mut s);
     s
+}
+
+fn workload_settings(plan: &CellPlan, s: &mut BTreeMap<String, serde_json::Value>) {
+    if plan.workload != "none" {
+        s.insert("load_level".into(), json!(plan.load_level));
+        s.insert("warmup_ns".into(), json!(plan.warmup.0));
+    }
 }
