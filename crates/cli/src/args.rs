@@ -24,6 +24,8 @@ pub enum Command {
     Show(ShowArgs),
     /// Export one episode of a traced run for a trace viewer.
     Export(ExportArgs),
+    /// Run a matrix of probes x workloads x priorities as cells of one run.
+    Suite(Box<SuiteArgs>),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -244,6 +246,60 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct SuiteArgs {
+    /// A few minutes: timer and noise probes under idle, cpu, memory and net,
+    /// 10 s cells (the default).
+    #[arg(long, conflicts_with_all = ["standard", "long"])]
+    pub quick: bool,
+    /// About 30 minutes: both probes under every workload, 45 s cells, the
+    /// timer at FIFO 95 and as a normal thread.
+    #[arg(long, conflicts_with = "long")]
+    pub standard: bool,
+    /// Hours: every workload, 5 min cells, FIFO 95 and normal threads, so
+    /// that per-hour statistics mean something.
+    #[arg(long)]
+    pub long: bool,
+    /// Probes to run (overrides the preset), e.g. `timer,noise`.
+    #[arg(long, value_name = "LIST")]
+    pub probes: Option<String>,
+    /// Workloads (overrides the preset), e.g. `idle,cpu,net`.
+    #[arg(long, value_name = "LIST")]
+    pub workloads: Option<String>,
+    /// Length of each cell (overrides the preset).
+    #[arg(long = "cell-duration", allow_hyphen_values = true, value_name = "DURATION")]
+    pub cell_duration: Option<String>,
+    /// Priorities to compare, e.g. `95,50,other` (overrides the preset).
+    #[arg(long, value_name = "LIST")]
+    pub priorities: Option<String>,
+    /// CPUs to measure (default: every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Intensity of the workloads.
+    #[arg(long = "load-level", value_enum, default_value = "normal")]
+    pub load_level: LoadLevelArg,
+    /// How long each workload runs before its cell starts measuring.
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "2s")]
+    pub warmup: String,
+    /// Count samples above this latency (episodes with --trace).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// Read kernel tracepoints in every cell (see `run --trace`).
+    #[arg(long)]
+    pub trace: bool,
+    /// Write the whole run as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Do not hold /dev/cpu_dma_latency at 0 during the suite.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+    /// No progress bar and no summary on the terminal.
+    #[arg(long)]
+    pub quiet: bool,
     #[command(flatten)]
     pub store: StoreArg,
 }

@@ -13,6 +13,7 @@ mod probe;
 mod progress;
 mod run;
 mod show;
+mod suite;
 mod trace_session;
 
 use clap::Parser;
@@ -37,6 +38,7 @@ fn main() {
         Command::List(a) => show::list(a),
         Command::Show(a) => show::show(a),
         Command::Export(a) => export::export(a),
+        Command::Suite(a) => suite::suite(a),
     };
     let code = match result {
         Ok(code) => code,

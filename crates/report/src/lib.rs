@@ -6,6 +6,7 @@
 mod deferred;
 mod episodes;
 mod json;
+mod matrix;
 mod noise;
 pub mod perfetto;
 mod table;
@@ -15,6 +16,7 @@ mod time;
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_text, episodes_text};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
+pub use matrix::suite_matrix;
 pub use perfetto::perfetto_trace;
 pub use table::Table;
 pub use text::{histogram_tables, list_table, run_header, summary_tables, RunListRow};
