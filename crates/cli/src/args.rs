@@ -271,7 +271,11 @@ pub struct SuiteArgs {
     #[arg(long, value_name = "LIST")]
     pub workloads: Option<String>,
     /// Length of each cell (overrides the preset).
-    #[arg(long = "cell-duration", allow_hyphen_values = true, value_name = "DURATION")]
+    #[arg(
+        long = "cell-duration",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
     pub cell_duration: Option<String>,
     /// Priorities to compare, e.g. `95,50,other` (overrides the preset).
     #[arg(long, value_name = "LIST")]
@@ -283,7 +287,12 @@ pub struct SuiteArgs {
     #[arg(long = "load-level", value_enum, default_value = "normal")]
     pub load_level: LoadLevelArg,
     /// How long each workload runs before its cell starts measuring.
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", default_value = "2s")]
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "2s"
+    )]
     pub warmup: String,
     /// Count samples above this latency (episodes with --trace).
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]

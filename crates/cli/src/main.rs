@@ -21,6 +21,15 @@ use clap::Parser;
 use crate::args::{Cli, Command};
 
 fn main() {
+    // Workload helper processes are this binary in a hidden mode
+    // (`latscope __workload ...`): answer them before any argument parsing.
+    // `args_os`, because `args` panics on an argument that is not UTF-8.
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(code) = latscope_workloads::helper_main(&argv) {
+        std::process::exit(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => match e.kind() {

@@ -258,7 +258,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
     let running = match start_probe(cell, &ctx.signals) {
         Ok(r) => r,
         Err(e) => {
-            load.stop();
+            let _ = load.stop();
             return Err(e.into());
         }
     };
@@ -434,7 +434,9 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             .set_trace_summary(cell_id, &t.summary)
             .context("cannot store the trace summary")?;
     }
-    load.finish(&mut ctx.store, cell_id)?;
+    if let Some(line) = load.finish(&mut ctx.store, cell_id)? {
+        notes.push(format!("{label}{line}"));
+    }
     Ok(CellOutcome { status, notes })
 }
 

@@ -152,7 +152,11 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
             for &(policy, priority) in &priorities {
                 let mut timer = base.timer.clone();
                 timer.policy = policy;
-                timer.priority = if policy == SchedPolicy::Other { 0 } else { priority };
+                timer.priority = if policy == SchedPolicy::Other {
+                    0
+                } else {
+                    priority
+                };
                 let noise = match probe {
                     ProbeName::Noise => noise_base.noise.clone().map(|mut n| {
                         n.policy = timer.policy;

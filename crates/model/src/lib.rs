@@ -14,6 +14,7 @@ mod noise;
 mod run;
 mod system;
 mod time;
+mod workload;
 
 pub use cpu::{CpuId, CpuSet, CpuSetError};
 pub use episode::{
@@ -24,3 +25,6 @@ pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};
+pub use workload::{
+    CpuPercent, DiskRates, InterruptSource, NetRates, WorkloadSecond, WorkloadStats,
+};

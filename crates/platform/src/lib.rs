@@ -18,6 +18,8 @@ mod dma;
 mod error;
 mod mount;
 pub mod perf;
+pub mod process;
+pub mod procstat;
 mod sched;
 mod signals;
 pub mod sysinfo;

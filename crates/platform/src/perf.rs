@@ -734,6 +734,55 @@ pub fn poll_readable(
         .count())
 }
 
+// Counting mode: a counter read with `read()` instead of a ring of samples
+// (the workload characterization counts system calls this way).
+
+impl PerfEventAttr {
+    /// A tracepoint counted, not sampled: no ring, no records, just a
+    /// 64-bit count read with [`PerfEvent::read_count`]. Enabled from the
+    /// moment it is opened.
+    pub fn tracepoint_counter(id: u64) -> PerfEventAttr {
+        let mut a = PerfEventAttr::base(PERF_TYPE_TRACEPOINT, id);
+        a.raw.sample_period = 0;
+        a.raw.sample_type = 0;
+        a.raw.read_format = 0;
+        a.raw.flags = 0;
+        a.raw.clockid = 0;
+        a
+    }
+
+    pub fn get_read_format(&self) -> u64 {
+        self.raw.read_format
+    }
+}
+
+impl PerfEvent {
+    /// The event's count so far (read_format 0: one u64). For counters
+    /// opened with [`PerfEventAttr::tracepoint_counter`].
+    pub fn read_count(&self) -> Result<u64, PerfError> {
+        let mut buf = [0u8; 8];
+        // SAFETY: the fd is an open perf event owned by `self`; `buf` is a
+        // writable 8-byte buffer alive for the call, and the length passed
+        // is its size, so the kernel writes inside it only.
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast::<libc::c_void>(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(PerfError::last("read of a perf counter"));
+        }
+        if n != 8 {
+            return Err(PerfError::Invalid(format!(
+                "read of a perf counter returned {n} bytes, not 8"
+            )));
+        }
+        Ok(u64::from_ne_bytes(buf))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

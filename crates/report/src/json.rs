@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use latscope_model::{
     Capabilities, Cause, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus, StackCount,
-    SystemInfo, TraceSummary,
+    SystemInfo, TraceSummary, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
@@ -49,6 +49,10 @@ pub struct CellJson<'a> {
     /// The noise probe's figures, one per measured CPU, by CPU; `[]` for a
     /// cell of another probe.
     pub noise: Vec<NoiseJson<'a>>,
+    /// What the background workload did to the machine while the cell ran
+    /// (`docs/json.md`); `null` when the cell was not characterized. The
+    /// model's own form.
+    pub workload_stats: Option<&'a WorkloadStats>,
 }
 
 /// `cells[].noise[]`: what the noise probe measured on one CPU beside its
@@ -288,6 +292,7 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 metrics: c.metrics.iter().map(metric_json).collect(),
                 trace: c.trace.as_ref(),
                 noise: c.noise.iter().map(noise_json).collect(),
+                workload_stats: c.workload_stats.as_ref(),
             })
             .collect(),
         episodes: run

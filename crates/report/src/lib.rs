@@ -12,6 +12,7 @@ pub mod perfetto;
 mod table;
 mod text;
 mod time;
+mod workload;
 
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_text, episodes_text};
@@ -21,3 +22,4 @@ pub use perfetto::perfetto_trace;
 pub use table::Table;
 pub use text::{histogram_tables, list_table, run_header, summary_tables, RunListRow};
 pub use time::format_utc;
+pub use workload::{workload_sources, workload_table};

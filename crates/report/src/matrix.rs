@@ -156,6 +156,7 @@ mod tests {
             trace: None,
             episodes: Vec::new(),
             noise: Vec::new(),
+            workload_stats: None,
         }
     }
 
@@ -179,6 +180,9 @@ mod tests {
             .iter()
             .find(|l| l.starts_with("noise.gap · fifo 95"))
             .unwrap_or_else(|| panic!("{text}"));
-        assert!(noise.trim_end().ends_with('-'), "no noise cell under cpu: {noise}");
+        assert!(
+            noise.trim_end().ends_with('-'),
+            "no noise cell under cpu: {noise}"
+        );
     }
 }

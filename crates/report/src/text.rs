@@ -10,6 +10,7 @@ use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
 use crate::noise::{log_rows, noise_tables};
 use crate::table::Table;
 use crate::time::format_utc;
+use crate::workload::{workload_sources, workload_table};
 
 const METRIC_ORDER: [&str; 6] = [
     metric::TIMER_LATENCY,
@@ -185,7 +186,8 @@ const SUMMARY_HEADER: [&str; 10] = [
 
 /// A summary table per metric for every cell, then, for a traced cell, its
 /// interrupts and deferred work and a line on the tracer. A noise cell
-/// starts with the noise probe's per-CPU figures.
+/// starts with the noise probe's per-CPU figures. Cells with a workload
+/// characterization end the text with its table and sources.
 pub fn summary_tables(run: &RunResult) -> String {
     let mut out = String::new();
     for cell in &run.cells {
@@ -239,6 +241,8 @@ pub fn summary_tables(run: &RunResult) -> String {
             out.push_str(&tracer_line(trace, cell.meta.duration_ns));
         }
     }
+    out.push_str(&workload_table(run));
+    out.push_str(&workload_sources(run));
     out
 }
 

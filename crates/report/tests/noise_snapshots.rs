@@ -128,6 +128,7 @@ fn noise_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: vec![cpu0(), cpu1()],
+        workload_stats: None,
     }
 }
 
@@ -151,6 +152,7 @@ fn timer_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        workload_stats: None,
     }
 }
 

@@ -222,6 +222,7 @@ fn fixture() -> RunResult {
             trace: Some(trace_summary()),
             episodes: episodes(),
             noise: Vec::new(),
+            workload_stats: None,
         }],
     }
 }

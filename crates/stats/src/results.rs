@@ -1,5 +1,6 @@
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, Episode, Nanos, NoiseCpuStats, RunMeta, SystemInfo, TraceSummary,
+    Capabilities, CellMeta, CpuId, Episode, Nanos, NoiseCpuStats, RunMeta, SystemInfo,
+    TraceSummary, WorkloadStats,
 };
 
 use crate::histogram::Histogram;
@@ -65,6 +66,9 @@ pub struct CellResult {
     pub episodes: Vec<Episode>,
     /// Per-CPU figures of the noise probe (noise cells only).
     pub noise: Vec<NoiseCpuStats>,
+    /// What the background workload did to the machine while the cell ran
+    /// (sampled once a second); `None` when the cell was not characterized.
+    pub workload_stats: Option<WorkloadStats>,
 }
 
 /// A whole run as stored: what renderers and analyses take.

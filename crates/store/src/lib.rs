@@ -10,7 +10,11 @@
 //! the kernel events around them (compressed), for export to a trace viewer.
 //! A noise cell (`run --probe noise`) also has, per CPU, the noise probe's
 //! figures beside its `noise.gap` histogram (active time, iterations, base
-//! iteration, noise per cause class, steal time, findings).
+//! iteration, noise per cause class, steal time, findings). A cell run
+//! under a background workload also has that workload's characterization:
+//! a summary and one row per one-second sample (CPU shares, interrupts,
+//! context switches, system calls, softirqs, disk and network traffic, page
+//! faults, runnable tasks).
 //!
 //! Design points:
 //!
@@ -36,6 +40,7 @@ mod liveness;
 mod noise;
 mod schema;
 mod trace;
+mod workload;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -595,8 +600,8 @@ impl Store {
     }
 
     /// A whole run: cells by index, metrics by name then CPU (system-wide
-    /// first), each cell's trace summary, episodes (by seq) and noise
-    /// figures (by CPU), with the effective status.
+    /// first), each cell's trace summary, episodes (by seq), noise figures
+    /// (by CPU) and workload characterization, with the effective status.
     pub fn load_run(&self, id: RunId) -> Result<RunResult> {
         let raw = self
             .conn
@@ -647,12 +652,14 @@ impl Store {
             let trace = self.load_trace_summary(cell_id, id)?;
             let episodes = self.load_episodes(cell_id, id)?;
             let noise = self.load_noise_stats(cell_id, id)?;
+            let workload_stats = self.load_workload_stats(cell_id, id)?;
             cells.push(CellResult {
                 meta,
                 metrics,
                 trace,
                 episodes,
                 noise,
+                workload_stats,
             });
         }
 

@@ -21,6 +21,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "trace", include_str!("../migrations/0002_trace.sql")),
     (3, "noise", include_str!("../migrations/0003_noise.sql")),
+    (
+        4,
+        "workload_stats",
+        include_str!("../migrations/0004_workload_stats.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

@@ -3,9 +3,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use latscope_model::{
-    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, Episode, EpisodeWindow,
-    IdleState, Nanos, NoiseClass, NoiseClock, NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount,
-    SystemInfo, TraceSummary, WindowEvent,
+    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, CpuPercent, DiskRates,
+    Episode, EpisodeWindow, IdleState, InterruptSource, Nanos, NetRates, NoiseClass, NoiseClock,
+    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, WindowEvent,
+    WorkloadSecond, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -210,7 +211,9 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "runs",
             "systems",
             "timeline_chunks",
-            "trace_summaries"
+            "trace_summaries",
+            "workload_seconds",
+            "workload_stats"
         ]
     );
     let fk_targets: Vec<(String, String)> = [
@@ -223,6 +226,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "episode_windows",
         "trace_summaries",
         "noise_stats",
+        "workload_stats",
+        "workload_seconds",
     ]
     .iter()
     .map(|t| {
@@ -234,9 +239,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
     .collect();
     for (t, target) in fk_targets {
         let want = match t.as_str() {
-            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" | "noise_stats" => {
-                "cells"
-            }
+            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" | "noise_stats"
+            | "workload_stats" | "workload_seconds" => "cells",
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -1315,14 +1319,14 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
 
 #[test]
 fn a_store_newer_than_this_build_is_still_refused() {
-    assert_eq!(SCHEMA_VERSION, 3);
+    assert_eq!(SCHEMA_VERSION, 4);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v4.db");
+    let path = dir.path().join("v5.db");
     write_v1_store(&path);
     Store::open(&path).unwrap();
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 4).unwrap();
+        conn.pragma_update(None, "user_version", 5).unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     for result in [Store::open(&path), Store::open_existing(&path)] {
@@ -1331,8 +1335,8 @@ fn a_store_newer_than_this_build_is_still_refused() {
             matches!(
                 e,
                 StoreError::NewerSchema {
-                    found: 4,
-                    supported: 3,
+                    found: 5,
+                    supported: 4,
                     ..
                 }
             ),
@@ -1663,7 +1667,7 @@ fn a_version_2_store_migrates_in_place_and_keeps_its_runs() {
     // Read first, as `show` would: the migration happens on open.
     let mut store = Store::open_existing(&path).unwrap();
     store.set_liveness_probe(always_alive);
-    assert_eq!(store.schema_version().unwrap(), 3);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let run = store.resolve("latest").unwrap();
     let loaded = store.load_run(run).unwrap();
     assert_eq!(loaded.meta.status, RunStatus::Complete);
@@ -1714,7 +1718,7 @@ fn a_read_only_version_2_store_is_refused_untouched() {
             e,
             StoreError::OldSchemaReadOnly {
                 found: 2,
-                supported: 3,
+                supported: SCHEMA_VERSION,
                 ..
             }
         ),
@@ -1905,4 +1909,325 @@ fn noise_rows_are_constrained_and_damage_is_reported() {
         .execute("DELETE FROM cells WHERE id = ?1", [c.0])
         .unwrap();
     assert_eq!(noise_rows(&store), 0);
+}
+
+// ---------------------------------------------------------------- workload characterization (schema version 4)
+
+/// One sample; `k` varies it.
+fn workload_second(k: u64) -> WorkloadSecond {
+    WorkloadSecond {
+        offset_ns: Nanos::from_secs(k + 1),
+        elapsed_ns: Nanos(1_000_000_000 + k),
+        cpu: Some(CpuPercent {
+            user: 97.5,
+            sys: 2.0,
+            idle: 0.5,
+            ..CpuPercent::default()
+        }),
+        cpu_all: Some(CpuPercent {
+            user: 60.25,
+            sys: 4.0,
+            softirq: 0.75,
+            steal: 0.5,
+            idle: 34.5,
+            ..CpuPercent::default()
+        }),
+        interrupts_per_s: Some(1_234.5 + k as f64),
+        interrupts_measured_per_s: Some(260.0),
+        context_switches_per_s: Some(4_321.0),
+        processes_per_s: Some(0.0),
+        // Not counted (no perf): stays null, never 0.
+        syscalls_per_s: None,
+        softirqs_per_s: Some(512.3),
+        disk: Some(DiskRates {
+            reads_per_s: 1.0,
+            writes_per_s: 88.0,
+            read_kb_per_s: 4.0,
+            write_kb_per_s: 90_112.0,
+        }),
+        net_lo: Some(NetRates::default()),
+        net: None,
+        page_faults_per_s: Some(1e9),
+        major_faults_per_s: Some(0.1),
+        runnable: Some(3.0),
+        blocked: Some(1.0),
+    }
+}
+
+fn workload(seconds: u64) -> WorkloadStats {
+    let samples: Vec<WorkloadSecond> = (0..seconds).map(workload_second).collect();
+    WorkloadStats {
+        workload: "disk".into(),
+        cpus: "0-1".into(),
+        start_ns: Nanos(987_654_321),
+        samples: samples.len() as u32,
+        mean: WorkloadSecond {
+            offset_ns: Nanos::from_secs(seconds),
+            ..workload_second(0)
+        },
+        top_interrupts: vec![InterruptSource {
+            source: "LOC".into(),
+            description: "Local timer interrupts".into(),
+            per_s: 500.0,
+            measured_per_s: 250.0,
+        }],
+        softirqs_per_s: BTreeMap::from([("BLOCK".to_string(), 88.0), ("TIMER".to_string(), 250.5)]),
+        notes: vec!["system calls not counted: permission denied".into()],
+        pty_bytes_per_s: None,
+        seconds: samples,
+    }
+}
+
+fn workload_rows(store: &Store) -> (i64, i64) {
+    let count = |t: &str| {
+        store
+            .conn
+            .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+            .unwrap()
+    };
+    (count("workload_stats"), count("workload_seconds"))
+}
+
+fn total_changes(store: &Store) -> i64 {
+    store
+        .conn
+        .query_row("SELECT total_changes()", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn workload_stats_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c0 = store.add_cell(run, &cell(0)).unwrap();
+    let _c1 = store.add_cell(run, &cell(1)).unwrap();
+    let want = workload(3);
+    store.set_workload_stats(c0, &want).unwrap();
+    assert_eq!(workload_rows(&store), (1, 3));
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].workload_stats, Some(want));
+    assert_eq!(loaded.cells[1].workload_stats, None);
+    // The summary row holds no samples: they are rows of their own.
+    let summary: String = store
+        .conn
+        .query_row("SELECT stats FROM workload_stats", [], |r| r.get(0))
+        .unwrap();
+    assert!(summary.contains("\"seconds\":[]"), "{summary}");
+}
+
+#[test]
+fn checkpoints_write_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    store.set_workload_stats(c, &workload(3)).unwrap();
+
+    // The same again: the summary row is rewritten, no sample is.
+    let before = total_changes(&store);
+    store.set_workload_stats(c, &workload(3)).unwrap();
+    assert_eq!(total_changes(&store) - before, 1);
+
+    // Two more seconds: the summary and the two new samples.
+    let before = total_changes(&store);
+    store.set_workload_stats(c, &workload(5)).unwrap();
+    assert_eq!(total_changes(&store) - before, 3);
+    assert_eq!(workload_rows(&store), (1, 5));
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].workload_stats,
+        Some(workload(5))
+    );
+
+    // A changed sample is replaced; fewer samples remove the rest.
+    let mut shorter = workload(2);
+    shorter.seconds[1].syscalls_per_s = Some(12.5);
+    store.set_workload_stats(c, &shorter).unwrap();
+    assert_eq!(workload_rows(&store), (1, 2));
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].workload_stats,
+        Some(shorter)
+    );
+
+    // None at all.
+    store.set_workload_stats(c, &workload(0)).unwrap();
+    assert_eq!(workload_rows(&store), (1, 0));
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].workload_stats,
+        Some(workload(0))
+    );
+}
+
+#[test]
+fn bad_workload_calls_give_clear_errors_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    let e = store
+        .set_workload_stats(CellId(999), &workload(2))
+        .unwrap_err();
+    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+    one_line(&e);
+    assert_eq!(workload_rows(&store), (0, 0));
+
+    // A value JSON cannot hold fails before anything is written, and keeps
+    // what an earlier call stored.
+    store.set_workload_stats(c, &workload(2)).unwrap();
+    let mut bad = workload(4);
+    bad.seconds[3].interrupts_per_s = Some(f64::NAN);
+    let e = store.set_workload_stats(c, &bad).unwrap_err();
+    assert!(
+        matches!(e, StoreError::InvalidWorkloadStats { cell, .. } if cell == c),
+        "{e:?}"
+    );
+    assert!(
+        one_line(&e).contains("seconds[3].interrupts_per_s is not a finite number"),
+        "{e}"
+    );
+    assert_eq!(
+        store.load_run(run).unwrap().cells[0].workload_stats,
+        Some(workload(2))
+    );
+}
+
+#[test]
+fn workload_rows_are_constrained_and_damage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &cell(0)).unwrap();
+    store.set_workload_stats(c, &workload(3)).unwrap();
+    {
+        let conn = &store.conn;
+        // Not JSON, a second summary, a dangling cell, a negative index, a
+        // second row for an index.
+        assert!(conn
+            .execute("UPDATE workload_stats SET stats = 'not json'", [],)
+            .is_err());
+        assert!(conn
+            .execute(
+                "INSERT INTO workload_stats (cell_id, stats) VALUES (?1, '{}')",
+                [c.0],
+            )
+            .is_err());
+        assert!(conn
+            .execute(
+                "INSERT INTO workload_stats (cell_id, stats) VALUES (4242, '{}')",
+                [],
+            )
+            .is_err());
+        assert!(conn
+            .execute(
+                "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, -1, '{}')",
+                [c.0],
+            )
+            .is_err());
+        assert!(conn
+            .execute(
+                "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, 0, '{}')",
+                [c.0],
+            )
+            .is_err());
+    }
+    assert_eq!(workload_rows(&store), (1, 3));
+
+    // A gap in the samples.
+    store
+        .conn
+        .execute("DELETE FROM workload_seconds WHERE idx = 1", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("workload sample 1 of cell"), "{e}");
+
+    // A sample that is not a WorkloadSecond.
+    store.set_workload_stats(c, &workload(3)).unwrap();
+    store
+        .conn
+        .execute(
+            "UPDATE workload_seconds SET sample = '{\"cpu\": 5}' WHERE idx = 2",
+            [],
+        )
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(one_line(&e).contains("workload sample 2"), "{e}");
+
+    // Samples without a summary.
+    store.set_workload_stats(c, &workload(3)).unwrap();
+    store
+        .conn
+        .execute("DELETE FROM workload_stats", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(one_line(&e).contains("no characterization"), "{e}");
+
+    // Rows go with their cell.
+    store.set_workload_stats(c, &workload(3)).unwrap();
+    store
+        .conn
+        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+        .unwrap();
+    assert_eq!(workload_rows(&store), (0, 0));
+}
+
+/// A store file as a version-3 latscope wrote it: the version-2 store of
+/// [`write_v2_store`] plus noise figures on its cell.
+fn write_v3_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+    let v2 = write_v2_store(path);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("../migrations/0003_noise.sql"))
+        .unwrap();
+    conn.pragma_update(None, "user_version", 3).unwrap();
+    conn.execute(
+        "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (1, 0, ?1)",
+        [serde_json::to_string(&noise(0, 1)).unwrap()],
+    )
+    .unwrap();
+    v2
+}
+
+#[test]
+fn a_version_3_store_migrates_in_place_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let (want_metrics, want_timeline) = write_v3_store(&path);
+
+    let mut store = Store::open_existing(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let run = store.resolve("latest").unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.meta.status, RunStatus::Complete);
+    let c = &loaded.cells[0];
+    assert_eq!(c.metrics, want_metrics);
+    assert_eq!(c.trace, Some(summary()));
+    assert_eq!(c.episodes, vec![episode(1, 0, 600_000)]);
+    assert_eq!(c.noise, vec![noise(0, 1)]);
+    assert_eq!(c.workload_stats, None);
+    let cell = store.cell_ids(run).unwrap()[0];
+    assert_eq!(
+        store
+            .load_timeline(cell, "timer.latency", Some(CpuId(0)))
+            .unwrap(),
+        want_timeline
+    );
+
+    // The migrated store takes a characterization like a new one.
+    store.set_workload_stats(cell, &workload(2)).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].workload_stats, Some(workload(2)));
+    assert_eq!(loaded.cells[0].noise, vec![noise(0, 1)]);
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
 }
