@@ -208,6 +208,10 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     if !args.quiet {
         print!("{}", latscope_report::run_header(&stored));
         print!("{}", latscope_report::suite_matrix(&stored.cells));
+        let workloads = latscope_report::workload_table(&stored);
+        if !workloads.is_empty() {
+            print!("\n{workloads}");
+        }
         println!(
             "\nEvery cell's tables: latscope show {} --store {}",
             stored.meta.id,
