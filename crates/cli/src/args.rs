@@ -26,6 +26,14 @@ pub enum Command {
     Export(ExportArgs),
     /// Run a matrix of probes x workloads x priorities as cells of one run.
     Suite(Box<SuiteArgs>),
+    /// Response-time analysis of a task set (TOML) with a run's measured
+    /// pseudo worst case latency as release jitter and blocking.
+    Sched(SchedArgs),
+    /// Audit this machine for known latency hazards, with remedies.
+    Check(CheckArgs),
+    /// Turn a stored run into answers: exceedance, worst case per hour/day/
+    /// week, time to buffer underrun, verdicts for applications.
+    Forecast(ForecastArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -309,6 +317,82 @@ pub struct SuiteArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ForecastArgs {
+    /// The run: an id or `latest`.
+    #[arg(value_name = "RUN")]
+    pub run: String,
+    /// Only these cells (index list, e.g. `0,2`); default all.
+    #[arg(long, value_name = "LIST")]
+    pub cell: Option<String>,
+    /// Buffering scheme: the period of one buffer in ms (e.g. `1.333`).
+    #[arg(long = "period-ms", value_name = "MS", requires = "buffers")]
+    pub period_ms: Option<f64>,
+    /// Buffering scheme: number of buffers.
+    #[arg(long, value_name = "N", requires = "period_ms")]
+    pub buffers: Option<u32>,
+    /// Buffering scheme: compute time per buffer in ms (default 0).
+    #[arg(long = "compute-ms", value_name = "MS", default_value_t = 0.0)]
+    pub compute_ms: f64,
+    /// Verdict for one application preset (see --apps for the list).
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
+    /// Verdicts for every application preset.
+    #[arg(long)]
+    pub apps: bool,
+    /// Usage model for worst case per day and week: office, workstation,
+    /// games, web, or continuous (24 h x 7 d, 1x).
+    #[arg(long, value_name = "NAME", default_value = "continuous")]
+    pub usage: String,
+    /// Write the MTTF grid over buffer counts and sizes as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub grid_csv: Option<PathBuf>,
+    /// Print the forecast as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Exit with 3 when a finding of severity `hazard` is found (warnings
+    /// and info never fail).
+    #[arg(long)]
+    pub strict: bool,
+    /// Print the findings as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct SchedArgs {
+    /// The task set: a TOML file of `[[task]]` tables (see docs/cli.md).
+    #[arg(value_name = "TASKS.toml")]
+    pub tasks: PathBuf,
+    /// The run whose timer.latency gives the pseudo worst case: an id or
+    /// `latest`.
+    #[arg(long, value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// Permissible miss rate of the pseudo worst case, e.g. `1/hour`,
+    /// `1/10min`, `1/day`.
+    #[arg(
+        long = "miss-rate",
+        allow_hyphen_values = true,
+        value_name = "N/PERIOD",
+        default_value = "1/hour"
+    )]
+    pub miss_rate: String,
+    /// Only this cell of the run (its index); default every timer cell.
+    #[arg(long, allow_hyphen_values = true, value_name = "INDEX")]
+    pub cell: Option<String>,
+    /// Print the analysis as JSON.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub store: StoreArg,
 }

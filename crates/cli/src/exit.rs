@@ -4,6 +4,8 @@
 pub const OK: i32 = 0;
 pub const ERROR: i32 = 1;
 pub const USAGE: i32 = 2;
+/// A verdict or check the user asked about failed (a threshold was exceeded).
+pub const THRESHOLD: i32 = 3;
 pub const INTERRUPTED: i32 = 130;
 
 /// An error that exits with a given code after printing one line.

@@ -5,13 +5,16 @@
 
 mod args;
 mod cell_load;
+mod check;
 mod exit;
 mod export;
+mod forecast;
 mod output;
 mod plan;
 mod probe;
 mod progress;
 mod run;
+mod sched;
 mod show;
 mod suite;
 mod trace_session;
@@ -48,6 +51,9 @@ fn main() {
         Command::Show(a) => show::show(a),
         Command::Export(a) => export::export(a),
         Command::Suite(a) => suite::suite(a),
+        Command::Sched(a) => sched::sched(a),
+        Command::Check(a) => check::check(a),
+        Command::Forecast(a) => forecast::forecast(a),
     };
     let code = match result {
         Ok(code) => code,

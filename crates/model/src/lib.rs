@@ -9,6 +9,7 @@
 
 mod cpu;
 mod episode;
+mod hazard;
 pub mod metric;
 mod noise;
 mod run;
@@ -21,6 +22,7 @@ pub use episode::{
     Breakdown, Cause, CauseKind, CauseTotal, Episode, EpisodeWindow, StackCount, TraceSummary,
     WindowEvent,
 };
+pub use hazard::{Hazard, Severity, SeverityError};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use system::{Capabilities, IdleState, SystemInfo};

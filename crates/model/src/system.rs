@@ -2,6 +2,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Hazard;
+
 /// A snapshot of what the machine and its kernel were set up to do when a run
 /// started: everything that changes real-time behaviour and that a reader of
 /// the results would ask about. A value the machine does not expose is `None`
@@ -47,6 +49,11 @@ pub struct SystemInfo {
     pub rt_period_us: Option<i64>,
     /// Whether the TSC is constant and non-stop (cpuinfo flags).
     pub tsc_constant_nonstop: bool,
+    /// What `latscope check` finds on this machine, worst first; stored
+    /// with every run so that a result carries the hazards it was measured
+    /// under. Runs recorded before the check existed have none.
+    #[serde(default)]
+    pub hazards: Vec<Hazard>,
 }
 
 /// One cpuidle state.

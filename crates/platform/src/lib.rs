@@ -16,6 +16,7 @@ pub mod caps;
 mod clock;
 mod dma;
 mod error;
+pub mod hazards;
 mod mount;
 pub mod perf;
 pub mod process;

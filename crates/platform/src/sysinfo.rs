@@ -5,11 +5,16 @@
 //! on the live machine (`/`) and on a fake sysroot in the tests. Nothing here
 //! fails: a file that cannot be read leaves its field `None` or empty, because
 //! a snapshot with a gap is still worth recording and a guess is not.
+//!
+//! The snapshot ends with the latency hazards found in it ([`crate::hazards`]),
+//! so every run stores what `latscope check` would have said.
 
 use std::fs;
 use std::path::Path;
 
 use latscope_model::{CpuSet, IdleState, SystemInfo};
+
+use crate::hazards;
 
 /// The preemption models the snapshot names, in the kernel's spelling.
 const PREEMPT_MODES: [&str; 5] = ["none", "voluntary", "full", "lazy", "rt"];
@@ -92,19 +97,22 @@ pub fn snapshot_from(root: &Path) -> SystemInfo {
         read_trimmed(root, "proc/sys/kernel/sched_rt_runtime_us").and_then(|v| v.parse().ok());
     info.rt_period_us =
         read_trimmed(root, "proc/sys/kernel/sched_rt_period_us").and_then(|v| v.parse().ok());
+
+    let extra = hazards::Extra::read(root, &info);
+    info.hazards = hazards::hazards(&info, &extra);
     info
 }
 
 /// A file's text; sysfs and procfs are not promised to be UTF-8, so it is
 /// decoded lossily rather than refused.
-fn read_text(root: &Path, rel: &str) -> Option<String> {
+pub(crate) fn read_text(root: &Path, rel: &str) -> Option<String> {
     fs::read(root.join(rel))
         .ok()
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A one-value file, trimmed; an empty file counts as absent.
-fn read_trimmed(root: &Path, rel: &str) -> Option<String> {
+pub(crate) fn read_trimmed(root: &Path, rel: &str) -> Option<String> {
     let text = read_text(root, rel)?;
     let trimmed = text.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_string())
@@ -431,6 +439,22 @@ mod tests {
         assert_eq!(info.rcu_nocbs, None);
         assert_eq!(info.rt_runtime_us, Some(-1));
         assert_eq!(info.rt_period_us, Some(1_000_000));
+        // The findings of `latscope check`, worst first; files the fixture
+        // lacks (THP, swaps, /proc/stat) give none.
+        let found: Vec<(&str, &str)> = info
+            .hazards
+            .iter()
+            .map(|h| (h.id.as_str(), h.severity.as_str()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("cpufreq", "warning"),
+                ("smt", "warning"),
+                ("virtualization", "warning"),
+                ("preemption", "info"),
+            ]
+        );
     }
 
     #[test]

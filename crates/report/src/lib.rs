@@ -5,6 +5,7 @@
 
 mod deferred;
 mod episodes;
+mod hazards;
 mod json;
 mod matrix;
 mod noise;
@@ -16,6 +17,7 @@ mod workload;
 
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_text, episodes_text};
+pub use hazards::{check_json, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use matrix::suite_matrix;
 pub use perfetto::perfetto_trace;

@@ -7,6 +7,7 @@ use latscope_model::{metric, Nanos, RunMeta};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, Summary};
 
 use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
+use crate::hazards::hazards_block;
 use crate::noise::{log_rows, noise_tables};
 use crate::table::Table;
 use crate::time::format_utc;
@@ -44,7 +45,8 @@ fn setting(cell: &CellResult, key: &str) -> Option<String> {
     })
 }
 
-/// Two or three lines naming the run, the machine and what was missing.
+/// Two or three lines naming the run, the machine and what was missing,
+/// then the latency hazards stored with the run, if any.
 pub fn run_header(run: &RunResult) -> String {
     let m = &run.meta;
     let s = &run.system;
@@ -83,6 +85,7 @@ pub fn run_header(run: &RunResult) -> String {
     for line in &m.notes {
         out.push_str(&format!("note: {line}\n"));
     }
+    out.push_str(&hazards_block(&s.hazards));
     out
 }
 

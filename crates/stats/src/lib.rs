@@ -12,9 +12,11 @@
 //! recorded value is known to within 0.1 %.
 
 mod atomic;
+pub mod forecast;
 mod histogram;
 mod layout;
 mod results;
+pub mod sched;
 mod summary;
 mod timeline;
 

@@ -65,6 +65,14 @@ fn system() -> SystemInfo {
         rt_runtime_us: Some(950_000),
         rt_period_us: Some(1_000_000),
         tsc_constant_nonstop: true,
+        // Stored with the snapshot and read back whole (`latscope check`).
+        hazards: vec![latscope_model::Hazard {
+            id: "preemption".into(),
+            severity: latscope_model::Severity::Hazard,
+            title: "preemption model none".into(),
+            detail: "kernel code is never preempted".into(),
+            remedy: "boot with preempt=full".into(),
+        }],
     }
 }
 

@@ -1,0 +1,418 @@
+//! Forecasts: what a measured latency distribution means for an application.
+//!
+//! This module turns a run's histograms and per-second timelines into the
+//! answers Cota-Robles & Held's study computes from its latency tables:
+//!
+//! * the **exceedance curve** `P(latency > x)` ([`exceedance`], [`p_exceed`]);
+//! * the **worst case per hour, day and week** under a usage model, from the
+//!   observed per-window maxima and from the exceedance rate
+//!   ([`Measured::worst_case`], [`window_maxima`], [`UsageModel`]);
+//! * the **pseudo worst case** for a permissible miss rate, to feed a
+//!   schedulability analysis ([`Measured::exceeded_once_per`]);
+//! * the **mean time to buffer underrun** of a buffering scheme and its grid
+//!   over buffer sizes and counts ([`Measured::mttf`], [`Measured::mttf_grid`]);
+//! * **verdicts** for application presets ([`APP_PRESETS`], [`verdict`]).
+//!
+//! Where a forecast needs rarer events than the run holds, it extrapolates
+//! with a peaks-over-threshold generalized Pareto fit ([`TailFit`]). Every
+//! number carries its [`Provenance`]: [`Provenance::Observed`] when read from
+//! the data, [`Provenance::Extrapolated`] when it comes from the fitted tail.
+//! An extrapolation is never labelled observed, and when the tail has too
+//! few samples to fit, the answer is an error that says so, never a guess.
+//!
+//! Everything here is pure and deterministic (no random numbers: intervals
+//! come from profile likelihoods and exact Poisson limits).
+
+mod apps;
+mod exceedance;
+mod gpd;
+mod horizon;
+mod mttf;
+mod special;
+mod tail;
+
+#[cfg(test)]
+mod tests;
+
+use latscope_model::Nanos;
+use serde::Serialize;
+
+use crate::histogram::Histogram;
+use crate::results::MetricResult;
+use crate::timeline::SecondStats;
+
+pub use apps::{verdict, AppPreset, Basis, Origin, TailSummary, Verdict, APP_PRESETS};
+pub use exceedance::{exceedance, level_exceeded_at_most, observed_level, p_exceed};
+pub use gpd::{fit_gpd, Gpd, GpdFit, SHAPE_MAX, SHAPE_MIN};
+pub use horizon::{
+    window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
+};
+pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
+pub use tail::{
+    TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
+};
+
+/// Permissible miss intervals of the study (§5.2) for pseudo worst cases:
+/// one miss per ten minutes (conferencing audio), per hour (soft modem), per
+/// day (high-reliability devices); `(name, seconds)`.
+pub const PERMISSIBLE_MISS_INTERVALS: [(&str, f64); 3] =
+    [("10min", 600.0), ("hour", 3600.0), ("day", 86_400.0)];
+
+/// Where a number comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Read from the measured data.
+    Observed,
+    /// Computed from the generalized Pareto tail fitted to the data, beyond
+    /// (or independently of) what the data show directly.
+    Extrapolated,
+}
+
+impl Provenance {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provenance::Observed => "observed",
+            Provenance::Extrapolated => "extrapolated",
+        }
+    }
+}
+
+/// A confidence interval; `high: None` means the data do not bound it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Interval<T> {
+    pub low: T,
+    pub high: Option<T>,
+    /// The confidence level, e.g. 0.95.
+    pub confidence: f64,
+}
+
+/// A latency exceeded on average once in `events` samples.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct LatencyEstimate {
+    pub latency_ns: u64,
+    pub provenance: Provenance,
+    pub interval: Interval<u64>,
+    /// N: the latency is exceeded on average once in this many samples.
+    pub events: f64,
+    /// How many samples of the run are expected above it (`n / N`): at
+    /// least 1 for observed estimates, below 1 for extrapolated ones.
+    pub expected_in_run: f64,
+}
+
+/// Why a forecast could not be made.
+#[derive(Clone, Debug, PartialEq, thiserror::Error, Serialize)]
+pub enum ForecastError {
+    #[error("no samples")]
+    EmptyHistogram,
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error(
+        "too few samples in the tail to extrapolate: {exceedances} above {threshold_ns} ns, need {needed}"
+    )]
+    TooFewTailSamples {
+        exceedances: u64,
+        needed: u64,
+        threshold_ns: u64,
+    },
+    #[error("cannot fit the tail: {0}")]
+    DegenerateTail(String),
+}
+
+/// A measured distribution ready for forecasts: a histogram, the time it
+/// took to record, and its tail fit (made once, up front).
+///
+/// Use [`Measured::wakeups`] (the uncorrected distribution, one sample per
+/// wake-up) for worst cases and pseudo worst cases, and
+/// [`Measured::deadlines`] (the coordinated-omission-corrected one, one
+/// sample per deadline) for MTTF and verdicts.
+#[derive(Clone, Debug)]
+pub struct Measured<'a> {
+    histogram: &'a Histogram,
+    duration: Nanos,
+    per_deadline: bool,
+    confidence: f64,
+    tail: Result<TailFit, ForecastError>,
+}
+
+impl<'a> Measured<'a> {
+    /// `histogram` recorded over `duration`; `per_deadline` says whether it
+    /// holds one sample per deadline (coordinated-omission corrected).
+    pub fn new(
+        histogram: &'a Histogram,
+        duration: Nanos,
+        per_deadline: bool,
+        options: &TailOptions,
+    ) -> Result<Measured<'a>, ForecastError> {
+        if histogram.is_empty() {
+            return Err(ForecastError::EmptyHistogram);
+        }
+        if duration == Nanos::ZERO {
+            return Err(ForecastError::InvalidArgument(
+                "the measured duration must be positive".to_string(),
+            ));
+        }
+        if !(options.confidence > 0.0 && options.confidence < 1.0) {
+            return Err(ForecastError::InvalidArgument(format!(
+                "confidence must lie strictly between 0 and 1 (got {})",
+                options.confidence
+            )));
+        }
+        Ok(Measured {
+            histogram,
+            duration,
+            per_deadline,
+            confidence: options.confidence,
+            tail: TailFit::from_histogram(histogram, options),
+        })
+    }
+
+    /// A metric's uncorrected distribution: one sample per wake-up.
+    pub fn wakeups(
+        metric: &'a MetricResult,
+        duration: Nanos,
+        options: &TailOptions,
+    ) -> Result<Measured<'a>, ForecastError> {
+        Measured::new(&metric.histogram, duration, false, options)
+    }
+
+    /// A metric's per-deadline distribution: the corrected histogram when
+    /// the metric has one, else the uncorrected one (then
+    /// [`Measured::per_deadline`] is false and misses hidden by overruns are
+    /// not counted).
+    pub fn deadlines(
+        metric: &'a MetricResult,
+        duration: Nanos,
+        options: &TailOptions,
+    ) -> Result<Measured<'a>, ForecastError> {
+        match &metric.corrected {
+            Some(c) => Measured::new(c, duration, true, options),
+            None => Measured::new(&metric.histogram, duration, false, options),
+        }
+    }
+
+    pub fn histogram(&self) -> &Histogram {
+        self.histogram
+    }
+    /// Samples (wake-ups or deadlines) measured.
+    pub fn samples(&self) -> u64 {
+        self.histogram.count()
+    }
+    pub fn duration(&self) -> Nanos {
+        self.duration
+    }
+    pub fn duration_s(&self) -> f64 {
+        self.duration.0 as f64 / 1e9
+    }
+    /// Samples per second of the run.
+    pub fn rate_hz(&self) -> f64 {
+        self.samples() as f64 / self.duration_s()
+    }
+    /// Whether the histogram is coordinated-omission corrected.
+    pub fn per_deadline(&self) -> bool {
+        self.per_deadline
+    }
+    pub fn confidence(&self) -> f64 {
+        self.confidence
+    }
+    /// The tail fit, or why there is none.
+    pub fn tail(&self) -> Result<&TailFit, &ForecastError> {
+        self.tail.as_ref()
+    }
+
+    /// The exceedance curve (see [`exceedance`]).
+    pub fn exceedance(&self) -> Vec<(u64, f64)> {
+        exceedance(self.histogram)
+    }
+
+    /// The latency exceeded on average once in `events` samples: observed
+    /// when the run holds at least that many ([`observed_level`]), else
+    /// extrapolated from the tail fit, else the reason there is no fit.
+    pub fn exceeded_once_in(&self, events: f64) -> Result<LatencyEstimate, ForecastError> {
+        if !positive(events) || !events.is_finite() {
+            return Err(ForecastError::InvalidArgument(format!(
+                "the number of events must be positive and finite (got {events})"
+            )));
+        }
+        if let Some(e) = observed_level(self.histogram, events, self.confidence) {
+            return Ok(e);
+        }
+        let tail = self.tail.as_ref().map_err(Clone::clone)?;
+        tail.estimate_once_in(events).ok_or_else(|| {
+            ForecastError::DegenerateTail(format!(
+                "once in {events} samples is not beyond the fitted threshold"
+            ))
+        })
+    }
+
+    /// The pseudo worst case for a permissible miss rate of one per
+    /// `seconds`: the latency exceeded on average once in that time at the
+    /// measured rate (see [`PERMISSIBLE_MISS_INTERVALS`]).
+    pub fn exceeded_once_per(&self, seconds: f64) -> Result<LatencyEstimate, ForecastError> {
+        self.exceeded_once_in(self.rate_hz() * seconds)
+    }
+
+    /// The worst case over `horizon` under `usage`: the exceedance-rate
+    /// estimate, and the observed maxima of horizon-long windows of
+    /// `timeline` (pass `&[]` when there is none).
+    pub fn worst_case(
+        &self,
+        horizon: Horizon,
+        usage: &UsageModel,
+        timeline: &[SecondStats],
+    ) -> HorizonForecast {
+        let run_seconds = horizon.run_seconds(usage);
+        let events = self.rate_hz() * run_seconds;
+        let window = run_seconds.round();
+        let windows = if window >= 1.0 && window < u64::MAX as f64 {
+            window_maxima(timeline, window as u64)
+        } else {
+            None
+        };
+        HorizonForecast {
+            horizon,
+            usage: *usage,
+            run_seconds,
+            events,
+            estimate: self.exceeded_once_in(events),
+            windows,
+        }
+    }
+
+    /// The observed MTTF (see [`mttf_observed`]).
+    pub fn mttf(&self, scheme: &BufferScheme) -> Mttf {
+        match mttf_observed(self.histogram, scheme, self.confidence) {
+            Ok(m) => m,
+            // `new` rejected empty histograms, the only error.
+            Err(_) => unreachable_mttf(scheme),
+        }
+    }
+
+    /// The MTTF from the fitted tail, labelled extrapolated. When the slack
+    /// lies at or below the fit's threshold, at least `min_exceedances`
+    /// samples exceed it and the observed MTTF is returned instead (labelled
+    /// observed). When the fitted tail is bounded (ξ < 0) and ends below the
+    /// slack, the MTTF is a lower bound: `t` over the upper end of the
+    /// interval of `P(miss)`, or, when even that is 0 (no tail reaching the
+    /// slack is compatible with the data), the observed lower bound `N·t`
+    /// (labelled observed; [`Gpd::upper_endpoint`] tells where the fitted
+    /// tail ends).
+    pub fn mttf_extrapolated(&self, scheme: &BufferScheme) -> Result<Mttf, ForecastError> {
+        let tail = self.tail.as_ref().map_err(Clone::clone)?;
+        let slack = scheme.slack_ns();
+        if slack as f64 <= tail.threshold_ns {
+            return Ok(self.mttf(scheme));
+        }
+        let x = slack as f64;
+        let observed = self.mttf(scheme);
+        let (p, iv) = match (tail.tail_probability(x), tail.tail_probability_interval(x)) {
+            (Some(p), Some(iv)) => (p, iv),
+            _ => {
+                return Err(ForecastError::DegenerateTail(
+                    "no tail probability at the slack".to_string(),
+                ))
+            }
+        };
+        let t = scheme.period_s();
+        let p_high = iv.high.unwrap_or(tail.zeta);
+        if p_high <= 0.0 {
+            // The fitted tail is bounded below the slack, and tails reaching
+            // it are rejected: the model predicts no miss at all, which is
+            // no number of seconds. Only the observed lower bound remains.
+            return Ok(observed);
+        }
+        let interval_s = Interval {
+            low: t / p_high,
+            high: (iv.low > 0.0).then(|| t / iv.low),
+            confidence: iv.confidence,
+        };
+        let (mttf_s, lower_bound) = if p > 0.0 {
+            (t / p, false)
+        } else {
+            (interval_s.low, true)
+        };
+        Ok(Mttf {
+            scheme: *scheme,
+            slack_ns: slack,
+            p_miss: p,
+            misses: observed.misses,
+            deadlines: observed.deadlines,
+            mttf_s,
+            lower_bound,
+            provenance: Provenance::Extrapolated,
+            interval_s,
+        })
+    }
+
+    /// The MTTF the forecasts use: observed when some deadline exceeded the
+    /// slack; otherwise extrapolated when the tail can be fitted; otherwise
+    /// the observed lower bound.
+    pub fn mttf_best(&self, scheme: &BufferScheme) -> Mttf {
+        let observed = self.mttf(scheme);
+        if observed.misses > 0 {
+            return observed;
+        }
+        self.mttf_extrapolated(scheme).unwrap_or(observed)
+    }
+
+    /// [`Measured::mttf_best`] over buffer sizes (rows) × counts (columns),
+    /// or the observed MTTF only when `extrapolate` is false.
+    pub fn mttf_grid(
+        &self,
+        periods_ns: &[u64],
+        buffers: &[u32],
+        compute: Compute,
+        extrapolate: bool,
+    ) -> Result<MttfGrid, ForecastError> {
+        let mut cells = Vec::with_capacity(periods_ns.len());
+        for &period in periods_ns {
+            let mut row = Vec::with_capacity(buffers.len());
+            for &n in buffers {
+                let scheme = BufferScheme::new(period, n, compute)?;
+                row.push(if extrapolate {
+                    self.mttf_best(&scheme)
+                } else {
+                    self.mttf(&scheme)
+                });
+            }
+            cells.push(row);
+        }
+        Ok(MttfGrid {
+            periods_ns: periods_ns.to_vec(),
+            buffers: buffers.to_vec(),
+            compute,
+            cells,
+        })
+    }
+
+    /// The verdict for an application preset (see [`verdict`]).
+    pub fn verdict(&self, preset: &AppPreset) -> Verdict {
+        verdict(preset, self)
+    }
+}
+
+/// `x > 0`, false for NaN: spelled out so that NaN inputs are rejected
+/// wherever a positive number is required.
+pub(crate) fn positive(x: f64) -> bool {
+    x > 0.0
+}
+
+/// Never produced: [`Measured`] holds a non-empty histogram. Kept total so
+/// that no `unwrap` or panic is needed.
+fn unreachable_mttf(scheme: &BufferScheme) -> Mttf {
+    Mttf {
+        scheme: *scheme,
+        slack_ns: scheme.slack_ns(),
+        p_miss: 0.0,
+        misses: 0,
+        deadlines: 0,
+        mttf_s: 0.0,
+        lower_bound: true,
+        provenance: Provenance::Observed,
+        interval_s: Interval {
+            low: 0.0,
+            high: None,
+            confidence: 0.0,
+        },
+    }
+}
