@@ -41,6 +41,10 @@ struct MetricForecast {
     #[serde(skip_serializing_if = "Option::is_none")]
     buffering: Option<serde_json::Value>,
     verdicts: Vec<Verdict>,
+    /// MTTF over buffer sizes (rows, ns) x counts (columns), with
+    /// `--grid-csv`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grid: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tail: Option<String>,
 }
@@ -233,6 +237,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             {
                 any_fail = true;
             }
+            let mut grid_json = None;
             if let (Some(_), Some(s)) = (&args.grid_csv, &scheme) {
                 let periods: Vec<u64> = [1u64, 2, 4, 8, 16, 32, 64]
                     .iter()
@@ -240,6 +245,12 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
                     .collect();
                 let counts: Vec<u32> = (2..=8).collect();
                 if let Ok(grid) = dl.mttf_grid(&periods, &counts, s.compute, true) {
+                    grid_json = Some(json!({
+                        "periods_ns": grid.periods_ns,
+                        "buffers": grid.buffers,
+                        "mttf_s": grid.cells.iter().map(|r| r.iter().map(|m| m.mttf_s).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                        "lower_bound": grid.cells.iter().map(|r| r.iter().map(|m| m.lower_bound).collect::<Vec<_>>()).collect::<Vec<_>>(),
+                    }));
                     for (r, period) in grid.periods_ns.iter().enumerate() {
                         for (c, n) in grid.buffers.iter().enumerate() {
                             if let Some(m) = grid.get(r, c) {
@@ -273,6 +284,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
                 pseudo_worst_case: serde_json::Value::Object(pseudo),
                 buffering,
                 verdicts,
+                grid: grid_json,
                 tail: wake.tail().err().map(|e| e.to_string()),
             });
         }
@@ -424,12 +436,47 @@ fn render_text(doc: &serde_json::Value) -> String {
                 }
                 out.push_str(&t.render());
             }
+            if let Some(g) = m.get("grid").filter(|g| !g.is_null()) {
+                out.push_str(&grid_text(g));
+            }
             if let Some(why) = m.get("tail").and_then(|t| t.as_str()) {
                 out.push_str(&format!("  (no tail fit: {why})\n"));
             }
         }
     }
     out
+}
+
+/// The MTTF grid as a table: buffer sizes down, buffer counts across, each
+/// entry the mean time to underrun (">" for lower bounds), the text form of
+/// the study's Figures 6 and 7.
+fn grid_text(g: &serde_json::Value) -> String {
+    let counts: Vec<u64> = g["buffers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_u64())
+        .collect();
+    let mut header = vec!["buffer \\ count".to_string()];
+    header.extend(counts.iter().map(|c| c.to_string()));
+    let mut t = latscope_report::Table::new(header);
+    for (r, period) in g["periods_ns"].as_array().into_iter().flatten().enumerate() {
+        let mut row = vec![ns_text(period)];
+        for c in 0..counts.len() {
+            let mttf = g["mttf_s"][r][c].as_f64().unwrap_or(0.0);
+            let lb = g["lower_bound"][r][c] == true;
+            row.push(format!(
+                "{}{}",
+                if lb { ">" } else { "" },
+                seconds_text(mttf)
+            ));
+        }
+        t.row(row);
+    }
+    format!(
+        "  mean time to underrun over buffer sizes and counts (same compute time):\n{}",
+        t.render()
+    )
 }
 
 fn seconds_text(s: f64) -> String {
@@ -444,5 +491,63 @@ fn seconds_text(s: f64) -> String {
         format!("{:.1} min", s / 60.0)
     } else {
         format!("{s:.3} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The text form of a forecast, from a fixed document.
+    #[test]
+    fn text_rendering_of_a_forecast() {
+        let doc = json!({
+            "run_id": 7,
+            "usage": {"name": "office"},
+            "cells": [{
+                "index": 0, "probe": "timer", "workload": "cpu",
+                "metrics": [{
+                    "name": "timer.latency", "samples": 20000, "measured_s": 20.0,
+                    "per_deadline": true,
+                    "worst_case": {
+                        "hour": {"latency_ns": 812000, "provenance": "extrapolated",
+                                 "interval": {"low": 700000, "high": 990000}},
+                        "day": {"latency_ns": null, "error": "too few samples"},
+                        "week": {"latency_ns": 20000, "provenance": "observed",
+                                 "interval": {"low": 19000, "high": 21000},
+                                 "observed_windows": {"windows": 2, "median_ns": 30000, "worst_ns": 40000}}
+                    },
+                    "pseudo_worst_case": {
+                        "10min": {"latency_ns": 500000, "provenance": "observed", "interval": {"low": 1, "high": null}},
+                        "hour": {"latency_ns": null, "error": "too few samples"},
+                        "day": {"latency_ns": null, "error": "too few samples"}
+                    },
+                    "buffering": {"buffers": 2, "period_ns": 1000000, "slack_ns": 250000,
+                                  "misses": 0, "deadlines": 20000, "mttf_s": 20.0,
+                                  "lower_bound": true, "provenance": "observed"},
+                    "verdicts": [{"app": "control-1khz", "pass": false, "conclusive": true,
+                                  "mttf_s": 0.5, "lower_bound": false, "target_s": 86400.0,
+                                  "basis": {"provenance": "observed"}}],
+                    "grid": {"periods_ns": [1000000, 2000000], "buffers": [2, 3],
+                             "mttf_s": [[0.5, 10.0], [4.0, 20.0]],
+                             "lower_bound": [[false, false], [false, true]]}
+                }]
+            }]
+        });
+        let text = render_text(&doc);
+        for want in [
+            "forecast for run 7 · usage model \"office\"",
+            "cell 0 (timer, workload cpu) · timer.latency · 20000 samples over 20.0 s (CPUs pooled), per deadline",
+            "per hour  812µs (extrapolated; interval 700µs - 990µs)",
+            "per day   n/a (too few samples)",
+            "observed over 2 whole weeks: median 30.0µs worst 40.0µs",
+            "10min  500µs (observed; interval 1ns - -)",
+            "buffering 2 x 1.00ms (slack 250µs): 0 misses in 20000 deadlines; mean time to underrun more than 20.000 s (observed)",
+            "control-1khz",
+            "FAIL",
+            ">20.000 s",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in:\n{text}");
+        }
     }
 }
