@@ -25,11 +25,14 @@ pub fn check(args: &CheckArgs) -> Result<i32, Exit> {
         let doc = latscope_report::check_json(&info.hostname, &info.kernel_release, findings);
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
-        format!(
-            "latscope check · {} {}\n\n{}",
-            info.hostname,
-            info.kernel_release,
-            latscope_report::hazards_text(findings)
+        crate::colour::verdicts(
+            &format!(
+                "latscope check · {} {}\n\n{}",
+                info.hostname,
+                info.kernel_release,
+                latscope_report::hazards_text(findings)
+            ),
+            crate::colour::enabled(),
         )
     };
     let hazards = findings

@@ -319,7 +319,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     let text = if args.json {
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        render_text(&doc)
+        crate::colour::verdicts(&render_text(&doc), crate::colour::enabled())
     };
     let _ = stdout.write_all(text.as_bytes());
     Ok(if any_fail { exit::THRESHOLD } else { exit::OK })

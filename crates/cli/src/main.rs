@@ -6,6 +6,7 @@
 mod args;
 mod cell_load;
 mod check;
+mod colour;
 mod exit;
 mod export;
 mod forecast;
