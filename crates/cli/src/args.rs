@@ -22,7 +22,8 @@ pub enum Command {
     List(ListArgs),
     /// Show a stored run's summary.
     Show(ShowArgs),
-    /// Export one episode of a traced run for a trace viewer.
+    /// Export a run (json, csv, hdr, cyclictest, prometheus) or one
+    /// episode of a traced run (perfetto).
     Export(ExportArgs),
     /// Run a matrix of probes x workloads x priorities as cells of one run.
     Suite(Box<SuiteArgs>),
@@ -34,6 +35,12 @@ pub enum Command {
     /// Turn a stored run into answers: exceedance, worst case per hour/day/
     /// week, time to buffer underrun, verdicts for applications.
     Forecast(ForecastArgs),
+    /// Compare runs side by side: p50, p99, p99.9, max and whether the tail
+    /// difference is statistically real (the first run is the baseline).
+    Compare(CompareArgs),
+    /// Write a run as one self-contained HTML page with plots (histograms,
+    /// exceedance, maxima over time, causes, forecast).
+    Report(ReportArgs),
 }
 
 #[derive(Args, Debug, Clone)]
@@ -236,8 +243,29 @@ pub struct ShowArgs {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExportFormat {
-    /// Chrome / Perfetto JSON trace (ui.perfetto.dev, chrome://tracing).
+    /// The run as JSON (the schema of `run --json`).
+    Json,
+    /// Summaries per cell, metric and CPU as CSV (nanoseconds).
+    Csv,
+    /// Histogram buckets per cell, metric and CPU as CSV (nanoseconds).
+    #[value(name = "csv-buckets")]
+    CsvBuckets,
+    /// HdrHistogram interval log (HistogramLogProcessor and friends).
+    Hdr,
+    /// cyclictest's `-h` histogram text of timer.latency.
+    Cyclictest,
+    /// Prometheus text exposition of the run's histograms.
+    Prometheus,
+    /// Chrome / Perfetto JSON trace of one episode (needs --episode).
     Perfetto,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum HdrUnitArg {
+    /// Nanoseconds.
+    Ns,
+    /// Microseconds.
+    Us,
 }
 
 #[derive(Args, Debug)]
@@ -245,12 +273,25 @@ pub struct ExportArgs {
     /// A run id, or `latest`.
     #[arg(value_name = "RUN", default_value = "latest")]
     pub run: String,
-    /// The episode's number, as `show --episodes` lists it.
+    /// With `--format perfetto`: the episode's number, as `show --episodes`
+    /// lists it.
     #[arg(long, allow_hyphen_values = true, value_name = "K")]
-    pub episode: u32,
+    pub episode: Option<u32>,
     /// The output format.
     #[arg(long, value_enum)]
     pub format: ExportFormat,
+    /// With `--format hdr`: the unit of the logged values.
+    #[arg(long = "hdr-unit", value_enum, default_value = "ns")]
+    pub hdr_unit: HdrUnitArg,
+    /// With `--format cyclictest`: histogram size in microseconds (as
+    /// cyclictest's `-h`).
+    #[arg(
+        long = "max-us",
+        value_name = "US",
+        default_value_t = 1000,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub max_us: u32,
     /// Write to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -393,6 +434,38 @@ pub struct SchedArgs {
     /// Print the analysis as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The baseline run (an id or `latest`), then the runs to compare with it.
+    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    pub runs: Vec<String>,
+    /// Exit with 3 when a compared run's p99.9 exceeds the baseline's by more
+    /// than PCT percent and the exceedance test finds its tail worse.
+    #[arg(long = "fail-if-worse", value_name = "PCT")]
+    pub fail_if_worse: Option<f64>,
+    /// Also write an HTML page with overlaid CCDF plots to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A run id, or `latest`.
+    #[arg(value_name = "RUN", default_value = "latest")]
+    pub run: String,
+    /// Where to write the page; `-` for standard output. Default
+    /// `latscope-report-<id>.html` in the current directory.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
 }

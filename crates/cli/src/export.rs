@@ -1,3 +1,5 @@
+//! `latscope export RUN --format json|csv|csv-buckets|hdr|cyclictest|prometheus`:
+//! a whole run in the formats other tools read; and
 //! `latscope export RUN --episode K --format perfetto`: one episode of a
 //! traced run, with the kernel events around it, as a file a trace viewer
 //! opens. Reads the store, never writes it.
@@ -11,7 +13,9 @@ use latscope_model::RunId;
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
-use crate::args::{ExportArgs, ExportFormat};
+use latscope_report::exports::{self, HdrUnit};
+
+use crate::args::{ExportArgs, ExportFormat, HdrUnitArg};
 use crate::exit::{self, Exit};
 
 fn episodes(n: u64) -> String {
@@ -88,10 +92,56 @@ fn write(text: &str, path: Option<&Path>) -> anyhow::Result<()> {
 }
 
 pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
+    match (args.format, args.episode) {
+        (ExportFormat::Perfetto, Some(k)) => return export_episode(args, k),
+        (ExportFormat::Perfetto, None) => {
+            return Err(Exit::usage(
+                "--format perfetto exports one episode: give it with --episode K",
+            ))
+        }
+        (_, Some(_)) => return Err(Exit::usage(
+            "--episode goes with --format perfetto only; the other formats export the whole run",
+        )),
+        (_, None) => {}
+    }
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
-    let k = args.episode;
+    let text = match args.format {
+        ExportFormat::Json => {
+            serde_json::to_string_pretty(&latscope_report::run_json(&run))
+                .context("cannot encode the run as JSON")?
+                + "\n"
+        }
+        ExportFormat::Csv => exports::summaries_csv(&run),
+        ExportFormat::CsvBuckets => exports::buckets_csv(&run),
+        ExportFormat::Hdr => {
+            let unit = match args.hdr_unit {
+                HdrUnitArg::Ns => HdrUnit::Nanos,
+                HdrUnitArg::Us => HdrUnit::Micros,
+            };
+            exports::hdr_interval_log(&run, unit).map_err(anyhow::Error::from)?
+        }
+        ExportFormat::Cyclictest => {
+            exports::cyclictest_histogram(&run, args.max_us).map_err(anyhow::Error::from)?
+        }
+        ExportFormat::Prometheus => exports::prometheus_text(&run),
+        ExportFormat::Perfetto => unreachable_perfetto()?,
+    };
+    write(&text, args.output.as_deref())?;
+    Ok(exit::OK)
+}
+
+/// Perfetto is handled before the store is read; kept as an error rather
+/// than a panic should the dispatch above change.
+fn unreachable_perfetto() -> anyhow::Result<String> {
+    Err(anyhow!("--format perfetto needs --episode K"))
+}
+
+fn export_episode(args: &ExportArgs, k: u32) -> Result<i32, Exit> {
+    let store = Store::open_existing(&args.store.store)?;
+    let id = store.resolve(&args.run)?;
+    let run = store.load_run(id)?;
     let Some(episode) = run
         .cells
         .iter()
@@ -106,12 +156,8 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
         )
         .into());
     };
-    let text = match args.format {
-        ExportFormat::Perfetto => {
-            let doc = latscope_report::perfetto_trace(id, episode, &window);
-            serde_json::to_string(&doc).context("cannot encode the trace as JSON")? + "\n"
-        }
-    };
+    let doc = latscope_report::perfetto_trace(id, episode, &window);
+    let text = serde_json::to_string(&doc).context("cannot encode the trace as JSON")? + "\n";
     write(&text, args.output.as_deref())?;
     Ok(exit::OK)
 }

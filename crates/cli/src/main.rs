@@ -7,6 +7,7 @@ mod args;
 mod cell_load;
 mod check;
 mod colour;
+mod compare;
 mod exit;
 mod export;
 mod forecast;
@@ -14,6 +15,7 @@ mod output;
 mod plan;
 mod probe;
 mod progress;
+mod report;
 mod run;
 mod sched;
 mod show;
@@ -55,6 +57,8 @@ fn main() {
         Command::Sched(a) => sched::sched(a),
         Command::Check(a) => check::check(a),
         Command::Forecast(a) => forecast::forecast(a),
+        Command::Compare(a) => compare::compare(a),
+        Command::Report(a) => report::report(a),
     };
     let code = match result {
         Ok(code) => code,

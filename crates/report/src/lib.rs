@@ -3,9 +3,12 @@
 //! `String` (or a serializable value); nothing here prints or touches files,
 //! so each output is easy to test.
 
+mod compare;
 mod deferred;
 mod episodes;
+pub mod exports;
 mod hazards;
+pub mod html;
 mod json;
 mod matrix;
 mod noise;
@@ -15,9 +18,11 @@ mod text;
 mod time;
 mod workload;
 
+pub use compare::{compare_html, compare_json, compare_text, COMPARE_JSON_SCHEMA};
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_text, episodes_text};
 pub use hazards::{check_json, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts};
+pub use html::{html_report, Timeline};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use matrix::suite_matrix;
 pub use perfetto::perfetto_trace;

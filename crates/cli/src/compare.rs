@@ -1,0 +1,65 @@
+//! `latscope compare RUN_A RUN_B [...]`: every run against the first, with
+//! an exceedance test on the tail (see `latscope_stats::compare`).
+
+use anyhow::Context;
+use latscope_stats::compare::compare_runs;
+use latscope_store::Store;
+
+use crate::args::CompareArgs;
+use crate::exit::{self, Exit};
+
+pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
+    if let Some(pct) = args.fail_if_worse {
+        if !pct.is_finite() || pct < 0.0 {
+            return Err(Exit::usage(format!(
+                "--fail-if-worse wants a percentage of 0 or more, not {pct}"
+            )));
+        }
+    }
+    let store = Store::open_existing(&args.store.store)?;
+    let mut runs = Vec::with_capacity(args.runs.len());
+    for spec in &args.runs {
+        let id = store.resolve(spec)?;
+        runs.push(store.load_run(id)?);
+    }
+    let Some((baseline, others)) = runs.split_first() else {
+        return Err(Exit::usage("compare needs at least two runs"));
+    };
+    let others: Vec<_> = others.iter().collect();
+    let cmp = compare_runs(baseline, &others);
+
+    if let Some(path) = &args.html {
+        std::fs::write(path, latscope_report::compare_html(&cmp))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;
+        println!("{text}");
+    } else {
+        print!(
+            "{}",
+            latscope_report::compare_text(&cmp, crate::colour::enabled())
+        );
+    }
+
+    let Some(pct) = args.fail_if_worse else {
+        return Ok(exit::OK);
+    };
+    let tripped = cmp.worse_by(pct);
+    if tripped.is_empty() {
+        return Ok(exit::OK);
+    }
+    for (run, row, c) in &tripped {
+        eprintln!(
+            "latscope: run {run} {} {}: p99.9 {} vs {} (×{:.2}, limit ×{:.2}), tail worse (p={:.1e})",
+            row.cell,
+            row.metric,
+            c.b.p999,
+            c.a.p999,
+            c.ratio_p999.unwrap_or(f64::INFINITY),
+            1.0 + pct / 100.0,
+            c.tail.p_worse
+        );
+    }
+    Ok(exit::THRESHOLD)
+}

@@ -1,0 +1,66 @@
+//! `latscope report RUN [--html FILE]`: the run as one self-contained HTML
+//! page. This module loads the run and the per-second timelines of its
+//! plotted metrics from the store and writes the page; `latscope_report`
+//! renders it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use latscope_report::Timeline;
+use latscope_store::Store;
+
+use crate::args::ReportArgs;
+use crate::exit::{self, Exit};
+
+/// Whether a metric's timeline is plotted: the interrupt and deferred-work
+/// metrics (one per handler) and the decomposition have no time plot.
+fn wants_timeline(name: &str) -> bool {
+    use latscope_model::metric::*;
+    !(name.starts_with(SOFTIRQ_DELAY_PREFIX)
+        || name.starts_with(SOFTIRQ_EXEC_PREFIX)
+        || name.starts_with(IRQ_EXEC_PREFIX)
+        || name.starts_with(WORKQUEUE_EXEC_PREFIX)
+        || name == NMI_EXEC
+        || name == TIMER_IRQ
+        || name == TIMER_SCHED
+        || name == TIMER_RETURN)
+}
+
+pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
+    let store = Store::open_existing(&args.store.store)?;
+    let id = store.resolve(&args.run)?;
+    let run = store.load_run(id)?;
+    let cell_ids = store.cell_ids(id)?;
+    let mut timelines = Vec::new();
+    for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
+        for m in cell.metrics.iter().filter(|m| wants_timeline(&m.name)) {
+            let seconds = store
+                .load_timeline(cell_id, &m.name, m.cpu)
+                .with_context(|| format!("cannot read the timeline of {}", m.name))?;
+            if !seconds.is_empty() {
+                timelines.push(Timeline {
+                    cell: cell.meta.index,
+                    metric: m.name.clone(),
+                    cpu: m.cpu,
+                    seconds,
+                });
+            }
+        }
+    }
+    let page = latscope_report::html_report(&run, &timelines);
+    let path = args
+        .html
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("latscope-report-{id}.html")));
+    if path.as_os_str() == "-" {
+        let mut stdout = std::io::stdout().lock();
+        // A closed pipe (`| head`) is not an error worth a message.
+        let _ = stdout.write_all(page.as_bytes());
+    } else {
+        std::fs::write(&path, page.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(exit::OK)
+}

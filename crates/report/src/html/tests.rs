@@ -1,0 +1,175 @@
+//! The whole page from synthetic runs: which sections appear, and escaping.
+
+use super::*;
+use latscope_model::{
+    Breakdown, Capabilities, Cause, CauseKind, CellMeta, Episode, Hazard, RunId, RunMeta,
+    RunStatus, StackCount, SystemInfo, TraceSummary,
+};
+use latscope_stats::MetricResult;
+use std::collections::BTreeMap;
+
+const HOURS: u64 = 2;
+
+fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
+    let mut settings = BTreeMap::new();
+    settings.insert("policy".to_string(), serde_json::json!("fifo"));
+    settings.insert("priority".to_string(), serde_json::json!(95));
+    settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
+    let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(0)));
+    for i in 0..20_000u64 {
+        m.histogram.record(10_000 + (i % 97) * 300);
+    }
+    m.histogram.record(3_000_000);
+    let mut cell = CellResult {
+        meta: CellMeta {
+            index: 0,
+            probe: "timer".into(),
+            workload: "cpu <&>".into(),
+            settings,
+            duration_ns: Nanos::from_secs(HOURS * 3600),
+            monotonic_start_ns: Nanos(0),
+        },
+        metrics: vec![m],
+        trace: None,
+        episodes: Vec::new(),
+        noise: Vec::new(),
+        workload_stats: None,
+    };
+    let mut system = SystemInfo {
+        hostname: "lab<1>".into(),
+        kernel_release: "6.18".into(),
+        ..SystemInfo::default()
+    };
+    if with_extras {
+        let mut irq = MetricResult::new(metric::TIMER_IRQ, Some(CpuId(0)));
+        irq.histogram.record(5_000);
+        let mut sirq = MetricResult::new("softirq.exec.NET_RX", Some(CpuId(0)));
+        sirq.histogram.record(80_000);
+        cell.metrics.push(irq);
+        cell.metrics.push(sirq);
+        cell.trace = Some(TraceSummary {
+            episodes_total: 1,
+            episodes_kept: 1,
+            ..TraceSummary::default()
+        });
+        cell.episodes.push(Episode {
+            seq: 1,
+            cpu: CpuId(0),
+            metric: metric::TIMER_LATENCY.into(),
+            expiry_ns: Nanos(0),
+            offset_ns: Nanos(1_000_000_000),
+            latency_ns: Nanos(3_000_000),
+            breakdown: Breakdown {
+                causes: vec![Cause {
+                    kind: CauseKind::Thread,
+                    name: "kworker/<0>".into(),
+                    pid: Some(7),
+                    policy: Some("other".into()),
+                    priority: Some(0),
+                    duration_ns: Nanos(2_900_000),
+                }],
+                complete: true,
+                ..Breakdown::default()
+            },
+            stacks: vec![StackCount {
+                function: "memset".into(),
+                module: None,
+                samples: 3,
+            }],
+        });
+        system.hazards.push(Hazard {
+            id: "preemption".into(),
+            severity: Severity::Hazard,
+            title: "preemption model none".into(),
+            detail: "a <kernel> path".into(),
+            remedy: "boot with preempt=full".into(),
+        });
+    }
+    let run = RunResult {
+        meta: RunMeta {
+            id: RunId(7),
+            started_unix_ns: Nanos(1_700_000_000_000_000_000),
+            ended_unix_ns: None,
+            checkpoint_unix_ns: None,
+            status: RunStatus::Complete,
+            command_line: vec!["latscope".into(), "run".into()],
+            pid: 1,
+            boot_id: String::new(),
+            hostname: "lab<1>".into(),
+            tool_version: "0.1.0".into(),
+            notes: Vec::new(),
+        },
+        system,
+        capabilities: Capabilities::default(),
+        cells: vec![cell],
+    };
+    let seconds: Vec<SecondStats> = (0..HOURS * 3600)
+        .map(|s| SecondStats {
+            count: 1000,
+            max: if s == 4000 { 3_000_000 } else { 40_000 },
+            above: 0,
+        })
+        .collect();
+    let timelines = vec![Timeline {
+        cell: 0,
+        metric: metric::TIMER_LATENCY.into(),
+        cpu: Some(CpuId(0)),
+        seconds,
+    }];
+    (run, timelines)
+}
+
+#[test]
+fn sections_follow_the_data() {
+    let (plain, timelines) = run(false);
+    let html = html_report(&plain, &timelines);
+    for want in [
+        "id=\"system\"",
+        "id=\"matrix\"",
+        "id=\"cell-0\"",
+        "id=\"forecast\"",
+        "Worst case per hour",
+        "period 1.00ms",
+    ] {
+        assert!(html.contains(want), "missing {want}");
+    }
+    for absent in [
+        "id=\"findings\"",
+        "id=\"workloads\"",
+        "Decomposition",
+        "Interrupts and deferred work",
+        "Episodes",
+    ] {
+        assert!(!html.contains(absent), "unexpected {absent}");
+    }
+    // The second hour holds the 3 ms sample; the first does not.
+    let hourly = &html[html.find("Worst case per hour").unwrap_or(0)..];
+    let first = hourly.find("40.0µs").unwrap_or(usize::MAX);
+    let second = hourly.find("3.00ms").unwrap_or(usize::MAX);
+    assert!(first < second && second < usize::MAX, "{hourly}");
+
+    let (traced, timelines) = run(true);
+    let html = html_report(&traced, &timelines);
+    for want in [
+        "id=\"findings\"",
+        "Decomposition of the wake-up (traced)",
+        "Interrupts and deferred work",
+        "NET_RX",
+        "Episodes: what the long latencies were made of",
+        "kworker/&lt;0&gt;",
+        "memset × 3",
+        "a &lt;kernel&gt; path",
+    ] {
+        assert!(html.contains(want), "missing {want}");
+    }
+}
+
+#[test]
+fn text_from_the_run_is_escaped() {
+    let (r, t) = run(true);
+    let html = html_report(&r, &t);
+    assert!(html.contains("lab&lt;1&gt;"));
+    assert!(html.contains("cpu &lt;&amp;&gt;"));
+    assert!(!html.contains("lab<1>") && !html.contains("<&>"));
+    assert!(!html.contains("http://") && !html.contains("https://"));
+}
