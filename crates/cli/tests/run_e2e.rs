@@ -435,9 +435,10 @@ fn memory_stays_flat_while_measuring() {
     child.kill().unwrap();
     child.wait().unwrap();
     eprintln!("memory: RSS {early} KiB after 4 s, {late} KiB after 24 s");
-    // SQLite's page cache may grow a little as the file grows (it is capped
-    // at 2 MiB); nothing else may.
-    assert!(late <= early + 1024, "RSS grew from {early} to {late} KiB");
+    // SQLite's page cache may grow as the file grows, up to its cap of
+    // 2 MiB (seen: +1.1 MiB in CI once the store had more tables); nothing
+    // else may. 8 bytes per sample would be over 3 MiB here.
+    assert!(late <= early + 2560, "RSS grew from {early} to {late} KiB");
 }
 
 #[test]
