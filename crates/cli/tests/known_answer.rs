@@ -88,14 +88,29 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     let doc = read_json(&json);
     let lat = metrics(&doc, "timer.latency")[0];
     let above = lat["above_threshold"].as_u64().unwrap() as f64;
-    let per_second = above / seconds;
+    // The burst can delay a wake-up by at most its own length (plus the
+    // switch): samples above 600 µs are the VM's own stalls, which come
+    // and go with the host's load (seen: up to ~4 per second on a busy
+    // host), not the interferer. Count the interferer's window.
+    let in_window: u64 = lat["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| {
+            let low = b[0].as_u64().unwrap();
+            (250_000..600_000).contains(&low)
+        })
+        .map(|b| b[2].as_u64().unwrap())
+        .sum();
+    let per_second = in_window as f64 / seconds;
     eprintln!(
-        "known answer: {per_second:.1}/s above 250 µs (expected 5), max {} ns, p99.9 {} ns",
+        "known answer: {per_second:.1}/s in 250-600 µs (expected 5); {:.1}/s above 250 µs in all; max {} ns, p99.9 {} ns",
+        above / seconds,
         lat["max_ns"], lat["p999_ns"]
     );
     assert!(
         (3.0..=8.0).contains(&per_second),
-        "{per_second}/s above 250 µs"
+        "{per_second}/s in 250-600 µs"
     );
     let max = lat["max_ns"].as_u64().unwrap();
     assert!(max >= 450_000, "max {max} ns should be near 500 µs");
