@@ -242,8 +242,8 @@ impl Worker {
     }
 }
 
-/// Cumulative steal time per CPU from /proc/stat (USER_HZ = 100 ticks per
-/// second on every Linux ABI).
+/// Cumulative steal time per CPU from /proc/stat (in USER_HZ ticks,
+/// converted with `sysconf(_SC_CLK_TCK)`).
 pub fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
     let Ok(text) = std::fs::read_to_string("/proc/stat") else {
         return Vec::new();
@@ -252,25 +252,13 @@ pub fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
 }
 
 fn parse_steal(text: &str, cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let mut f = line.split_whitespace();
-        let Some(label) = f.next() else { continue };
-        let Some(n) = label
-            .strip_prefix("cpu")
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !cpus.contains(&CpuId(n)) {
-            continue;
-        }
-        // user nice system idle iowait irq softirq steal
-        if let Some(ticks) = f.nth(7).and_then(|v| v.parse::<u64>().ok()) {
-            out.push((CpuId(n), ticks.saturating_mul(10_000_000)));
-        }
-    }
-    out
+    let ns_per_tick = 1_000_000_000 / latscope_platform::process::clock_ticks_per_sec().max(1);
+    latscope_platform::procstat::parse::parse_stat(text)
+        .per_cpu
+        .into_iter()
+        .filter(|(n, _)| cpus.contains(&CpuId(*n)))
+        .map(|(n, t)| (CpuId(n), t.steal.saturating_mul(ns_per_tick)))
+        .collect()
 }
 
 /// Scheduling policies from /proc/PID/stat, cached per pid.

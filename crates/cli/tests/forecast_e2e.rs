@@ -10,31 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use latscope_model::CpuId;
-use latscope_platform::{
-    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
-};
 use serde_json::Value;
 
 const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
-
-fn interferer(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        set_affinity(CpuId(cpu)).unwrap();
-        set_scheduler(SchedPolicy::Fifo, 90).unwrap();
-        let mut seed = monotonic_ns() | 1;
-        let mut slot = monotonic_ns();
-        while !stop.load(Ordering::Relaxed) {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let _ = timers::sleep_until(slot + seed % (SLOT_NS - BURST_NS));
-            spin_until(monotonic_ns() + BURST_NS);
-            slot += SLOT_NS;
-        }
-    })
-}
 
 fn forecast(store: &str, extra: &[&str]) -> Value {
     let mut args = vec!["forecast", "latest", "--store", store, "--json"];
@@ -65,7 +44,14 @@ fn a_known_interferer_gives_the_underrun_rate_it_causes() {
     let store = store_in(dir.path());
     let s = store.to_str().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let h = interferer(cpu, Arc::clone(&stop));
+    let h = interferer(
+        cpu,
+        "ka-interferer",
+        90,
+        SLOT_NS,
+        BURST_NS,
+        Arc::clone(&stop),
+    );
     let o = latscope(&[
         "run",
         "--cpus",

@@ -20,34 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use latscope_model::CpuId;
-use latscope_platform::{
-    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
-};
 
 const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
-
-fn interferer(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    std::thread::spawn(move || {
-        set_affinity(CpuId(cpu)).expect("pin interferer");
-        set_scheduler(SchedPolicy::Fifo, 90).expect("FIFO 90");
-        let mut seed = monotonic_ns() | 1;
-        let mut slot = monotonic_ns();
-        let mut bursts = 0;
-        while !stop.load(Ordering::Relaxed) {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let offset = seed % (SLOT_NS - BURST_NS);
-            let _ = timers::sleep_until(slot + offset);
-            spin_until(monotonic_ns() + BURST_NS);
-            bursts += 1;
-            slot += SLOT_NS;
-        }
-        bursts
-    })
-}
 
 #[test]
 fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
@@ -61,7 +36,14 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     let store = store_in(dir.path());
     let json = dir.path().join("ka.json");
     let stop = Arc::new(AtomicBool::new(false));
-    let handle = interferer(cpu, Arc::clone(&stop));
+    let handle = interferer(
+        cpu,
+        "ka-interferer",
+        90,
+        SLOT_NS,
+        BURST_NS,
+        Arc::clone(&stop),
+    );
     let seconds = 10.0;
     let o = latscope(&[
         "run",
@@ -82,7 +64,7 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
         "--quiet",
     ]);
     stop.store(true, Ordering::Relaxed);
-    let bursts = handle.join().unwrap();
+    let bursts = handle.join().unwrap().len();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(bursts >= 190, "the interferer ran ({bursts} bursts)");
     let doc = read_json(&json);

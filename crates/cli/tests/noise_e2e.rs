@@ -10,39 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use common::*;
-use latscope_model::CpuId;
-use latscope_platform::{
-    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
-};
 use serde_json::Value;
 
 const NAME: &str = "ka-noise";
 
 /// SCHED_FIFO 90 on `cpu`: busy 300 µs in every 10 ms, at a random offset
-/// in the slot so it cannot lock onto the probe's active periods.
-fn interferer(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
-    std::thread::Builder::new()
-        .name(NAME.into())
-        .spawn(move || {
-            set_affinity(CpuId(cpu)).unwrap();
-            set_scheduler(SchedPolicy::Fifo, 90).unwrap();
-            let slot_ns = 10_000_000u64;
-            let burst_ns = 300_000u64;
-            let mut seed = monotonic_ns() | 1;
-            let mut slot = monotonic_ns();
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let _ = timers::sleep_until(slot + seed % (slot_ns - burst_ns));
-                spin_until(monotonic_ns() + burst_ns);
-                n += 1;
-                slot += slot_ns;
-            }
-            n
-        })
-        .unwrap()
+/// in the slot so it cannot lock onto the probe's active periods. Returns
+/// each burst.
+fn noise_interferer(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
+    interferer(cpu, NAME, 90, 10_000_000, 300_000, stop)
 }
 
 fn noise_run(args: &[&str], dir: &std::path::Path) -> Value {
@@ -91,7 +67,7 @@ fn a_300us_burst_every_10ms_is_100_interruptions_per_second_of_300us() {
     let cpu = *online().last().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let h = interferer(cpu, Arc::clone(&stop));
+    let h = noise_interferer(cpu, Arc::clone(&stop));
     // Interruptions of at least 150 µs: the interferer's, not the tick's
     // (whose handler takes 40-60 µs now and then on the development VM).
     let doc = noise_run(
@@ -108,7 +84,7 @@ fn a_300us_burst_every_10ms_is_100_interruptions_per_second_of_300us() {
         dir.path(),
     );
     stop.store(true, Ordering::Relaxed);
-    let bursts = h.join().unwrap();
+    let bursts = h.join().unwrap().len();
     let s = stats_of(&doc);
     let active_s = s["active_ns"].as_u64().unwrap() as f64 / 1e9;
     let n = s["interruptions"].as_u64().unwrap() as f64;
@@ -211,7 +187,7 @@ fn with_trace_the_interferer_is_classified_as_a_thread_by_name() {
     let cpu = 0u32;
     let dir = tempfile::tempdir().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let h = interferer(cpu, Arc::clone(&stop));
+    let h = noise_interferer(cpu, Arc::clone(&stop));
     let doc = noise_run(
         &[
             "--cpus",

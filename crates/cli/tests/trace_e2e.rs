@@ -12,42 +12,12 @@ use std::sync::Arc;
 
 use common::*;
 use latscope_model::CpuId;
-use latscope_platform::{
-    monotonic_ns, set_affinity, set_scheduler, spin_until, timers, SchedPolicy,
-};
+use latscope_platform::{monotonic_ns, set_affinity, set_scheduler, timers, SchedPolicy};
 use serde_json::Value;
 
 const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
 const BURNER: &str = "ka-burner";
-
-/// SCHED_FIFO 90 on `cpu`, busy 500 µs at a random offset in every 50 ms
-/// slot (see known_answer.rs), under a name the analysis must report.
-/// Returns each burst's (start, end), CLOCK_MONOTONIC ns.
-fn burner(cpu: u32, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
-    std::thread::Builder::new()
-        .name(BURNER.into())
-        .spawn(move || {
-            set_affinity(CpuId(cpu)).expect("pin burner");
-            set_scheduler(SchedPolicy::Fifo, 90).expect("FIFO 90");
-            let mut seed = monotonic_ns() | 1;
-            let mut slot = monotonic_ns();
-            let mut bursts = Vec::with_capacity(1000);
-            while !stop.load(Ordering::Relaxed) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let offset = seed % (SLOT_NS - BURST_NS);
-                let _ = timers::sleep_until(slot + offset);
-                let start = monotonic_ns();
-                spin_until(start + BURST_NS);
-                bursts.push((start, monotonic_ns()));
-                slot += SLOT_NS;
-            }
-            bursts
-        })
-        .unwrap()
-}
 
 /// Runs latscope with --trace; `None` (and a visible skip line) when this
 /// machine cannot trace.
@@ -112,7 +82,7 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         return;
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let handle = burner(cpu, Arc::clone(&stop));
+    let handle = interferer(cpu, BURNER, 90, SLOT_NS, BURST_NS, Arc::clone(&stop));
     let doc = traced_run(
         &[
             "--cpus",

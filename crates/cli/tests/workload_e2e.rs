@@ -120,34 +120,12 @@ fn metrics_of(cell: &Value, name: &str) -> u64 {
         .sum()
 }
 
-/// Every process whose parent chain leads to `root` (excluded).
+/// Every process below `root` (excluded), from the platform's /proc reader.
 fn descendants(root: u32) -> Vec<u32> {
-    let mut parent = std::collections::HashMap::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let ppid: u32 = rest.split_whitespace().nth(1).unwrap().parse().unwrap();
-        parent.insert(pid, ppid);
-    }
-    parent
-        .keys()
-        .copied()
-        .filter(|&p| {
-            let mut cur = p;
-            for _ in 0..64 {
-                match parent.get(&cur) {
-                    Some(&pp) if pp == root => return true,
-                    Some(&pp) if pp > 1 => cur = pp,
-                    _ => return false,
-                }
-            }
-            false
-        })
+    latscope_platform::process::descendants(root as i32)
+        .into_iter()
+        .filter_map(|p| u32::try_from(p).ok())
+        .filter(|&p| p != root)
         .collect()
 }
 

@@ -72,3 +72,40 @@ pub fn assert_one_line_error(o: &Output, code: i32) {
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(lines.len() == 1, "expected one clear line, got: {err}");
 }
+
+/// A known interferer: a thread named `name` at SCHED_FIFO `priority`,
+/// pinned to `cpu`, busy for `burst_ns` once in every `slot_ns`, starting at
+/// a random offset within the slot so that it cannot phase-lock onto a
+/// probe's period (the stroboscopic effect). Runs until `stop`; returns each
+/// burst's (start, end) in CLOCK_MONOTONIC ns.
+pub fn interferer(
+    cpu: u32,
+    name: &str,
+    priority: u32,
+    slot_ns: u64,
+    burst_ns: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
+    use latscope_platform::{monotonic_ns, spin_until, timers, SchedPolicy};
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            latscope_platform::set_affinity(latscope_model::CpuId(cpu)).expect("pin interferer");
+            latscope_platform::set_scheduler(SchedPolicy::Fifo, priority).expect("SCHED_FIFO");
+            let mut seed = monotonic_ns() | 1;
+            let mut slot = monotonic_ns();
+            let mut bursts = Vec::with_capacity(4096);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let _ = timers::sleep_until(slot + seed % (slot_ns - burst_ns));
+                let start = monotonic_ns();
+                spin_until(start + burst_ns);
+                bursts.push((start, monotonic_ns()));
+                slot += slot_ns;
+            }
+            bursts
+        })
+        .unwrap()
+}
