@@ -145,6 +145,17 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         {
             continue;
         }
+        // A burst can delay a wake-up by at most its own length plus the
+        // switch. Longer episodes hold something else too: seen in CI, a
+        // 2.5 ms one with 10 ms of hypervisor steal, rightly charged as
+        // "timer interrupt late" (unexplained) rather than to the burner.
+        if lat > 600_000 {
+            eprintln!(
+                "not the burner alone ({lat} ns, steal {}): {}",
+                e["breakdown"]["steal_ns"], e["breakdown"]["causes"]
+            );
+            continue;
+        }
         caused += 1;
         let b = &e["breakdown"]["blocking"];
         assert_eq!(b["name"], BURNER, "episode the burner caused: {e}");
