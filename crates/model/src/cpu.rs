@@ -4,7 +4,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A logical CPU number, as the kernel numbers them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct CpuId(pub u32);
 

@@ -24,3 +24,22 @@ pub const NMI_EXEC: &str = "nmi.exec";
 pub const WORKQUEUE_EXEC_PREFIX: &str = "workqueue.exec.";
 /// Length of each interruption of the noise probe's CPU-bound loop.
 pub const NOISE_GAP: &str = "noise.gap";
+/// The sender's clock just before `sendto` → the kernel's `TX_SOFTWARE`
+/// time stamp (the driver's transmit routine: Bernadat's pseudo NIC).
+pub const UDP_SEND: &str = "udp.send";
+/// The sender's clock just before `sendto` → the kernel's `TX_SCHED` time
+/// stamp (before the packet scheduler): the first stage of `udp.send`.
+pub const UDP_SEND_SCHED: &str = "udp.send.sched";
+/// The kernel's `RX_SOFTWARE` time stamp → the receiver's user code has
+/// the datagram.
+pub const UDP_RECV: &str = "udp.recv";
+/// The sender's clock before `sendto` → the receiver's user code: the whole
+/// one-way path on one machine.
+pub const UDP_PATH: &str = "udp.path";
+/// With `--trace`, `udp.recv` in three parts: receive time stamp → our
+/// receiver woken (`sched_waking`, the protocol work in `NET_RX`) ...
+pub const UDP_RECV_DELIVER: &str = "udp.recv.deliver";
+/// ... woken → switched in ...
+pub const UDP_RECV_SCHED: &str = "udp.recv.sched";
+/// ... switched in → user code has the datagram.
+pub const UDP_RECV_RETURN: &str = "udp.recv.return";

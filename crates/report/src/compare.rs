@@ -390,6 +390,7 @@ mod tests {
                 trace: None,
                 episodes: vec![],
                 noise: vec![],
+                udp: None,
                 workload_stats: None,
             }],
         }

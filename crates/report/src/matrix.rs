@@ -156,6 +156,7 @@ mod tests {
             trace: None,
             episodes: Vec::new(),
             noise: Vec::new(),
+            udp: None,
             workload_stats: None,
         }
     }

@@ -128,6 +128,7 @@ fn noise_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: vec![cpu0(), cpu1()],
+        udp: None,
         workload_stats: None,
     }
 }
@@ -152,6 +153,7 @@ fn timer_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        udp: None,
         workload_stats: None,
     }
 }

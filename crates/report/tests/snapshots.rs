@@ -77,6 +77,7 @@ fn fixture() -> RunResult {
             trace: None,
             episodes: Vec::new(),
             noise: Vec::new(),
+            udp: None,
             workload_stats: None,
         }],
     }

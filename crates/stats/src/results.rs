@@ -1,6 +1,6 @@
 use latscope_model::{
     Capabilities, CellMeta, CpuId, Episode, Nanos, NoiseCpuStats, RunMeta, SystemInfo,
-    TraceSummary, WorkloadStats,
+    TraceSummary, UdpStats, WorkloadStats,
 };
 
 use crate::histogram::Histogram;
@@ -66,6 +66,8 @@ pub struct CellResult {
     pub episodes: Vec<Episode>,
     /// Per-CPU figures of the noise probe (noise cells only).
     pub noise: Vec<NoiseCpuStats>,
+    /// The UDP probe's counts (UDP cells only).
+    pub udp: Option<UdpStats>,
     /// What the background workload did to the machine while the cell ran
     /// (sampled once a second); `None` when the cell was not characterized.
     pub workload_stats: Option<WorkloadStats>,

@@ -659,6 +659,7 @@ impl Store {
                 trace,
                 episodes,
                 noise,
+                udp: None,
                 workload_stats,
             });
         }
