@@ -18,6 +18,7 @@ mod dma;
 mod error;
 pub mod hazards;
 mod mount;
+pub mod net;
 pub mod perf;
 pub mod process;
 pub mod procstat;

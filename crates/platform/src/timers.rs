@@ -16,6 +16,14 @@ impl Errno {
     fn last() -> Errno {
         Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     }
+    /// EAGAIN / EWOULDBLOCK: nothing there yet, or a time-out.
+    pub fn is_again(self) -> bool {
+        self.0 == libc::EAGAIN
+    }
+    /// ENOBUFS: a queue below the socket was full.
+    pub fn is_no_buffers(self) -> bool {
+        self.0 == libc::ENOBUFS
+    }
     pub fn to_io(self) -> std::io::Error {
         std::io::Error::from_raw_os_error(self.0)
     }
