@@ -10,7 +10,9 @@ pub mod noise;
 mod recorder;
 mod rng;
 mod sample_ring;
+mod setup;
 pub mod timer;
+pub mod udp;
 
 pub use recorder::MetricRecorder;
 pub use sample_ring::SampleRing;

@@ -297,24 +297,7 @@ impl NoiseProbe {
 }
 
 fn set_up(state: &NoiseCpu, cfg: &NoiseConfig) -> Result<ThreadSetup, ProbeError> {
-    let cpu = state.cpu;
-    latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
-        cpu,
-        reason: e.to_string(),
-    })?;
-    let _ = latscope_platform::block_signals_in_this_thread();
-    let timer_slack = latscope_platform::set_timer_slack(1).is_ok();
-    let scheduler = latscope_platform::set_scheduler(cfg.policy, cfg.effective_priority())
-        .map_err(|e| e.to_string());
-    if scheduler.is_err() && cfg.policy != SchedPolicy::Other {
-        let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
-    }
-    Ok(ThreadSetup {
-        cpu,
-        tid: latscope_platform::current_tid(),
-        scheduler,
-        timer_slack,
-    })
+    crate::setup::set_up_thread(state.cpu, cfg.policy, cfg.effective_priority())
 }
 
 /// The spinning thread's whole life after set-up: base and calibration,

@@ -6,8 +6,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
+use latscope_platform::monotonic_ns;
 use latscope_platform::timers::{self, EpollTimeout, Errno, PosixTimer, TimerFd};
-use latscope_platform::{monotonic_ns, SchedPolicy};
 
 use super::{LoopError, Phase, ProbeError, Schedule, ThreadSetup, TimerApi, TimerConfig, TimerCpu};
 use crate::rng::XorShift;
@@ -70,35 +70,19 @@ pub(crate) fn run_thread(ctx: ThreadCtx) -> Result<(), LoopError> {
 }
 
 fn set_up(ctx: &ThreadCtx) -> Result<ThreadSetup, ProbeError> {
-    let cpu = ctx.state.cpu;
-    latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
-        cpu,
-        reason: e.to_string(),
-    })?;
-    // Stop signals go to the housekeeping thread, never into a measurement.
-    let _ = latscope_platform::block_signals_in_this_thread();
-    let timer_slack = latscope_platform::set_timer_slack(1).is_ok();
-    let scheduler =
-        latscope_platform::set_scheduler(ctx.config.policy, ctx.config.effective_priority())
-            .map_err(|e| e.to_string());
-    if scheduler.is_err() && ctx.config.policy != SchedPolicy::Other {
-        // Measure anyway, as a normal thread: the run records that it is not
-        // a real-time result.
-        let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
-    }
+    let setup = crate::setup::set_up_thread(
+        ctx.state.cpu,
+        ctx.config.policy,
+        ctx.config.effective_priority(),
+    )?;
     prefault_stack();
-    Ok(ThreadSetup {
-        cpu,
-        tid: latscope_platform::current_tid(),
-        scheduler,
-        timer_slack,
-    })
+    Ok(setup)
 }
 
 /// Touches the stack the loop will use, so that (with memory locked) no page
 /// fault lands in a measurement.
 #[inline(never)]
-fn prefault_stack() {
+pub(crate) fn prefault_stack() {
     let mut buf = [0u8; 128 * 1024];
     for i in (0..buf.len()).step_by(4096) {
         buf[i] = 1;

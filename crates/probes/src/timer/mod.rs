@@ -12,7 +12,7 @@
 //! deadline with the latency it would have had.
 
 mod config;
-mod measure;
+pub(crate) mod measure;
 mod schedule;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -119,6 +119,8 @@ pub enum ProbeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Network(String),
     #[error("measuring thread on CPU {0} panicked")]
     Panicked(CpuId),
 }
