@@ -87,6 +87,8 @@ pub struct Cause {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Breakdown {
     /// Intended expiry → our hrtimer callback (`timer.irq` of this sample).
+    /// For a `udp.recv` episode the three phases are deliver (receive stamp
+    /// → our receiver woken, `udp.recv.deliver`), sched and return.
     pub irq_ns: Nanos,
     /// Callback → our thread switched in (`timer.sched`).
     pub sched_ns: Nanos,

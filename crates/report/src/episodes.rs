@@ -55,6 +55,20 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
             "episode {} · CPU {} · {at} into the run · {} {}: the loop did not run for that long\n",
             e.seq, e.cpu, e.metric, e.latency_ns,
         )
+    } else if e.metric == metric::UDP_RECV {
+        // A datagram: the three parts are deliver (receive stamp → our
+        // receiver woken), sched and return (docs/tracing.md).
+        format!(
+            "episode {} · CPU {} · {at} into the run · {} {} = deliver {} + sched {} + return {} · receiver's CPU {} at the receive stamp\n",
+            e.seq,
+            e.cpu,
+            e.metric,
+            e.latency_ns,
+            b.irq_ns,
+            b.sched_ns,
+            b.return_ns,
+            if b.idle_at_expiry { "idle" } else { "busy" },
+        )
     } else {
         format!(
             "episode {} · CPU {} · {at} into the run · {} {} = irq {} + sched {} + return {} · CPU {} at expiry\n",

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use latscope_model::{
     Capabilities, Cause, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus, StackCount,
-    SystemInfo, TraceSummary, WorkloadStats,
+    SystemInfo, TraceSummary, UdpPath, UdpStats, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
@@ -49,6 +49,10 @@ pub struct CellJson<'a> {
     /// The noise probe's figures, one per measured CPU, by CPU; `[]` for a
     /// cell of another probe.
     pub noise: Vec<NoiseJson<'a>>,
+    /// The UDP probe's counts beside its `udp.*` metrics; absent (not
+    /// `null`) for a cell of another probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpJson>,
     /// What the background workload did to the machine while the cell ran
     /// (`docs/json.md`); `null` when the cell was not characterized. The
     /// model's own form.
@@ -105,6 +109,56 @@ fn noise_json(s: &NoiseCpuStats) -> NoiseJson<'_> {
         noise_percent: noise_percent(s),
         cpu_available_percent: cpu_available_percent(s),
         interruptions_per_second: interruptions_per_second(s),
+    }
+}
+
+/// `cells[].udp`: what the UDP probe counted beside its histograms. Every
+/// field is always present.
+#[derive(Serialize)]
+pub struct UdpJson {
+    pub path: UdpPath,
+    pub sender_cpu: u32,
+    pub receiver_cpu: u32,
+    pub payload_bytes: u32,
+    pub period_ns: u64,
+    pub sent: u64,
+    pub send_errors: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    pub duplicates: u64,
+    pub overruns: u64,
+    pub skipped_sends: u64,
+    pub missing_tx_sched: u64,
+    pub missing_tx_software: u64,
+    pub missing_rx_software: u64,
+    pub checked: u64,
+    pub inconsistent: u64,
+    /// `lost` as a percentage of `sent`; null when nothing was sent.
+    pub loss_percent: Option<f64>,
+}
+
+fn udp_json(s: &UdpStats) -> UdpJson {
+    UdpJson {
+        path: s.path,
+        sender_cpu: s.sender_cpu.0,
+        receiver_cpu: s.receiver_cpu.0,
+        payload_bytes: s.payload_bytes,
+        period_ns: s.period_ns.0,
+        sent: s.sent,
+        send_errors: s.send_errors,
+        received: s.received,
+        lost: s.lost,
+        reordered: s.reordered,
+        duplicates: s.duplicates,
+        overruns: s.overruns,
+        skipped_sends: s.skipped_sends,
+        missing_tx_sched: s.missing_tx_sched,
+        missing_tx_software: s.missing_tx_software,
+        missing_rx_software: s.missing_rx_software,
+        checked: s.checked,
+        inconsistent: s.inconsistent,
+        loss_percent: crate::udp::loss_percent(s),
     }
 }
 
@@ -292,6 +346,7 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 metrics: c.metrics.iter().map(metric_json).collect(),
                 trace: c.trace.as_ref(),
                 noise: c.noise.iter().map(noise_json).collect(),
+                udp: c.udp.as_ref().map(udp_json),
                 workload_stats: c.workload_stats.as_ref(),
             })
             .collect(),

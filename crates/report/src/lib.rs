@@ -16,6 +16,7 @@ pub mod perfetto;
 mod table;
 mod text;
 mod time;
+mod udp;
 mod workload;
 
 pub use compare::{compare_html, compare_json, compare_text, COMPARE_JSON_SCHEMA};

@@ -11,15 +11,25 @@ use crate::hazards::hazards_block;
 use crate::noise::{log_rows, noise_tables};
 use crate::table::Table;
 use crate::time::format_utc;
+use crate::udp::udp_block;
 use crate::workload::{workload_sources, workload_table};
 
-const METRIC_ORDER: [&str; 6] = [
+const METRIC_ORDER: [&str; 13] = [
     metric::TIMER_LATENCY,
     metric::TIMER_INTERVAL,
     metric::TIMER_IRQ,
     metric::TIMER_SCHED,
     metric::TIMER_RETURN,
     metric::NOISE_GAP,
+    // The UDP probe's whole path first, then its stages in the order a
+    // datagram goes through them.
+    metric::UDP_PATH,
+    metric::UDP_SEND,
+    metric::UDP_SEND_SCHED,
+    metric::UDP_RECV,
+    metric::UDP_RECV_DELIVER,
+    metric::UDP_RECV_SCHED,
+    metric::UDP_RECV_RETURN,
 ];
 
 fn describe(name: &str) -> &'static str {
@@ -30,6 +40,15 @@ fn describe(name: &str) -> &'static str {
         metric::TIMER_SCHED => "timer interrupt → our thread switched in",
         metric::TIMER_RETURN => "switched in → user code runs",
         metric::NOISE_GAP => "length of each interruption of the CPU-bound loop",
+        metric::UDP_PATH => "sender's clock before sendto → receiver's user code has the datagram",
+        metric::UDP_SEND => "sender's clock before sendto → driver's transmit time stamp",
+        metric::UDP_SEND_SCHED => {
+            "sender's clock before sendto → time stamp before the packet scheduler"
+        }
+        metric::UDP_RECV => "receive time stamp → receiver's user code has the datagram",
+        metric::UDP_RECV_DELIVER => "receive time stamp → our receiver woken",
+        metric::UDP_RECV_SCHED => "receiver woken → switched in",
+        metric::UDP_RECV_RETURN => "switched in → user code has the datagram",
         _ => "",
     }
 }
@@ -189,7 +208,8 @@ const SUMMARY_HEADER: [&str; 10] = [
 
 /// A summary table per metric for every cell, then, for a traced cell, its
 /// interrupts and deferred work and a line on the tracer. A noise cell
-/// starts with the noise probe's per-CPU figures. Cells with a workload
+/// starts with the noise probe's per-CPU figures; a UDP cell has the UDP
+/// probe's counts after its metric tables. Cells with a workload
 /// characterization end the text with its table and sources.
 pub fn summary_tables(run: &RunResult) -> String {
     let mut out = String::new();
@@ -238,6 +258,7 @@ pub fn summary_tables(run: &RunResult) -> String {
                 out.push_str(&c.render());
             }
         }
+        out.push_str(&udp_block(cell));
         out.push_str(&deferred_work_tables(cell));
         if let Some(trace) = &cell.trace {
             out.push('\n');

@@ -10,8 +10,11 @@
 //! the kernel events around them (compressed), for export to a trace viewer.
 //! A noise cell (`run --probe noise`) also has, per CPU, the noise probe's
 //! figures beside its `noise.gap` histogram (active time, iterations, base
-//! iteration, noise per cause class, steal time, findings). A cell run
-//! under a background workload also has that workload's characterization:
+//! iteration, noise per cause class, steal time, findings). A UDP cell
+//! (`run --probe udp`) also has the probe's counts beside its `udp.*`
+//! histograms (datagrams sent, received, lost, reordered, duplicated, and
+//! those without a kernel time stamp). A cell run under a background
+//! workload also has that workload's characterization:
 //! a summary and one row per one-second sample (CPU shares, interrupts,
 //! context switches, system calls, softirqs, disk and network traffic, page
 //! faults, runnable tasks).
@@ -40,6 +43,7 @@ mod liveness;
 mod noise;
 mod schema;
 mod trace;
+mod udp;
 mod workload;
 
 use std::collections::BTreeMap;
@@ -601,7 +605,8 @@ impl Store {
 
     /// A whole run: cells by index, metrics by name then CPU (system-wide
     /// first), each cell's trace summary, episodes (by seq), noise figures
-    /// (by CPU) and workload characterization, with the effective status.
+    /// (by CPU), UDP counts and workload characterization, with the
+    /// effective status.
     pub fn load_run(&self, id: RunId) -> Result<RunResult> {
         let raw = self
             .conn
@@ -652,6 +657,7 @@ impl Store {
             let trace = self.load_trace_summary(cell_id, id)?;
             let episodes = self.load_episodes(cell_id, id)?;
             let noise = self.load_noise_stats(cell_id, id)?;
+            let udp = self.load_udp_stats(cell_id, id)?;
             let workload_stats = self.load_workload_stats(cell_id, id)?;
             cells.push(CellResult {
                 meta,
@@ -659,7 +665,7 @@ impl Store {
                 trace,
                 episodes,
                 noise,
-                udp: None,
+                udp,
                 workload_stats,
             });
         }

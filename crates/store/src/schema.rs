@@ -26,6 +26,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "workload_stats",
         include_str!("../migrations/0004_workload_stats.sql"),
     ),
+    (5, "udp", include_str!("../migrations/0005_udp.sql")),
 ];
 
 /// The schema version this build writes and understands.

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use latscope_model::{
     Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, CpuPercent, DiskRates,
     Episode, EpisodeWindow, IdleState, InterruptSource, Nanos, NetRates, NoiseClass, NoiseClock,
-    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, WindowEvent,
-    WorkloadSecond, WorkloadStats,
+    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, UdpPath,
+    UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -220,6 +220,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "systems",
             "timeline_chunks",
             "trace_summaries",
+            "udp_stats",
             "workload_seconds",
             "workload_stats"
         ]
@@ -234,6 +235,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "episode_windows",
         "trace_summaries",
         "noise_stats",
+        "udp_stats",
         "workload_stats",
         "workload_seconds",
     ]
@@ -248,7 +250,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
     for (t, target) in fk_targets {
         let want = match t.as_str() {
             "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" | "noise_stats"
-            | "workload_stats" | "workload_seconds" => "cells",
+            | "udp_stats" | "workload_stats" | "workload_seconds" => "cells",
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -1327,14 +1329,14 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
 
 #[test]
 fn a_store_newer_than_this_build_is_still_refused() {
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v5.db");
+    let path = dir.path().join("v6.db");
     write_v1_store(&path);
     Store::open(&path).unwrap();
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 5).unwrap();
+        conn.pragma_update(None, "user_version", 6).unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     for result in [Store::open(&path), Store::open_existing(&path)] {
@@ -1343,8 +1345,8 @@ fn a_store_newer_than_this_build_is_still_refused() {
             matches!(
                 e,
                 StoreError::NewerSchema {
-                    found: 5,
-                    supported: 4,
+                    found: 6,
+                    supported: 5,
                     ..
                 }
             ),
@@ -2222,6 +2224,7 @@ fn a_version_3_store_migrates_in_place_and_keeps_its_runs() {
     assert_eq!(c.episodes, vec![episode(1, 0, 600_000)]);
     assert_eq!(c.noise, vec![noise(0, 1)]);
     assert_eq!(c.workload_stats, None);
+    assert_eq!(c.udp, None);
     let cell = store.cell_ids(run).unwrap()[0];
     assert_eq!(
         store
@@ -2235,6 +2238,305 @@ fn a_version_3_store_migrates_in_place_and_keeps_its_runs() {
     drop(store);
     let store = Store::open(&path).unwrap();
     let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].workload_stats, Some(workload(2)));
+    assert_eq!(loaded.cells[0].noise, vec![noise(0, 1)]);
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
+}
+
+// ---------------------------------------------------------------- UDP counts (schema version 5)
+
+fn udp_cell(index: u32) -> CellMeta {
+    CellMeta {
+        index,
+        probe: "udp".into(),
+        workload: "none".into(),
+        settings: BTreeMap::from([("period_ns".to_string(), serde_json::json!(10_000_000))]),
+        duration_ns: Nanos::ZERO,
+        monotonic_start_ns: Nanos(987_654_321),
+    }
+}
+
+/// Counts of a UDP cell; `scale` varies them between checkpoints. Every
+/// field differs from every other, so a column mixed up with another fails.
+fn udp(scale: u64) -> UdpStats {
+    UdpStats {
+        path: UdpPath::Veth,
+        sender_cpu: CpuId(0),
+        receiver_cpu: CpuId(1),
+        payload_bytes: 64,
+        period_ns: Nanos(10_000_000),
+        sent: 1_000 * scale,
+        send_errors: 2 * scale,
+        received: 990 * scale,
+        lost: 7 * scale,
+        reordered: 3 * scale,
+        duplicates: 4 * scale,
+        overruns: 5 * scale,
+        skipped_sends: 6 * scale,
+        missing_tx_sched: 8 * scale,
+        missing_tx_software: 9 * scale,
+        missing_rx_software: 11 * scale,
+        checked: 970 * scale,
+        inconsistent: 12 * scale,
+    }
+}
+
+fn udp_rows(store: &Store) -> i64 {
+    store
+        .conn
+        .query_row("SELECT count(*) FROM udp_stats", [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn udp_stats_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let timer = store.add_cell(run, &cell(0)).unwrap();
+    let c1 = store.add_cell(run, &udp_cell(1)).unwrap();
+    let c2 = store.add_cell(run, &udp_cell(2)).unwrap();
+    let mut send = MetricResult::new(latscope_model::metric::UDP_SEND, Some(CpuId(0)));
+    send.histogram = hist(&[4_000, 5_000, 90_000]);
+    store
+        .checkpoint(
+            run,
+            c1,
+            Nanos::from_secs(1),
+            &[send.clone()],
+            &[],
+            Nanos(1_700_000_001_000_000_000),
+        )
+        .unwrap();
+    store.set_udp_stats(c1, &udp(1)).unwrap();
+    // The largest values the store holds, and the other path.
+    let extreme = UdpStats {
+        path: UdpPath::Loopback,
+        sender_cpu: CpuId(u32::MAX),
+        receiver_cpu: CpuId(0),
+        payload_bytes: u32::MAX,
+        period_ns: Nanos(i64::MAX as u64),
+        sent: i64::MAX as u64,
+        checked: i64::MAX as u64,
+        ..UdpStats::default()
+    };
+    store.set_udp_stats(c2, &extreme).unwrap();
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].udp, None);
+    assert_eq!(loaded.cells[1].udp, Some(udp(1)));
+    assert_eq!(loaded.cells[1].metrics, vec![send]);
+    assert_eq!(loaded.cells[2].udp, Some(extreme));
+    assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
+    // One column per field, readable without parsing anything.
+    let (path_text, lost): (String, i64) = store
+        .conn
+        .query_row(
+            "SELECT path, lost FROM udp_stats WHERE cell_id = ?1",
+            [c1.0],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((path_text.as_str(), lost), ("veth", 7));
+}
+
+#[test]
+fn setting_udp_stats_again_replaces_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &udp_cell(0)).unwrap();
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    assert_eq!(udp_rows(&store), 1);
+    // Later checkpoints, and the end: each replaces the row, smaller
+    // counts included (the last call is the truth).
+    for scale in [3, 2] {
+        store.set_udp_stats(c, &udp(scale)).unwrap();
+        assert_eq!(udp_rows(&store), 1);
+        assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(scale)));
+    }
+    let mut last = udp(4);
+    last.path = UdpPath::Loopback;
+    last.inconsistent = 0;
+    store.set_udp_stats(c, &last).unwrap();
+    assert_eq!(udp_rows(&store), 1);
+    assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(last));
+}
+
+#[test]
+fn bad_udp_calls_give_clear_errors_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &udp_cell(0)).unwrap();
+
+    let e = store.set_udp_stats(CellId(999), &udp(1)).unwrap_err();
+    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+    one_line(&e);
+    assert_eq!(udp_rows(&store), 0);
+
+    // A count beyond 63 bits fails before anything is written, and keeps
+    // what an earlier call stored.
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    let mut bad = udp(2);
+    bad.lost = u64::MAX;
+    let e = store.set_udp_stats(c, &bad).unwrap_err();
+    assert!(
+        matches!(e, StoreError::OutOfRange { value, .. } if value == u64::MAX),
+        "{e:?}"
+    );
+    assert!(one_line(&e).contains("UDP datagrams lost"), "{e}");
+    assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(1)));
+}
+
+#[test]
+fn udp_rows_are_constrained_and_damage_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c = store.add_cell(run, &udp_cell(0)).unwrap();
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    {
+        let conn = &store.conn;
+        let insert = |cell: i64, sent: i64| {
+            conn.execute(
+                "INSERT INTO udp_stats (cell_id, path, sender_cpu, receiver_cpu, payload_bytes, \
+                 period_ns, sent, send_errors, received, lost, reordered, duplicates, overruns, \
+                 skipped_sends, missing_tx_sched, missing_tx_software, missing_rx_software, \
+                 checked, inconsistent) \
+                 VALUES (?1, 'loopback', 0, 1, 64, 1000, ?2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
+                rusqlite::params![cell, sent],
+            )
+        };
+        // A second row for the cell, a dangling cell, a negative count.
+        assert!(insert(c.0, 1).is_err());
+        assert!(insert(4242, 1).is_err());
+        let c2 = store_cell_for_constraints(conn, run);
+        assert!(insert(c2, -1).is_err());
+        insert(c2, 1).unwrap();
+        conn.execute("DELETE FROM cells WHERE id = ?1", [c2])
+            .unwrap();
+    }
+    assert_eq!(udp_rows(&store), 1);
+
+    // A path this build does not know.
+    store
+        .conn
+        .execute("UPDATE udp_stats SET path = 'eth0'", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(
+        one_line(&e).contains("path of the UDP counts of cell"),
+        "{e}"
+    );
+
+    // A CPU no machine has.
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    store
+        .conn
+        .execute("UPDATE udp_stats SET receiver_cpu = 4294967296", [])
+        .unwrap();
+    let e = store.load_run(run).unwrap_err();
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(
+        one_line(&e).contains("receiver CPU of the UDP counts"),
+        "{e}"
+    );
+
+    // Rows go with their cell.
+    store.set_udp_stats(c, &udp(1)).unwrap();
+    store
+        .conn
+        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+        .unwrap();
+    assert_eq!(udp_rows(&store), 0);
+}
+
+/// A second cell added through SQL, for constraint checks that need a cell
+/// without UDP counts.
+fn store_cell_for_constraints(conn: &rusqlite::Connection, run: RunId) -> i64 {
+    conn.execute(
+        "INSERT INTO cells (run_id, idx, probe, workload, monotonic_start_ns) \
+         VALUES (?1, 99, 'udp', 'none', 0)",
+        [run.0],
+    )
+    .unwrap();
+    conn.last_insert_rowid()
+}
+
+/// A store file as a version-4 latscope wrote it: the version-3 store of
+/// [`write_v3_store`] plus a workload characterization on its cell.
+fn write_v4_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+    let v3 = write_v3_store(path);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("../migrations/0004_workload_stats.sql"))
+        .unwrap();
+    conn.pragma_update(None, "user_version", 4).unwrap();
+    let w = workload(2);
+    let summary = WorkloadStats {
+        seconds: Vec::new(),
+        ..w.clone()
+    };
+    conn.execute(
+        "INSERT INTO workload_stats (cell_id, stats) VALUES (1, ?1)",
+        [serde_json::to_string(&summary).unwrap()],
+    )
+    .unwrap();
+    for (i, s) in w.seconds.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (1, ?1, ?2)",
+            rusqlite::params![i as i64, serde_json::to_string(s).unwrap()],
+        )
+        .unwrap();
+    }
+    v3
+}
+
+#[test]
+fn a_version_4_store_migrates_in_place_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    let (want_metrics, want_timeline) = write_v4_store(&path);
+
+    // Read first, as `show` would: the migration happens on open.
+    let mut store = Store::open_existing(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let run = store.resolve("latest").unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.meta.status, RunStatus::Complete);
+    assert_eq!(loaded.system, system());
+    let c = &loaded.cells[0];
+    assert_eq!(c.metrics, want_metrics);
+    assert_eq!(c.trace, Some(summary()));
+    assert_eq!(c.episodes, vec![episode(1, 0, 600_000)]);
+    assert_eq!(c.noise, vec![noise(0, 1)]);
+    assert_eq!(c.workload_stats, Some(workload(2)));
+    assert_eq!(c.udp, None);
+    let cell = store.cell_ids(run).unwrap()[0];
+    assert_eq!(
+        store
+            .load_timeline(cell, "timer.latency", Some(CpuId(0)))
+            .unwrap(),
+        want_timeline
+    );
+
+    // The migrated store takes UDP counts like a new one.
+    store.set_udp_stats(cell, &udp(1)).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].udp, Some(udp(1)));
     assert_eq!(loaded.cells[0].workload_stats, Some(workload(2)));
     assert_eq!(loaded.cells[0].noise, vec![noise(0, 1)]);
     assert_eq!(loaded.cells[0].metrics, want_metrics);

@@ -1,7 +1,7 @@
 //! One cell's section: per metric a summary table, the log-log histogram,
 //! the exceedance curve, the per-second maxima and the per-hour maxima;
-//! then the decomposition, the noise figures, the interrupt and
-//! deferred-work sources and the episodes.
+//! then the decomposition, the noise figures, the UDP counts, the interrupt
+//! and deferred-work sources and the episodes.
 
 use std::fmt::Write as _;
 
@@ -99,6 +99,7 @@ pub(super) fn cell_section(c: &CellResult, timelines: &[Timeline]) -> String {
     }
     out.push_str(&decomposition(c));
     out.push_str(&noise(c));
+    out.push_str(&udp(c));
     out.push_str(&sources::sources_section(c));
     out.push_str(&episodes::episodes_section(c));
     out
@@ -467,6 +468,49 @@ fn noise(c: &CellResult) -> String {
         for f in &n.findings {
             out.push_str(&para(&format!("CPU {}: {f}", n.cpu.0), Some("fail")));
         }
+    }
+    out
+}
+
+/// The UDP probe's counts: one row each, the anomalies included when zero
+/// (a reader looking for loss should see "0", not nothing).
+fn udp(c: &CellResult) -> String {
+    let Some(s) = &c.udp else {
+        return String::new();
+    };
+    let count = |label: &str, n: u64| vec![label.to_string(), n.to_string()];
+    let mut lost = count("lost", s.lost);
+    if let Some(p) = crate::udp::loss_percent(s) {
+        lost[1] = format!("{} ({p:.4}%)", s.lost);
+    }
+    let rows = vec![
+        count("sent", s.sent),
+        count("received", s.received),
+        lost,
+        count("reordered", s.reordered),
+        count("duplicates", s.duplicates),
+        count("send errors", s.send_errors),
+        count("overruns", s.overruns),
+        count("skipped sends", s.skipped_sends),
+        count("missing TX_SCHED time stamp", s.missing_tx_sched),
+        count("missing TX_SOFTWARE time stamp", s.missing_tx_software),
+        count("missing RX_SOFTWARE time stamp", s.missing_rx_software),
+        vec![
+            "path shorter than send".to_string(),
+            format!("{} of {} checked", s.inconsistent, s.checked),
+        ],
+    ];
+    let mut out = String::from("<h3>UDP datagrams</h3>");
+    out.push_str(&para(
+        &format!("{}.", crate::udp::udp_title(s)),
+        Some("note"),
+    ));
+    out.push_str(&table(&["datagrams", "count"], &rows, 1));
+    if s.inconsistent > 0 {
+        out.push_str(&para(
+            "Some paths were shorter than their send, which a consistent clock cannot give: did the clock step?",
+            Some("fail"),
+        ));
     }
     out
 }

@@ -3,7 +3,7 @@
 use super::*;
 use latscope_model::{
     Breakdown, Capabilities, Cause, CauseKind, CellMeta, Episode, Hazard, RunId, RunMeta,
-    RunStatus, StackCount, SystemInfo, TraceSummary,
+    RunStatus, StackCount, SystemInfo, TraceSummary, UdpPath, UdpStats,
 };
 use latscope_stats::MetricResult;
 use std::collections::BTreeMap;
@@ -140,6 +140,7 @@ fn sections_follow_the_data() {
         "Decomposition",
         "Interrupts and deferred work",
         "Episodes",
+        "UDP datagrams",
     ] {
         assert!(!html.contains(absent), "unexpected {absent}");
     }
@@ -173,4 +174,52 @@ fn text_from_the_run_is_escaped() {
     assert!(html.contains("cpu &lt;&amp;&gt;"));
     assert!(!html.contains("lab<1>") && !html.contains("<&>"));
     assert!(!html.contains("http://") && !html.contains("https://"));
+}
+
+#[test]
+fn a_udp_cell_shows_its_counts() {
+    let (mut r, t) = run(false);
+    let cell = &mut r.cells[0];
+    cell.meta.probe = "udp".into();
+    let mut path = MetricResult::new(metric::UDP_PATH, Some(CpuId(1)));
+    path.histogram.record(40_000);
+    cell.metrics = vec![path];
+    cell.udp = Some(UdpStats {
+        path: UdpPath::Veth,
+        sender_cpu: CpuId(0),
+        receiver_cpu: CpuId(1),
+        payload_bytes: 64,
+        period_ns: Nanos::from_millis(10),
+        sent: 2_000,
+        received: 1_990,
+        lost: 10,
+        duplicates: 3,
+        missing_rx_software: 4,
+        checked: 1_980,
+        ..UdpStats::default()
+    });
+    let html = html_report(&r, &t);
+    for want in [
+        "<h3>UDP datagrams</h3>",
+        "udp over veth: sender CPU 0 → receiver CPU 1, 64-byte payload every 10.0ms.",
+        "<td>sent</td><td class=\"num\">2000</td>",
+        "<td>received</td><td class=\"num\">1990</td>",
+        "<td>lost</td><td class=\"num\">10 (0.5000%)</td>",
+        "<td>duplicates</td><td class=\"num\">3</td>",
+        "<td>reordered</td><td class=\"num\">0</td>",
+        "<td>missing RX_SOFTWARE time stamp</td><td class=\"num\">4</td>",
+        "<td>path shorter than send</td><td class=\"num\">0 of 1980 checked</td>",
+        "udp.path",
+    ] {
+        assert!(html.contains(want), "missing {want}");
+    }
+    assert!(!html.contains("did the clock step"));
+
+    // Paths shorter than their send are called out.
+    if let Some(u) = &mut r.cells[0].udp {
+        u.inconsistent = 2;
+    }
+    let html = html_report(&r, &t);
+    assert!(html.contains("2 of 1980 checked"));
+    assert!(html.contains("class=\"fail\">Some paths were shorter than their send"));
 }
