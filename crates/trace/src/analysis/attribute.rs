@@ -4,6 +4,10 @@
 //! or the running thread — and then names each share by the phase it fell
 //! in (timer interrupt not yet taken, our thread runnable, our thread
 //! running). The shares therefore add up to the latency by construction.
+//!
+//! A datagram of the UDP probe goes through the same phases with other fixed
+//! points: receive time stamp → receiver woken (deliver, in `Phase::Irq`),
+//! woken → switched in, switched in → user code (`Marks::udp`).
 
 use std::collections::HashMap;
 
@@ -24,6 +28,7 @@ enum Frame {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Phase {
     /// Expiry → our timer's callback: the interrupt is not yet taken.
+    /// UDP: receive time stamp → receiver woken (the protocol work).
     Irq,
     /// Callback → switched in: our thread is runnable.
     Sched,
@@ -46,6 +51,11 @@ pub(crate) struct Marks {
     /// own thread "running" through it means nothing the OS recorded took
     /// the CPU (hardware or hypervisor), and every interrupt is noise.
     pub noise: bool,
+    /// A datagram of the UDP probe: `deadline` is its receive time stamp and
+    /// `callback` the `sched_waking` of the receiver. Before it (the deliver
+    /// phase) no timer interrupt is awaited: an idle CPU is just idle and
+    /// another thread is named as itself; no vector is "ours".
+    pub udp: bool,
 }
 
 /// What the analysis knows about threads it has seen switch.
@@ -264,7 +274,7 @@ pub(crate) fn attribute(
                 &frames,
                 |f| matches!(f, Frame::Softirq(v) if *v == vec),
             ),
-            EventKind::HrtimerExpireEntry { .. } if ev.time == marks.callback => {
+            EventKind::HrtimerExpireEntry { .. } if !marks.udp && ev.time == marks.callback => {
                 // Our callback: the vector it runs in is our timer interrupt.
                 if let Some(&i) = stack
                     .iter()
@@ -351,6 +361,15 @@ pub(crate) fn attribute(
                 None,
             ),
             Frame::Softirq(v) => (CauseKind::Softirq, softirq_name(v), None),
+            // UDP deliver phase: the datagram is in the stack, nobody waits
+            // for an interrupt; the receiver is not runnable yet, so no
+            // thread here is blocking it.
+            Frame::Thread(0) if marks.udp && s.phase == Phase::Irq => {
+                (CauseKind::Idle, "CPU idle".to_string(), None)
+            }
+            Frame::Thread(pid) if marks.udp && s.phase == Phase::Irq => {
+                (CauseKind::Thread, comm_of(threads, pid), Some(pid))
+            }
             Frame::Thread(0) => match s.phase {
                 Phase::Irq => (
                     CauseKind::Idle,
@@ -419,12 +438,7 @@ pub(crate) fn attribute(
         .into_iter()
         .map(|((kind, name, pid), ns)| thread_cause(kind, name, pid, ns))
         .collect();
-    list.sort_by(|a, b| {
-        b.duration_ns
-            .cmp(&a.duration_ns)
-            .then(a.kind.cmp(&b.kind))
-            .then(a.name.cmp(&b.name))
-    });
+    sort_causes(&mut list);
     let blocking = blocking
         .into_iter()
         .max_by_key(|&(pid, ns)| (ns, -pid))
@@ -445,6 +459,16 @@ pub(crate) fn attribute(
         steal_ns: None,
         complete,
     }
+}
+
+/// Longest first, then by kind and name (a stable order for equal shares).
+pub(crate) fn sort_causes(list: &mut [Cause]) {
+    list.sort_by(|a, b| {
+        b.duration_ns
+            .cmp(&a.duration_ns)
+            .then(a.kind.cmp(&b.kind))
+            .then(a.name.cmp(&b.name))
+    });
 }
 
 fn pop_to(stack: &mut Vec<usize>, frames: &[Frame], is: impl Fn(&Frame) -> bool) {
@@ -492,7 +516,7 @@ fn policy_of(
 /// Whether the idle task was running at `t`: the task current at the
 /// first event after it (which does not depend on having seen the switch
 /// before it), or the last one known when nothing followed.
-fn idle_at(events: &[&TraceEvent], t: u64) -> bool {
+pub(crate) fn idle_at(events: &[&TraceEvent], t: u64) -> bool {
     let mut last: Option<i32> = None;
     for ev in events {
         let running = match ev.kind {

@@ -10,6 +10,12 @@
 //!    cause breakdown ([`attribute`]), computed from a bounded window of the
 //!    CPU's recent events, so memory stays constant however long the run.
 //!
+//! With [`AnalyzerConfig::udp`] the samples are instead datagrams of the UDP
+//! probe (receive time stamp, receiver has it), split into
+//! `udp.recv.deliver`, `udp.recv.sched` and `udp.recv.return` over the
+//! windows of the receiver's and the sender's CPUs (module `udp`,
+//! docs/tracing.md).
+//!
 //! Samples are matched to events on the same clock (perf `use_clockid` =
 //! CLOCK_MONOTONIC, the probe's vDSO clock). A sample is processed once the
 //! CPU's event stream has passed its wake-up, so its events are all in the
@@ -20,6 +26,7 @@
 //! callbacks are the caller's): results are values the caller stores.
 
 pub mod attribute;
+mod udp;
 pub mod work;
 
 use std::collections::{HashMap, VecDeque};
@@ -87,6 +94,17 @@ pub struct AnalyzerConfig {
     /// The samples are interruptions of the noise probe's loop (start,
     /// end), not timer wake-ups: classify them instead of decomposing.
     pub noise: bool,
+    /// The samples are datagrams of the UDP probe (kernel receive time
+    /// stamp, receiver's user code has it) on the receiver's CPU, split into
+    /// `udp.recv.deliver` / `.sched` / `.return` (docs/tracing.md). `measured`
+    /// then holds the receiver and, on another CPU, the sender (its CPU's
+    /// events are needed; it gets no samples). Samples are processed only
+    /// in [`Analyzer::flush`] and [`Analyzer::finish`]. Ignored with `noise`.
+    pub udp: bool,
+    /// The receiving thread in UDP mode; `None` means the first of
+    /// `measured`. It is added to the followed threads if `measured` lacks
+    /// its CPU, and its tid is the one followed on that CPU.
+    pub udp_receiver: Option<Measured>,
 }
 
 impl AnalyzerConfig {
@@ -100,6 +118,8 @@ impl AnalyzerConfig {
             cell_start_ns,
             tolerance_ns: 1_000,
             noise: false,
+            udp: false,
+            udp_receiver: None,
         }
     }
 }
@@ -114,7 +134,8 @@ pub struct Decomposition {
     pub sched: u64,
     pub ret: u64,
     /// `expires` of the matching `hrtimer_start` (the kernel's view of the
-    /// intended expiry).
+    /// intended expiry). UDP mode: `deadline` is the receive time stamp,
+    /// `irq`/`sched`/`ret` are deliver/sched/return and `expires` is 0.
     pub expires: i64,
 }
 
@@ -132,6 +153,24 @@ struct MeasuredCpu {
     /// Time of the newest event the bounded window has let go of.
     evicted_at: Option<u64>,
     steal: VecDeque<(u64, u64)>,
+}
+
+impl MeasuredCpu {
+    fn new(m: Measured, window_events: usize) -> MeasuredCpu {
+        MeasuredCpu {
+            cpu: m.cpu,
+            tid: m.tid,
+            pending: VecDeque::with_capacity(1024),
+            irq: Histogram::new(),
+            sched: Histogram::new(),
+            ret: Histogram::new(),
+            stacks: VecDeque::with_capacity(STACK_RING),
+            window: VecDeque::with_capacity(window_events),
+            lost_at: None,
+            evicted_at: None,
+            steal: VecDeque::with_capacity(STEAL_READINGS),
+        }
+    }
 }
 
 struct Found {
@@ -163,6 +202,8 @@ pub struct Analyzer {
     /// Every decomposition, when a test asks for them.
     keep_decompositions: bool,
     decompositions: Vec<Decomposition>,
+    /// UDP mode: index into `measured` of the receiver's CPU.
+    udp_rx: Option<usize>,
 }
 
 impl Analyzer {
@@ -179,20 +220,13 @@ impl Analyzer {
                 by_cpu.resize(c + 1, None);
             }
             by_cpu[c] = Some(i);
-            measured.push(MeasuredCpu {
-                cpu: m.cpu,
-                tid: m.tid,
-                pending: VecDeque::with_capacity(1024),
-                irq: Histogram::new(),
-                sched: Histogram::new(),
-                ret: Histogram::new(),
-                stacks: VecDeque::with_capacity(STACK_RING),
-                window: VecDeque::with_capacity(config.window_events),
-                lost_at: None,
-                evicted_at: None,
-                steal: VecDeque::with_capacity(STEAL_READINGS),
-            });
+            measured.push(MeasuredCpu::new(*m, config.window_events));
         }
+        let udp_rx = if config.udp && !config.noise {
+            udp::receiver(&config, &mut by_cpu, &mut measured)
+        } else {
+            None
+        };
         let summary = TraceSummary {
             episode_cap: config.episode_cap as u64,
             threshold_ns: config.threshold,
@@ -213,6 +247,7 @@ impl Analyzer {
             noise_classes: Default::default(),
             keep_decompositions: false,
             decompositions: Vec::new(),
+            udp_rx,
         }
     }
 
@@ -253,9 +288,11 @@ impl Analyzer {
         let Some(m) = self.index(ev.cpu) else {
             return;
         };
-        // Samples whose wake-up this event passes have all their events.
+        // Samples whose wake-up this event passes have all their events
+        // (UDP mode: not those of the sender's CPU, which may come later in
+        // the same read; its samples wait for `flush`).
         while let Some(&(d, u)) = self.measured[m].pending.front() {
-            if u > ev.time {
+            if u > ev.time || self.udp_rx.is_some() {
                 break;
             }
             self.measured[m].pending.pop_front();
@@ -288,6 +325,16 @@ impl Analyzer {
         let Some(m) = self.index(cpu.0) else {
             return;
         };
+        if let Some(rx) = self.udp_rx {
+            // Only the receiver has samples; the events of every CPU are
+            // known to be in only at `flush`.
+            if m == rx {
+                self.measured[m].pending.push_back((deadline, wake));
+            } else {
+                self.add_undecomposed(cpu, 1);
+            }
+            return;
+        }
         let newest = self.measured[m].window.back().map(|e| e.time);
         if self.measured[m].pending.is_empty() && newest.is_some_and(|t| t >= wake) {
             // The events already went past it: look back in the window.
@@ -364,6 +411,10 @@ impl Analyzer {
             self.process_gap(m, deadline, wake, names);
             return;
         }
+        if self.udp_rx.is_some() {
+            self.process_udp(m, deadline, wake, names);
+            return;
+        }
         let tol = self.config.tolerance_ns;
         let found = self.find(m, deadline, wake);
         let cpu = self.measured[m].cpu.0;
@@ -425,6 +476,7 @@ impl Analyzer {
             wake: end,
             tid: mc.tid,
             noise: true,
+            udp: false,
         };
         let mut b = attribute::attribute(
             &evs,
@@ -537,6 +589,7 @@ impl Analyzer {
                 wake,
                 tid: mc.tid,
                 noise: false,
+                udp: false,
             },
             // Without our events the phases are unknown: all of it is
             // charged as if the timer had not fired yet.
@@ -547,6 +600,7 @@ impl Analyzer {
                 wake,
                 tid: mc.tid,
                 noise: false,
+                udp: false,
             },
         };
         let mut breakdown = attribute::attribute(
@@ -657,11 +711,21 @@ impl Analyzer {
     ) -> EpisodeWindow {
         let mc = &self.measured[m];
         let from = deadline.saturating_sub(EXPORT_BEFORE_NS);
-        let inside: Vec<&TraceEvent> = mc
-            .window
-            .iter()
-            .filter(|e| e.time >= from && e.time <= wake)
-            .collect();
+        let inside: Vec<&TraceEvent> = if self.udp_rx.is_some() {
+            // The datagram crosses CPUs: the sender's events too.
+            let mut v: Vec<&TraceEvent> = self
+                .measured
+                .iter()
+                .flat_map(|c| c.events_between(from, wake))
+                .collect();
+            v.sort_by_key(|e| e.time);
+            v
+        } else {
+            mc.window
+                .iter()
+                .filter(|e| e.time >= from && e.time <= wake)
+                .collect()
+        };
         let cap = self.config.export_events;
         let skip = inside.len().saturating_sub(cap);
         EpisodeWindow {
@@ -675,14 +739,25 @@ impl Analyzer {
         }
     }
 
-    /// Per-CPU decomposition metrics and the system-wide work metrics.
+    /// Per-CPU decomposition metrics (UDP mode: the receiver's CPU only)
+    /// and the system-wide work metrics.
     pub fn metrics(&self, names: &Names) -> Vec<MetricResult> {
         let mut out = Vec::new();
-        for mc in &self.measured {
+        for (i, mc) in self.measured.iter().enumerate() {
+            let parts = match self.udp_rx {
+                None => [metric::TIMER_IRQ, metric::TIMER_SCHED, metric::TIMER_RETURN],
+                Some(rx) if rx == i => [
+                    metric::UDP_RECV_DELIVER,
+                    metric::UDP_RECV_SCHED,
+                    metric::UDP_RECV_RETURN,
+                ],
+                // The sender's CPU has no samples.
+                Some(_) => continue,
+            };
             for (name, h) in [
-                (metric::TIMER_IRQ, &mc.irq),
-                (metric::TIMER_SCHED, &mc.sched),
-                (metric::TIMER_RETURN, &mc.ret),
+                (parts[0], &mc.irq),
+                (parts[1], &mc.sched),
+                (parts[2], &mc.ret),
             ] {
                 let mut r = MetricResult::new(name, Some(mc.cpu));
                 r.histogram = h.clone();

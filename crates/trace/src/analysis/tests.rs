@@ -15,6 +15,8 @@ struct Script {
     lt: NameId,
     eth: NameId,
     events: Vec<TraceEvent>,
+    /// The CPU the next events are recorded on.
+    cpu: u32,
 }
 
 impl Script {
@@ -27,13 +29,20 @@ impl Script {
             lt,
             eth,
             events: Vec::new(),
+            cpu: 1,
         }
+    }
+
+    /// The events that follow are recorded on `cpu`.
+    fn on(&mut self, cpu: u32) -> &mut Script {
+        self.cpu = cpu;
+        self
     }
 
     fn at(&mut self, time: u64, tid: i32, kind: EventKind) -> &mut Script {
         self.events.push(TraceEvent {
             time,
-            cpu: 1,
+            cpu: self.cpu,
             tid,
             kind,
         });
@@ -612,4 +621,353 @@ fn a_noise_interruption_is_split_into_classes_and_our_own_time_is_hw_only_alone(
         .duration_ns,
         Nanos(6 * US)
     );
+}
+
+// UDP mode: the receiver (RX) on CPU 1, the sender (TX) on CPU 0. The
+// receive time stamp is taken on CPU 0 (netif_rx), NET_RX runs the stack and
+// wakes the receiver there or on CPU 1.
+
+const RX: i32 = 500;
+const TX: i32 = 400;
+const NET_RX: u32 = 3;
+
+impl Script {
+    /// The receiver woken from `tid`'s context on the current CPU.
+    fn waking(&mut self, time: u64, tid: i32) -> &mut Script {
+        self.at(
+            time,
+            tid,
+            EventKind::SchedWaking {
+                pid: RX,
+                prio: 120,
+                target_cpu: 1,
+                comm: Comm::from_bytes(b"lat-udp-rx"),
+            },
+        )
+    }
+}
+
+fn udp_analyzer(threshold: u64, sender: bool) -> Analyzer {
+    let rx = Measured {
+        cpu: CpuId(1),
+        tid: RX,
+    };
+    let mut measured = vec![rx];
+    if sender {
+        measured.push(Measured {
+            cpu: CpuId(0),
+            tid: TX,
+        });
+    }
+    let mut cfg = AnalyzerConfig::new(measured, Nanos(threshold), D - 1_000_000_000);
+    cfg.udp = true;
+    cfg.udp_receiver = Some(rx);
+    let mut a = Analyzer::new(cfg, Box::new(NoEnvironment), Box::new(NoSymbols));
+    a.keep_decompositions();
+    a
+}
+
+/// Feeds the events ring by ring, the receiver's CPU first (the sender's
+/// events of the same read come after the receiver's have passed the
+/// sample), then ends the run.
+fn run_udp(s: &Script, threshold: u64, sender: bool, samples: &[(u64, u64)]) -> Analyzer {
+    let mut a = udp_analyzer(threshold, sender);
+    for &(d, u) in samples {
+        a.on_sample(CpuId(1), d, u, &s.names);
+    }
+    for cpu in [1, 0] {
+        for e in s.events.iter().filter(|e| e.cpu == cpu) {
+            a.on_decoded(&Decoded::Event(*e), &s.names);
+        }
+    }
+    a.finish(&s.names);
+    a
+}
+
+#[test]
+fn udp_datagram_across_two_cpus_splits_into_deliver_sched_return() {
+    let mut s = Script::new();
+    s.on(0)
+        .switch(D - 500 * US, (0, "swapper/0", 120), (TX, "lat-udp-tx", 120))
+        .at(D + US, TX, EventKind::SoftirqRaise { vec: NET_RX })
+        .at(D + 2 * US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+        .waking(D + 6 * US, TX)
+        .at(D + 8 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+        .on(1)
+        .switch(D - 400 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .switch(D + 11 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120));
+    let a = run_udp(&s, 100 * US, true, &[(D, D + 14 * US)]);
+    let dec = a.decompositions();
+    assert_eq!(dec.len(), 1);
+    let d = dec[0];
+    assert_eq!(d.cpu, CpuId(1));
+    assert_eq!((d.irq, d.sched, d.ret), (6 * US, 5 * US, 3 * US));
+    assert_eq!(d.irq + d.sched + d.ret, d.wake - d.deadline);
+    let m = a.metrics(&s.names);
+    let get = |n: &str| {
+        m.iter()
+            .find(|x| x.name == n && x.cpu == Some(CpuId(1)))
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    for (name, v) in [
+        (metric::UDP_RECV_DELIVER, 6 * US),
+        (metric::UDP_RECV_SCHED, 5 * US),
+        (metric::UDP_RECV_RETURN, 3 * US),
+    ] {
+        let h = &get(name).histogram;
+        assert_eq!((h.count(), h.max()), (1, Some(Nanos(v))), "{name}");
+    }
+    assert!(
+        !m.iter()
+            .any(|x| x.name.starts_with("timer.") || x.cpu == Some(CpuId(0))),
+        "no timer parts, nothing for the sender's CPU"
+    );
+    let sum = a.summary();
+    assert_eq!((sum.samples_decomposed, sum.samples_undecomposed), (1, 0));
+    assert_eq!(sum.decomposed_per_cpu.get(&1), Some(&1));
+    assert_eq!(sum.episodes_total, 0);
+}
+
+#[test]
+fn udp_net_rx_on_the_senders_cpu_is_named_in_the_deliver_phase() {
+    let mut s = Script::new();
+    s.on(0)
+        .switch(D - 500 * US, (0, "swapper/0", 120), (TX, "lat-udp-tx", 120))
+        .at(D + 5 * US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+        .waking(D + 205 * US, TX)
+        .at(D + 210 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+        .on(1)
+        .switch(D - 400 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .switch(D + 215 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120));
+    let mut a = run_udp(&s, 50 * US, true, &[(D, D + 218 * US)]);
+    let eps = a.take_episodes();
+    assert_eq!(eps.len(), 1);
+    let (e, w) = &eps[0];
+    assert_eq!(e.metric, metric::UDP_RECV);
+    assert_eq!(e.cpu, CpuId(1));
+    assert_eq!((e.expiry_ns, e.latency_ns), (Nanos(D), Nanos(218 * US)));
+    assert_eq!(e.offset_ns, Nanos(1_000_000_000));
+    assert_eq!(total(e), 218 * US, "causes partition the latency");
+    assert_eq!(
+        cause(e, CauseKind::Softirq, "NET_RX").duration_ns,
+        Nanos(200 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Thread, "lat-udp-tx").duration_ns,
+        Nanos(5 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Wakeup, "switch from idle").duration_ns,
+        Nanos(10 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Return, "lat-udp-rx").duration_ns,
+        Nanos(3 * US)
+    );
+    let b = &e.breakdown;
+    assert_eq!(
+        (b.irq_ns, b.sched_ns, b.return_ns),
+        (Nanos(205 * US), Nanos(10 * US), Nanos(3 * US)),
+        "deliver / sched / return"
+    );
+    assert!(b.complete);
+    assert!(b.idle_at_expiry, "the receiver's CPU was idle");
+    assert!(b.blocking.is_none());
+    assert_eq!(b.unexplained_ns, Nanos(0));
+    let w = w.as_ref().unwrap_or_else(|| panic!("window"));
+    assert!(w
+        .events
+        .iter()
+        .any(|x| x.cpu == 0 && x.event == "softirq_entry" && x.name == "NET_RX"));
+    assert!(w
+        .events
+        .iter()
+        .any(|x| x.cpu == 1 && x.event == "sched_switch" && x.pid == RX));
+    assert!(w.events.windows(2).all(|p| p[0].time_ns <= p[1].time_ns));
+}
+
+#[test]
+fn udp_net_rx_on_the_receivers_cpu_delays_the_switch_in() {
+    let mut s = Script::new();
+    s.on(0)
+        .switch(D - 500 * US, (0, "swapper/0", 120), (TX, "lat-udp-tx", 120))
+        .at(D + US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+        .waking(D + 3 * US, TX)
+        .at(D + 4 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+        .on(1)
+        .switch(D - 400 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        // The receiver's CPU takes other datagrams' NET_RX before it can
+        // switch to the receiver.
+        .at(D + 5 * US, 0, EventKind::SoftirqEntry { vec: NET_RX })
+        .at(D + 105 * US, 0, EventKind::SoftirqExit { vec: NET_RX })
+        .switch(D + 107 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120));
+    let mut a = run_udp(&s, 50 * US, true, &[(D, D + 110 * US)]);
+    let (e, _) = &a.take_episodes()[0];
+    assert_eq!(total(e), 110 * US);
+    let b = &e.breakdown;
+    assert_eq!(
+        (b.irq_ns, b.sched_ns, b.return_ns),
+        (Nanos(3 * US), Nanos(104 * US), Nanos(3 * US))
+    );
+    // 2 µs in the deliver phase on CPU 0, 100 µs in the sched phase on 1.
+    assert_eq!(
+        cause(e, CauseKind::Softirq, "NET_RX").duration_ns,
+        Nanos(102 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Wakeup, "switch from idle").duration_ns,
+        Nanos(4 * US)
+    );
+    assert!(b.complete);
+}
+
+#[test]
+fn udp_deliver_phase_names_idle_and_other_threads_as_such() {
+    let mut s = Script::new();
+    // NET_RX of the stamp's datagram runs late in ksoftirqd on CPU 0, after
+    // an idle stretch: neither is "timer interrupt late".
+    s.on(0)
+        .switch(D - 500 * US, (TX, "lat-udp-tx", 120), (0, "swapper/0", 120))
+        .switch(D + 40 * US, (0, "swapper/0", 120), (15, "ksoftirqd/0", 120))
+        .at(D + 50 * US, 15, EventKind::SoftirqEntry { vec: NET_RX })
+        .waking(D + 60 * US, 15)
+        .at(D + 61 * US, 15, EventKind::SoftirqExit { vec: NET_RX })
+        .on(1)
+        .switch(D - 400 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120))
+        .switch(D - 300 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .switch(D + 62 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120));
+    let mut a = run_udp(&s, 50 * US, true, &[(D, D + 64 * US)]);
+    let (e, _) = &a.take_episodes()[0];
+    assert_eq!(total(e), 64 * US);
+    assert_eq!(
+        cause(e, CauseKind::Idle, "CPU idle").duration_ns,
+        Nanos(40 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Thread, "ksoftirqd/0").duration_ns,
+        Nanos(10 * US)
+    );
+    assert_eq!(
+        cause(e, CauseKind::Softirq, "NET_RX").duration_ns,
+        Nanos(10 * US)
+    );
+    assert!(!e.breakdown.causes.iter().any(|c| c.name.contains("timer")));
+}
+
+#[test]
+fn udp_sender_and_receiver_on_one_cpu_are_attributed_in_one_sweep() {
+    let mut s = Script::new();
+    // Only CPU 1: the sender's send path runs NET_RX and wakes the
+    // receiver, which runs once the sender blocks.
+    s.switch(
+        D - 400 * US,
+        (RX, "lat-udp-rx", 120),
+        (TX, "lat-udp-tx", 120),
+    )
+    .at(D + 2 * US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+    .waking(D + 80 * US, TX)
+    .at(D + 82 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+    .switch(
+        D + 90 * US,
+        (TX, "lat-udp-tx", 120),
+        (RX, "lat-udp-rx", 120),
+    );
+    let mut a = run_udp(&s, 50 * US, false, &[(D, D + 93 * US)]);
+    let d = a.decompositions()[0];
+    assert_eq!((d.irq, d.sched, d.ret), (80 * US, 10 * US, 3 * US));
+    let (e, _) = &a.take_episodes()[0];
+    assert_eq!(total(e), 93 * US);
+    assert_eq!(
+        cause(e, CauseKind::Softirq, "NET_RX").duration_ns,
+        Nanos(80 * US)
+    );
+    // After the waking the sender keeps the CPU: it blocks the receiver.
+    let b = e
+        .breakdown
+        .blocking
+        .as_ref()
+        .unwrap_or_else(|| panic!("blocking"));
+    assert_eq!(
+        (b.name.as_str(), b.duration_ns),
+        ("lat-udp-tx", Nanos(8 * US))
+    );
+    assert_eq!(
+        cause(e, CauseKind::Thread, "lat-udp-tx").duration_ns,
+        Nanos(2 * US + 8 * US)
+    );
+}
+
+#[test]
+fn udp_datagram_without_a_waking_is_undecomposed_and_its_episode_incomplete() {
+    let mut s = Script::new();
+    // The waking was lost (or recorded on a CPU not followed).
+    s.on(0)
+        .switch(D - 500 * US, (0, "swapper/0", 120), (TX, "lat-udp-tx", 120))
+        .at(D + 2 * US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+        .at(D + 8 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+        .on(1)
+        .switch(D - 400 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .switch(D + 100 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120));
+    let mut a = run_udp(&s, 50 * US, true, &[(D, D + 103 * US)]);
+    assert!(a.decompositions().is_empty());
+    let sum = a.summary();
+    assert_eq!((sum.samples_decomposed, sum.samples_undecomposed), (0, 1));
+    assert_eq!(sum.undecomposed_per_cpu.get(&1), Some(&1));
+    let m = a.metrics(&s.names);
+    assert!(m
+        .iter()
+        .filter(|x| x.name.starts_with("udp.recv."))
+        .all(|x| x.histogram.is_empty()));
+    let eps = a.take_episodes();
+    let (e, _) = &eps[0];
+    assert_eq!(e.metric, metric::UDP_RECV);
+    assert!(!e.breakdown.complete);
+    assert_eq!(total(e), 103 * US);
+    let b = &e.breakdown;
+    assert_eq!(
+        (b.irq_ns, b.sched_ns, b.return_ns),
+        (Nanos(0), Nanos(103 * US), Nanos(0)),
+        "all of it as the sched phase"
+    );
+}
+
+#[test]
+fn udp_samples_wait_for_flush_until_the_senders_ring_is_fed() {
+    let mut s = Script::new();
+    s.on(0)
+        .switch(D - 500 * US, (0, "swapper/0", 120), (TX, "lat-udp-tx", 120))
+        .at(D + 2 * US, TX, EventKind::SoftirqEntry { vec: NET_RX })
+        .waking(D + 6 * US, TX)
+        .at(D + 8 * US, TX, EventKind::SoftirqExit { vec: NET_RX })
+        .at(D + 900 * US, TX, EventKind::SoftirqRaise { vec: 1 })
+        .on(1)
+        .switch(D - 400 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .switch(D + 11 * US, (0, "swapper/1", 120), (RX, "lat-udp-rx", 120))
+        .switch(D + 20 * US, (RX, "lat-udp-rx", 120), (0, "swapper/1", 120))
+        .at(D + 900 * US, 0, EventKind::SoftirqRaise { vec: 1 });
+    let mut a = udp_analyzer(100 * US, true);
+    a.on_sample(CpuId(1), D, D + 14 * US, &s.names);
+    // The receiver's ring goes far past the wake-up first.
+    for e in s.events.iter().filter(|e| e.cpu == 1) {
+        a.on_decoded(&Decoded::Event(*e), &s.names);
+    }
+    assert!(a.decompositions().is_empty(), "not before the other rings");
+    for e in s.events.iter().filter(|e| e.cpu == 0) {
+        a.on_decoded(&Decoded::Event(*e), &s.names);
+    }
+    assert!(a.decompositions().is_empty(), "only at flush");
+    // A sample handed over after its events waits for flush too (it has
+    // no waking: it will count as not decomposed).
+    a.on_sample(CpuId(1), D + 500 * US, D + 700 * US, &s.names);
+    let sum = a.summary();
+    assert_eq!((sum.samples_decomposed, sum.samples_undecomposed), (0, 0));
+    a.flush(D + 1_000 * US, &s.names);
+    let dec = a.decompositions();
+    assert_eq!(dec.len(), 1);
+    assert_eq!(
+        (dec[0].irq, dec[0].sched, dec[0].ret),
+        (6 * US, 5 * US, 3 * US)
+    );
+    let sum = a.summary();
+    assert_eq!((sum.samples_decomposed, sum.samples_undecomposed), (1, 1));
 }
