@@ -56,6 +56,16 @@ pub enum ProbeName {
     Timer,
     /// Interruptions of a CPU-bound loop (OS noise).
     Noise,
+    /// UDP/IP stack send and receive latency (a sender and a receiver thread).
+    Udp,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum UdpPathArg {
+    /// 127.0.0.1 in latscope's own network namespace.
+    Loopback,
+    /// A veth pair between two private network namespaces (needs root).
+    Veth,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -104,17 +114,21 @@ pub struct RunArgs {
     /// The probe to run.
     #[arg(long, value_enum, default_value = "timer")]
     pub probe: ProbeName,
-    /// CPUs to measure, e.g. `0,1` or `0-3` (default: every online CPU).
+    /// CPUs to measure, e.g. `0,1` or `0-3` (default: every online CPU; for
+    /// --probe udp the sender's and the receiver's CPU, default the first
+    /// two online CPUs).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Wake-up period, e.g. `1ms`, `100us`.
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "DURATION",
-        default_value = "1ms"
-    )]
-    pub period: String,
+    /// Wake-up period, e.g. `1ms`, `100us` (default 1ms; 10ms, one datagram
+    /// each, for --probe udp).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub period: Option<String>,
+    /// UDP probe: the way datagrams travel.
+    #[arg(long, value_enum, value_name = "PATH")]
+    pub path: Option<UdpPathArg>,
+    /// UDP probe: payload bytes per datagram (16-65507, default 64).
+    #[arg(long, value_name = "BYTES")]
+    pub payload: Option<usize>,
     /// How long to measure, e.g. `30s`, `10m`, `8h`.
     #[arg(
         long,

@@ -1,12 +1,14 @@
 //! Turns parsed arguments into validated engine settings. Every check a
 //! user can fail lives here and gives one line naming the bad value.
 
+use latscope_model::UdpPath;
 use latscope_model::{CpuSet, Nanos};
 use latscope_platform::SchedPolicy;
 use latscope_probes::noise::NoiseConfig;
 use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
+use latscope_probes::udp::UdpConfig;
 
-use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg};
+use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
 
 /// What `latscope run` will do.
@@ -18,6 +20,9 @@ pub struct RunPlan {
     /// `--probe noise`: the noise probe's settings (the common ones, CPUs,
     /// policy, priority, duration and threshold, are in `timer` too).
     pub noise: Option<NoiseConfig>,
+    /// `--probe udp`: the UDP probe's settings (CPUs, policy, priority,
+    /// duration and threshold are in `timer` too).
+    pub udp: Option<UdpConfig>,
     /// `--workload`: one cell per workload (`none` without the option).
     pub workloads: Vec<String>,
     pub load_level: String,
@@ -34,6 +39,7 @@ pub struct CellPlan {
     /// policy, priority, duration, threshold).
     pub timer: TimerConfig,
     pub noise: Option<NoiseConfig>,
+    pub udp: Option<UdpConfig>,
     /// The workload's name as given (`idle`, `cpu`, `custom:...`); `none`
     /// when no workload was asked for.
     pub workload: String,
@@ -46,6 +52,8 @@ impl CellPlan {
     pub fn probe_name(&self) -> &'static str {
         if self.noise.is_some() {
             "noise"
+        } else if self.udp.is_some() {
+            "udp"
         } else {
             "timer"
         }
@@ -74,6 +82,7 @@ impl RunPlan {
                 of,
                 timer: self.timer.clone(),
                 noise: self.noise.clone(),
+                udp: self.udp.clone(),
                 workload: w.clone(),
                 load_level: self.load_level.clone(),
                 warmup: self.warmup,
@@ -104,7 +113,12 @@ fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
 }
 
 pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
-    let period = duration("period", &args.period)?;
+    let default_period = if args.probe == ProbeName::Udp {
+        "10ms"
+    } else {
+        "1ms"
+    };
+    let period = duration("period", args.period.as_deref().unwrap_or(default_period))?;
     let run_for = duration("duration", &args.duration)?;
     let mut threshold = args
         .threshold
@@ -143,6 +157,9 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         return Err(Exit::usage("--checkpoint must be at least 100ms"));
     }
     let cpus = match &args.cpus {
+        // The UDP probe's sender and receiver on two CPUs, as a NIC's
+        // receive processing and the application usually are.
+        None if args.probe == ProbeName::Udp => online.iter().take(2).collect(),
         None => online.clone(),
         Some(text) => {
             let set = CpuSet::parse(text).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
@@ -225,7 +242,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
             cfg.validate().map_err(Exit::usage)?;
             Some(cfg)
         }
-        ProbeName::Timer => {
+        ProbeName::Timer | ProbeName::Udp => {
             if args.runtime.is_some()
                 || args.pause.is_some()
                 || args.gap_ratio.is_some()
@@ -235,6 +252,44 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
                 return Err(Exit::usage(
                     "--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise",
                 ));
+            }
+            None
+        }
+    };
+    let udp = match args.probe {
+        ProbeName::Udp => {
+            let listed: Vec<_> = cpus.iter().collect();
+            let (sender_cpu, receiver_cpu) = match listed.as_slice() {
+                [one] => (*one, *one),
+                [a, b] => (*a, *b),
+                _ => {
+                    return Err(Exit::usage(format!(
+                        "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
+                    )))
+                }
+            };
+            let cfg = UdpConfig {
+                sender_cpu,
+                receiver_cpu,
+                path: match args.path.unwrap_or(UdpPathArg::Loopback) {
+                    UdpPathArg::Loopback => UdpPath::Loopback,
+                    UdpPathArg::Veth => UdpPath::Veth,
+                },
+                period,
+                payload: args.payload.unwrap_or(64),
+                policy: timer.policy,
+                priority: timer.priority,
+                threshold: timer.threshold,
+                duration: timer.duration,
+                // Over six seconds of datagrams at the shortest period.
+                handoff: if trace.is_some() { 65_536 } else { 0 },
+            };
+            cfg.validate().map_err(Exit::usage)?;
+            Some(cfg)
+        }
+        _ => {
+            if args.path.is_some() || args.payload.is_some() {
+                return Err(Exit::usage("--path and --payload need --probe udp"));
             }
             None
         }
@@ -250,6 +305,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         cpus,
         trace,
         noise,
+        udp,
         workloads,
         load_level: args.load_level.as_str().to_string(),
         warmup,

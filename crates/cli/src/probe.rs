@@ -3,22 +3,25 @@
 
 use std::sync::Arc;
 
-use latscope_model::{CpuId, NoiseCpuStats};
+use latscope_model::{CpuId, NoiseCpuStats, UdpStats};
 use latscope_probes::noise::{FinishedNoiseProbe, RunningNoiseProbe};
 use latscope_probes::timer::{
     FinishedTimerProbe, ProbeError, Progress, RunningTimerProbe, ThreadSetup,
 };
+use latscope_probes::udp::{FinishedUdpProbe, RunningUdpProbe};
 use latscope_probes::SampleRing;
 use latscope_stats::{MetricResult, TimelineChunk};
 
 pub enum Running {
     Timer(RunningTimerProbe),
     Noise(RunningNoiseProbe),
+    Udp(RunningUdpProbe),
 }
 
 pub enum Finished {
     Timer(FinishedTimerProbe),
     Noise(FinishedNoiseProbe),
+    Udp(FinishedUdpProbe),
 }
 
 impl Running {
@@ -26,6 +29,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.setups(),
             Running::Noise(p) => p.setups(),
+            Running::Udp(p) => p.setups(),
         }
     }
 
@@ -33,6 +37,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.start_ns(),
             Running::Noise(p) => p.start_ns(),
+            Running::Udp(p) => p.start_ns(),
         }
     }
 
@@ -40,6 +45,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.finished(),
             Running::Noise(p) => p.finished(),
+            Running::Udp(p) => p.finished(),
         }
     }
 
@@ -47,6 +53,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.progress(),
             Running::Noise(p) => p.progress(),
+            Running::Udp(p) => p.progress(),
         }
     }
 
@@ -54,6 +61,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.results(),
             Running::Noise(p) => p.results(),
+            Running::Udp(p) => p.results(),
         }
     }
 
@@ -61,6 +69,7 @@ impl Running {
         match self {
             Running::Timer(p) => p.drain_timeline(),
             Running::Noise(p) => p.drain_timeline(),
+            Running::Udp(p) => p.drain_timeline(),
         }
     }
 
@@ -68,14 +77,23 @@ impl Running {
         match self {
             Running::Timer(p) => p.handoffs(),
             Running::Noise(p) => p.handoffs(),
+            Running::Udp(p) => p.handoffs(),
         }
     }
 
     /// Noise figures so far (empty for the timer probe).
     pub fn noise_stats(&self) -> Vec<NoiseCpuStats> {
         match self {
-            Running::Timer(_) => Vec::new(),
+            Running::Timer(_) | Running::Udp(_) => Vec::new(),
             Running::Noise(p) => p.stats(),
+        }
+    }
+
+    /// The UDP probe's counts so far (None for the other probes).
+    pub fn udp_stats(&self) -> Option<UdpStats> {
+        match self {
+            Running::Udp(p) => Some(p.stats()),
+            _ => None,
         }
     }
 
@@ -83,6 +101,7 @@ impl Running {
         Ok(match self {
             Running::Timer(p) => Finished::Timer(p.join()?),
             Running::Noise(p) => Finished::Noise(p.join()?),
+            Running::Udp(p) => Finished::Udp(p.join()?),
         })
     }
 }
@@ -92,6 +111,7 @@ impl Finished {
         match self {
             Finished::Timer(p) => p.error.as_ref(),
             Finished::Noise(p) => p.error.as_ref(),
+            Finished::Udp(p) => p.error.as_ref(),
         }
     }
 
@@ -99,6 +119,7 @@ impl Finished {
         match self {
             Finished::Timer(p) => p.results(),
             Finished::Noise(p) => p.results(),
+            Finished::Udp(p) => p.results(),
         }
     }
 
@@ -106,6 +127,7 @@ impl Finished {
         match self {
             Finished::Timer(p) => p.drain_timeline(),
             Finished::Noise(p) => p.drain_timeline(),
+            Finished::Udp(p) => p.drain_timeline(),
         }
     }
 
@@ -113,13 +135,21 @@ impl Finished {
         match self {
             Finished::Timer(p) => p.lost_timeline_seconds(),
             Finished::Noise(p) => p.lost_timeline_seconds(),
+            Finished::Udp(p) => p.lost_timeline_seconds(),
         }
     }
 
     pub fn noise_stats(&self) -> Vec<NoiseCpuStats> {
         match self {
-            Finished::Timer(_) => Vec::new(),
+            Finished::Timer(_) | Finished::Udp(_) => Vec::new(),
             Finished::Noise(p) => p.stats(),
+        }
+    }
+
+    pub fn udp_stats(&self) -> Option<UdpStats> {
+        match self {
+            Finished::Udp(p) => Some(p.stats()),
+            _ => None,
         }
     }
 }

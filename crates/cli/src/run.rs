@@ -15,6 +15,7 @@ use latscope_model::{
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
 use latscope_probes::noise::{NoiseConfig, NoiseProbe};
 use latscope_probes::timer::{Phase, ProbeError, TimerConfig, TimerProbe};
+use latscope_probes::udp::{UdpConfig, UdpProbe};
 use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
 use serde_json::json;
@@ -26,7 +27,7 @@ use crate::output;
 use crate::plan::{plan_run, CellPlan, RunPlan};
 use crate::probe::Running;
 use crate::progress::ProgressBar;
-use crate::trace_session::{self, TraceSession};
+use crate::trace_session::{self, AnalysisMode, TraceSession};
 
 /// How often the housekeeping thread wakes: progress, signals, end of run.
 const TICK: Duration = Duration::from_millis(100);
@@ -299,9 +300,10 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         index: cell.index,
         probe: cell.probe_name().into(),
         workload: cell.workload.clone(),
-        settings: match &cell.noise {
-            Some(n) => noise_settings(cell, n, ctx.clock_read_ns),
-            None => timer_settings(cell, ctx.clock_read_ns),
+        settings: match (&cell.noise, &cell.udp) {
+            (Some(n), _) => noise_settings(cell, n, ctx.clock_read_ns),
+            (None, Some(u)) => udp_settings(cell, u, ctx.clock_read_ns),
+            (None, None) => timer_settings(cell, ctx.clock_read_ns),
         },
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(running.start_ns()),
@@ -317,7 +319,13 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
                 tp.episode_cap,
                 running.start_ns(),
                 plan.checkpoint,
-                cell.noise.is_some(),
+                if cell.noise.is_some() {
+                    AnalysisMode::Noise
+                } else if cell.udp.is_some() {
+                    AnalysisMode::Udp
+                } else {
+                    AnalysisMode::Timer
+                },
             ) {
                 Ok(s) => Some(s),
                 Err(e) => {
@@ -427,6 +435,23 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             .set_noise_stats(cell_id, &noise)
             .context("cannot store the noise figures")?;
     }
+    if let Some(u) = finished.udp_stats() {
+        ctx.store
+            .set_udp_stats(cell_id, &u)
+            .context("cannot store the udp probe's counts")?;
+        if u.lost > 0 || u.send_errors > 0 {
+            notes.push(format!(
+                "{label}udp: {} of {} datagrams lost, {} sends failed",
+                u.lost, u.sent, u.send_errors
+            ));
+        }
+        if u.inconsistent > 0 {
+            notes.push(format!(
+                "{label}udp: {} datagrams had a path shorter than their send: CLOCK_REALTIME stepped during the run, their udp.send and udp.recv are off",
+                u.inconsistent
+            ));
+        }
+    }
     if let Some(t) = &trace_final {
         store_episodes(&mut ctx.store, cell_id, &t.episodes)
             .context("cannot store the episodes")?;
@@ -513,9 +538,13 @@ fn housekeep(
                     None => Ok(()),
                 });
             let noise = probe.noise_stats();
+            let udp = probe.udp_stats();
             let r = r.and_then(|()| {
                 if !noise.is_empty() {
                     store.set_noise_stats(cell_id, &noise)?;
+                }
+                if let Some(u) = &udp {
+                    store.set_udp_stats(cell_id, u)?;
                 }
                 load.checkpoint(store, cell_id)?;
                 Ok(())
@@ -547,9 +576,10 @@ fn store_episodes(
 
 /// Starts the probe the cell names.
 fn start_probe(cell: &CellPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
-    Ok(match &cell.noise {
-        Some(n) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
-        None => Running::Timer(TimerProbe::new(cell.timer.clone())?.start(signals.flag())?),
+    Ok(match (&cell.noise, &cell.udp) {
+        (Some(n), _) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
+        (None, Some(u)) => Running::Udp(UdpProbe::new(u.clone())?.start(signals.flag())?),
+        (None, None) => Running::Timer(TimerProbe::new(cell.timer.clone())?.start(signals.flag())?),
     })
 }
 
@@ -573,6 +603,31 @@ fn noise_settings(
         s.insert("duration_ns".into(), json!(d.0));
     }
     if let Some(th) = n.threshold {
+        s.insert("threshold_ns".into(), json!(th.0));
+    }
+    s.insert("clock_read_ns".into(), json!(clock_read_ns));
+    workload_settings(plan, &mut s);
+    s
+}
+
+fn udp_settings(
+    plan: &CellPlan,
+    u: &UdpConfig,
+    clock_read_ns: u64,
+) -> BTreeMap<String, serde_json::Value> {
+    let mut s = BTreeMap::new();
+    s.insert("path".into(), json!(u.path.as_str()));
+    s.insert("period_ns".into(), json!(u.period.0));
+    s.insert("payload_bytes".into(), json!(u.payload));
+    s.insert("sender_cpu".into(), json!(u.sender_cpu.0));
+    s.insert("receiver_cpu".into(), json!(u.receiver_cpu.0));
+    s.insert("policy".into(), json!(u.policy.as_str()));
+    s.insert("priority".into(), json!(plan.timer.effective_priority()));
+    s.insert("cpus".into(), json!(plan.cpus.to_string()));
+    if let Some(d) = u.duration {
+        s.insert("duration_ns".into(), json!(d.0));
+    }
+    if let Some(th) = u.threshold {
         s.insert("threshold_ns".into(), json!(th.0));
     }
     s.insert("clock_read_ns".into(), json!(clock_read_ns));

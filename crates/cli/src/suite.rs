@@ -77,9 +77,10 @@ fn parse_probes(list: &str) -> Result<Vec<ProbeName>, Exit> {
         let probe = match p {
             "timer" => ProbeName::Timer,
             "noise" => ProbeName::Noise,
+            "udp" => ProbeName::Udp,
             other => {
                 return Err(Exit::usage(format!(
-                    "--probes: unknown probe '{other}' (timer, noise)"
+                    "--probes: unknown probe '{other}' (timer, noise, udp)"
                 )))
             }
         };
@@ -95,7 +96,9 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
     RunArgs {
         probe,
         cpus: args.cpus.clone(),
-        period: "1ms".into(),
+        period: None,
+        path: None,
+        payload: None,
         duration: duration.into(),
         policy: PolicyArg::Fifo,
         priority: 95,
@@ -145,6 +148,19 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     base_args.workload = Some(workloads.join(","));
     let base = plan_run(&base_args, &online)?;
     let noise_base = plan_run(&cell_args(args, ProbeName::Noise, cell_duration), &online)?;
+    let udp_base = if probes.contains(&ProbeName::Udp) {
+        let mut a = cell_args(args, ProbeName::Udp, cell_duration);
+        // Sender and receiver on the first two of the suite's CPUs.
+        if let Some(list) = &args.cpus {
+            let set = latscope_model::CpuSet::parse(list)
+                .map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
+            let two: Vec<String> = set.iter().take(2).map(|c| c.to_string()).collect();
+            a.cpus = Some(two.join(","));
+        }
+        plan_run(&a, &online)?.udp
+    } else {
+        None
+    };
 
     let mut cells: Vec<CellPlan> = Vec::new();
     for workload in &workloads {
@@ -163,7 +179,15 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
                         n.priority = timer.priority;
                         n
                     }),
-                    ProbeName::Timer => None,
+                    _ => None,
+                };
+                let udp = match probe {
+                    ProbeName::Udp => udp_base.clone().map(|mut u| {
+                        u.policy = timer.policy;
+                        u.priority = timer.priority;
+                        u
+                    }),
+                    _ => None,
                 };
                 timer.validate().map_err(Exit::usage)?;
                 cells.push(CellPlan {
@@ -171,6 +195,7 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
                     of: 0,
                     timer,
                     noise,
+                    udp,
                     workload: workload.clone(),
                     load_level: base.load_level.clone(),
                     warmup: base.warmup,

@@ -58,6 +58,18 @@ pub struct TraceSession {
     handle: JoinHandle<TraceFinal>,
 }
 
+/// What the probe's samples are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalysisMode {
+    /// (intended expiry, wake-up) of the timer probe.
+    Timer,
+    /// (start, end) of the noise probe's interruptions.
+    Noise,
+    /// (receive stamp, user) of the UDP probe's receiver, which comes first
+    /// in the hand-offs; the sender's CPU follows when it is another one.
+    Udp,
+}
+
 /// What to trace, given before the probe starts.
 pub struct TraceOpen {
     pub tracer: Tracer,
@@ -92,7 +104,7 @@ impl TraceSession {
         episode_cap: usize,
         cell_start_ns: u64,
         publish_every: Nanos,
-        noise: bool,
+        mode: AnalysisMode,
     ) -> std::io::Result<TraceSession> {
         let measured = handoffs
             .iter()
@@ -103,7 +115,14 @@ impl TraceSession {
             .collect();
         let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
         cfg.episode_cap = episode_cap;
-        cfg.noise = noise;
+        cfg.noise = mode == AnalysisMode::Noise;
+        if mode == AnalysisMode::Udp {
+            cfg.udp = true;
+            cfg.udp_receiver = handoffs.first().map(|(cpu, tid, _)| Measured {
+                cpu: *cpu,
+                tid: *tid,
+            });
+        }
         let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
         let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
         let shared = Arc::new(Mutex::new(Shared::default()));
