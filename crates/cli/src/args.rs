@@ -315,19 +315,19 @@ pub struct ExportArgs {
 
 #[derive(Args, Debug)]
 pub struct SuiteArgs {
-    /// A few minutes: timer and noise probes under idle, cpu, memory and net,
-    /// 10 s cells (the default).
+    /// A few minutes: timer, noise and udp probes under idle, cpu, memory
+    /// and net, 10 s cells (the default).
     #[arg(long, conflicts_with_all = ["standard", "long"])]
     pub quick: bool,
-    /// About 30 minutes: both probes under every workload, 45 s cells, the
-    /// timer at FIFO 95 and as a normal thread.
+    /// About 45 minutes: every probe under every workload, 45 s cells, at
+    /// FIFO 95 and as a normal thread.
     #[arg(long, conflicts_with = "long")]
     pub standard: bool,
     /// Hours: every workload, 5 min cells, FIFO 95 and normal threads, so
     /// that per-hour statistics mean something.
     #[arg(long)]
     pub long: bool,
-    /// Probes to run (overrides the preset), e.g. `timer,noise`.
+    /// Probes to run (overrides the preset), e.g. `timer,noise,udp`.
     #[arg(long, value_name = "LIST")]
     pub probes: Option<String>,
     /// Workloads (overrides the preset), e.g. `idle,cpu,net`.

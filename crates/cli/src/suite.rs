@@ -21,19 +21,19 @@ struct Preset {
 }
 
 const QUICK: Preset = Preset {
-    probes: "timer,noise",
+    probes: "timer,noise,udp",
     workloads: "idle,cpu,memory,net",
     cell: "10s",
     priorities: "95",
 };
 const STANDARD: Preset = Preset {
-    probes: "timer,noise",
+    probes: "timer,noise,udp",
     workloads: "idle,cpu,memory,compile,disk,net,tty,fork,timer",
     cell: "45s",
     priorities: "95,other",
 };
 const LONG: Preset = Preset {
-    probes: "timer,noise",
+    probes: "timer,noise,udp",
     workloads: "idle,cpu,memory,compile,disk,net,tty,fork,timer",
     cell: "5m",
     priorities: "95,other",

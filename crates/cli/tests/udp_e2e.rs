@@ -474,3 +474,37 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
         assert_eq!(sum, e["latency_ns"].as_u64().unwrap(), "{e}");
     }
 }
+
+#[test]
+fn the_suite_runs_the_udp_probe_and_its_matrix_shows_it() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let json = dir.path().join("suite.json");
+    let o = latscope(&[
+        "suite",
+        "--probes",
+        "udp",
+        "--workloads",
+        "idle",
+        "--cell-duration",
+        "2s",
+        "--warmup",
+        "500ms",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    for name in ["udp.recv", "udp.send", "udp.path"] {
+        assert!(
+            out.lines().any(|l| l.trim_start().starts_with(name)),
+            "{name} row: {out}"
+        );
+    }
+    let doc = read_json(&json);
+    assert_eq!(doc["cells"][0]["probe"], "udp");
+    assert!(udp(&doc)["received"].as_u64().unwrap() >= 100);
+}

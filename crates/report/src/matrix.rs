@@ -38,6 +38,9 @@ fn matrix_metrics(probe: &str) -> &'static [&'static str] {
     match probe {
         "timer" => &[metric::TIMER_LATENCY],
         "noise" => &[metric::NOISE_GAP],
+        // The study's UDP rows: receive and send stack latency, and the
+        // whole one-way path.
+        "udp" => &[metric::UDP_RECV, metric::UDP_SEND, metric::UDP_PATH],
         _ => &[],
     }
 }
