@@ -258,7 +258,20 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     };
     let udp = match args.probe {
         ProbeName::Udp => {
-            let listed: Vec<_> = cpus.iter().collect();
+            // In the order written: `--cpus 1,0` puts the sender on 1 (a
+            // CpuSet would sort them).
+            let listed: Vec<_> = match &args.cpus {
+                Some(text) => {
+                    let mut v = Vec::new();
+                    for item in text.split(',') {
+                        let set =
+                            CpuSet::parse(item).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
+                        v.extend(set.iter().filter(|c| !v.contains(c)).collect::<Vec<_>>());
+                    }
+                    v
+                }
+                None => cpus.iter().collect(),
+            };
             let (sender_cpu, receiver_cpu) = match listed.as_slice() {
                 [one] => (*one, *one),
                 [a, b] => (*a, *b),

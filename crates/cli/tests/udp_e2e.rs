@@ -91,9 +91,23 @@ fn check_samples(doc: &Value, path: &str) {
 fn loopback_gives_a_sample_per_datagram() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
-    let (o, doc) = udp_run(dir.path(), "lo", &["--duration", "2s"]);
+    // `--cpus` in the order written: sender first.
+    let cpus = online();
+    let order = match cpus.as_slice() {
+        [a, b, ..] => format!("{b},{a}"),
+        [a] => a.to_string(),
+        [] => unreachable!(),
+    };
+    let (o, doc) = udp_run(dir.path(), "lo", &["--duration", "2s", "--cpus", &order]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    check_samples(&doc.unwrap(), "loopback");
+    let doc = doc.unwrap();
+    check_samples(&doc, "loopback");
+    let u = udp(&doc);
+    let want: Vec<u64> = order.split(',').map(|c| c.parse().unwrap()).collect();
+    assert_eq!(u["sender_cpu"], want[0], "{u}");
+    assert_eq!(u["receiver_cpu"], *want.last().unwrap(), "{u}");
+    assert_eq!(metric(&doc, "udp.path")["cpu"], *want.last().unwrap());
+    assert_eq!(metric(&doc, "udp.send")["cpu"], want[0]);
 }
 
 #[test]
