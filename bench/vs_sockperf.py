@@ -1,23 +1,32 @@
 #!/usr/bin/env python3
-"""latscope's UDP probe vs sockperf ping-pong: one-way path against half RTT.
+"""latscope's UDP probe vs sockperf ping-pong and a plain C ping-pong:
+one-way path against half RTT.
 
-Normally started through bench/vs-sockperf.sh, which checks root, sockperf
-and latscope (building it if LATSCOPE is not set) first. Standard library
-only; no network beyond 127.0.0.1.
+Normally started through bench/vs-sockperf.sh, which checks root, sockperf,
+a C compiler and latscope (building it if LATSCOPE is not set) first.
+Standard library only; no network beyond 127.0.0.1.
 
-N rounds; every round runs latscope (`run --probe udp --path loopback`) and
-sockperf (`ping-pong` against a `sockperf server`), one after the other, with
-the order flipped from one round to the next (A B, B A, A B ...). Both tools
-use the same two CPUs (latscope's sender and sockperf's client on the first,
-latscope's receiver and sockperf's server on the second), the same
-SCHED_FIFO priority, payload, rate (one datagram per period) and duration.
+N rounds. With --peer sockperf every round runs latscope (`run --probe udp
+--path loopback`) and sockperf (`ping-pong` against a `sockperf server`), one
+after the other, with the order flipped from one round to the next (A B,
+B A, A B ...). With --peer c the second tool is bench/udp-pingpong.c
+instead (built here with cc into the temporary directory): two threads, a
+client on a sleeping periodic grid and a bare echo server (recv, send the
+same bytes back, nothing else). With --peer both (the default) every round
+runs all three, the order rotating through the six orders (L S C, C S L,
+S C L, L C S, C L S, S L C, then again). All tools use the same two CPUs
+(latscope's sender and the clients on the first, latscope's receiver and
+the echo servers on the second), the same SCHED_FIFO priority, payload, rate
+(one datagram per period) and duration.
 
 latscope's figure is the median of `udp.path` (sender's CLOCK_MONOTONIC just
-before sendto -> the receiver's user code has the datagram). sockperf's is
-the median round-trip time from its --full-log file (client's clock just
-before sendto -> client's user code has the echo), halved. The target (from
-the issue): latscope's median within 10 % of half sockperf's, comparing the
-median of the per-run medians of each tool.
+before sendto -> the receiver's user code has the datagram). Each peer's is
+its median round-trip time, halved: sockperf's from its --full-log file
+(client's clock just before sendto -> client's user code has the echo), the
+C ping-pong's from its own per-sample output (CLOCK_MONOTONIC just before
+send -> just after the echo's recv). The target (from the issue): latscope's
+median within 10 % of half the peer's, comparing the median of the per-run
+medians of each tool; with both peers there is one verdict per peer.
 
 See bench/README.md for the method and how to read the output.
 """
@@ -48,6 +57,18 @@ TOLERANCE = 0.10
 
 # sockperf's own header is 14 bytes: it refuses smaller messages.
 SOCKPERF_MIN_MSG = 14
+# The C ping-pong writes an 8-byte sequence number into each datagram.
+PINGPONG_MIN_MSG = 8
+
+# Peers (--peer) and the letters the run order is shown with.
+PEERS = ("sockperf", "c")
+LETTER = {"latscope": "L", "sockperf": "S", "c": "C"}
+# --peer both: the six orders of the three tools, each followed by its mirror
+# image, so that over six rounds every tool runs twice in every position.
+ORDERS3 = (("latscope", "sockperf", "c"), ("c", "sockperf", "latscope"),
+           ("sockperf", "c", "latscope"), ("latscope", "c", "sockperf"),
+           ("c", "latscope", "sockperf"), ("sockperf", "latscope", "c"))
+PINGPONG_SRC = os.path.join(REPO, "bench", "udp-pingpong.c")
 
 EXIT_TARGET_MISSED = 3
 PROG = "vs-sockperf"
@@ -101,7 +122,8 @@ def cmdline(pid):
 
 
 def other_tools(own_pids):
-    """Other running latscope / sockperf / cyclictest / oslat processes."""
+    """Other running latscope / sockperf / udp-pingpong / cyclictest / oslat
+    processes."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -110,7 +132,7 @@ def other_tools(own_pids):
         if pid in own_pids or pid == os.getpid():
             continue
         comm = read_first_line(f"/proc/{pid}/comm", "")
-        if comm in ("latscope", "sockperf", "cyclictest", "oslat", "stress-ng"):
+        if comm in ("latscope", "sockperf", "udp-pingpong", "cyclictest", "oslat", "stress-ng"):
             found.append(f"pid {pid}: {cmdline(pid)[:120]}")
     return found
 
@@ -470,6 +492,70 @@ class SockperfRun:
         return statistics.median(v for r in runs for v in r.rtt_us)
 
 
+class PingpongRun:
+    """One run of bench/udp-pingpong.c: '#' lines (settings, counts, its own
+    summary), then one round-trip time per line in ns (client's
+    CLOCK_MONOTONIC just before send -> just after the echo's recv)."""
+
+    KV = re.compile(r"([a-z_]+):\s*([0-9.]+)")
+
+    def __init__(self, stdout_path):
+        try:
+            with open(stdout_path, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError as e:
+            die(f"cannot read the C ping-pong's output {stdout_path}: {e}")
+        self.own = {}
+        rtt_ns = []
+        for line in lines:
+            s = line.strip()
+            if not s:
+                continue
+            if s.startswith("#"):
+                if s.startswith("# rtt_ns:"):
+                    self.own.update({"own_" + k: v for k, v in
+                                     re.findall(r"(n|min|median|mean|max) ([0-9.]+)", s)})
+                else:
+                    self.own.update(self.KV.findall(s))
+                continue
+            try:
+                rtt_ns.append(int(s))
+            except ValueError:
+                die(f"unexpected line in the C ping-pong's output {stdout_path}: {s[:80]!r}")
+        if not rtt_ns:
+            die(f"no round-trip times in the C ping-pong's output {stdout_path}")
+        if "sent" in self.own and int(self.own["sent"]) != len(rtt_ns):
+            die(f"the C ping-pong says it sent {self.own['sent']} datagrams but listed "
+                f"{len(rtt_ns)} round trips ({stdout_path})")
+        self.dma_latency = None
+        if "dma_latency_held" in self.own:
+            self.dma_latency = self.own["dma_latency_held"] == "1"
+        self.sent = int(self.own.get("sent", len(rtt_ns)))
+        self.skipped = int(self.own.get("skipped", 0))
+        self.overruns = int(self.own.get("overruns", 0))
+        self.rtt_us = [v / 1000.0 for v in rtt_ns]
+        self.count = len(self.rtt_us)
+        srt = sorted(self.rtt_us)
+        self.min_us = srt[0]
+        self.max_us = srt[-1]
+        self.median_us = statistics.median(srt)
+        self.p99_us = srt[min(max(math.ceil(0.99 * self.count), 1), self.count) - 1]
+        self.mean_us = sum(srt) / self.count
+
+    @staticmethod
+    def pooled_median_us(runs):
+        return statistics.median(v for r in runs for v in r.rtt_us)
+
+
+def compiler_version(cc):
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return (out.splitlines() or ["?"])[0].strip()
+
+
 def sockperf_version(sockperf):
     try:
         out = subprocess.run([sockperf, "--version"], capture_output=True, text=True,
@@ -501,6 +587,7 @@ class Bench:
         self.seq = 0
         self.others = {}
         self.dma_errors = []
+        self.build_warnings = ""
         self.cleaned = False
 
     def cleanup(self):
@@ -624,21 +711,71 @@ class Bench:
         res.steal_ms = None if s0 is None or s1 is None else (s1 - s0) * 1000.0 / a.hz
         return res
 
+    # ---- the C ping-pong
+
+    def build_pingpong(self):
+        a = self.args
+        d = os.path.join(self.tmp, "build")
+        os.makedirs(d)
+        exe = os.path.join(d, "udp-pingpong")
+        argv = [a.cc, "-O2", "-Wall", "-Wextra", "-pthread", "-o", exe, PINGPONG_SRC]
+        self.progress(f"{PROG}: building the C ping-pong ({' '.join(argv)})")
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        except (OSError, subprocess.SubprocessError) as e:
+            die(f"cannot run the C compiler {a.cc}: {e}")
+        if p.returncode != 0 or not os.access(exe, os.X_OK):
+            msg = " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:]) or "(no output)"
+            die(f"building {PINGPONG_SRC} failed (status {p.returncode}): {msg}")
+        self.build_warnings = (p.stderr or "").strip()
+        a.pingpong = exe
+        a.pingpong_build = " ".join(argv[:-3] + ["-o", "<tmp>/udp-pingpong", "bench/udp-pingpong.c"])
+
+    def pingpong_argv(self):
+        a = self.args
+        argv = [a.pingpong, "-a", str(a.sender_cpu), "-b", str(a.receiver_cpu),
+                "-p", str(a.priority), "-i", str(a.period_us), "-m", str(a.payload),
+                "-t", str(a.seconds)]
+        if a.no_dma_latency:
+            argv.append("-n")
+        return argv
+
+    def run_pingpong(self, tag):
+        a = self.args
+        d = self._dir(tag)
+        argv = self.pingpong_argv()
+        s0 = steal_ticks({a.sender_cpu, a.receiver_cpu})
+        r = Run(self.procs, argv, d, os.path.join(d, "stdout"), os.path.join(d, "stderr"),
+                a.seconds + 30).run()
+        s1 = steal_ticks({a.sender_cpu, a.receiver_cpu})
+        r.check("the C ping-pong (bench/udp-pingpong.c)")
+        res = PingpongRun(os.path.join(d, "stdout"))
+        res.wall = r.wall
+        res.steal_ms = None if s0 is None or s1 is None else (s1 - s0) * 1000.0 / a.hz
+        return res
+
     # ---- the rounds
+
+    def order(self, i):
+        """The tools of round i (from 1) in the order they run."""
+        peers = self.args.peers
+        if len(peers) == 2:
+            return ORDERS3[(i - 1) % len(ORDERS3)]
+        return ("latscope", peers[0]) if i % 2 == 1 else (peers[0], "latscope")
 
     def rounds(self):
         a = self.args
         out = []
+        run = {"latscope": self.run_latscope, "sockperf": self.run_sockperf,
+               "c": self.run_pingpong}
+        name = {"latscope": "latscope", "sockperf": "sockperf", "c": "C ping-pong"}
         for i in range(1, a.rounds + 1):
-            order = ("latscope", "sockperf") if i % 2 == 1 else ("sockperf", "latscope")
+            order = self.order(i)
             got = {}
             for tool in order:
-                self.progress(f"{PROG}: round {i}/{a.rounds}: {tool} ({a.seconds} s)")
-                if tool == "latscope":
-                    got[tool] = self.run_latscope(f"r{i}-latscope")
-                else:
-                    got[tool] = self.run_sockperf(f"r{i}-sockperf")
-            out.append((i, order, got["latscope"], got["sockperf"]))
+                self.progress(f"{PROG}: round {i}/{a.rounds}: {name[tool]} ({a.seconds} s)")
+                got[tool] = run[tool](f"r{i}-{'pingpong' if tool == 'c' else tool}")
+            out.append((i, order, got))
         return out
 
 
@@ -654,26 +791,127 @@ def verdict(ok):
     return "PASS" if ok else "FAIL"
 
 
+PEER_NAME = {"latscope": "latscope", "sockperf": "sockperf", "c": "C ping-pong"}
+PEER_COL = {"sockperf": "sockperf", "c": "pingpong"}
+
+
+def order_tag(args, order):
+    if len(args.peers) == 1:
+        return "A B" if order[0] == "latscope" else "B A"
+    return " ".join(LETTER[t] for t in order)
+
+
+def peer_block(args, rounds, peer, w):
+    """latscope against one peer: the per-run table and the summary lines.
+    Returns (ratio of the medians of the per-run medians, ls median, half)."""
+    col = PEER_COL[peer]
+    ls_runs = [got["latscope"] for _, _, got in rounds]
+    pr_runs = [got[peer] for _, _, got in rounds]
+    hdr = (f"{'round':>5} {'order':>5} | {'latscope n':>10} {'min':>7} {'median':>7} {'p99':>8} "
+           f"{'max':>9} | {col + ' n':>10} {'min':>7} {'median':>7} {'half':>7} {'p99':>8} "
+           f"{'max':>9} | {'ratio':>6}")
+    w(hdr)
+    w("-" * len(hdr))
+    ratios = []
+    for i, order, got in rounds:
+        ls, pr = got["latscope"], got[peer]
+        half = pr.median_us / 2.0
+        r = ls.us("p50_ns") / half
+        ratios.append(r)
+        w(f"{i:>5} {order_tag(args, order):>5} | {ls.count:>10} {f2(ls.us('min_ns'), 7)} "
+          f"{f2(ls.us('p50_ns'), 7)} {f2(ls.us('p99_ns'))} {f2(ls.us('max_ns'), 9)} | "
+          f"{pr.count:>10} {f2(pr.min_us, 7)} {f2(pr.median_us, 7)} {f2(half, 7)} "
+          f"{f2(pr.p99_us)} {f2(pr.max_us, 9)} | {r:6.3f}")
+    w("-" * len(hdr))
+    ls_med = statistics.median(ls.us("p50_ns") for ls in ls_runs)
+    pr_med = statistics.median(pr.median_us for pr in pr_runs)
+    pr_half = pr_med / 2.0
+    ratio = ls_med / pr_half
+    w(f"{'median of the per-run medians':>22}: latscope udp.path {ls_med:.2f} us; {col} RTT "
+      f"{pr_med:.2f} us, half {pr_half:.2f} us")
+    pl = LatscopeUdp.pooled_median_ns(ls_runs)
+    ps = type(pr_runs[0]).pooled_median_us(pr_runs)
+    w(f"{'pooled (all runs as one)':>22}: latscope udp.path {f2(None if pl is None else pl / 1000.0, 0)} us; "
+      f"{col} RTT {ps:.2f} us, half {ps / 2:.2f} us"
+      + (f"; ratio {pl / 1000.0 / (ps / 2):.3f}" if pl else ""))
+    w(f"{'per-round ratios':>22}: {', '.join(f'{x:.3f}' for x in ratios)} (median "
+      f"{statistics.median(ratios):.3f}; {sum(abs(x - 1) <= TOLERANCE for x in ratios)}/"
+      f"{len(ratios)} within +-{TOLERANCE:.0%})")
+    lost = sum(int(ls.udp.get("lost") or 0) for ls in ls_runs)
+    sent = sum(int(ls.udp.get("sent") or 0) for ls in ls_runs)
+    if peer == "sockperf":
+        dropped = sum(int(sp.own.get("dropped") or 0) for sp in pr_runs)
+        w(f"{'losses':>22}: latscope lost {lost} (of {sent} sent); sockperf dropped {dropped}; "
+          f"sockperf catch-up sends {sum(sp.catch_up for sp in pr_runs)}")
+    else:
+        skipped = sum(int(ls.udp.get("skipped_sends") or 0) for ls in ls_runs)
+        w(f"{'losses':>22}: latscope lost {lost} (of {sent} sent), skipped sends {skipped}; "
+          f"pingpong skipped sends {sum(pp.skipped for pp in pr_runs)} (of "
+          f"{sum(pp.sent + pp.skipped for pp in pr_runs)} grid points; it has no losses: "
+          f"a lost echo stops it)")
+    return ratio, ls_med, pr_half
+
+
+def target_line(label, peer, ls_med, half, ratio):
+    ok = abs(ratio - 1.0) <= TOLERANCE
+    what = "sockperf RTT median" if peer == "sockperf" else "C ping-pong RTT median"
+    return ok, (f"{label} latscope udp.path median / ({what} / 2) = {ls_med:.2f} / {half:.2f} "
+                f"= {ratio:.3f}, within 1 +- {TOLERANCE:.2f}: {verdict(ok)}")
+
+
 def report(args, bench, rounds, started, ended, warnings):
     out = []
     det = []
     w = out.append
-    ls_runs = [r[2] for r in rounds]
-    sp_runs = [r[3] for r in rounds]
+    peers = args.peers
+    ls_runs = [got["latscope"] for _, _, got in rounds]
+    one = peers[0] if len(peers) == 1 else None
 
-    w(f"latscope udp.path vs sockperf ping-pong (half RTT) over loopback, A/B alternating")
+    if one == "sockperf":
+        w(f"latscope udp.path vs sockperf ping-pong (half RTT) over loopback, A/B alternating")
+    elif one == "c":
+        w(f"latscope udp.path vs a plain C ping-pong (bench/udp-pingpong.c, half RTT) over "
+          f"loopback, A/B alternating")
+    else:
+        w(f"latscope udp.path vs sockperf ping-pong and a plain C ping-pong (bench/udp-pingpong.c) "
+          f"(half RTT) over loopback, order rotating")
     w(f"started {started:%Y-%m-%d %H:%M:%S} UTC, ended {ended:%H:%M:%S} UTC; "
       f"host {platform.node()}, kernel {platform.release()}, {os.cpu_count()} CPUs; "
       f"load average at end {read_first_line('/proc/loadavg')}")
-    w(f"latscope {ls_runs[0].version} ({args.latscope}); sockperf {args.sockperf_version} "
-      f"({args.sockperf})")
-    w(f"sender / sockperf client on CPU {args.sender_cpu}, receiver / sockperf server on CPU "
-      f"{args.receiver_cpu}; SCHED_FIFO {args.priority}; payload {args.payload} B; one datagram "
-      f"every {args.period_us} us ({args.mps} msg/s); {args.rounds} rounds x {args.seconds} s; "
-      f"order flipped every round")
-    w("/dev/cpu_dma_latency: " + ("not held by either tool (--no-dma-latency)"
-                                  if args.no_dma_latency else
-                                  "held at 0 in both (latscope itself, the benchmark around sockperf)")
+    tools = [f"latscope {ls_runs[0].version} ({args.latscope})"]
+    if "sockperf" in peers:
+        tools.append(f"sockperf {args.sockperf_version} ({args.sockperf})")
+    if "c" in peers:
+        tools.append(f"C ping-pong bench/udp-pingpong.c built with {args.cc} "
+                     f"({args.cc_version}) -O2")
+    w("; ".join(tools))
+    if one == "sockperf":
+        who = (f"sender / sockperf client on CPU {args.sender_cpu}, receiver / sockperf server "
+               f"on CPU {args.receiver_cpu}")
+        how = "order flipped every round"
+    elif one == "c":
+        who = (f"sender / C client on CPU {args.sender_cpu}, receiver / C echo server on CPU "
+               f"{args.receiver_cpu}")
+        how = "order flipped every round"
+    else:
+        who = (f"sender / sockperf client / C client on CPU {args.sender_cpu}, receiver / "
+               f"sockperf server / C echo server on CPU {args.receiver_cpu}")
+        how = ("order rotating through " + ", ".join(
+            " ".join(LETTER[t] for t in o) for o in ORDERS3))
+    w(f"{who}; SCHED_FIFO {args.priority}; payload {args.payload} B; one datagram "
+      f"every {args.period_us} us ({args.mps_text} msg/s); {args.rounds} rounds x {args.seconds} s; "
+      f"{how}")
+    if args.no_dma_latency:
+        held = "not held by any tool (--no-dma-latency)" if len(peers) == 2 else \
+               "not held by either tool (--no-dma-latency)"
+    elif one == "sockperf":
+        held = "held at 0 in both (latscope itself, the benchmark around sockperf)"
+    elif one == "c":
+        held = "held at 0 in both (each tool itself)"
+    else:
+        held = ("held at 0 in all three (latscope and the C ping-pong themselves, the benchmark "
+                "around sockperf)")
+    w("/dev/cpu_dma_latency: " + held
       + f"; cpuidle driver {read_first_line('/sys/devices/system/cpu/cpuidle/current_driver')}"
       + f"; sched_rt_runtime_us {read_first_line('/proc/sys/kernel/sched_rt_runtime_us')}")
     w("")
@@ -683,50 +921,48 @@ def report(args, bench, rounds, started, ended, warnings):
         w("")
 
     w("Per run, in us. latscope: udp.path (its p50 is the top of an HDR bucket, <= 0.1 % high).")
-    w("sockperf: round-trip time rx - tx from --full-log; 'half' = median RTT / 2.")
-    w("ratio = latscope median / sockperf half.")
+    if one == "sockperf":
+        w("sockperf: round-trip time rx - tx from --full-log; 'half' = median RTT / 2.")
+        w("ratio = latscope median / sockperf half.")
+    else:
+        if "sockperf" in peers:
+            w("sockperf: round-trip time rx - tx from --full-log.")
+        w("pingpong: the C ping-pong's round-trip time (CLOCK_MONOTONIC before send -> after the "
+          "echo's recv).")
+        w("'half' = median RTT / 2; ratio = latscope median / the peer's half.")
+        if len(peers) == 2:
+            w("order: L latscope, S sockperf, C the C ping-pong, in the order they ran.")
     w("")
-    hdr = (f"{'round':>5} {'order':>5} | {'latscope n':>10} {'min':>7} {'median':>7} {'p99':>8} "
-           f"{'max':>9} | {'sockperf n':>10} {'min':>7} {'median':>7} {'half':>7} {'p99':>8} "
-           f"{'max':>9} | {'ratio':>6}")
-    w(hdr)
-    w("-" * len(hdr))
-    ratios = []
-    for i, order, ls, sp in rounds:
-        half = sp.median_us / 2.0
-        r = ls.us("p50_ns") / half
-        ratios.append(r)
-        tag = "A B" if order[0] == "latscope" else "B A"
-        w(f"{i:>5} {tag:>5} | {ls.count:>10} {f2(ls.us('min_ns'), 7)} {f2(ls.us('p50_ns'), 7)} "
-          f"{f2(ls.us('p99_ns'))} {f2(ls.us('max_ns'), 9)} | {sp.count:>10} {f2(sp.min_us, 7)} "
-          f"{f2(sp.median_us, 7)} {f2(half, 7)} {f2(sp.p99_us)} {f2(sp.max_us, 9)} | {r:6.3f}")
-    w("-" * len(hdr))
-    ls_med = statistics.median(ls.us("p50_ns") for ls in ls_runs)
-    sp_med = statistics.median(sp.median_us for sp in sp_runs)
-    sp_half = sp_med / 2.0
-    ratio = ls_med / sp_half
-    w(f"{'median of the per-run medians':>22}: latscope udp.path {ls_med:.2f} us; sockperf RTT "
-      f"{sp_med:.2f} us, half {sp_half:.2f} us")
-    pl = LatscopeUdp.pooled_median_ns(ls_runs)
-    ps = SockperfRun.pooled_median_us(sp_runs)
-    w(f"{'pooled (all runs as one)':>22}: latscope udp.path {f2(None if pl is None else pl / 1000.0, 0)} us; "
-      f"sockperf RTT {ps:.2f} us, half {ps / 2:.2f} us"
-      + (f"; ratio {pl / 1000.0 / (ps / 2):.3f}" if pl else ""))
-    w(f"{'per-round ratios':>22}: {', '.join(f'{x:.3f}' for x in ratios)} (median "
-      f"{statistics.median(ratios):.3f}; {sum(abs(x - 1) <= TOLERANCE for x in ratios)}/"
-      f"{len(ratios)} within +-{TOLERANCE:.0%})")
-    lost = sum(int(ls.udp.get("lost") or 0) for ls in ls_runs)
-    dropped = sum(int(sp.own.get("dropped") or 0) for sp in sp_runs)
-    w(f"{'losses':>22}: latscope lost {lost} (of {sum(int(ls.udp.get('sent') or 0) for ls in ls_runs)} "
-      f"sent); sockperf dropped {dropped}; sockperf catch-up sends {sum(sp.catch_up for sp in sp_runs)}")
+
+    results = {}
+    for n, peer in enumerate(peers):
+        if len(peers) > 1:
+            if n:
+                w("")
+            w(f"latscope vs {PEER_NAME[peer]}")
+        results[peer] = peer_block(args, rounds, peer, w)
     w("")
-    ok = abs(ratio - 1.0) <= TOLERANCE
-    w(f"target: latscope udp.path median / (sockperf RTT median / 2) = {ls_med:.2f} / {sp_half:.2f} "
-      f"= {ratio:.3f}, within 1 +- {TOLERANCE:.2f}: {verdict(ok)}")
+    if len(peers) == 2:
+        sp_half = results["sockperf"][2]
+        pp_half = results["c"][2]
+        per = [got["c"].median_us / got["sockperf"].median_us for _, _, got in rounds]
+        w(f"between the peers: C ping-pong half / sockperf half = {pp_half:.2f} / {sp_half:.2f} = "
+          f"{pp_half / sp_half:.3f} (medians of the per-run medians); per round "
+          f"{', '.join(f'{x:.3f}' for x in per)}")
+    ok_all = True
+    for peer in peers:
+        ratio, ls_med, half = results[peer]
+        label = "target:" if one else f"target vs {PEER_NAME[peer]}:"
+        ok, line = target_line(label, peer, ls_med, half, ratio)
+        ok_all = ok_all and ok
+        w(line)
 
     # ---- details
     det.append("Per run, raw")
-    for i, order, ls, sp in rounds:
+    for i, order, got in rounds:
+        ls = got["latscope"]
+        if len(peers) == 2:
+            det.append(f"  round {i} order {order_tag(args, order)}")
         det.append(f"  round {i} latscope: n={ls.count} min={ls.min_ns} p50={ls.p50_ns} "
                    f"p99={ls.p99_ns} max={ls.max_ns} mean={ls.mean_ns} ns (cpu {ls.cpu}); "
                    f"status={ls.status}; dma_latency held={ls.dma_latency}; wall {ls.wall:.1f} s; "
@@ -740,31 +976,53 @@ def report(args, bench, rounds, started, ended, warnings):
             det.append("      udp: " + ", ".join(f"{k}={ls.udp[k]}" for k in keys if k in ls.udp))
         for note in ls.notes:
             det.append(f"      latscope note: {note}")
-        det.append(f"  round {i} sockperf: n={sp.count} (sockperf: {sp.own.get('observations', '?')} "
-                   f"observations) min={sp.min_us:.3f} median={sp.median_us:.3f} "
-                   f"(sockperf's own p50 {sp.own.get('p50', '?')}, rank round(n/2) "
-                   f"{sp.own_rank_median_us:.3f}) p99={sp.p99_us:.3f} max={sp.max_us:.3f} "
-                   f"mean={sp.mean_us:.3f} us (own avg-rtt {sp.own.get('avg', '?')}); "
-                   f"dropped={sp.own.get('dropped', '?')} dup={sp.own.get('duplicated', '?')} "
-                   f"ooo={sp.own.get('out_of_order', '?')}; catch-up sends {sp.catch_up} (median "
-                   f"without them {sp.median_paced_us:.3f}); "
-                   f"wall {sp.wall:.1f} s; steal {f2(sp.steal_ms, 0)} ms; port {sp.port}")
-        det.append(f"      sockperf {sp.own.get('valid', '')}; server ran with {sp.server_place}")
+        if "sockperf" in got:
+            sp = got["sockperf"]
+            det.append(f"  round {i} sockperf: n={sp.count} (sockperf: {sp.own.get('observations', '?')} "
+                       f"observations) min={sp.min_us:.3f} median={sp.median_us:.3f} "
+                       f"(sockperf's own p50 {sp.own.get('p50', '?')}, rank round(n/2) "
+                       f"{sp.own_rank_median_us:.3f}) p99={sp.p99_us:.3f} max={sp.max_us:.3f} "
+                       f"mean={sp.mean_us:.3f} us (own avg-rtt {sp.own.get('avg', '?')}); "
+                       f"dropped={sp.own.get('dropped', '?')} dup={sp.own.get('duplicated', '?')} "
+                       f"ooo={sp.own.get('out_of_order', '?')}; catch-up sends {sp.catch_up} (median "
+                       f"without them {sp.median_paced_us:.3f}); "
+                       f"wall {sp.wall:.1f} s; steal {f2(sp.steal_ms, 0)} ms; port {sp.port}")
+            det.append(f"      sockperf {sp.own.get('valid', '')}; server ran with {sp.server_place}")
+        if "c" in got:
+            pp = got["c"]
+            det.append(f"  round {i} pingpong: n={pp.count} min={pp.min_us:.3f} "
+                       f"median={pp.median_us:.3f} (its own {float(pp.own.get('own_median', 'nan')) / 1000:.3f}) "
+                       f"p99={pp.p99_us:.3f} max={pp.max_us:.3f} mean={pp.mean_us:.3f} us; "
+                       f"grid points {pp.own.get('grid_points', '?')}, sent {pp.sent}, "
+                       f"skipped {pp.skipped} ({pp.overruns} overruns); "
+                       f"dma_latency held={pp.dma_latency}; wall {pp.wall:.1f} s; "
+                       f"steal {f2(pp.steal_ms, 0)} ms")
     det.append("")
     if bench.dma_errors:
         det.append(f"/dev/cpu_dma_latency could not be held for sockperf: {bench.dma_errors[0]}")
+        det.append("")
+    if bench.build_warnings:
+        det.append("Compiler messages building bench/udp-pingpong.c:")
+        det.extend(f"  {l}" for l in bench.build_warnings.splitlines())
         det.append("")
     if bench.others:
         det.append("Other measuring tools seen between runs:")
         det.extend(f"  {e}" for e in bench.others.values())
         det.append("")
-    det.append("Commands (paths under a temporary directory; PORT = a free UDP port per run):")
+    if "sockperf" in peers:
+        det.append("Commands (paths under a temporary directory; PORT = a free UDP port per run):")
+    else:
+        det.append("Commands (paths under a temporary directory):")
     det.append("  " + " ".join(bench.latscope_argv("<tmp>")))
-    det.append(f"  taskset -c {args.receiver_cpu} chrt -f {args.priority} {args.sockperf} server "
-               f"-i 127.0.0.1 -p PORT")
-    det.append("  " + " ".join(bench.client_argv("<tmp>", "PORT")))
+    if "sockperf" in peers:
+        det.append(f"  taskset -c {args.receiver_cpu} chrt -f {args.priority} {args.sockperf} server "
+                   f"-i 127.0.0.1 -p PORT")
+        det.append("  " + " ".join(bench.client_argv("<tmp>", "PORT")))
+    if "c" in peers:
+        det.append(f"  {args.pingpong_build}")
+        det.append("  " + " ".join(["<tmp>/udp-pingpong"] + bench.pingpong_argv()[1:]))
     det.append(f"  script: bench/vs-sockperf.sh {' '.join(args.argv)}".rstrip())
-    return out, det, ok
+    return out, det, ok_all
 
 
 # --------------------------------------------------------------------------
@@ -773,21 +1031,27 @@ def report(args, bench, rounds, started, ended, warnings):
 def main():
     p = argparse.ArgumentParser(
         prog="bench/vs-sockperf.sh",
-        description="latscope's UDP probe (udp.path median) vs half of sockperf ping-pong's "
-                    "RTT median over loopback, A/B alternating.")
+        description="latscope's UDP probe (udp.path median) vs half the RTT median of "
+                    "sockperf ping-pong and/or a plain C ping-pong (bench/udp-pingpong.c) over "
+                    "loopback, the tools taking turns.")
+    p.add_argument("--peer", choices=("sockperf", "c", "both"), default="both",
+                   help="what latscope is compared with: sockperf ping-pong, the C ping-pong "
+                        "bench/udp-pingpong.c, or both, with one verdict each (default both)")
     p.add_argument("--rounds", type=int, default=5, help="rounds, one run of each tool (default 5)")
     p.add_argument("--seconds", type=int, default=20, help="seconds per run (default 20)")
     p.add_argument("--cpus", default="0,1",
-                   help="two CPUs: sender/client on the first, receiver/server on the second "
+                   help="two CPUs: sender/clients on the first, receiver/servers on the second "
                         "(default 0,1)")
     p.add_argument("--period-us", type=int, default=10000,
-                   help="one datagram per period; must divide 1 s (default 10000 = 100 msg/s)")
-    p.add_argument("--payload", type=int, default=64, help="UDP payload bytes (default 64)")
+                   help="one datagram per period; with sockperf it must divide 1 s "
+                        "(default 10000 = 100 msg/s)")
+    p.add_argument("--payload", type=int, default=64,
+                   help="UDP payload bytes (default 64; at least 14 with sockperf)")
     p.add_argument("--priority", type=int, default=95, help="SCHED_FIFO priority (default 95)")
     p.add_argument("--port", type=int, default=0,
                    help="UDP port of sockperf's server (default: a free one per run)")
     p.add_argument("--no-dma-latency", action="store_true",
-                   help="hold /dev/cpu_dma_latency in neither tool (default: 0 in both)")
+                   help="hold /dev/cpu_dma_latency in no tool (default: 0 in all)")
     p.add_argument("--quick", action="store_true", help="smoke test: 2 rounds of 5 s")
     p.add_argument("--keep-tmp", action="store_true", help="keep the raw tool outputs")
     p.add_argument("--out", nargs="?", const="", default=None, metavar="FILE",
@@ -797,15 +1061,28 @@ def main():
         "LATSCOPE", os.path.join(REPO, "target", "release", "latscope")), help=argparse.SUPPRESS)
     p.add_argument("--sockperf", default=os.environ.get("SOCKPERF") or
                    shutil.which("sockperf") or "sockperf", help=argparse.SUPPRESS)
+    p.add_argument("--cc", default=os.environ.get("CC") or shutil.which("cc") or
+                   shutil.which("gcc") or "cc", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.argv = sys.argv[1:]
+    args.peers = PEERS if args.peer == "both" else (args.peer,)
+    use_sockperf = "sockperf" in args.peers
 
     if args.quick:
         args.rounds, args.seconds = 2, 5
     if os.geteuid() != 0:
         die("must run as root (SCHED_FIFO, /dev/cpu_dma_latency): sudo bench/vs-sockperf.sh")
-    if not (os.path.isfile(args.sockperf) and os.access(args.sockperf, os.X_OK)):
-        die("sockperf not found: install it with 'apt-get install sockperf'")
+    if use_sockperf and not (os.path.isfile(args.sockperf) and os.access(args.sockperf, os.X_OK)):
+        die("sockperf not found: install it with 'apt-get install sockperf' "
+            "(or compare with the C ping-pong alone: --peer c)")
+    if "c" in args.peers:
+        cc = shutil.which(args.cc)
+        if not cc:
+            die(f"C compiler {args.cc!r} not found, so bench/udp-pingpong.c cannot be built: "
+                f"install one ('apt-get install gcc') or set CC (or use --peer sockperf)")
+        args.cc = cc
+        if not os.path.isfile(PINGPONG_SRC):
+            die(f"{PINGPONG_SRC} not found")
     if not (os.path.isfile(args.latscope) and os.access(args.latscope, os.X_OK)):
         die(f"latscope binary not found at {args.latscope}: build it with 'cargo build --release' "
             f"or set LATSCOPE=/path/to/latscope")
@@ -814,11 +1091,16 @@ def main():
             die(f"{tool} not found: install util-linux")
     if args.rounds < 1 or args.seconds < 1:
         die("--rounds and --seconds must be at least 1")
-    if args.period_us < 1 or 1_000_000 % args.period_us:
+    if args.period_us < 1:
+        die("--period-us must be at least 1")
+    if use_sockperf and 1_000_000 % args.period_us:
         die("--period-us must divide 1000000 (sockperf's rate is whole messages per second)")
     args.mps = 1_000_000 // args.period_us
-    if args.payload < SOCKPERF_MIN_MSG:
+    args.mps_text = f"{1_000_000 / args.period_us:g}"
+    if use_sockperf and args.payload < SOCKPERF_MIN_MSG:
         die(f"--payload must be at least {SOCKPERF_MIN_MSG} (sockperf's header)")
+    if args.payload < PINGPONG_MIN_MSG:
+        die(f"--payload must be at least {PINGPONG_MIN_MSG} (the C ping-pong's sequence number)")
     if not 1 <= args.priority <= 99:
         die("--priority must be 1-99")
     try:
@@ -839,7 +1121,8 @@ def main():
         die(f"{args.latscope} has no UDP probe ('latscope run --probe udp'): build a newer latscope")
     # Either flag silences the progress bar; the results come from --json.
     args.quiet_flag = "--no-progress" if "--no-progress" in helptext else "--quiet"
-    args.sockperf_version = sockperf_version(args.sockperf)
+    args.sockperf_version = sockperf_version(args.sockperf) if use_sockperf else None
+    args.cc_version = compiler_version(args.cc) if "c" in args.peers else None
 
     procs = Procs(os.environ.get("VS_SOCKPERF_PIDFILE"))
     bench = Bench(args, procs)
@@ -855,10 +1138,15 @@ def main():
     signal.signal(signal.SIGHUP, on_signal)
 
     started = datetime.datetime.now(datetime.timezone.utc)
-    bench.progress(f"{PROG}: {args.rounds} rounds x 2 runs x {args.seconds} s "
-                   f"(about {args.rounds * (2 * args.seconds + 5)} s) on CPUs "
-                   f"{args.sender_cpu},{args.receiver_cpu}")
+    runs = 1 + len(args.peers)
+    per_round = runs * args.seconds + 1 + (3 if use_sockperf else 0) + (1 if "c" in args.peers else 0)
+    bench.progress(f"{PROG}: {args.rounds} rounds x {runs} runs x {args.seconds} s "
+                   f"(about {args.rounds * per_round} s) on CPUs "
+                   f"{args.sender_cpu},{args.receiver_cpu}; latscope vs "
+                   f"{' and '.join(PEER_NAME[p] for p in args.peers)}")
     try:
+        if "c" in args.peers:
+            bench.build_pingpong()
         rounds = bench.rounds()
         for entry in other_tools(procs.own_pids()):
             bench.others.setdefault(entry.split(":", 1)[0], entry)
@@ -867,11 +1155,16 @@ def main():
             warnings.append(f"{len(shown)} other measuring tool(s) ran during the benchmark and may "
                             f"have competed for the CPUs; first seen: {shown[0]}")
         want = not args.no_dma_latency
-        odd = [i for i, _, ls, _ in rounds if ls.dma_latency is not None and ls.dma_latency != want]
-        if odd:
-            warnings.append(f"latscope {'did not hold' if want else 'held'} /dev/cpu_dma_latency at 0 "
-                            f"in round(s) {', '.join(map(str, odd))}, unlike sockperf's runs: the "
-                            f"two tools ran under different idle states")
+        for tool, name in (("latscope", "latscope"), ("c", "the C ping-pong")):
+            odd = [i for i, _, got in rounds if tool in got
+                   and got[tool].dma_latency is not None and got[tool].dma_latency != want]
+            if odd:
+                rest = [PEER_NAME[t] for t in ("latscope",) + args.peers if t != tool]
+                warnings.append(f"{name} {'did not hold' if want else 'held'} /dev/cpu_dma_latency "
+                                f"at 0 in round(s) {', '.join(map(str, odd))}, unlike "
+                                f"{' and '.join(r + chr(39) + 's' for r in rest)} runs: the "
+                                f"{'two' if len(rest) == 1 else 'three'} tools ran under "
+                                f"different idle states")
         if bench.dma_errors:
             warnings.append(f"could not hold /dev/cpu_dma_latency for sockperf: {bench.dma_errors[0]}")
         ended = datetime.datetime.now(datetime.timezone.utc)

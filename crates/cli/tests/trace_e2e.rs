@@ -397,18 +397,6 @@ fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
 #[test]
 fn without_tracepoint_access_the_run_continues_and_says_so() {
     let _g = serial();
-    if !is_root() {
-        eprintln!("skipped: needs root to drop to an unprivileged user");
-        return;
-    }
-    if std::process::Command::new("setpriv")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: needs setpriv (util-linux)");
-        return;
-    }
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -416,24 +404,12 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
         eprintln!("skipped: needs perf_event_paranoid >= 1 so an unprivileged user cannot trace");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
-    let copy = dir.path().join("latscope");
-    std::fs::copy(env!("CARGO_BIN_EXE_latscope"), &copy).unwrap();
+    let Some((dir, copy)) = unprivileged_dir() else {
+        return;
+    };
     let store = store_in(dir.path());
     let json = dir.path().join("u.json");
-    let o = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(&copy)
+    let o = as_nobody(&copy)
         .args([
             "run",
             "--trace",

@@ -335,39 +335,19 @@ fn the_namespaces_go_away_after_a_run_each_cell_and_ctrl_c() {
 #[test]
 fn unprivileged_veth_fails_in_one_line_and_loopback_works() {
     let _g = serial();
-    if !is_root() {
-        eprintln!("skipped: needs root to drop to an unprivileged user");
+    let Some((dir, copy)) = unprivileged_dir() else {
         return;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: needs setpriv (util-linux)");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-    )
-    .unwrap();
-    let copy = dir.path().join("latscope");
-    std::fs::copy(env!("CARGO_BIN_EXE_latscope"), &copy).unwrap();
+    };
     let store = store_in(dir.path());
-    let as_nobody = |extra: &[&str]| {
-        Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--inh-caps=-all",
-            ])
-            .arg(&copy)
+    let run = |extra: &[&str]| {
+        as_nobody(&copy)
             .args(["run", "--probe", "udp", "--duration", "1s", "--quiet"])
             .args(["--store", store.to_str().unwrap()])
             .args(extra)
             .output()
             .unwrap()
     };
-    let o = as_nobody(&["--path", "veth"]);
+    let o = run(&["--path", "veth"]);
     assert_one_line_error(&o, 1);
     let err = stderr(&o);
     eprintln!("unprivileged veth: {err}");
@@ -375,7 +355,7 @@ fn unprivileged_veth_fails_in_one_line_and_loopback_works() {
     assert!(err.contains("CAP_SYS_ADMIN"), "{err}");
 
     let json = dir.path().join("lo.json");
-    let o = as_nobody(&["--json", json.to_str().unwrap()]);
+    let o = run(&["--json", json.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = read_json(&json);
     let u = udp(&doc);

@@ -303,7 +303,7 @@ fn a_quick_suite_runs_to_the_end() {
     assert!(out.contains("max (p99.9)"), "the summary matrix");
     let doc = read_json(&json);
     let cells = doc["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 8, "2 probes x 4 workloads");
+    assert_eq!(cells.len(), 12, "3 probes x 4 workloads");
     for c in cells {
         assert_ne!(c["workload"], "none");
         assert!(
@@ -311,10 +311,10 @@ fn a_quick_suite_runs_to_the_end() {
             "{}",
             c["workload"]
         );
-        let name = if c["probe"] == "timer" {
-            "timer.latency"
-        } else {
-            "noise.gap"
+        let name = match c["probe"].as_str() {
+            Some("timer") => "timer.latency",
+            Some("udp") => "udp.path",
+            _ => "noise.gap",
         };
         assert!(metrics_of(c, name) > 0, "{} {}", c["probe"], c["workload"]);
     }

@@ -64,6 +64,42 @@ pub fn online() -> Vec<u32> {
         .collect()
 }
 
+/// A world-writable directory holding a copy of the binary that the
+/// unprivileged user (nobody) can run and write a store in; `None` (with a
+/// visible "skipped" line) when not root or setpriv is missing.
+pub fn unprivileged_dir() -> Option<(tempfile::TempDir, PathBuf)> {
+    if !is_root() {
+        eprintln!("skipped: needs root to drop to an unprivileged user");
+        return None;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        eprintln!("skipped: needs setpriv (util-linux)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let copy = dir.path().join("latscope");
+    std::fs::copy(env!("CARGO_BIN_EXE_latscope"), &copy).unwrap();
+    Some((dir, copy))
+}
+
+/// `binary` run as nobody, without groups or capabilities.
+pub fn as_nobody(binary: &Path) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+    ])
+    .arg(binary);
+    c
+}
+
 /// Asserts a failed command printed exactly one line and no panic.
 pub fn assert_one_line_error(o: &Output, code: i32) {
     let err = stderr(o);
