@@ -63,8 +63,6 @@ pub struct Received {
     /// The kernel's receive stamp, CLOCK_REALTIME ns; `None` when the
     /// datagram came without one.
     pub stamp_realtime_ns: Option<u64>,
-    /// The datagram was longer than the buffer.
-    pub truncated: bool,
 }
 
 /// Which stamps a socket asks for.
@@ -229,7 +227,8 @@ impl TsSocket {
         }
     }
 
-    fn recvmsg(&mut self, buf: &mut [u8], flags: i32) -> Result<(usize, i32, usize), Errno> {
+    /// (bytes received, control bytes received).
+    fn recvmsg(&mut self, buf: &mut [u8], flags: i32) -> Result<(usize, usize), Errno> {
         let mut iov = libc::iovec {
             iov_base: buf.as_mut_ptr().cast(),
             iov_len: buf.len(),
@@ -245,7 +244,7 @@ impl TsSocket {
             // both valid for the lengths given.
             let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, flags) };
             if n >= 0 {
-                return Ok((n as usize, msg.msg_flags, msg.msg_controllen as usize));
+                return Ok((n as usize, msg.msg_controllen as usize));
             }
             let e = errno();
             if e.0 != libc::EINTR {
@@ -258,7 +257,7 @@ impl TsSocket {
     /// takes its receive stamp: the system call under test.
     #[inline]
     pub fn recv(&mut self, buf: &mut [u8]) -> Result<Received, Errno> {
-        let (len, flags, control_len) = self.recvmsg(buf, 0)?;
+        let (len, control_len) = self.recvmsg(buf, 0)?;
         let mut stamp = None;
         self.each_cmsg(control_len, |level, kind, data| {
             if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
@@ -268,46 +267,41 @@ impl TsSocket {
         Ok(Received {
             len,
             stamp_realtime_ns: stamp,
-            truncated: flags & libc::MSG_TRUNC != 0,
         })
     }
 
     /// The next transmit stamp waiting on the error queue, without blocking;
-    /// `Ok(None)` when the queue is empty.
+    /// `Ok(None)` when the queue holds no more. Queued errors that are not
+    /// time stamps (an ICMP error, say) are taken off the queue and skipped.
     #[inline]
     pub fn next_tx_stamp(&mut self) -> Result<Option<TxStamp>, Errno> {
-        let mut empty = [0u8; 0];
-        let (_, _, control_len) =
-            match self.recvmsg(&mut empty, libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT) {
-                Ok(r) => r,
-                Err(e) if e.0 == libc::EAGAIN => return Ok(None),
+        loop {
+            let mut empty = [0u8; 0];
+            let flags = libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT;
+            let control_len = match self.recvmsg(&mut empty, flags) {
+                Ok((_, c)) => c,
+                Err(e) if e.is_again() => return Ok(None),
                 Err(e) => return Err(e),
             };
-        let mut time = None;
-        let mut info = None;
-        self.each_cmsg(control_len, |level, kind, data| {
-            if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
-                time = first_timespec(data);
-            } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
-                || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
-            {
-                info = extended_err(data);
+            let mut time = None;
+            let mut info = None;
+            self.each_cmsg(control_len, |level, kind, data| {
+                if level == libc::SOL_SOCKET && kind == libc::SO_TIMESTAMPING {
+                    time = first_timespec(data);
+                } else if (level == libc::SOL_IP && kind == libc::IP_RECVERR)
+                    || (level == libc::SOL_IPV6 && kind == libc::IPV6_RECVERR)
+                {
+                    info = extended_err(data);
+                }
+            });
+            if let (Some(t), Some((id, stage))) = (time, info) {
+                return Ok(Some(TxStamp {
+                    id,
+                    stage,
+                    realtime_ns: t,
+                }));
             }
-        });
-        Ok(match (time, info) {
-            (Some(t), Some((id, stage))) => Some(TxStamp {
-                id,
-                stage,
-                realtime_ns: t,
-            }),
-            // A queued error that is not a time stamp (e.g. an ICMP error):
-            // consumed, reported as an empty stamp-less entry.
-            _ => Some(TxStamp {
-                id: u32::MAX,
-                stage: TxStage::Sched,
-                realtime_ns: 0,
-            }),
-        })
+        }
     }
 
     /// Walks the control messages of the last `recvmsg`.

@@ -57,27 +57,24 @@ fn veth() -> Result<Endpoints, String> {
     let ns = |side: &str| NetNs::create().map_err(|e| format!("--path veth: {side}: {e}"));
     let a = ns("sender")?;
     let b = ns("receiver")?;
-    run(
-        None,
-        &[
-            "link",
-            "add",
-            SENDER_IF,
-            "address",
-            SENDER_MAC,
-            "netns",
-            &a.path(),
-            "type",
-            "veth",
-            "peer",
-            "name",
-            RECEIVER_IF,
-            "address",
-            RECEIVER_MAC,
-            "netns",
-            &b.path(),
-        ],
-    )?;
+    create_pair(&[
+        "link",
+        "add",
+        SENDER_IF,
+        "address",
+        SENDER_MAC,
+        "netns",
+        &a.path(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        RECEIVER_IF,
+        "address",
+        RECEIVER_MAC,
+        "netns",
+        &b.path(),
+    ])?;
     configure(&a, SENDER_IF, SENDER_IP, RECEIVER_IP, RECEIVER_MAC)?;
     configure(&b, RECEIVER_IF, RECEIVER_IP, SENDER_IP, SENDER_MAC)?;
     let bind = |ns: &NetNs, ip: Ipv4Addr| {
@@ -125,13 +122,10 @@ fn configure(
     Ok(())
 }
 
-/// `ip ARGS` in latscope's namespace (`ns` None) or in `ns`.
-fn run(ns: Option<&NetNs>, args: &[&str]) -> Result<(), String> {
-    let mut cmd = match ns {
-        Some(ns) => ns.command("ip"),
-        None => std::process::Command::new("ip"),
-    };
-    let out = cmd
+/// `ip link add ...` in latscope's own namespace, which places each end in
+/// its private namespace.
+fn create_pair(args: &[&str]) -> Result<(), String> {
+    let out = std::process::Command::new("ip")
         .args(args)
         .stdin(Stdio::null())
         .output()
