@@ -15,6 +15,7 @@ mod noise;
 mod run;
 mod system;
 mod time;
+mod timer;
 mod udp;
 mod workload;
 
@@ -28,6 +29,7 @@ pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};
+pub use timer::TimerCpuStats;
 pub use udp::{UdpPath, UdpStats};
 pub use workload::{
     CpuPercent, DiskRates, InterruptSource, NetRates, WorkloadSecond, WorkloadStats,

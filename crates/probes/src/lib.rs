@@ -6,7 +6,9 @@
 //! allocate, lock, print or do I/O inside their loop: the only system calls
 //! there are the timer service under test and clock reads.
 
+pub mod clock;
 pub mod noise;
+mod probe;
 mod recorder;
 mod rng;
 mod sample_ring;
@@ -14,5 +16,7 @@ mod setup;
 pub mod timer;
 pub mod udp;
 
+pub use clock::{Clock, RealClock};
+pub use probe::{Handoff, Probe, ProbeFinal, ProbeSnapshot, ProbeStats, RunningProbe};
 pub use recorder::MetricRecorder;
 pub use sample_ring::SampleRing;
