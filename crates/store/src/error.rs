@@ -50,6 +50,9 @@ pub enum StoreError {
     #[error("store {} stayed locked by another process for 5 s; try again when it is done", .path.display())]
     Busy { path: PathBuf },
 
+    #[error("store {}: the disk is full ({action}); free some space or give a store on another disk", .path.display())]
+    Full { path: PathBuf, action: &'static str },
+
     #[error("store {} is damaged: {what}", .path.display())]
     Corrupt { path: PathBuf, what: String },
 
@@ -111,6 +114,7 @@ pub(crate) fn classify(path: &Path, action: &'static str, err: rusqlite::Error) 
             what: err.to_string(),
         },
         Some(ErrorCode::ReadOnly) => StoreError::ReadOnly { path },
+        Some(ErrorCode::DiskFull) => StoreError::Full { path, action },
         Some(ErrorCode::CannotOpen) => StoreError::Open {
             path,
             reason: "cannot open or create the file (check the directory exists and is writable)"

@@ -37,6 +37,7 @@
 //!   run is writing to it; WAL lets both proceed, and a busy timeout of 5 s
 //!   covers the short write transactions.
 
+mod checkpoint;
 mod codec;
 mod error;
 mod liveness;
@@ -53,6 +54,7 @@ use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunSt
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
+pub use checkpoint::Checkpoint;
 pub use error::StoreError;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
@@ -358,113 +360,13 @@ impl Store {
         timeline: &[TimelineChunk],
         now_unix: Nanos,
     ) -> Result<()> {
-        let duration = to_sql(duration.0, "the cell's duration")?;
-        let now = to_sql(now_unix.0, "the checkpoint time")?;
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err("starting a checkpoint"))?;
-        let owner: Option<i64> = tx
-            .query_row("SELECT run_id FROM cells WHERE id = ?1", [cell.0], |r| {
-                r.get(0)
-            })
-            .optional()
-            .map_err(err("looking up the cell"))?;
-        match owner {
-            None => return Err(StoreError::NoSuchCell(cell)),
-            Some(r) if r != run.0 => return Err(StoreError::CellNotInRun { cell, run }),
-            Some(_) => {}
-        }
-        tx.execute("DELETE FROM metrics WHERE cell_id = ?1", [cell.0])
-            .map_err(err("replacing the metrics"))?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
-                     overruns, missed_deadlines, threshold_ns, above_threshold) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                )
-                .map_err(err("saving the metrics"))?;
-            for m in metrics {
-                let cpu = cpu_to_sql(m.cpu);
-                let overruns = to_sql(m.overruns, "an overrun count")?;
-                let missed = to_sql(m.missed_deadlines, "a missed-deadline count")?;
-                let threshold = m
-                    .threshold
-                    .map(|t| to_sql(t.0, "a threshold"))
-                    .transpose()?;
-                let above = m
-                    .above_threshold
-                    .map(|a| to_sql(a, "an above-threshold count"))
-                    .transpose()?;
-                let (samples, max) = histogram_columns(&m.histogram)?;
-                insert
-                    .execute(params![
-                        cell.0,
-                        m.name,
-                        cpu,
-                        "raw",
-                        m.histogram.to_bytes(),
-                        samples,
-                        max,
-                        overruns,
-                        missed,
-                        threshold,
-                        above,
-                    ])
-                    .map_err(err("saving a metric"))?;
-                if let Some(corrected) = &m.corrected {
-                    let (samples, max) = histogram_columns(corrected)?;
-                    insert
-                        .execute(params![
-                            cell.0,
-                            m.name,
-                            cpu,
-                            "corrected",
-                            corrected.to_bytes(),
-                            samples,
-                            max,
-                            0i64,
-                            0i64,
-                            None::<i64>,
-                            None::<i64>,
-                        ])
-                        .map_err(err("saving a corrected metric"))?;
-                }
-            }
-            let mut chunk_insert = tx
-                .prepare_cached(
-                    "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, \
-                     data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(err("saving the timeline"))?;
-            for chunk in timeline.iter().filter(|c| !c.seconds.is_empty()) {
-                let first = to_sql(chunk.first_second, "a timeline second")?;
-                let seconds = to_sql(chunk.seconds.len() as u64, "a timeline length")?;
-                chunk_insert
-                    .execute(params![
-                        cell.0,
-                        chunk.metric,
-                        cpu_to_sql(chunk.cpu),
-                        first,
-                        seconds,
-                        encode_timeline(&chunk.seconds),
-                    ])
-                    .map_err(err("saving a timeline chunk"))?;
-            }
-        }
-        tx.execute(
-            "UPDATE cells SET duration_ns = ?2 WHERE id = ?1",
-            params![cell.0, duration],
-        )
-        .map_err(err("updating the cell's duration"))?;
-        tx.execute(
-            "UPDATE runs SET checkpoint_unix_ns = ?2 WHERE id = ?1",
-            params![run.0, now],
-        )
-        .map_err(err("updating the checkpoint time"))?;
+        write_progress(&tx, path, run, cell, duration, metrics, timeline, now_unix)?;
         tx.commit().map_err(err("committing the checkpoint"))
     }
 
@@ -876,10 +778,7 @@ impl Store {
     }
 
     fn json<T: serde::Serialize + ?Sized>(&self, value: &T, what: &str) -> Result<String> {
-        serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
-            path: self.path.clone(),
-            what: format!("cannot encode {what} ({e})"),
-        })
+        encode_json(&self.path, value, what)
     }
 
     fn parse_json<T: serde::de::DeserializeOwned>(
@@ -910,6 +809,145 @@ impl Store {
     fn sql(&self, action: &'static str, e: rusqlite::Error) -> StoreError {
         classify(&self.path, action, e)
     }
+}
+
+/// The metric rows, timeline chunks, the cell's duration and the run's
+/// checkpoint time, inside the caller's transaction.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write_progress(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    run: RunId,
+    cell: CellId,
+    duration: Nanos,
+    metrics: &[MetricResult],
+    timeline: &[TimelineChunk],
+    now_unix: Nanos,
+) -> Result<()> {
+    let duration = to_sql(duration.0, "the cell's duration")?;
+    let now = to_sql(now_unix.0, "the checkpoint time")?;
+    let err = |action| move |e| classify(path, action, e);
+    let owner: Option<i64> = tx
+        .query_row("SELECT run_id FROM cells WHERE id = ?1", [cell.0], |r| {
+            r.get(0)
+        })
+        .optional()
+        .map_err(err("looking up the cell"))?;
+    match owner {
+        None => return Err(StoreError::NoSuchCell(cell)),
+        Some(r) if r != run.0 => return Err(StoreError::CellNotInRun { cell, run }),
+        Some(_) => {}
+    }
+    tx.execute("DELETE FROM metrics WHERE cell_id = ?1", [cell.0])
+        .map_err(err("replacing the metrics"))?;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
+                     overruns, missed_deadlines, threshold_ns, above_threshold) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            )
+            .map_err(err("saving the metrics"))?;
+        for m in metrics {
+            let cpu = cpu_to_sql(m.cpu);
+            let overruns = to_sql(m.overruns, "an overrun count")?;
+            let missed = to_sql(m.missed_deadlines, "a missed-deadline count")?;
+            let threshold = m
+                .threshold
+                .map(|t| to_sql(t.0, "a threshold"))
+                .transpose()?;
+            let above = m
+                .above_threshold
+                .map(|a| to_sql(a, "an above-threshold count"))
+                .transpose()?;
+            let (samples, max) = histogram_columns(&m.histogram)?;
+            insert
+                .execute(params![
+                    cell.0,
+                    m.name,
+                    cpu,
+                    "raw",
+                    m.histogram.to_bytes(),
+                    samples,
+                    max,
+                    overruns,
+                    missed,
+                    threshold,
+                    above,
+                ])
+                .map_err(err("saving a metric"))?;
+            if let Some(corrected) = &m.corrected {
+                let (samples, max) = histogram_columns(corrected)?;
+                insert
+                    .execute(params![
+                        cell.0,
+                        m.name,
+                        cpu,
+                        "corrected",
+                        corrected.to_bytes(),
+                        samples,
+                        max,
+                        0i64,
+                        0i64,
+                        None::<i64>,
+                        None::<i64>,
+                    ])
+                    .map_err(err("saving a corrected metric"))?;
+            }
+        }
+        let mut chunk_insert = tx
+            .prepare_cached(
+                "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, \
+                     data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(err("saving the timeline"))?;
+        for chunk in timeline.iter().filter(|c| !c.seconds.is_empty()) {
+            let first = to_sql(chunk.first_second, "a timeline second")?;
+            let seconds = to_sql(chunk.seconds.len() as u64, "a timeline length")?;
+            chunk_insert
+                .execute(params![
+                    cell.0,
+                    chunk.metric,
+                    cpu_to_sql(chunk.cpu),
+                    first,
+                    seconds,
+                    encode_timeline(&chunk.seconds),
+                ])
+                .map_err(err("saving a timeline chunk"))?;
+        }
+    }
+    tx.execute(
+        "UPDATE cells SET duration_ns = ?2 WHERE id = ?1",
+        params![cell.0, duration],
+    )
+    .map_err(err("updating the cell's duration"))?;
+    tx.execute(
+        "UPDATE runs SET checkpoint_unix_ns = ?2 WHERE id = ?1",
+        params![run.0, now],
+    )
+    .map_err(err("updating the checkpoint time"))?;
+    Ok(())
+}
+
+/// `value` as JSON text for a column.
+pub(crate) fn encode_json<T: serde::Serialize + ?Sized>(
+    path: &Path,
+    value: &T,
+    what: &str,
+) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
+        path: path.to_path_buf(),
+        what: format!("cannot encode {what} ({e})"),
+    })
+}
+
+/// Fails with [`StoreError::NoSuchCell`] unless the cell exists.
+pub(crate) fn require_cell_in(tx: &rusqlite::Connection, path: &Path, cell: CellId) -> Result<()> {
+    let exists = tx
+        .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
+        .optional()
+        .map_err(|e| classify(path, "looking up the cell", e))?;
+    exists.ok_or(StoreError::NoSuchCell(cell))
 }
 
 /// The `samples` and `max_ns` columns of a histogram row. A maximum beyond

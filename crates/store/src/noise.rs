@@ -7,10 +7,11 @@
 use std::collections::BTreeSet;
 
 use latscope_model::{NoiseCpuStats, RunId};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, TransactionBehavior};
 
 use crate::error::classify;
-use crate::{CellId, Result, Store, StoreError};
+use crate::{encode_json, require_cell_in, CellId, Result, Store, StoreError};
+use std::path::Path;
 
 impl Store {
     /// Stores the noise probe's figures for some CPUs of a cell, in one
@@ -18,45 +19,14 @@ impl Store {
     /// replaced by the figures given; CPUs not given keep what they have.
     /// Giving the same CPU twice in one call is refused (nothing is stored).
     pub fn set_noise_stats(&mut self, cell: CellId, stats: &[NoiseCpuStats]) -> Result<()> {
-        let mut seen = BTreeSet::new();
-        let mut rows = Vec::with_capacity(stats.len());
-        for s in stats {
-            if !seen.insert(s.cpu) {
-                return Err(StoreError::InvalidNoiseStats {
-                    cpu: s.cpu.0,
-                    reason: "the CPU is given twice in one call".to_string(),
-                });
-            }
-            rows.push((s.cpu.0, self.json(s, "the noise figures")?));
-        }
-
         let path = self.path.as_path();
-        let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
-        let exists = tx
-            .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
-            .optional()
-            .map_err(err("looking up the cell"))?;
-        if exists.is_none() {
-            return Err(StoreError::NoSuchCell(cell));
-        }
-        {
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (cell_id, cpu) DO UPDATE SET stats = excluded.stats",
-                )
-                .map_err(err("saving the noise figures"))?;
-            for (cpu, json) in &rows {
-                upsert
-                    .execute(params![cell.0, cpu, json])
-                    .map_err(err("saving the noise figures of a CPU"))?;
-            }
-        }
-        tx.commit().map_err(err("committing the noise figures"))
+            .map_err(|e| classify(path, "starting a transaction", e))?;
+        write_noise_stats(&tx, path, cell, stats)?;
+        tx.commit()
+            .map_err(|e| classify(path, "committing the noise figures", e))
     }
 
     /// A cell's noise figures, by CPU; empty for a cell of another probe.
@@ -87,4 +57,41 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// [`Store::set_noise_stats`] inside the caller's transaction.
+pub(crate) fn write_noise_stats(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    stats: &[NoiseCpuStats],
+) -> Result<()> {
+    let mut seen = BTreeSet::new();
+    let mut rows = Vec::with_capacity(stats.len());
+    for s in stats {
+        if !seen.insert(s.cpu) {
+            return Err(StoreError::InvalidNoiseStats {
+                cpu: s.cpu.0,
+                reason: "the CPU is given twice in one call".to_string(),
+            });
+        }
+        rows.push((s.cpu.0, encode_json(path, s, "the noise figures")?));
+    }
+
+    let err = |action| move |e| classify(path, action, e);
+    require_cell_in(tx, path, cell)?;
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (cell_id, cpu) DO UPDATE SET stats = excluded.stats",
+            )
+            .map_err(err("saving the noise figures"))?;
+        for (cpu, json) in &rows {
+            upsert
+                .execute(params![cell.0, cpu, json])
+                .map_err(err("saving the noise figures of a CPU"))?;
+        }
+    }
+    Ok(())
 }

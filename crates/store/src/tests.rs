@@ -2541,3 +2541,5 @@ fn a_version_4_store_migrates_in_place_and_keeps_its_runs() {
     assert_eq!(loaded.cells[0].noise, vec![noise(0, 1)]);
     assert_eq!(loaded.cells[0].metrics, want_metrics);
 }
+
+mod checkpoint;

@@ -9,7 +9,9 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{decode_window_events, encode_window_events};
 use crate::error::classify;
+use crate::{encode_json, require_cell_in};
 use crate::{to_sql, CellId, Result, Store, StoreError};
+use std::path::Path;
 
 /// An `episodes` row as SQLite returns it.
 struct RawEpisode {
@@ -34,110 +36,19 @@ impl Store {
         episodes: &[Episode],
         windows: &[EpisodeWindow],
     ) -> Result<()> {
-        let mut rows = Vec::with_capacity(episodes.len());
-        for e in episodes {
-            if e.seq == 0 {
-                return Err(StoreError::InvalidEpisode {
-                    seq: 0,
-                    reason: "episodes are numbered from 1".to_string(),
-                });
-            }
-            rows.push((
-                e,
-                to_sql(e.expiry_ns.0, "an episode's expiry")?,
-                to_sql(e.offset_ns.0, "an episode's offset")?,
-                to_sql(e.latency_ns.0, "an episode's latency")?,
-                self.json(&e.breakdown, "an episode's breakdown")?,
-                self.json(&e.stacks, "an episode's stack counts")?,
-            ));
-        }
-        let mut blobs = Vec::with_capacity(windows.len());
-        for w in windows {
-            let blob =
-                encode_window_events(&w.events).map_err(|reason| StoreError::InvalidEpisode {
-                    seq: w.seq,
-                    reason: format!("cannot encode its event window ({reason})"),
-                })?;
-            blobs.push((
-                w,
-                blob,
-                to_sql(w.events.len() as u64, "a window's event count")?,
-                to_sql(w.truncated, "a window's truncated count")?,
-            ));
-        }
-
         let path = self.path.as_path();
-        let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
-        let exists = tx
-            .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
-            .optional()
-            .map_err(err("looking up the cell"))?;
-        if exists.is_none() {
-            return Err(StoreError::NoSuchCell(cell));
-        }
-        {
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO episodes (cell_id, seq, cpu, expiry_ns, offset_ns, metric, \
-                     latency_ns, breakdown, stacks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-                     ON CONFLICT (cell_id, seq) DO UPDATE SET cpu = excluded.cpu, \
-                     expiry_ns = excluded.expiry_ns, offset_ns = excluded.offset_ns, \
-                     metric = excluded.metric, latency_ns = excluded.latency_ns, \
-                     breakdown = excluded.breakdown, stacks = excluded.stacks",
-                )
-                .map_err(err("saving the episodes"))?;
-            for (e, expiry, offset, latency, breakdown, stacks) in &rows {
-                upsert
-                    .execute(params![
-                        cell.0, e.seq, e.cpu.0, expiry, offset, e.metric, latency, breakdown,
-                        stacks,
-                    ])
-                    .map_err(err("saving an episode"))?;
-            }
-            let mut has_episode = tx
-                .prepare_cached("SELECT 1 FROM episodes WHERE cell_id = ?1 AND seq = ?2")
-                .map_err(err("saving the event windows"))?;
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO episode_windows (cell_id, seq, cpu, event_count, events, \
-                     truncated) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
-                     ON CONFLICT (cell_id, seq) DO UPDATE SET cpu = excluded.cpu, \
-                     event_count = excluded.event_count, events = excluded.events, \
-                     truncated = excluded.truncated",
-                )
-                .map_err(err("saving the event windows"))?;
-            for (w, blob, count, truncated) in &blobs {
-                let found = has_episode
-                    .query_row(params![cell.0, w.seq], |_| Ok(()))
-                    .optional()
-                    .map_err(err("looking up an episode"))?;
-                if found.is_none() {
-                    return Err(StoreError::WindowWithoutEpisode { cell, seq: w.seq });
-                }
-                upsert
-                    .execute(params![cell.0, w.seq, w.cpu.0, count, blob, truncated])
-                    .map_err(err("saving an event window"))?;
-            }
-        }
-        tx.commit().map_err(err("committing the episodes"))
+            .map_err(|e| classify(path, "starting a transaction", e))?;
+        write_episodes(&tx, path, cell, episodes, windows)?;
+        tx.commit()
+            .map_err(|e| classify(path, "committing the episodes", e))
     }
 
     /// Sets (or replaces) the tracer's summary of a cell.
     pub fn set_trace_summary(&mut self, cell: CellId, summary: &TraceSummary) -> Result<()> {
-        let json = self.json(summary, "the trace summary")?;
-        self.require_cell(cell)?;
-        self.conn
-            .execute(
-                "INSERT INTO trace_summaries (cell_id, summary) VALUES (?1, ?2) \
-                 ON CONFLICT (cell_id) DO UPDATE SET summary = excluded.summary",
-                params![cell.0, json],
-            )
-            .map_err(|e| self.sql("saving the trace summary", e))?;
-        Ok(())
+        write_trace_summary(&self.conn, &self.path, cell, summary)
     }
 
     /// The event window kept for episode `seq` of a run; `None` when the
@@ -240,4 +151,110 @@ impl Store {
             })
             .collect()
     }
+}
+
+/// [`Store::add_episodes`] inside the caller's transaction.
+pub(crate) fn write_episodes(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    episodes: &[Episode],
+    windows: &[EpisodeWindow],
+) -> Result<()> {
+    let mut rows = Vec::with_capacity(episodes.len());
+    for e in episodes {
+        if e.seq == 0 {
+            return Err(StoreError::InvalidEpisode {
+                seq: 0,
+                reason: "episodes are numbered from 1".to_string(),
+            });
+        }
+        rows.push((
+            e,
+            to_sql(e.expiry_ns.0, "an episode's expiry")?,
+            to_sql(e.offset_ns.0, "an episode's offset")?,
+            to_sql(e.latency_ns.0, "an episode's latency")?,
+            encode_json(path, &e.breakdown, "an episode's breakdown")?,
+            encode_json(path, &e.stacks, "an episode's stack counts")?,
+        ));
+    }
+    let mut blobs = Vec::with_capacity(windows.len());
+    for w in windows {
+        let blob =
+            encode_window_events(&w.events).map_err(|reason| StoreError::InvalidEpisode {
+                seq: w.seq,
+                reason: format!("cannot encode its event window ({reason})"),
+            })?;
+        blobs.push((
+            w,
+            blob,
+            to_sql(w.events.len() as u64, "a window's event count")?,
+            to_sql(w.truncated, "a window's truncated count")?,
+        ));
+    }
+
+    let err = |action| move |e| classify(path, action, e);
+    require_cell_in(tx, path, cell)?;
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO episodes (cell_id, seq, cpu, expiry_ns, offset_ns, metric, \
+                     latency_ns, breakdown, stacks) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+                     ON CONFLICT (cell_id, seq) DO UPDATE SET cpu = excluded.cpu, \
+                     expiry_ns = excluded.expiry_ns, offset_ns = excluded.offset_ns, \
+                     metric = excluded.metric, latency_ns = excluded.latency_ns, \
+                     breakdown = excluded.breakdown, stacks = excluded.stacks",
+            )
+            .map_err(err("saving the episodes"))?;
+        for (e, expiry, offset, latency, breakdown, stacks) in &rows {
+            upsert
+                .execute(params![
+                    cell.0, e.seq, e.cpu.0, expiry, offset, e.metric, latency, breakdown, stacks,
+                ])
+                .map_err(err("saving an episode"))?;
+        }
+        let mut has_episode = tx
+            .prepare_cached("SELECT 1 FROM episodes WHERE cell_id = ?1 AND seq = ?2")
+            .map_err(err("saving the event windows"))?;
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO episode_windows (cell_id, seq, cpu, event_count, events, \
+                     truncated) VALUES (?1, ?2, ?3, ?4, ?5, ?6) \
+                     ON CONFLICT (cell_id, seq) DO UPDATE SET cpu = excluded.cpu, \
+                     event_count = excluded.event_count, events = excluded.events, \
+                     truncated = excluded.truncated",
+            )
+            .map_err(err("saving the event windows"))?;
+        for (w, blob, count, truncated) in &blobs {
+            let found = has_episode
+                .query_row(params![cell.0, w.seq], |_| Ok(()))
+                .optional()
+                .map_err(err("looking up an episode"))?;
+            if found.is_none() {
+                return Err(StoreError::WindowWithoutEpisode { cell, seq: w.seq });
+            }
+            upsert
+                .execute(params![cell.0, w.seq, w.cpu.0, count, blob, truncated])
+                .map_err(err("saving an event window"))?;
+        }
+    }
+    Ok(())
+}
+
+/// [`Store::set_trace_summary`] inside the caller's transaction (or on its own).
+pub(crate) fn write_trace_summary(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    summary: &TraceSummary,
+) -> Result<()> {
+    let json = encode_json(path, summary, "the trace summary")?;
+    require_cell_in(tx, path, cell)?;
+    tx.execute(
+        "INSERT INTO trace_summaries (cell_id, summary) VALUES (?1, ?2) \
+         ON CONFLICT (cell_id) DO UPDATE SET summary = excluded.summary",
+        params![cell.0, json],
+    )
+    .map_err(|e| classify(path, "saving the trace summary", e))?;
+    Ok(())
 }

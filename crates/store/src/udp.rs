@@ -9,7 +9,9 @@ use rusqlite::types::Value;
 use rusqlite::{params_from_iter, OptionalExtension, TransactionBehavior};
 
 use crate::error::classify;
-use crate::{to_sql, CellId, Result, Store, StoreError};
+use crate::require_cell_in;
+use crate::{to_sql, CellId, Result, Store};
+use std::path::Path;
 
 /// The columns after `cell_id`, in the order of [`UdpStats`]'s fields.
 const COLUMNS: &str = "path, sender_cpu, receiver_cpu, payload_bytes, period_ns, sent, \
@@ -109,37 +111,14 @@ impl Store {
     /// what an earlier one stored. A count beyond the store's 63-bit
     /// integers is refused (nothing is stored).
     pub fn set_udp_stats(&mut self, cell: CellId, stats: &UdpStats) -> Result<()> {
-        let mut values = [0i64; 14];
-        for ((v, n), (_, what)) in values.iter_mut().zip(counts(stats)).zip(COUNTS) {
-            *v = to_sql(n, what)?;
-        }
-
         let path = self.path.as_path();
-        let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
-        let exists = tx
-            .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
-            .optional()
-            .map_err(err("looking up the cell"))?;
-        if exists.is_none() {
-            return Err(StoreError::NoSuchCell(cell));
-        }
-        // Columns in UPSERT's order: the cell, the identifying fields, then
-        // the counts in the order of COUNTS.
-        let mut row: Vec<Value> = vec![
-            cell.0.into(),
-            stats.path.as_str().to_string().into(),
-            i64::from(stats.sender_cpu.0).into(),
-            i64::from(stats.receiver_cpu.0).into(),
-            i64::from(stats.payload_bytes).into(),
-        ];
-        row.extend(values.map(Value::from));
-        tx.execute(UPSERT, params_from_iter(row))
-            .map_err(err("saving the UDP counts"))?;
-        tx.commit().map_err(err("committing the UDP counts"))
+            .map_err(|e| classify(path, "starting a transaction", e))?;
+        write_udp_stats(&tx, path, cell, stats)?;
+        tx.commit()
+            .map_err(|e| classify(path, "committing the UDP counts", e))
     }
 
     /// A cell's UDP counts; `None` for a cell of another probe (or one
@@ -199,4 +178,33 @@ impl Store {
             inconsistent,
         }))
     }
+}
+
+/// [`Store::set_udp_stats`] inside the caller's transaction.
+pub(crate) fn write_udp_stats(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    stats: &UdpStats,
+) -> Result<()> {
+    let mut values = [0i64; 14];
+    for ((v, n), (_, what)) in values.iter_mut().zip(counts(stats)).zip(COUNTS) {
+        *v = to_sql(n, what)?;
+    }
+
+    let err = |action| move |e| classify(path, action, e);
+    require_cell_in(tx, path, cell)?;
+    // Columns in UPSERT's order: the cell, the identifying fields, then
+    // the counts in the order of COUNTS.
+    let mut row: Vec<Value> = vec![
+        cell.0.into(),
+        stats.path.as_str().to_string().into(),
+        i64::from(stats.sender_cpu.0).into(),
+        i64::from(stats.receiver_cpu.0).into(),
+        i64::from(stats.payload_bytes).into(),
+    ];
+    row.extend(values.map(Value::from));
+    tx.execute(UPSERT, params_from_iter(row))
+        .map_err(err("saving the UDP counts"))?;
+    Ok(())
 }

@@ -11,7 +11,9 @@ use latscope_model::{RunId, WorkloadSecond, WorkloadStats};
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use crate::error::classify;
+use crate::{encode_json, require_cell_in};
 use crate::{to_sql, CellId, Result, Store, StoreError};
+use std::path::Path;
 
 impl Store {
     /// Stores (or replaces) the characterization of a cell's workload.
@@ -19,73 +21,14 @@ impl Store {
     /// A figure that is not a finite number is refused (nothing is stored):
     /// JSON cannot hold it.
     pub fn set_workload_stats(&mut self, cell: CellId, stats: &WorkloadStats) -> Result<()> {
-        if let Some(field) = stats.non_finite() {
-            return Err(StoreError::InvalidWorkloadStats {
-                cell,
-                reason: format!("{field} is not a finite number"),
-            });
-        }
-        // The summary without its samples, which have rows of their own.
-        let summary = WorkloadStats {
-            workload: stats.workload.clone(),
-            cpus: stats.cpus.clone(),
-            start_ns: stats.start_ns,
-            samples: stats.samples,
-            mean: stats.mean.clone(),
-            top_interrupts: stats.top_interrupts.clone(),
-            softirqs_per_s: stats.softirqs_per_s.clone(),
-            notes: stats.notes.clone(),
-            pty_bytes_per_s: stats.pty_bytes_per_s,
-            seconds: Vec::new(),
-        };
-        let summary = self.json(&summary, "the workload characterization")?;
-        let seconds = stats
-            .seconds
-            .iter()
-            .map(|s| self.json(s, "a workload sample"))
-            .collect::<Result<Vec<String>>>()?;
-        let count = to_sql(stats.seconds.len() as u64, "a number of workload samples")?;
-
         let path = self.path.as_path();
-        let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
-        let exists = tx
-            .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
-            .optional()
-            .map_err(err("looking up the cell"))?;
-        if exists.is_none() {
-            return Err(StoreError::NoSuchCell(cell));
-        }
-        tx.execute(
-            "INSERT INTO workload_stats (cell_id, stats) VALUES (?1, ?2) \
-             ON CONFLICT (cell_id) DO UPDATE SET stats = excluded.stats",
-            params![cell.0, summary],
-        )
-        .map_err(err("saving the workload characterization"))?;
-        {
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, ?2, ?3) \
-                     ON CONFLICT (cell_id, idx) DO UPDATE SET sample = excluded.sample \
-                     WHERE sample IS NOT excluded.sample",
-                )
-                .map_err(err("saving the workload samples"))?;
-            for (idx, json) in seconds.iter().enumerate() {
-                upsert
-                    .execute(params![cell.0, idx as i64, json])
-                    .map_err(err("saving a workload sample"))?;
-            }
-        }
-        tx.execute(
-            "DELETE FROM workload_seconds WHERE cell_id = ?1 AND idx >= ?2",
-            params![cell.0, count],
-        )
-        .map_err(err("replacing the workload samples"))?;
+            .map_err(|e| classify(path, "starting a transaction", e))?;
+        write_workload_stats(&tx, path, cell, stats)?;
         tx.commit()
-            .map_err(err("committing the workload characterization"))
+            .map_err(|e| classify(path, "committing the workload characterization", e))
     }
 
     /// A cell's characterization; `None` when it has none (a cell stored by
@@ -139,4 +82,68 @@ impl Store {
         }
         Ok(Some(stats))
     }
+}
+
+/// [`Store::set_workload_stats`] inside the caller's transaction.
+pub(crate) fn write_workload_stats(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    stats: &WorkloadStats,
+) -> Result<()> {
+    if let Some(field) = stats.non_finite() {
+        return Err(StoreError::InvalidWorkloadStats {
+            cell,
+            reason: format!("{field} is not a finite number"),
+        });
+    }
+    // The summary without its samples, which have rows of their own.
+    let summary = WorkloadStats {
+        workload: stats.workload.clone(),
+        cpus: stats.cpus.clone(),
+        start_ns: stats.start_ns,
+        samples: stats.samples,
+        mean: stats.mean.clone(),
+        top_interrupts: stats.top_interrupts.clone(),
+        softirqs_per_s: stats.softirqs_per_s.clone(),
+        notes: stats.notes.clone(),
+        pty_bytes_per_s: stats.pty_bytes_per_s,
+        seconds: Vec::new(),
+    };
+    let summary = encode_json(path, &summary, "the workload characterization")?;
+    let seconds = stats
+        .seconds
+        .iter()
+        .map(|s| encode_json(path, s, "a workload sample"))
+        .collect::<Result<Vec<String>>>()?;
+    let count = to_sql(stats.seconds.len() as u64, "a number of workload samples")?;
+
+    let err = |action| move |e| classify(path, action, e);
+    require_cell_in(tx, path, cell)?;
+    tx.execute(
+        "INSERT INTO workload_stats (cell_id, stats) VALUES (?1, ?2) \
+             ON CONFLICT (cell_id) DO UPDATE SET stats = excluded.stats",
+        params![cell.0, summary],
+    )
+    .map_err(err("saving the workload characterization"))?;
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, ?2, ?3) \
+                     ON CONFLICT (cell_id, idx) DO UPDATE SET sample = excluded.sample \
+                     WHERE sample IS NOT excluded.sample",
+            )
+            .map_err(err("saving the workload samples"))?;
+        for (idx, json) in seconds.iter().enumerate() {
+            upsert
+                .execute(params![cell.0, idx as i64, json])
+                .map_err(err("saving a workload sample"))?;
+        }
+    }
+    tx.execute(
+        "DELETE FROM workload_seconds WHERE cell_id = ?1 AND idx >= ?2",
+        params![cell.0, count],
+    )
+    .map_err(err("replacing the workload samples"))?;
+    Ok(())
 }

@@ -1,0 +1,82 @@
+//! One checkpoint, one transaction.
+//!
+//! A checkpoint of a cell touches many tables: the metric rows, the new
+//! timeline chunks, the probe's own figures (noise, UDP, timer), the
+//! workload's characterization, the episodes found since the last one and
+//! the tracer's summary. They are written together or not at all, so a
+//! process killed at any instant (or a disk that fills up mid-way) leaves
+//! the store at the last complete checkpoint, never at a mix of two.
+
+use latscope_model::{
+    Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunId, TraceSummary, UdpStats, WorkloadStats,
+};
+use latscope_stats::{MetricResult, TimelineChunk};
+use rusqlite::TransactionBehavior;
+
+use crate::error::classify;
+use crate::{CellId, Result, Store};
+
+/// Everything a checkpoint of one cell stores. Fields left empty (or
+/// `None`) leave what is stored for them as it is.
+#[derive(Clone, Debug, Default)]
+pub struct Checkpoint {
+    /// How long the cell has measured so far.
+    pub duration: Nanos,
+    /// CLOCK_REALTIME of the checkpoint (the run's `checkpoint_unix_ns`).
+    pub now_unix: Nanos,
+    /// Every metric as measured so far: replaces the stored rows.
+    pub metrics: Vec<MetricResult>,
+    /// Timeline seconds completed since the last stored checkpoint: appended.
+    pub timeline: Vec<TimelineChunk>,
+    /// The noise probe's figures per CPU (upserted per CPU).
+    pub noise: Vec<NoiseCpuStats>,
+    /// The UDP probe's counts (replaced).
+    pub udp: Option<UdpStats>,
+    /// The workload's characterization so far (replaced).
+    pub workload: Option<WorkloadStats>,
+    /// Episodes (and the event windows kept for some) found so far or since
+    /// the last checkpoint (upserted by sequence number).
+    pub episodes: Vec<Episode>,
+    pub windows: Vec<EpisodeWindow>,
+    /// The tracer's summary so far (replaced).
+    pub trace_summary: Option<TraceSummary>,
+}
+
+impl Store {
+    /// Stores a whole checkpoint of `cell` in one transaction: on any error
+    /// nothing of it is stored and the previous checkpoint stays intact.
+    pub fn write_checkpoint(&mut self, run: RunId, cell: CellId, cp: &Checkpoint) -> Result<()> {
+        let path = self.path.as_path();
+        let err = |action| move |e| classify(path, action, e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(err("starting a checkpoint"))?;
+        crate::write_progress(
+            &tx,
+            path,
+            run,
+            cell,
+            cp.duration,
+            &cp.metrics,
+            &cp.timeline,
+            cp.now_unix,
+        )?;
+        if !cp.noise.is_empty() {
+            crate::noise::write_noise_stats(&tx, path, cell, &cp.noise)?;
+        }
+        if let Some(u) = &cp.udp {
+            crate::udp::write_udp_stats(&tx, path, cell, u)?;
+        }
+        if let Some(w) = &cp.workload {
+            crate::workload::write_workload_stats(&tx, path, cell, w)?;
+        }
+        if !cp.episodes.is_empty() || !cp.windows.is_empty() {
+            crate::trace::write_episodes(&tx, path, cell, &cp.episodes, &cp.windows)?;
+        }
+        if let Some(s) = &cp.trace_summary {
+            crate::trace::write_trace_summary(&tx, path, cell, s)?;
+        }
+        tx.commit().map_err(err("committing the checkpoint"))
+    }
+}
