@@ -19,7 +19,7 @@ mod threads;
 pub mod timer;
 pub mod udp;
 
-pub use clock::{Clock, RealClock};
+pub use clock::{Clock, RealClock, ScriptedClock};
 pub use error::{ProbeError, Progress, ThreadSetup};
 pub use probe::{Handoff, Probe, ProbeFinal, ProbeSnapshot, ProbeStats, RunningProbe};
 pub use recorder::MetricRecorder;
