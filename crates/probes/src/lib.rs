@@ -6,6 +6,9 @@
 //! snapshots and drain timelines while it runs. Measuring threads never
 //! allocate, lock, print or do I/O inside their loop: the only system calls
 //! there are the service under test and clock reads.
+//!
+//! With the `sim` feature, [`sim`] adds a simulated probe without threads,
+//! driven by a scripted clock, for testing the run lifecycle.
 
 pub mod clock;
 mod error;
@@ -15,6 +18,8 @@ mod recorder;
 mod rng;
 mod sample_ring;
 mod setup;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod threads;
 pub mod timer;
 pub mod udp;
