@@ -42,7 +42,7 @@ macro_rules! exit_from {
 
 exit_from!(
     latscope_store::StoreError,
-    latscope_probes::timer::ProbeError,
+    latscope_probes::ProbeError,
     latscope_platform::PlatformError,
     serde_json::Error
 );

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use latscope_model::Nanos;
-use latscope_probes::timer::Progress;
+use latscope_probes::Progress;
 
 pub struct ProgressBar {
     total: Option<Nanos>,

@@ -13,9 +13,9 @@ use latscope_model::{
     SystemInfo,
 };
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
-use latscope_probes::noise::{NoiseConfig, NoiseProbe};
-use latscope_probes::timer::{Phase, ProbeError, TimerConfig, TimerProbe};
-use latscope_probes::udp::{UdpConfig, UdpProbe};
+use latscope_probes::noise::NoiseConfig;
+use latscope_probes::timer::{Phase, TimerConfig};
+use latscope_probes::udp::UdpConfig;
 use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
 use serde_json::json;
@@ -25,7 +25,7 @@ use crate::cell_load;
 use crate::exit::{self, Exit};
 use crate::output;
 use crate::plan::{plan_run, CellPlan, RunPlan};
-use crate::probe::Running;
+use crate::probe::{self, Running};
 use crate::progress::ProgressBar;
 use crate::trace_session::{self, AnalysisMode, TraceSession};
 
@@ -256,7 +256,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
     }
 
     let steal_before = trace_session::read_steal(&cell.timer.cpus);
-    let running = match start_probe(cell, &ctx.signals) {
+    let running = match probe::start(cell, ctx.signals.flag()) {
         Ok(r) => r,
         Err(e) => {
             let _ = load.stop();
@@ -314,7 +314,11 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         (Some(open), Some(tp)) => {
             match TraceSession::start(
                 open,
-                running.handoffs(),
+                running
+                    .handoffs()
+                    .into_iter()
+                    .map(|h| (h.cpu, h.tid, h.ring))
+                    .collect(),
                 tp.threshold,
                 tp.episode_cap,
                 running.start_ns(),
@@ -346,11 +350,11 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         session.as_ref(),
         &mut load,
     );
-    let finished = running.join()?;
+    let finished = running.finish();
     let trace_final = session.map(TraceSession::finish);
     let duration = measured(&cell.timer, cell_meta.monotonic_start_ns.0);
     let died = load.died();
-    let status = if let Some(e) = finished.error() {
+    let status = if let Some(e) = &finished.error {
         notes.push(format!("{label}measurement failed: {e}"));
         RunStatus::Failed
     } else if ctx.signals.stopped() {
@@ -368,8 +372,8 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             cell.workload
         ));
     }
-    let final_timeline = finished.drain_timeline();
-    let lost = finished.lost_timeline_seconds();
+    let final_timeline = finished.timeline;
+    let lost = finished.lost_timeline_seconds;
     if lost > 0 {
         notes.push(format!(
             "{label}{lost} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds"
@@ -378,7 +382,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
     if let Err(e) = &outcome {
         notes.push(format!("{label}a checkpoint failed during the run: {e:#}"));
     }
-    let mut final_metrics = finished.results();
+    let mut final_metrics = finished.snapshot.metrics;
     if let Some(t) = &trace_final {
         final_metrics.extend(t.metrics.iter().cloned());
         if let Some(e) = &t.error {
@@ -401,7 +405,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             Nanos(latscope_platform::realtime_ns()),
         )
         .context("cannot store the final results")?;
-    let mut noise = finished.noise_stats();
+    let mut noise = finished.snapshot.stats.noise;
     if !noise.is_empty() {
         let steal_after = trace_session::read_steal(&cell.timer.cpus);
         for n in &mut noise {
@@ -435,7 +439,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             .set_noise_stats(cell_id, &noise)
             .context("cannot store the noise figures")?;
     }
-    if let Some(u) = finished.udp_stats() {
+    if let Some(u) = finished.snapshot.stats.udp {
         ctx.store
             .set_udp_stats(cell_id, &u)
             .context("cannot store the udp probe's counts")?;
@@ -511,7 +515,8 @@ fn housekeep(
         }
         if now.saturating_sub(last_checkpoint) >= checkpoint.0 {
             last_checkpoint = now;
-            let mut metrics = probe.results();
+            let snapshot = probe.snapshot();
+            let mut metrics = snapshot.metrics;
             let traced = session.map(TraceSession::checkpoint);
             if let Some((m, _, _)) = &traced {
                 metrics.extend(m.iter().cloned());
@@ -537,8 +542,8 @@ fn housekeep(
                     }
                     None => Ok(()),
                 });
-            let noise = probe.noise_stats();
-            let udp = probe.udp_stats();
+            let noise = snapshot.stats.noise;
+            let udp = snapshot.stats.udp;
             let r = r.and_then(|()| {
                 if !noise.is_empty() {
                     store.set_noise_stats(cell_id, &noise)?;
@@ -572,15 +577,6 @@ fn store_episodes(
     let windows: Vec<EpisodeWindow> = episodes.iter().filter_map(|(_, w)| w.clone()).collect();
     store.add_episodes(cell, &eps, &windows)?;
     Ok(())
-}
-
-/// Starts the probe the cell names.
-fn start_probe(cell: &CellPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
-    Ok(match (&cell.noise, &cell.udp) {
-        (Some(n), _) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
-        (None, Some(u)) => Running::Udp(UdpProbe::new(u.clone())?.start(signals.flag())?),
-        (None, None) => Running::Timer(TimerProbe::new(cell.timer.clone())?.start(signals.flag())?),
-    })
 }
 
 fn noise_settings(

@@ -19,8 +19,7 @@ use std::sync::Arc;
 use latscope_model::{CpuId, NoiseCpuStats, TimerCpuStats, UdpStats};
 use latscope_stats::{MetricResult, TimelineChunk};
 
-use crate::timer::{ProbeError, Progress, ThreadSetup};
-use crate::SampleRing;
+use crate::{ProbeError, Progress, SampleRing, ThreadSetup};
 
 /// A configured probe whose recorders are allocated, not yet measuring.
 pub trait Probe: Send {

@@ -13,16 +13,18 @@
 pub mod spin;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use latscope_model::{metric, CpuId, Nanos, NoiseClock, NoiseCpuStats};
 use latscope_platform::tsc::{self, ClockPair};
 use latscope_platform::{timers, SchedPolicy};
-use latscope_stats::{Histogram, MetricResult, TimelineChunk};
+use latscope_stats::{Histogram, TimelineChunk};
 
-use crate::timer::{ProbeError, Progress, ThreadSetup};
-use crate::{MetricRecorder, SampleRing};
+use crate::threads::{self, bump, PinnedThreads};
+use crate::{
+    Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
+    RunningProbe, SampleRing, ThreadSetup,
+};
 use spin::{Mono, Ticks, Tsc};
 
 /// Settings of one noise-probe cell.
@@ -69,14 +71,6 @@ impl NoiseConfig {
         }
         Ok(())
     }
-
-    fn effective_priority(&self) -> u32 {
-        if self.policy == SchedPolicy::Other {
-            0
-        } else {
-            self.priority
-        }
-    }
 }
 
 /// Base measurement: at least this long, which is also the calibration
@@ -98,11 +92,6 @@ pub struct NoiseCpu {
     drift_ppb: AtomicU64,
     vdso: AtomicBool,
     handoff: Option<Arc<SampleRing>>,
-}
-
-#[inline]
-fn bump(a: &AtomicU64, n: u64) {
-    a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 impl NoiseCpu {
@@ -218,86 +207,52 @@ impl NoiseProbe {
     /// Starts one spinning thread per CPU, once all are set up.
     pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningNoiseProbe, ProbeError> {
         let use_tsc = !self.config.force_vdso && tsc::tsc_reliable();
-        let (setup_tx, setup_rx) = mpsc::channel();
-        let mut handles = Vec::new();
-        let mut go_txs = Vec::new();
-        for cpu in &self.cpus {
-            let (go_tx, go_rx) = mpsc::channel::<u64>();
-            let state = Arc::clone(cpu);
-            let cfg = self.config.clone();
-            let stop = Arc::clone(&stop);
-            let setup_tx = setup_tx.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("lat-noise/{}", cpu.cpu))
-                .stack_size(512 * 1024)
-                .spawn(move || {
-                    let setup = set_up(&state, &cfg);
-                    let ok = setup.is_ok();
-                    let _ = setup_tx.send(setup);
-                    drop(setup_tx);
-                    if !ok {
-                        return;
-                    }
-                    let Ok(start) = go_rx.recv() else { return };
-                    if use_tsc {
-                        run(&mut Tsc, false, &state, &cfg, &stop, start);
-                    } else {
-                        run(&mut Mono, true, &state, &cfg, &stop, start);
-                    }
-                })
-                .map_err(|e| ProbeError::Spawn(e.to_string()));
-            match h {
-                Ok(h) => {
-                    handles.push(h);
-                    go_txs.push(go_tx);
+        let specs = self
+            .cpus
+            .iter()
+            .map(|cpu| {
+                let state = Arc::clone(cpu);
+                let cfg = self.config.clone();
+                let stop = Arc::clone(&stop);
+                threads::Spec {
+                    name: format!("lat-noise/{}", cpu.cpu),
+                    cpu: cpu.cpu,
+                    body: move |start: u64| {
+                        if use_tsc {
+                            run(&mut Tsc, false, &state, &cfg, &stop, start);
+                        } else {
+                            run(&mut Mono, true, &state, &cfg, &stop, start);
+                        }
+                    },
                 }
-                Err(e) => {
-                    drop(go_txs);
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        drop(setup_tx);
-        let mut setups = Vec::new();
-        let mut failure = None;
-        for _ in 0..self.cpus.len() {
-            match setup_rx.recv() {
-                Ok(Ok(s)) => setups.push(s),
-                Ok(Err(e)) => {
-                    failure.get_or_insert(e);
-                }
-                Err(_) => {
-                    failure.get_or_insert(ProbeError::Spawn("spinning thread exited".into()));
-                }
-            }
-        }
-        if let Some(e) = failure {
-            drop(go_txs);
-            for h in handles {
-                let _ = h.join();
-            }
-            return Err(e);
-        }
-        setups.sort_by_key(|s: &ThreadSetup| s.cpu);
-        let start_ns = latscope_platform::monotonic_ns() + 1_000_000;
-        for tx in &go_txs {
-            let _ = tx.send(start_ns);
-        }
+            })
+            .collect();
+        let sched = threads::Sched {
+            policy: self.config.policy,
+            priority: self.config.priority,
+        };
+        let mut threads = threads::start(specs, sched)?;
+        threads.setups.sort_by_key(|s| s.cpu);
         Ok(RunningNoiseProbe {
             config: self.config,
             cpus: self.cpus,
-            handles,
-            setups,
-            start_ns,
+            threads,
         })
     }
 }
 
-fn set_up(state: &NoiseCpu, cfg: &NoiseConfig) -> Result<ThreadSetup, ProbeError> {
-    crate::setup::set_up_thread(state.cpu, cfg.policy, cfg.effective_priority())
+impl Probe for NoiseProbe {
+    fn name(&self) -> &'static str {
+        "noise"
+    }
+
+    fn validate(&self) -> Result<(), ProbeError> {
+        self.config.validate().map_err(ProbeError::Config)
+    }
+
+    fn start(self: Box<Self>, stop: Arc<AtomicBool>) -> Result<Box<dyn RunningProbe>, ProbeError> {
+        Ok(Box::new(NoiseProbe::start(*self, stop)?))
+    }
 }
 
 /// The spinning thread's whole life after set-up: base and calibration,
@@ -412,30 +367,40 @@ fn run<C: Ticks>(
 pub struct RunningNoiseProbe {
     config: NoiseConfig,
     cpus: Vec<Arc<NoiseCpu>>,
-    handles: Vec<JoinHandle<()>>,
-    setups: Vec<ThreadSetup>,
-    start_ns: u64,
+    threads: PinnedThreads<()>,
 }
 
 impl RunningNoiseProbe {
     pub fn config(&self) -> &NoiseConfig {
         &self.config
     }
+}
 
-    pub fn setups(&self) -> &[ThreadSetup] {
-        &self.setups
+fn snapshot(cpus: &[Arc<NoiseCpu>]) -> ProbeSnapshot {
+    ProbeSnapshot {
+        metrics: cpus.iter().map(|c| c.gap.result()).collect(),
+        stats: ProbeStats {
+            noise: cpus.iter().map(|c| c.stats()).collect(),
+            ..ProbeStats::default()
+        },
+    }
+}
+
+impl RunningProbe for RunningNoiseProbe {
+    fn setups(&self) -> &[ThreadSetup] {
+        &self.threads.setups
     }
 
-    pub fn start_ns(&self) -> u64 {
-        self.start_ns
+    fn start_ns(&self) -> u64 {
+        self.threads.start_ns
     }
 
-    pub fn finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+    fn finished(&self) -> bool {
+        self.threads.finished()
     }
 
     /// Interruptions so far (as samples), the longest one, no overruns.
-    pub fn progress(&self) -> Progress {
+    fn progress(&self) -> Progress {
         let mut p = Progress::default();
         for c in &self.cpus {
             p.samples += c.interruptions.load(Ordering::Relaxed);
@@ -446,69 +411,46 @@ impl RunningNoiseProbe {
         p
     }
 
-    pub fn results(&self) -> Vec<MetricResult> {
-        self.cpus.iter().map(|c| c.gap.result()).collect()
+    fn snapshot(&self) -> ProbeSnapshot {
+        snapshot(&self.cpus)
     }
 
-    pub fn stats(&self) -> Vec<NoiseCpuStats> {
-        self.cpus.iter().map(|c| c.stats()).collect()
-    }
-
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+    fn drain_timeline(&self) -> Vec<TimelineChunk> {
         self.cpus
             .iter()
             .filter_map(|c| c.gap.drain_timeline(false))
             .collect()
     }
 
-    pub fn handoffs(&self) -> Vec<(CpuId, i32, Arc<SampleRing>)> {
+    fn handoffs(&self) -> Vec<Handoff> {
         self.cpus
             .iter()
             .filter_map(|c| {
                 let ring = c.handoff.as_ref()?;
-                let tid = self.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
-                Some((c.cpu, tid, Arc::clone(ring)))
+                let tid = self.threads.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
+                Some(Handoff {
+                    cpu: c.cpu,
+                    tid,
+                    ring: Arc::clone(ring),
+                })
             })
             .collect()
     }
 
-    pub fn join(self) -> Result<FinishedNoiseProbe, ProbeError> {
-        let mut error = None;
-        for (h, c) in self.handles.into_iter().zip(&self.cpus) {
-            if h.join().is_err() {
-                error.get_or_insert(ProbeError::Panicked(c.cpu));
-            }
-        }
-        Ok(FinishedNoiseProbe {
-            cpus: self.cpus,
-            error,
-        })
-    }
-}
-
-pub struct FinishedNoiseProbe {
-    cpus: Vec<Arc<NoiseCpu>>,
-    pub error: Option<ProbeError>,
-}
-
-impl FinishedNoiseProbe {
-    pub fn results(&self) -> Vec<MetricResult> {
-        self.cpus.iter().map(|c| c.gap.result()).collect()
-    }
-
-    pub fn stats(&self) -> Vec<NoiseCpuStats> {
-        self.cpus.iter().map(|c| c.stats()).collect()
-    }
-
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
-        self.cpus
+    fn finish(self: Box<Self>) -> ProbeFinal {
+        let error = self.threads.join(|_, ()| None);
+        let timeline = self
+            .cpus
             .iter()
             .filter_map(|c| c.gap.drain_timeline(true))
-            .collect()
-    }
-
-    pub fn lost_timeline_seconds(&self) -> u64 {
-        self.cpus.iter().map(|c| c.gap.lost_seconds()).sum()
+            .collect();
+        let lost_timeline_seconds = self.cpus.iter().map(|c| c.gap.lost_seconds()).sum();
+        ProbeFinal {
+            snapshot: snapshot(&self.cpus),
+            timeline,
+            lost_timeline_seconds,
+            error,
+        }
     }
 }
 
@@ -598,15 +540,18 @@ mod tests {
             handoff: 0,
             force_vdso: true,
         };
-        let running = NoiseProbe::new(cfg)
-            .unwrap_or_else(|e| panic!("{e}"))
-            .start(Arc::new(AtomicBool::new(false)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let running: Box<dyn RunningProbe> = Box::new(
+            NoiseProbe::new(cfg)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .start(Arc::new(AtomicBool::new(false)))
+                .unwrap_or_else(|e| panic!("{e}")),
+        );
         while !running.finished() {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let done = running.join().unwrap_or_else(|e| panic!("{e}"));
-        let s = &done.stats()[0];
+        let done = running.finish();
+        assert!(done.error.is_none(), "{:?}", done.error);
+        let s = &done.snapshot.stats.noise[0];
         assert_eq!(s.clock, NoiseClock::Vdso);
         assert_eq!(s.tsc_hz, 0);
         assert!(s.iterations > 1000, "{s:?}");
@@ -615,7 +560,7 @@ mod tests {
             s.base_iteration_ps >= 1000,
             "a vDSO read takes at least 1 ns: {s:?}"
         );
-        assert_eq!(done.results()[0].histogram.count(), s.interruptions);
+        assert_eq!(done.snapshot.metrics[0].histogram.count(), s.interruptions);
     }
 
     #[test]

@@ -142,10 +142,6 @@ impl TimerConfig {
 
     /// The priority actually applied (0 for SCHED_OTHER).
     pub fn effective_priority(&self) -> u32 {
-        if self.policy == SchedPolicy::Other {
-            0
-        } else {
-            self.priority
-        }
+        crate::setup::effective_priority(self.policy, self.priority)
     }
 }

@@ -1,40 +1,29 @@
-//! The measuring thread: set-up, then the loop. Everything the loop touches
-//! is allocated before it starts; inside it the only system calls are the
-//! timer service under test and the vDSO clock read.
+//! The measuring thread's loop, once [`crate::threads`] has set the thread
+//! up and released it. Everything the loop touches is allocated before it
+//! starts; inside it the only system calls are the timer service under test
+//! and the vDSO clock read.
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
 use latscope_platform::monotonic_ns;
 use latscope_platform::timers::{self, EpollTimeout, Errno, PosixTimer, TimerFd};
 
-use super::{LoopError, Phase, ProbeError, Schedule, ThreadSetup, TimerApi, TimerConfig, TimerCpu};
+use super::{LoopError, Phase, Schedule, TimerApi, TimerConfig, TimerCpu};
 use crate::rng::XorShift;
 
+/// What one measuring thread needs once it is set up and released (the
+/// set-up and the go signal are [`crate::threads`]'s).
 pub(crate) struct ThreadCtx {
     pub state: Arc<TimerCpu>,
     pub config: TimerConfig,
-    /// Time zero of the cell, sent once every thread is set up; a closed
-    /// channel means "abort".
-    pub go: mpsc::Receiver<u64>,
     pub stop: Arc<AtomicBool>,
-    pub setup_tx: mpsc::Sender<Result<ThreadSetup, ProbeError>>,
 }
 
-pub(crate) fn run_thread(ctx: ThreadCtx) -> Result<(), LoopError> {
+/// The thread's loop, from time zero `start`.
+pub(crate) fn run_thread(ctx: ThreadCtx, start: u64) -> Result<(), LoopError> {
     let cpu = ctx.state.cpu;
     let api = ctx.config.api;
-    let setup = set_up(&ctx);
-    let ok = setup.is_ok();
-    let _ = ctx.setup_tx.send(setup);
-    drop(ctx.setup_tx);
-    if !ok {
-        return Ok(());
-    }
-    let Ok(start) = ctx.go.recv() else {
-        return Ok(());
-    };
     let err = |errno| LoopError { cpu, api, errno };
     let period = ctx.config.period.0;
     let end = ctx
@@ -67,27 +56,6 @@ pub(crate) fn run_thread(ctx: ThreadCtx) -> Result<(), LoopError> {
             measure(Periodic(w), state, stop, start, first, end, period, None).map_err(err)
         }
     }
-}
-
-fn set_up(ctx: &ThreadCtx) -> Result<ThreadSetup, ProbeError> {
-    let setup = crate::setup::set_up_thread(
-        ctx.state.cpu,
-        ctx.config.policy,
-        ctx.config.effective_priority(),
-    )?;
-    prefault_stack();
-    Ok(setup)
-}
-
-/// Touches the stack the loop will use, so that (with memory locked) no page
-/// fault lands in a measurement.
-#[inline(never)]
-pub(crate) fn prefault_stack() {
-    let mut buf = [0u8; 128 * 1024];
-    for i in (0..buf.len()).step_by(4096) {
-        buf[i] = 1;
-    }
-    black_box(&mut buf);
 }
 
 /// A timer service as the loop sees it.

@@ -16,8 +16,7 @@ pub(crate) mod measure;
 mod schedule;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use latscope_model::{metric, CpuId, Nanos};
 use latscope_platform::timers::Errno;
@@ -26,7 +25,11 @@ use latscope_stats::{AtomicHistogram, MetricResult, TimelineChunk};
 pub use config::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
 pub use schedule::{Schedule, Wake};
 
-use crate::{MetricRecorder, SampleRing};
+use crate::threads::{self, bump, PinnedThreads};
+use crate::{
+    Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
+    RunningProbe, SampleRing, ThreadSetup,
+};
 
 /// Everything one measuring thread records, allocated before it starts.
 pub struct TimerCpu {
@@ -87,44 +90,6 @@ impl TimerCpu {
     }
 }
 
-#[inline]
-fn bump(a: &AtomicU64, n: u64) {
-    a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
-}
-
-/// How a measuring thread's set-up went.
-#[derive(Clone, Debug)]
-pub struct ThreadSetup {
-    pub cpu: CpuId,
-    /// The measuring thread's kernel thread id (what tracepoints name).
-    pub tid: i32,
-    /// `Err` with a one-line reason when the policy/priority was refused.
-    pub scheduler: Result<(), String>,
-    pub timer_slack: bool,
-}
-
-/// Why the probe could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error("invalid timer settings: {0}")]
-    Config(String),
-    #[error("cannot pin the measuring thread to CPU {cpu}: {reason}")]
-    Affinity { cpu: CpuId, reason: String },
-    #[error("cannot start measuring thread: {0}")]
-    Spawn(String),
-    #[error("{api} failed on CPU {cpu}: {source}")]
-    Timer {
-        cpu: CpuId,
-        api: TimerApi,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{0}")]
-    Network(String),
-    #[error("measuring thread on CPU {0} panicked")]
-    Panicked(CpuId),
-}
-
 /// A configured timer probe, its recorders allocated.
 pub struct TimerProbe {
     config: TimerConfig,
@@ -149,75 +114,47 @@ impl TimerProbe {
     /// Starts one measuring thread per CPU and returns once all are set up
     /// and measuring. `stop` ends the loops early (within one period).
     pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningTimerProbe, ProbeError> {
-        let n = self.cpus.len();
-        let (setup_tx, setup_rx) = mpsc::channel();
-        let mut handles = Vec::with_capacity(n);
-        let mut go_txs = Vec::with_capacity(n);
-        for cpu in &self.cpus {
-            let (go_tx, go_rx) = mpsc::channel();
-            let ctx = measure::ThreadCtx {
-                state: Arc::clone(cpu),
-                config: self.config.clone(),
-                go: go_rx,
-                stop: Arc::clone(&stop),
-                setup_tx: setup_tx.clone(),
-            };
-            let handle = std::thread::Builder::new()
-                .name(format!("lat-timer/{}", cpu.cpu))
-                .stack_size(512 * 1024)
-                .spawn(move || measure::run_thread(ctx))
-                .map_err(|e| ProbeError::Spawn(e.to_string()));
-            match handle {
-                Ok(h) => {
-                    handles.push(h);
-                    go_txs.push(go_tx);
+        let specs = self
+            .cpus
+            .iter()
+            .map(|cpu| {
+                let ctx = measure::ThreadCtx {
+                    state: Arc::clone(cpu),
+                    config: self.config.clone(),
+                    stop: Arc::clone(&stop),
+                };
+                threads::Spec {
+                    name: format!("lat-timer/{}", cpu.cpu),
+                    cpu: cpu.cpu,
+                    body: move |start: u64| measure::run_thread(ctx, start),
                 }
-                Err(e) => {
-                    // Dropping the go senders tells the started threads to exit.
-                    drop(go_txs);
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                    return Err(e);
-                }
-            }
-        }
-        drop(setup_tx);
-        let mut setups = Vec::with_capacity(n);
-        let mut failure = None;
-        for _ in 0..n {
-            match setup_rx.recv() {
-                Ok(Ok(s)) => setups.push(s),
-                Ok(Err(e)) => {
-                    failure.get_or_insert(e);
-                }
-                Err(_) => {
-                    failure.get_or_insert(ProbeError::Spawn("measuring thread exited".into()));
-                }
-            }
-        }
-        if let Some(e) = failure {
-            drop(go_txs);
-            for h in handles {
-                let _ = h.join();
-            }
-            return Err(e);
-        }
-        setups.sort_by_key(|s: &ThreadSetup| s.cpu);
-        // Deadlines start 1 ms after this point, leaving every thread time to
-        // arm its timer before the first expiry.
-        let start_ns = latscope_platform::monotonic_ns() + 1_000_000;
-        for tx in &go_txs {
-            // A thread that already exited shows up as an error at join.
-            let _ = tx.send(start_ns);
-        }
+            })
+            .collect();
+        let sched = threads::Sched {
+            policy: self.config.policy,
+            priority: self.config.priority,
+        };
+        let mut threads = threads::start(specs, sched)?;
+        threads.setups.sort_by_key(|s| s.cpu);
         Ok(RunningTimerProbe {
             config: self.config,
             cpus: self.cpus,
-            handles,
-            setups,
-            start_ns,
+            threads,
         })
+    }
+}
+
+impl Probe for TimerProbe {
+    fn name(&self) -> &'static str {
+        "timer"
+    }
+
+    fn validate(&self) -> Result<(), ProbeError> {
+        self.config.validate().map_err(ProbeError::Config)
+    }
+
+    fn start(self: Box<Self>, stop: Arc<AtomicBool>) -> Result<Box<dyn RunningProbe>, ProbeError> {
+        Ok(Box::new(TimerProbe::start(*self, stop)?))
     }
 }
 
@@ -233,52 +170,30 @@ pub(crate) struct LoopError {
 pub struct RunningTimerProbe {
     config: TimerConfig,
     cpus: Vec<Arc<TimerCpu>>,
-    handles: Vec<JoinHandle<Result<(), LoopError>>>,
-    setups: Vec<ThreadSetup>,
-    start_ns: u64,
-}
-
-/// A cheap view of progress for the progress bar.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Progress {
-    pub samples: u64,
-    pub max_latency: Nanos,
-    pub overruns: u64,
+    threads: PinnedThreads<Result<(), LoopError>>,
 }
 
 impl RunningTimerProbe {
     pub fn config(&self) -> &TimerConfig {
         &self.config
     }
+}
 
-    pub fn setups(&self) -> &[ThreadSetup] {
-        &self.setups
+impl RunningProbe for RunningTimerProbe {
+    fn setups(&self) -> &[ThreadSetup] {
+        &self.threads.setups
     }
 
-    /// Per CPU: the measuring thread's tid and the ring its samples are
-    /// handed over in (only with [`TimerConfig::handoff`] > 0).
-    pub fn handoffs(&self) -> Vec<(CpuId, i32, Arc<SampleRing>)> {
-        self.cpus
-            .iter()
-            .filter_map(|c| {
-                let ring = c.handoff.as_ref()?;
-                let tid = self.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
-                Some((c.cpu, tid, Arc::clone(ring)))
-            })
-            .collect()
-    }
-
-    /// CLOCK_MONOTONIC of time zero of the cell; timeline seconds count from here.
-    pub fn start_ns(&self) -> u64 {
-        self.start_ns
+    fn start_ns(&self) -> u64 {
+        self.threads.start_ns
     }
 
     /// Whether every measuring thread has ended (duration reached, stopped or failed).
-    pub fn finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+    fn finished(&self) -> bool {
+        self.threads.finished()
     }
 
-    pub fn progress(&self) -> Progress {
+    fn progress(&self) -> Progress {
         let mut p = Progress::default();
         for c in &self.cpus {
             p.samples += c.samples.load(Ordering::Relaxed);
@@ -290,66 +205,64 @@ impl RunningTimerProbe {
         p
     }
 
-    /// Snapshots of every metric, for a checkpoint or the end.
-    pub fn results(&self) -> Vec<MetricResult> {
-        collect_results(&self.cpus)
+    fn snapshot(&self) -> ProbeSnapshot {
+        snapshot(&self.cpus)
     }
 
     /// Completed timeline seconds not yet taken (see
     /// [`MetricRecorder::drain_timeline`]).
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+    fn drain_timeline(&self) -> Vec<TimelineChunk> {
         collect_timeline(&self.cpus, false)
     }
 
-    /// Waits for the measuring threads; the first loop error, if any.
-    pub fn join(self) -> Result<FinishedTimerProbe, ProbeError> {
-        let mut first_err = None;
-        for (h, c) in self.handles.into_iter().zip(&self.cpus) {
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    first_err.get_or_insert(ProbeError::Timer {
-                        cpu: e.cpu,
-                        api: e.api,
-                        source: e.errno.to_io(),
-                    });
-                }
-                Err(_) => {
-                    first_err.get_or_insert(ProbeError::Panicked(c.cpu));
-                }
-            }
-        }
-        Ok(FinishedTimerProbe {
-            cpus: self.cpus,
-            error: first_err,
-        })
-    }
-}
-
-/// The probe after its threads ended: results are exact now.
-pub struct FinishedTimerProbe {
-    cpus: Vec<Arc<TimerCpu>>,
-    /// A measuring loop that failed (the others' data is still good).
-    pub error: Option<ProbeError>,
-}
-
-impl FinishedTimerProbe {
-    pub fn results(&self) -> Vec<MetricResult> {
-        collect_results(&self.cpus)
-    }
-
-    /// Every timeline second not yet taken, the last one included.
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
-        collect_timeline(&self.cpus, true)
-    }
-
-    /// Timeline seconds lost because the reader fell behind the ring, over
-    /// all CPUs and metrics.
-    pub fn lost_timeline_seconds(&self) -> u64 {
+    /// Per CPU: the measuring thread's tid and the ring its samples are
+    /// handed over in (only with [`TimerConfig::handoff`] > 0).
+    fn handoffs(&self) -> Vec<Handoff> {
         self.cpus
             .iter()
+            .filter_map(|c| {
+                let ring = c.handoff.as_ref()?;
+                let tid = self.threads.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
+                Some(Handoff {
+                    cpu: c.cpu,
+                    tid,
+                    ring: Arc::clone(ring),
+                })
+            })
+            .collect()
+    }
+
+    fn finish(self: Box<Self>) -> ProbeFinal {
+        let error = self.threads.join(|_, r| {
+            r.err().map(|e| ProbeError::Timer {
+                cpu: e.cpu,
+                api: e.api,
+                source: e.errno.to_io(),
+            })
+        });
+        // Results are exact now. The drain comes before the lost count: a
+        // drain is what finds seconds overwritten.
+        let timeline = collect_timeline(&self.cpus, true);
+        let lost_timeline_seconds = self
+            .cpus
+            .iter()
             .map(|c| c.latency.lost_seconds() + c.interval.lost_seconds())
-            .sum()
+            .sum();
+        ProbeFinal {
+            snapshot: snapshot(&self.cpus),
+            timeline,
+            lost_timeline_seconds,
+            error,
+        }
+    }
+}
+
+fn snapshot(cpus: &[Arc<TimerCpu>]) -> ProbeSnapshot {
+    ProbeSnapshot {
+        metrics: collect_results(cpus),
+        // Early wake-ups (`TimerCpuStats`) are filled in by the timer loop's
+        // own counting, not here.
+        stats: ProbeStats::default(),
     }
 }
 

@@ -23,17 +23,20 @@ mod path;
 mod seq;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
 use latscope_model::{metric, CpuId, Nanos, UdpPath, UdpStats};
 use latscope_platform::net::{Stamps, TsSocket, TxStage};
 use latscope_platform::timers::{self, Errno};
 use latscope_platform::{monotonic_ns, realtime_ns, SchedPolicy};
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_stats::TimelineChunk;
 
-use crate::timer::{ProbeError, Progress, Schedule, ThreadSetup};
-use crate::{MetricRecorder, SampleRing};
+use crate::threads::{self, bump, PinnedThreads};
+use crate::timer::Schedule;
+use crate::{
+    Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
+    RunningProbe, SampleRing, ThreadSetup,
+};
 use pair::PairCheck;
 use seq::{Arrival, SeqTracker};
 
@@ -99,14 +102,6 @@ impl UdpConfig {
         }
         Ok(())
     }
-
-    fn effective_priority(&self) -> u32 {
-        if self.policy == SchedPolicy::Other {
-            0
-        } else {
-            self.priority
-        }
-    }
 }
 
 /// Counters and recorders; each field has one writer (sender or receiver)
@@ -135,11 +130,6 @@ pub struct UdpState {
     max_path: AtomicU64,
     pair: PairCheck,
     handoff: Option<Arc<SampleRing>>,
-}
-
-#[inline]
-fn bump(a: &AtomicU64, n: u64) {
-    a.store(a.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 impl UdpState {
@@ -234,94 +224,56 @@ impl UdpProbe {
         let ends = path::open(cfg.path).map_err(ProbeError::Network)?;
         let (mut tx, mut rx) = (ends.tx, ends.rx);
         warm_up(&mut tx, &mut rx, cfg.payload).map_err(ProbeError::Network)?;
-        let (setup_tx, setup_rx) = mpsc::channel();
-        let mut handles = Vec::new();
-        let mut go_txs = Vec::new();
-        let mut sockets = [(Role::Receiver, rx), (Role::Sender, tx)].into_iter();
-        for (role, sock) in sockets.by_ref() {
-            let (go_tx, go_rx) = mpsc::channel::<u64>();
+        // Receiver first, then sender: the order of `setups` and of
+        // `handoffs` (the trace analysis takes the receiver's first).
+        let specs = [
+            (Role::Receiver, rx, cfg.receiver_cpu),
+            (Role::Sender, tx, cfg.sender_cpu),
+        ]
+        .into_iter()
+        .map(|(role, sock, cpu)| {
             let state = Arc::clone(&self.state);
             let c = cfg.clone();
             let stop = Arc::clone(&stop);
-            let setup_tx = setup_tx.clone();
-            let (name, cpu) = match role {
-                Role::Sender => (format!("lat-udp-tx/{}", c.sender_cpu), c.sender_cpu),
-                Role::Receiver => (format!("lat-udp-rx/{}", c.receiver_cpu), c.receiver_cpu),
+            let name = match role {
+                Role::Sender => format!("lat-udp-tx/{cpu}"),
+                Role::Receiver => format!("lat-udp-rx/{cpu}"),
             };
-            let h = std::thread::Builder::new()
-                .name(name)
-                .stack_size(512 * 1024)
-                .spawn(move || {
-                    let setup = crate::setup::set_up_thread(cpu, c.policy, c.effective_priority());
-                    crate::timer::measure::prefault_stack();
-                    let ok = setup.is_ok();
-                    let _ = setup_tx.send((matches!(role, Role::Sender), setup));
-                    drop(setup_tx);
-                    if !ok {
-                        return Ok(());
-                    }
-                    let Ok(start) = go_rx.recv() else {
-                        return Ok(());
-                    };
-                    match role {
-                        Role::Sender => send_loop(sock, &state, &c, &stop, start),
-                        Role::Receiver => receive_loop(sock, &state, &c, start),
-                    }
-                })
-                .map_err(|e| ProbeError::Spawn(e.to_string()));
-            match h {
-                Ok(h) => {
-                    handles.push(h);
-                    go_txs.push(go_tx);
-                }
-                Err(e) => {
-                    drop(go_txs);
-                    // A receiver already started waits for a sender that
-                    // never comes: tell it the sender is done.
-                    self.state.sender_done.store(true, Ordering::Release);
-                    for h in handles {
-                        let _ = h.join();
-                    }
-                    return Err(e);
-                }
+            threads::Spec {
+                name,
+                cpu,
+                body: move |start: u64| match role {
+                    Role::Sender => send_loop(sock, &state, &c, &stop, start),
+                    Role::Receiver => receive_loop(sock, &state, &c, start),
+                },
             }
-        }
-        drop(setup_tx);
-        let mut setups = Vec::new();
-        let mut failure = None;
-        for _ in 0..handles.len() {
-            match setup_rx.recv() {
-                Ok((sender, Ok(s))) => setups.push((sender, s)),
-                Ok((_, Err(e))) => {
-                    failure.get_or_insert(e);
-                }
-                Err(_) => {
-                    failure.get_or_insert(ProbeError::Spawn("udp thread exited".into()));
-                }
-            }
-        }
-        if let Some(e) = failure {
-            drop(go_txs);
-            for h in handles {
-                let _ = h.join();
-            }
-            return Err(e);
-        }
-        // Receiver first, then sender.
-        setups.sort_by_key(|(sender, _)| *sender);
-        let setups: Vec<ThreadSetup> = setups.into_iter().map(|(_, s)| s).collect();
-        let start_ns = monotonic_ns() + 1_000_000;
-        for tx in &go_txs {
-            let _ = tx.send(start_ns);
-        }
+        })
+        .collect();
+        let sched = threads::Sched {
+            policy: cfg.policy,
+            priority: cfg.priority,
+        };
+        let threads = threads::start(specs, sched)?;
         Ok(RunningUdpProbe {
             config: cfg,
             state: self.state,
-            handles,
-            setups,
-            start_ns,
+            threads,
             namespaces: ends.namespaces,
         })
+    }
+}
+
+impl Probe for UdpProbe {
+    fn name(&self) -> &'static str {
+        "udp"
+    }
+
+    fn validate(&self) -> Result<(), ProbeError> {
+        self.config.validate().map_err(ProbeError::Config)
+    }
+
+    fn start(self: Box<Self>, stop: Arc<AtomicBool>) -> Result<Box<dyn RunningProbe>, ProbeError> {
+        Ok(Box::new(UdpProbe::start(*self, stop)?))
     }
 }
 
@@ -557,9 +509,8 @@ fn word(buf: &[u8], at: usize) -> [u8; 8] {
 pub struct RunningUdpProbe {
     config: UdpConfig,
     state: Arc<UdpState>,
-    handles: Vec<JoinHandle<Result<(), Errno>>>,
-    setups: Vec<ThreadSetup>,
-    start_ns: u64,
+    /// Receiver, then sender.
+    threads: PinnedThreads<Result<(), Errno>>,
     namespaces: Vec<latscope_platform::net::NetNs>,
 }
 
@@ -567,21 +518,23 @@ impl RunningUdpProbe {
     pub fn config(&self) -> &UdpConfig {
         &self.config
     }
+}
 
-    pub fn setups(&self) -> &[ThreadSetup] {
-        &self.setups
+impl RunningProbe for RunningUdpProbe {
+    fn setups(&self) -> &[ThreadSetup] {
+        &self.threads.setups
     }
 
-    pub fn start_ns(&self) -> u64 {
-        self.start_ns
+    fn start_ns(&self) -> u64 {
+        self.threads.start_ns
     }
 
-    pub fn finished(&self) -> bool {
-        self.handles.iter().all(|h| h.is_finished())
+    fn finished(&self) -> bool {
+        self.threads.finished()
     }
 
     /// Datagrams received, the longest path, sender overruns.
-    pub fn progress(&self) -> Progress {
+    fn progress(&self) -> Progress {
         Progress {
             samples: self.state.received.load(Ordering::Relaxed),
             max_latency: Nanos(self.state.max_path.load(Ordering::Relaxed)),
@@ -589,15 +542,19 @@ impl RunningUdpProbe {
         }
     }
 
-    pub fn results(&self) -> Vec<MetricResult> {
-        self.state.recorders().iter().map(|r| r.result()).collect()
+    /// While the run goes on, datagrams in flight are not lost yet (see
+    /// [`UdpState::stats`]).
+    fn snapshot(&self) -> ProbeSnapshot {
+        ProbeSnapshot {
+            metrics: self.state.recorders().iter().map(|r| r.result()).collect(),
+            stats: ProbeStats {
+                udp: Some(self.state.stats(&self.config)),
+                ..ProbeStats::default()
+            },
+        }
     }
 
-    pub fn stats(&self) -> UdpStats {
-        self.state.stats(&self.config)
-    }
-
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
+    fn drain_timeline(&self) -> Vec<TimelineChunk> {
         self.state
             .recorders()
             .iter()
@@ -608,81 +565,57 @@ impl RunningUdpProbe {
     /// The receiver's CPU, thread and ring (the trace analysis's samples),
     /// then the sender's CPU and thread with an empty ring when it is on
     /// another CPU (the analysis follows its events too).
-    pub fn handoffs(&self) -> Vec<(CpuId, i32, Arc<SampleRing>)> {
+    fn handoffs(&self) -> Vec<Handoff> {
         let Some(ring) = &self.state.handoff else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        if let Some(rx) = self.setups.first() {
-            out.push((self.config.receiver_cpu, rx.tid, Arc::clone(ring)));
+        if let Some(rx) = self.threads.setups.first() {
+            out.push(Handoff {
+                cpu: self.config.receiver_cpu,
+                tid: rx.tid,
+                ring: Arc::clone(ring),
+            });
         }
         if self.config.sender_cpu != self.config.receiver_cpu {
-            if let Some(tx) = self.setups.get(1) {
-                out.push((self.config.sender_cpu, tx.tid, Arc::new(SampleRing::new(2))));
+            if let Some(tx) = self.threads.setups.get(1) {
+                out.push(Handoff {
+                    cpu: self.config.sender_cpu,
+                    tid: tx.tid,
+                    ring: Arc::new(SampleRing::new(2)),
+                });
             }
         }
         out
     }
 
-    pub fn join(self) -> Result<FinishedUdpProbe, ProbeError> {
-        let mut error = None;
-        for (h, cpu) in self
-            .handles
-            .into_iter()
-            .zip([self.config.receiver_cpu, self.config.sender_cpu])
-        {
-            match h.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    error.get_or_insert(ProbeError::Network(format!(
-                        "udp probe on CPU {cpu}: {}",
-                        e.to_io()
-                    )));
-                }
-                Err(_) => {
-                    error.get_or_insert(ProbeError::Panicked(cpu));
-                }
-            }
-        }
-        drop(self.namespaces);
-        Ok(FinishedUdpProbe {
-            config: self.config,
-            state: self.state,
-            error,
-        })
-    }
-}
-
-pub struct FinishedUdpProbe {
-    config: UdpConfig,
-    state: Arc<UdpState>,
-    pub error: Option<ProbeError>,
-}
-
-impl FinishedUdpProbe {
-    pub fn results(&self) -> Vec<MetricResult> {
-        self.state.recorders().iter().map(|r| r.result()).collect()
-    }
-
     /// The final counts: what was not received by now is lost.
-    pub fn stats(&self) -> UdpStats {
-        self.state.stats(&self.config)
-    }
-
-    pub fn drain_timeline(&self) -> Vec<TimelineChunk> {
-        self.state
-            .recorders()
+    fn finish(self: Box<Self>) -> ProbeFinal {
+        let this = *self;
+        let error = this.threads.join(|cpu, r| {
+            r.err()
+                .map(|e| ProbeError::Network(format!("udp probe on CPU {cpu}: {}", e.to_io())))
+        });
+        // The namespaces (and the veth pair) go once no thread uses them.
+        drop(this.namespaces);
+        let recorders = this.state.recorders();
+        let timeline = recorders
             .iter()
             .filter_map(|r| r.drain_timeline(true))
-            .collect()
-    }
-
-    pub fn lost_timeline_seconds(&self) -> u64 {
-        self.state
-            .recorders()
-            .iter()
-            .map(|r| r.lost_seconds())
-            .sum()
+            .collect();
+        let lost_timeline_seconds = recorders.iter().map(|r| r.lost_seconds()).sum();
+        ProbeFinal {
+            snapshot: ProbeSnapshot {
+                metrics: recorders.iter().map(|r| r.result()).collect(),
+                stats: ProbeStats {
+                    udp: Some(this.state.stats(&this.config)),
+                    ..ProbeStats::default()
+                },
+            },
+            timeline,
+            lost_timeline_seconds,
+            error,
+        }
     }
 }
 
@@ -720,16 +653,19 @@ mod tests {
 
     #[test]
     fn a_loopback_run_counts_every_datagram() {
-        let running = UdpProbe::new(config())
-            .unwrap()
-            .start(Arc::new(AtomicBool::new(false)))
-            .unwrap();
+        let running: Box<dyn RunningProbe> = Box::new(
+            UdpProbe::new(config())
+                .unwrap()
+                .start(Arc::new(AtomicBool::new(false)))
+                .unwrap(),
+        );
+        assert_eq!(running.setups().len(), 2, "receiver and sender");
         while !running.finished() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let done = running.join().unwrap();
+        let done = running.finish();
         assert!(done.error.is_none(), "{:?}", done.error);
-        let s = done.stats();
+        let s = done.snapshot.stats.udp.clone().unwrap();
         // 300 ms at 2 ms: 150 sends, fewer if the thread was late.
         assert!(s.sent >= 100 && s.sent + s.skipped_sends <= 150, "{s:?}");
         assert_eq!(s.received, s.sent, "{s:?}");
@@ -737,7 +673,7 @@ mod tests {
         assert_eq!(s.missing_rx_software + s.missing_tx_software, 0, "{s:?}");
         assert_eq!(s.inconsistent, 0, "{s:?}");
         assert!(s.checked > 0, "{s:?}");
-        let results = done.results();
+        let results = &done.snapshot.metrics;
         let count = |name: &str| {
             results
                 .iter()
