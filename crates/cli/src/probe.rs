@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use latscope_model::{CpuId, NoiseCpuStats, UdpStats};
+use latscope_model::{CpuId, NoiseCpuStats, TimerCpuStats, UdpStats};
 use latscope_probes::noise::{FinishedNoiseProbe, RunningNoiseProbe};
 use latscope_probes::timer::{
     FinishedTimerProbe, ProbeError, Progress, RunningTimerProbe, ThreadSetup,
@@ -89,6 +89,14 @@ impl Running {
         }
     }
 
+    /// Early wake-ups so far, per CPU (empty for the other probes).
+    pub fn timer_stats(&self) -> Vec<TimerCpuStats> {
+        match self {
+            Running::Timer(p) => p.timer_stats(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The UDP probe's counts so far (None for the other probes).
     pub fn udp_stats(&self) -> Option<UdpStats> {
         match self {
@@ -143,6 +151,13 @@ impl Finished {
         match self {
             Finished::Timer(_) | Finished::Udp(_) => Vec::new(),
             Finished::Noise(p) => p.stats(),
+        }
+    }
+
+    pub fn timer_stats(&self) -> Vec<TimerCpuStats> {
+        match self {
+            Finished::Timer(p) => p.timer_stats(),
+            _ => Vec::new(),
         }
     }
 

@@ -435,6 +435,12 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
             .set_noise_stats(cell_id, &noise)
             .context("cannot store the noise figures")?;
     }
+    let timer = finished.timer_stats();
+    if !timer.is_empty() {
+        ctx.store
+            .set_timer_stats(cell_id, &timer)
+            .context("cannot store the early wake-ups")?;
+    }
     if let Some(u) = finished.udp_stats() {
         ctx.store
             .set_udp_stats(cell_id, &u)
@@ -538,10 +544,14 @@ fn housekeep(
                     None => Ok(()),
                 });
             let noise = probe.noise_stats();
+            let timer = probe.timer_stats();
             let udp = probe.udp_stats();
             let r = r.and_then(|()| {
                 if !noise.is_empty() {
                     store.set_noise_stats(cell_id, &noise)?;
+                }
+                if !timer.is_empty() {
+                    store.set_timer_stats(cell_id, &timer)?;
                 }
                 if let Some(u) = &udp {
                     store.set_udp_stats(cell_id, u)?;
