@@ -113,11 +113,8 @@ impl AtomicHistogram {
         // not saturate, then u64::MAX for each that does (as `record` would).
         let m = n.min(((u64::MAX - first) / step).saturating_add(1));
         let m128 = u128::from(m);
-        let tri = if m % 2 == 0 {
-            (m128 / 2) * (m128.saturating_sub(1))
-        } else {
-            m128 * ((m128 - 1) / 2)
-        };
+        // m < 2^64, so m(m−1) < 2^128 cannot overflow.
+        let tri = m128 * m128.saturating_sub(1) / 2;
         let add = m128
             .saturating_mul(u128::from(first))
             .saturating_add(tri.saturating_mul(u128::from(step)))
