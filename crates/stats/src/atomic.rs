@@ -77,8 +77,8 @@ impl AtomicHistogram {
     /// one bucket are counted with one division, and the sum is computed in
     /// closed form. The buckets are logarithmic, so however large `n` is the
     /// work is bounded by the number of counters (a stall of 100,000 periods
-    /// spans a few thousand). This is how the coordinated-omission correction
-    /// of a long stall stays off the measuring thread's critical path.
+    /// at 100 µs spans about 7,700). This keeps the coordinated-omission
+    /// correction of a long stall cheap on the measuring thread.
     /// Single writer only.
     ///
     /// [`record`]: AtomicHistogram::record

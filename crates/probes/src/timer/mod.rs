@@ -85,7 +85,7 @@ impl TimerCpu {
             // lat − skipped·period, saturating at 0 (a kernel-periodic timer
             // may report more expirations than our clock read has passed).
             // An arithmetic sequence, added in closed form: a 10 s stall at
-            // 100 µs is a few thousand counter updates, not 100,000.
+            // 100 µs is about 7,700 counter updates, not 100,000.
             let period = period.max(1);
             let positive = wake.skipped.min(lat / period);
             if positive > 0 {
