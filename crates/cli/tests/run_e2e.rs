@@ -195,6 +195,16 @@ fn json_follows_the_documented_schema() {
     assert_eq!(lat["threshold_ns"], 100_000);
     assert!(lat["above_threshold"].is_u64());
     assert!(lat["corrected"]["count"].as_u64().unwrap() >= u(&lat["count"]));
+    // Early wake-ups, counted (if only as 0) for every measured CPU.
+    let early = cell["timer_stats"].as_array().unwrap();
+    assert_eq!(
+        early.len(),
+        metrics(&doc, "timer.latency").len(),
+        "{early:?}"
+    );
+    for e in early {
+        assert!(e["cpu"].is_u64() && e["early_wakeups"].is_u64() && e["max_early_ns"].is_u64());
+    }
     // `show --json` of the stored run is the same document.
     let o = latscope(&[
         "show",

@@ -45,12 +45,51 @@ impl DmaLatencyGuard {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
+
+    /// The constraint in force (µs), as the device reports it: a binary
+    /// 32-bit value. Opening the device to read adds no constraint of its
+    /// own (it asks for the default, the loosest).
+    fn current_us() -> std::io::Result<i32> {
+        let mut b = [0u8; 4];
+        File::open(DmaLatencyGuard::PATH)?.read_exact(&mut b)?;
+        Ok(i32::from_ne_bytes(b))
+    }
 
     #[test]
-    fn holds_when_available() {
-        match DmaLatencyGuard::hold(0) {
-            Ok(g) => assert_eq!(g.target_us(), 0),
-            Err(e) => eprintln!("skipped: needs writable {}: {e}", DmaLatencyGuard::PATH),
+    fn the_constraint_holds_while_the_guard_lives_and_goes_with_it() {
+        // 7 µs: a value no other program asks for (latscope holds 0), so
+        // whatever the device shows after the drop, it must not be 7.
+        const TARGET: i32 = 7;
+        let before = match current_us() {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("skipped: needs readable {}: {e}", DmaLatencyGuard::PATH);
+                return;
+            }
+        };
+        let guard = match DmaLatencyGuard::hold(TARGET) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("skipped: needs writable {}: {e}", DmaLatencyGuard::PATH);
+                return;
+            }
+        };
+        assert_eq!(guard.target_us(), TARGET);
+        let held = current_us().unwrap_or_else(|e| panic!("{e}"));
+        // The device reports the tightest request of all holders.
+        assert!(held <= TARGET, "held at {held} µs, asked for {TARGET}");
+        if before <= TARGET {
+            eprintln!("note: another program holds {before} µs, so the hold itself cannot be seen");
+        }
+        drop(guard);
+        let after = current_us().unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(
+            after, TARGET,
+            "the request outlived the guard (before: {before} µs)"
+        );
+        if before > TARGET {
+            eprintln!("held {held} µs; before {before} µs, after {after} µs");
         }
     }
 }

@@ -390,6 +390,7 @@ mod tests {
                 trace: None,
                 episodes: vec![],
                 noise: vec![],
+                timer: Vec::new(),
                 udp: None,
                 workload_stats: None,
             }],

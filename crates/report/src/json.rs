@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use latscope_model::{
     Capabilities, Cause, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus, StackCount,
-    SystemInfo, TraceSummary, UdpPath, UdpStats, WorkloadStats,
+    SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
@@ -49,6 +49,11 @@ pub struct CellJson<'a> {
     /// The noise probe's figures, one per measured CPU, by CPU; `[]` for a
     /// cell of another probe.
     pub noise: Vec<NoiseJson<'a>>,
+    /// The timer probe's early wake-ups, one per measured CPU, by CPU;
+    /// absent for a cell of another probe and for a timer cell stored
+    /// before they were counted (schema version 6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timer_stats: Vec<TimerStatsJson>,
     /// The UDP probe's counts beside its `udp.*` metrics; absent (not
     /// `null`) for a cell of another probe.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +114,24 @@ fn noise_json(s: &NoiseCpuStats) -> NoiseJson<'_> {
         noise_percent: noise_percent(s),
         cpu_available_percent: cpu_available_percent(s),
         interruptions_per_second: interruptions_per_second(s),
+    }
+}
+
+/// `cells[].timer_stats[]`: wake-ups of the timer probe that came before
+/// their deadline on one CPU. Such a wake-up is in `timer.latency` as 0 ns.
+#[derive(Serialize)]
+pub struct TimerStatsJson {
+    pub cpu: u32,
+    pub early_wakeups: u64,
+    /// The largest earliness: deadline − wake-up time; 0 when none was early.
+    pub max_early_ns: u64,
+}
+
+fn timer_stats_json(s: &TimerCpuStats) -> TimerStatsJson {
+    TimerStatsJson {
+        cpu: s.cpu.0,
+        early_wakeups: s.early_wakeups,
+        max_early_ns: s.max_early_ns.0,
     }
 }
 
@@ -346,6 +369,7 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 metrics: c.metrics.iter().map(metric_json).collect(),
                 trace: c.trace.as_ref(),
                 noise: c.noise.iter().map(noise_json).collect(),
+                timer_stats: c.timer.iter().map(timer_stats_json).collect(),
                 udp: c.udp.as_ref().map(udp_json),
                 workload_stats: c.workload_stats.as_ref(),
             })

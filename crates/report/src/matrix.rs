@@ -159,6 +159,7 @@ mod tests {
             trace: None,
             episodes: Vec::new(),
             noise: Vec::new(),
+            timer: Vec::new(),
             udp: None,
             workload_stats: None,
         }

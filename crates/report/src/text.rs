@@ -258,6 +258,7 @@ pub fn summary_tables(run: &RunResult) -> String {
                 out.push_str(&c.render());
             }
         }
+        out.push_str(&early_wakeups_line(cell));
         out.push_str(&udp_block(cell));
         out.push_str(&deferred_work_tables(cell));
         if let Some(trace) = &cell.trace {
@@ -268,6 +269,32 @@ pub fn summary_tables(run: &RunResult) -> String {
     out.push_str(&workload_table(run));
     out.push_str(&workload_sources(run));
     out
+}
+
+/// One line naming the CPUs whose timer fired before its deadline, or
+/// nothing when none did: such a wake-up is a 0 ns sample in
+/// `timer.latency`, and would otherwise pass for a perfect one.
+fn early_wakeups_line(cell: &CellResult) -> String {
+    let early: Vec<String> = cell
+        .timer
+        .iter()
+        .filter(|s| s.early_wakeups > 0)
+        .map(|s| {
+            format!(
+                "CPU {} {}× (up to {} early)",
+                s.cpu, s.early_wakeups, s.max_early_ns
+            )
+        })
+        .collect();
+    if early.is_empty() {
+        return String::new();
+    }
+    format!(
+        "
+warning: the timer woke before its deadline (counted as 0 ns in timer.latency): {}
+",
+        early.join(", ")
+    )
 }
 
 fn cpu_label(m: &MetricResult) -> String {

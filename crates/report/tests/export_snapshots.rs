@@ -35,6 +35,7 @@ fn cell(index: u32, workload: &str, start_s: u64, metrics: Vec<MetricResult>) ->
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: None,
         workload_stats: None,
     }

@@ -128,6 +128,7 @@ fn noise_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: vec![cpu0(), cpu1()],
+        timer: Vec::new(),
         udp: None,
         workload_stats: None,
     }
@@ -153,6 +154,7 @@ fn timer_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: None,
         workload_stats: None,
     }

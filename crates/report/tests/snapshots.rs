@@ -77,6 +77,7 @@ fn fixture() -> RunResult {
             trace: None,
             episodes: Vec::new(),
             noise: Vec::new(),
+            timer: Vec::new(),
             udp: None,
             workload_stats: None,
         }],
@@ -148,4 +149,54 @@ fn json_document() {
     assert_eq!(lat["corrected"]["count"], 7);
     assert_eq!(lat["histogram"].as_array().unwrap().len(), 5);
     assert_eq!(lat["histogram"][0], serde_json::json!([10_000, 10_007, 1]));
+}
+
+#[test]
+fn early_wakeups_are_shown_only_when_a_cpu_woke_early() {
+    use latscope_model::TimerCpuStats;
+    let mut run = fixture();
+    // Counted, none early: no line, but the JSON has them.
+    run.cells[0].timer = vec![TimerCpuStats {
+        cpu: CpuId(1),
+        early_wakeups: 0,
+        max_early_ns: Nanos::ZERO,
+    }];
+    let text = latscope_report::summary_tables(&run);
+    assert!(!text.contains("before its deadline"), "{text}");
+    let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
+    assert_eq!(
+        v["cells"][0]["timer_stats"],
+        serde_json::json!([{"cpu": 1, "early_wakeups": 0, "max_early_ns": 0}])
+    );
+
+    run.cells[0].timer = vec![
+        TimerCpuStats {
+            cpu: CpuId(0),
+            early_wakeups: 0,
+            max_early_ns: Nanos::ZERO,
+        },
+        TimerCpuStats {
+            cpu: CpuId(1),
+            early_wakeups: 3,
+            max_early_ns: Nanos(1_500),
+        },
+    ];
+    let text = latscope_report::summary_tables(&run);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("before its deadline"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["warning: the timer woke before its deadline (counted as 0 ns in timer.latency): CPU 1 3× (up to 1.50µs early)"],
+        "{text}"
+    );
+    let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
+    assert_eq!(v["cells"][0]["timer_stats"][1]["early_wakeups"], 3);
+    assert_eq!(v["cells"][0]["timer_stats"][1]["max_early_ns"], 1_500);
+
+    // Not counted (another probe, or stored before schema 6): no key.
+    run.cells[0].timer.clear();
+    let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
+    assert!(v["cells"][0].get("timer_stats").is_none());
 }

@@ -222,6 +222,7 @@ fn fixture() -> RunResult {
             trace: Some(trace_summary()),
             episodes: episodes(),
             noise: Vec::new(),
+            timer: Vec::new(),
             udp: None,
             workload_stats: None,
         }],

@@ -89,6 +89,7 @@ fn udp_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: Some(counts()),
         workload_stats: None,
     }
@@ -110,6 +111,7 @@ fn timer_cell() -> CellResult {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: None,
         workload_stats: None,
     }

@@ -29,6 +29,7 @@ fn cell(index: u32, workload: &str, stats: Option<WorkloadStats>) -> CellResult 
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: None,
         workload_stats: stats,
     }

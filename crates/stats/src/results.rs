@@ -1,6 +1,6 @@
 use latscope_model::{
     Capabilities, CellMeta, CpuId, Episode, Nanos, NoiseCpuStats, RunMeta, SystemInfo,
-    TraceSummary, UdpStats, WorkloadStats,
+    TimerCpuStats, TraceSummary, UdpStats, WorkloadStats,
 };
 
 use crate::histogram::Histogram;
@@ -66,6 +66,9 @@ pub struct CellResult {
     pub episodes: Vec<Episode>,
     /// Per-CPU figures of the noise probe (noise cells only).
     pub noise: Vec<NoiseCpuStats>,
+    /// Per-CPU early wake-ups of the timer probe (timer cells only; empty
+    /// for a timer cell stored before schema version 6).
+    pub timer: Vec<TimerCpuStats>,
     /// The UDP probe's counts (UDP cells only).
     pub udp: Option<UdpStats>,
     /// What the background workload did to the machine while the cell ran

@@ -1,14 +1,16 @@
 //! One checkpoint, one transaction.
 //!
 //! A checkpoint of a cell touches many tables: the metric rows, the new
-//! timeline chunks, the probe's own figures (noise, UDP, timer), the
+//! timeline chunks, the probe's own figures (noise, UDP, early timer
+//! wake-ups), the
 //! workload's characterization, the episodes found since the last one and
 //! the tracer's summary. They are written together or not at all, so a
 //! process killed at any instant (or a disk that fills up mid-way) leaves
 //! the store at the last complete checkpoint, never at a mix of two.
 
 use latscope_model::{
-    Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunId, TraceSummary, UdpStats, WorkloadStats,
+    Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunId, TimerCpuStats, TraceSummary, UdpStats,
+    WorkloadStats,
 };
 use latscope_stats::{MetricResult, TimelineChunk};
 use rusqlite::TransactionBehavior;
@@ -30,6 +32,8 @@ pub struct Checkpoint {
     pub timeline: Vec<TimelineChunk>,
     /// The noise probe's figures per CPU (upserted per CPU).
     pub noise: Vec<NoiseCpuStats>,
+    /// The timer probe's early wake-ups per CPU (upserted per CPU).
+    pub timer: Vec<TimerCpuStats>,
     /// The UDP probe's counts (replaced).
     pub udp: Option<UdpStats>,
     /// The workload's characterization so far (replaced).
@@ -64,6 +68,9 @@ impl Store {
         )?;
         if !cp.noise.is_empty() {
             crate::noise::write_noise_stats(&tx, path, cell, &cp.noise)?;
+        }
+        if !cp.timer.is_empty() {
+            crate::timer::write_timer_stats(&tx, path, cell, &cp.timer)?;
         }
         if let Some(u) = &cp.udp {
             crate::udp::write_udp_stats(&tx, path, cell, u)?;

@@ -94,6 +94,9 @@ pub enum StoreError {
     #[error("cannot store the noise figures of CPU {cpu}: {reason}")]
     InvalidNoiseStats { cpu: u32, reason: String },
 
+    #[error("cannot store the early wake-ups of CPU {cpu}: {reason}")]
+    InvalidTimerStats { cpu: u32, reason: String },
+
     #[error("cannot store the workload characterization of cell {}: {reason}", .cell.0)]
     InvalidWorkloadStats { cell: CellId, reason: String },
 }

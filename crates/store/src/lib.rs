@@ -10,7 +10,8 @@
 //! the kernel events around them (compressed), for export to a trace viewer.
 //! A noise cell (`run --probe noise`) also has, per CPU, the noise probe's
 //! figures beside its `noise.gap` histogram (active time, iterations, base
-//! iteration, noise per cause class, steal time, findings). A UDP cell
+//! iteration, noise per cause class, steal time, findings); a timer cell,
+//! per CPU, its early wake-ups (count and largest earliness). A UDP cell
 //! (`run --probe udp`) also has the probe's counts beside its `udp.*`
 //! histograms (datagrams sent, received, lost, reordered, duplicated, and
 //! those without a kernel time stamp). A cell run under a background
@@ -43,6 +44,7 @@ mod error;
 mod liveness;
 mod noise;
 mod schema;
+mod timer;
 mod trace;
 mod udp;
 mod workload;
@@ -559,6 +561,7 @@ impl Store {
             let trace = self.load_trace_summary(cell_id, id)?;
             let episodes = self.load_episodes(cell_id, id)?;
             let noise = self.load_noise_stats(cell_id, id)?;
+            let timer = self.load_timer_stats(cell_id)?;
             let udp = self.load_udp_stats(cell_id, id)?;
             let workload_stats = self.load_workload_stats(cell_id, id)?;
             cells.push(CellResult {
@@ -567,6 +570,7 @@ impl Store {
                 trace,
                 episodes,
                 noise,
+                timer,
                 udp,
                 workload_stats,
             });

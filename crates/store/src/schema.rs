@@ -27,6 +27,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         include_str!("../migrations/0004_workload_stats.sql"),
     ),
     (5, "udp", include_str!("../migrations/0005_udp.sql")),
+    (
+        6,
+        "timer_stats",
+        include_str!("../migrations/0006_timer_stats.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

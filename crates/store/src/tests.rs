@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 use latscope_model::{
     Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, CpuPercent, DiskRates,
     Episode, EpisodeWindow, IdleState, InterruptSource, Nanos, NetRates, NoiseClass, NoiseClock,
-    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, UdpPath,
-    UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
+    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary,
+    UdpPath, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -219,6 +219,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "runs",
             "systems",
             "timeline_chunks",
+            "timer_stats",
             "trace_summaries",
             "udp_stats",
             "workload_seconds",
@@ -1329,14 +1330,14 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
 
 #[test]
 fn a_store_newer_than_this_build_is_still_refused() {
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v6.db");
+    let path = dir.path().join("v7.db");
     write_v1_store(&path);
     Store::open(&path).unwrap();
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 6).unwrap();
+        conn.pragma_update(None, "user_version", 7).unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     for result in [Store::open(&path), Store::open_existing(&path)] {
@@ -1345,8 +1346,8 @@ fn a_store_newer_than_this_build_is_still_refused() {
             matches!(
                 e,
                 StoreError::NewerSchema {
-                    found: 6,
-                    supported: 5,
+                    found: 7,
+                    supported: 6,
                     ..
                 }
             ),
@@ -2539,6 +2540,115 @@ fn a_version_4_store_migrates_in_place_and_keeps_its_runs() {
     assert_eq!(loaded.cells[0].udp, Some(udp(1)));
     assert_eq!(loaded.cells[0].workload_stats, Some(workload(2)));
     assert_eq!(loaded.cells[0].noise, vec![noise(0, 1)]);
+    assert_eq!(loaded.cells[0].metrics, want_metrics);
+}
+
+// ---------------------------------------------------------------- early wake-ups (schema version 6)
+
+fn early(cpu: u32, n: u64) -> TimerCpuStats {
+    TimerCpuStats {
+        cpu: CpuId(cpu),
+        early_wakeups: n,
+        max_early_ns: Nanos(100 * n + u64::from(cpu)),
+    }
+}
+
+#[test]
+fn timer_stats_round_trip_and_replace_cpu_by_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let c0 = store.add_cell(run, &cell(0)).unwrap();
+    let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
+    let extreme = TimerCpuStats {
+        cpu: CpuId(9),
+        early_wakeups: i64::MAX as u64,
+        max_early_ns: Nanos(i64::MAX as u64),
+    };
+    // Out of CPU order: read back by CPU.
+    store
+        .set_timer_stats(c0, &[extreme.clone(), early(1, 0), early(0, 3)])
+        .unwrap();
+    // A later checkpoint replaces CPU 0 and leaves the others.
+    store.set_timer_stats(c0, &[early(0, 7)]).unwrap();
+    store.set_timer_stats(c0, &[]).unwrap();
+    drop(store);
+
+    let store = Store::open_existing(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(
+        loaded.cells[0].timer,
+        vec![early(0, 7), early(1, 0), extreme]
+    );
+    assert!(loaded.cells[1].timer.is_empty(), "a noise cell has none");
+    drop(store);
+
+    let mut store = Store::open(&path).unwrap();
+    // Refused whole: a duplicated CPU, a count SQLite cannot hold, no cell.
+    assert!(matches!(
+        store.set_timer_stats(c1, &[early(2, 1), early(2, 2)]),
+        Err(StoreError::InvalidTimerStats { cpu: 2, .. })
+    ));
+    let huge = TimerCpuStats {
+        early_wakeups: u64::MAX,
+        ..early(3, 1)
+    };
+    assert!(matches!(
+        store.set_timer_stats(c1, &[early(4, 1), huge]),
+        Err(StoreError::OutOfRange { .. })
+    ));
+    assert!(matches!(
+        store.set_timer_stats(CellId(999), &[early(0, 1)]),
+        Err(StoreError::NoSuchCell(_))
+    ));
+    assert!(store.load_run(run).unwrap().cells[1].timer.is_empty());
+}
+
+fn write_v5_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+    let v4 = write_v4_store(path);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch(include_str!("../migrations/0005_udp.sql"))
+        .unwrap();
+    conn.pragma_update(None, "user_version", 5).unwrap();
+    v4
+}
+
+#[test]
+fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    let (want_metrics, want_timeline) = write_v5_store(&path);
+
+    let mut store = Store::open_existing(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let run = store.resolve("latest").unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.meta.status, RunStatus::Complete);
+    let c = &loaded.cells[0];
+    assert_eq!(c.metrics, want_metrics);
+    assert_eq!(c.noise, vec![noise(0, 1)]);
+    assert_eq!(c.workload_stats, Some(workload(2)));
+    assert!(
+        c.timer.is_empty(),
+        "stored before early wake-ups were counted"
+    );
+    let cell = store.cell_ids(run).unwrap()[0];
+    assert_eq!(
+        store
+            .load_timeline(cell, "timer.latency", Some(CpuId(0)))
+            .unwrap(),
+        want_timeline
+    );
+
+    // The migrated store takes early wake-ups like a new one.
+    store.set_timer_stats(cell, &[early(0, 2)]).unwrap();
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    let loaded = store.load_run(run).unwrap();
+    assert_eq!(loaded.cells[0].timer, vec![early(0, 2)]);
     assert_eq!(loaded.cells[0].metrics, want_metrics);
 }
 

@@ -318,12 +318,7 @@ fn run<C: Ticks>(
     };
     let runtime = conv.ticks(cfg.runtime.0);
     let stop_now = || stop.load(Ordering::Relaxed);
-    let mut on_gap = |a: u64, b: u64| {
-        let ns = conv.ns(b.wrapping_sub(a));
-        let end = conv.mono(b);
-        let second = end.saturating_sub(start) / 1_000_000_000;
-        state.record_gap(second, ns, conv.mono(a), end);
-    };
+    let mut on_gap = |a: u64, b: u64| record(state, &conv, start, a, b);
     loop {
         if stop_now() {
             break;
@@ -361,6 +356,16 @@ fn run<C: Ticks>(
             );
         }
     }
+}
+
+/// Records the interruption between tick readings `a` and `b`: what the
+/// spinning loop does for each gap (and what the recording cost test times).
+#[inline]
+fn record(state: &NoiseCpu, conv: &Convert, start: u64, a: u64, b: u64) {
+    let ns = conv.ns(b.wrapping_sub(a));
+    let end = conv.mono(b);
+    let second = end.saturating_sub(start) / 1_000_000_000;
+    state.record_gap(second, ns, conv.mono(a), end);
 }
 
 /// The probe while its threads spin.
@@ -561,6 +566,66 @@ mod tests {
             "a vDSO read takes at least 1 ns: {s:?}"
         );
         assert_eq!(done.snapshot.metrics[0].histogram.count(), s.interruptions);
+    }
+
+    /// Spins for `ms` on this thread with the real clock and the real
+    /// recording, at the default threshold (4 × base): (gaps, gaps that start
+    /// exactly where the previous one ended).
+    fn back_to_back_gaps(ms: u64) -> (u64, u64) {
+        let vdso = !tsc::tsc_reliable();
+        let state = NoiseCpu::new(CpuId(0), None, 0);
+        let a = ClockPair::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = ClockPair::now();
+        let hz = if vdso {
+            1_000_000_000
+        } else {
+            tsc::tsc_hz(a, b).max(1)
+        };
+        let conv = Convert { hz, anchor: b };
+        let start = b.mono_ns;
+        let mut gaps = 0u64;
+        let mut chained = 0u64;
+        let mut last_end = u64::MAX;
+        let mut on_gap = |x: u64, y: u64| {
+            record(&state, &conv, start, x, y);
+            gaps += 1;
+            chained += u64::from(x == last_end);
+            last_end = y;
+        };
+        let stop = || false;
+        if vdso {
+            let threshold = 4
+                * (0..5)
+                    .map(|_| spin::base_ticks(&mut Mono, 100_000, false))
+                    .min()
+                    .unwrap_or(1);
+            let until = Mono.now() + ms * 1_000_000;
+            spin::spin(&mut Mono, until, threshold, false, &stop, &mut on_gap);
+        } else {
+            let threshold = 4
+                * (0..5)
+                    .map(|_| spin::base_ticks(&mut Tsc, 100_000, false))
+                    .min()
+                    .unwrap_or(1);
+            let until = Tsc.now() + conv.ticks(ms * 1_000_000);
+            spin::spin(&mut Tsc, until, threshold, false, &stop, &mut on_gap);
+        }
+        (gaps, chained)
+    }
+
+    /// Real kernel, real clock: the loop's own recording must not be
+    /// measured as the next interruption. Before the clock was re-read after
+    /// recording, a recording longer than the threshold (about 30 ns here)
+    /// made the next "gap" start exactly where the previous one ended.
+    #[test]
+    fn no_gap_starts_where_the_previous_one_ended() {
+        let (gaps, chained) = back_to_back_gaps(300);
+        eprintln!("300 ms of spinning: {gaps} gaps, {chained} back to back");
+        assert_eq!(
+            chained, 0,
+            "{chained} of {gaps} gaps started where the previous one ended"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
-/// The deadline bookkeeping of a periodic measuring loop, kept apart from
-/// clocks and timers so it can be tested with scripted times.
-///
+//! The deadline bookkeeping of a periodic measuring loop, kept apart from
+//! clocks and timers so it can be tested with scripted times.
+
 /// Deadlines lie on a fixed grid `start + k × period`. A wake-up later than
 /// the next deadline is an overrun: the deadlines it passed are skipped, not
 /// served late one after another, so the schedule never drifts (as
@@ -20,6 +20,10 @@ pub struct Wake {
     pub deadline: u64,
     /// now − deadline (0 if the clock read came out before the deadline).
     pub latency: u64,
+    /// deadline − now when the clock read came out before the deadline (a
+    /// timer that fired early), else 0. Kept apart from `latency` so that an
+    /// early wake-up is seen rather than passing for a perfect one.
+    pub early: u64,
     /// Later deadlines that had also passed and are skipped.
     pub skipped: u64,
 }
@@ -53,6 +57,7 @@ impl Schedule {
         Wake {
             deadline,
             latency,
+            early: deadline.saturating_sub(now),
             skipped,
         }
     }
@@ -67,6 +72,7 @@ impl Schedule {
         Wake {
             deadline,
             latency: now.saturating_sub(deadline),
+            early: deadline.saturating_sub(now),
             skipped: n - 1,
         }
     }
@@ -91,6 +97,7 @@ mod tests {
             Wake {
                 deadline: 1_000,
                 latency: 10,
+                early: 0,
                 skipped: 0
             }
         );
@@ -101,6 +108,7 @@ mod tests {
             Wake {
                 deadline: 2_000,
                 latency: 999,
+                early: 0,
                 skipped: 0
             }
         );
@@ -117,6 +125,7 @@ mod tests {
             Wake {
                 deadline: 1_000,
                 latency: 3_500,
+                early: 0,
                 skipped: 3
             }
         );
@@ -128,9 +137,37 @@ mod tests {
     }
 
     #[test]
-    fn early_clock_read_is_zero_latency() {
+    fn early_wakeups_are_zero_latency_and_reported_as_early() {
+        // A scripted clock: the timer fires 1 ns, then 250 ns, before its
+        // deadlines, then on time.
         let mut s = Schedule::new(1_000, 1_000);
-        assert_eq!(s.woke(999).latency, 0);
+        let w = s.woke(999);
+        assert_eq!(
+            w,
+            Wake {
+                deadline: 1_000,
+                latency: 0,
+                early: 1,
+                skipped: 0
+            }
+        );
+        assert_eq!(
+            s.next_deadline(),
+            2_000,
+            "an early wake-up serves its deadline"
+        );
+        let w = s.woke(1_750);
+        assert_eq!((w.deadline, w.latency, w.early), (2_000, 0, 250));
+        let w = s.woke(3_000);
+        assert_eq!(
+            (w.deadline, w.latency, w.early),
+            (3_000, 0, 0),
+            "on time is not early"
+        );
+        // Kernel-periodic timers too.
+        let mut s = Schedule::new(1_000, 1_000);
+        let w = s.woke_periodic(990, 1);
+        assert_eq!((w.latency, w.early, w.skipped), (0, 10, 0));
         assert_eq!(s.next_deadline(), 2_000);
     }
 
@@ -143,6 +180,7 @@ mod tests {
             Wake {
                 deadline: 1_000,
                 latency: 20,
+                early: 0,
                 skipped: 0
             }
         );
@@ -154,6 +192,7 @@ mod tests {
             Wake {
                 deadline: 2_000,
                 latency: 1_999,
+                early: 0,
                 skipped: 2
             }
         );

@@ -33,6 +33,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
         trace: None,
         episodes: Vec::new(),
         noise: Vec::new(),
+        timer: Vec::new(),
         udp: None,
         workload_stats: None,
     };

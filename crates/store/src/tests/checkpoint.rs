@@ -15,8 +15,15 @@ fn full_checkpoint(scale: u64, first_second: u64) -> Checkpoint {
         duration: Nanos::from_secs(10 * scale),
         now_unix: Nanos(1_700_000_010_000_000_000 + scale),
         metrics: metrics(scale),
-        timeline: vec![chunk("timer.latency", Some(CpuId(0)), first_second, 10, scale)],
+        timeline: vec![chunk(
+            "timer.latency",
+            Some(CpuId(0)),
+            first_second,
+            10,
+            scale,
+        )],
         noise: vec![noise(0, scale)],
+        timer: vec![early(1, scale)],
         udp: None,
         workload: None,
         episodes: Vec::new(),
@@ -37,6 +44,7 @@ fn a_checkpoint_writes_every_table_together() {
     assert_eq!(c.meta.duration_ns, Nanos::from_secs(10));
     assert_eq!(sorted(c.metrics.clone()), sorted(metrics(1)));
     assert_eq!(c.noise, vec![noise(0, 1)]);
+    assert_eq!(c.timer, vec![early(1, 1)]);
     let tl = store
         .load_timeline(cell_id, "timer.latency", Some(CpuId(0)))
         .unwrap();
@@ -59,7 +67,11 @@ fn a_failing_checkpoint_leaves_the_previous_one_whole() {
     assert!(matches!(e, StoreError::InvalidEpisode { .. }), "{e}");
     let loaded = store.load_run(run).unwrap();
     let c = &loaded.cells[0];
-    assert_eq!(c.meta.duration_ns, Nanos::from_secs(10), "duration of the first");
+    assert_eq!(
+        c.meta.duration_ns,
+        Nanos::from_secs(10),
+        "duration of the first"
+    );
     assert_eq!(sorted(c.metrics.clone()), sorted(metrics(1)));
     assert_eq!(c.noise, vec![noise(0, 1)]);
     let tl = store
