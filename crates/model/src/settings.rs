@@ -173,7 +173,7 @@ impl Default for CommonSettings {
 }
 
 /// The timer probe (cyclictest's measurement).
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct TimerSettings {
     #[serde(default)]
     pub timer_api: TimerApiName,
@@ -183,6 +183,18 @@ pub struct TimerSettings {
     pub phase: PhaseName,
     #[serde(flatten)]
     pub common: CommonSettings,
+}
+
+/// What a record with none of the keys reads as (the CLI's defaults).
+impl Default for TimerSettings {
+    fn default() -> TimerSettings {
+        TimerSettings {
+            timer_api: TimerApiName::ClockNanosleep,
+            period_ns: DEFAULT_PERIOD,
+            phase: PhaseName::Fixed,
+            common: CommonSettings::default(),
+        }
+    }
 }
 
 /// The noise probe (osnoise's measurement).
@@ -527,6 +539,15 @@ mod tests {
         assert_eq!(s.period(), None);
         let s = CellSettings::from_json("udp", json!({ "path": "veth" })).unwrap();
         assert_eq!(s.period(), Some(DEFAULT_UDP_PERIOD));
+    }
+
+    #[test]
+    fn defaults_are_what_an_empty_record_reads_as() {
+        for probe in ["timer", "noise", "udp", "sim"] {
+            let empty = CellSettings::from_json(probe, json!({})).unwrap();
+            assert_eq!(Some(empty), CellSettings::default_for(probe), "{probe}");
+        }
+        assert_eq!(CellSettings::default_for("warp"), None);
     }
 
     #[test]

@@ -27,6 +27,15 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         include_str!("../migrations/0004_workload_stats.sql"),
     ),
     (5, "udp", include_str!("../migrations/0005_udp.sql")),
+    // 6: `0006_timer_stats.sql` (early wake-ups) is written on another
+    // branch. MERGE: replace this placeholder by its entry; it only keeps
+    // the numbering here, so that version N stays `MIGRATIONS[N - 1]`.
+    (6, "timer_stats (placeholder)", ""),
+    (
+        7,
+        "typed_settings",
+        include_str!("../migrations/0007_typed_settings.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.
