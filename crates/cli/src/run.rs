@@ -2,7 +2,6 @@
 //! measurement needs, run the probe, checkpoint while it runs, store the
 //! result and print the summary from the store.
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -13,18 +12,17 @@ use latscope_model::{
     SystemInfo,
 };
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
-use latscope_probes::noise::{NoiseConfig, NoiseProbe};
-use latscope_probes::timer::{Phase, ProbeError, TimerConfig, TimerProbe};
-use latscope_probes::udp::{UdpConfig, UdpProbe};
+use latscope_probes::noise::NoiseProbe;
+use latscope_probes::timer::{ProbeError, TimerProbe};
+use latscope_probes::udp::UdpProbe;
 use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
-use serde_json::json;
 
 use crate::args::RunArgs;
 use crate::cell_load;
 use crate::exit::{self, Exit};
 use crate::output;
-use crate::plan::{plan_run, CellPlan, RunPlan};
+use crate::plan::{plan_run, CellPlan, ProbeCellPlan, RunPlan};
 use crate::probe::Running;
 use crate::progress::ProgressBar;
 use crate::trace_session::{self, AnalysisMode, TraceSession};
@@ -237,7 +235,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
     // so that their first samples have their events.
     let mut trace_open = None;
     if let Some(tp) = &plan.trace {
-        let measured: Vec<latscope_model::CpuId> = cell.timer.cpus.clone();
+        let measured: Vec<latscope_model::CpuId> = cell.measured_cpus();
         let traced: Vec<latscope_model::CpuId> = ctx.online.iter().collect();
         match trace_session::open(&traced, &measured, tp.stack_period) {
             Ok(t) => {
@@ -255,7 +253,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         }
     }
 
-    let steal_before = trace_session::read_steal(&cell.timer.cpus);
+    let steal_before = trace_session::read_steal(&cell.measured_cpus());
     let running = match start_probe(cell, &ctx.signals) {
         Ok(r) => r,
         Err(e) => {
@@ -300,11 +298,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         index: cell.index,
         probe: cell.probe_name().into(),
         workload: cell.workload.clone(),
-        settings: match (&cell.noise, &cell.udp) {
-            (Some(n), _) => noise_settings(cell, n, ctx.clock_read_ns),
-            (None, Some(u)) => udp_settings(cell, u, ctx.clock_read_ns),
-            (None, None) => timer_settings(cell, ctx.clock_read_ns),
-        },
+        settings: crate::settings::cell_settings(cell, ctx.clock_read_ns),
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(running.start_ns()),
     };
@@ -319,12 +313,10 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
                 tp.episode_cap,
                 running.start_ns(),
                 plan.checkpoint,
-                if cell.noise.is_some() {
-                    AnalysisMode::Noise
-                } else if cell.udp.is_some() {
-                    AnalysisMode::Udp
-                } else {
-                    AnalysisMode::Timer
+                match cell.probe {
+                    ProbeCellPlan::Timer(_) => AnalysisMode::Timer,
+                    ProbeCellPlan::Noise(_) => AnalysisMode::Noise,
+                    ProbeCellPlan::Udp(_) => AnalysisMode::Udp,
                 },
             ) {
                 Ok(s) => Some(s),
@@ -348,7 +340,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
     );
     let finished = running.join()?;
     let trace_final = session.map(TraceSession::finish);
-    let duration = measured(&cell.timer, cell_meta.monotonic_start_ns.0);
+    let duration = measured(cell.duration(), cell_meta.monotonic_start_ns.0);
     let died = load.died();
     let status = if let Some(e) = finished.error() {
         notes.push(format!("{label}measurement failed: {e}"));
@@ -403,7 +395,7 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
         .context("cannot store the final results")?;
     let mut noise = finished.noise_stats();
     if !noise.is_empty() {
-        let steal_after = trace_session::read_steal(&cell.timer.cpus);
+        let steal_after = trace_session::read_steal(&cell.measured_cpus());
         for n in &mut noise {
             let before = steal_before.iter().find(|(c, _)| *c == n.cpu);
             let after = steal_after.iter().find(|(c, _)| *c == n.cpu);
@@ -414,8 +406,8 @@ fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result
                 .iter()
                 .find(|m| m.name == latscope_model::metric::NOISE_GAP && m.cpu == Some(n.cpu))
             {
-                let pause = cell.noise.as_ref().map_or(Nanos(1), |c| c.pause);
-                if pause.0 == 0 && cell.timer.policy != latscope_platform::SchedPolicy::Other {
+                let spinning = matches!(&cell.probe, ProbeCellPlan::Noise(c) if c.pause.0 == 0);
+                if spinning && cell.policy() != latscope_platform::SchedPolicy::Other {
                     n.findings
                         .extend(latscope_probes::noise::rt_throttling_finding(
                             &gaps.histogram,
@@ -470,9 +462,9 @@ fn cells_label_needed(cell: &CellPlan) -> bool {
 }
 
 /// Time measured so far: from time zero to now, never past the planned end.
-fn measured(cfg: &TimerConfig, start_ns: u64) -> Nanos {
+fn measured(planned: Option<Nanos>, start_ns: u64) -> Nanos {
     let elapsed = Nanos(latscope_platform::monotonic_ns().saturating_sub(start_ns));
-    cfg.duration.map_or(elapsed, |d| elapsed.min(d))
+    planned.map_or(elapsed, |d| elapsed.min(d))
 }
 
 /// The housekeeping loop: progress, checkpoints, the workload's
@@ -488,9 +480,7 @@ fn housekeep(
     session: Option<&TraceSession>,
     load: &mut cell_load::CellLoad,
 ) -> anyhow::Result<()> {
-    let mut bar = ctx
-        .show_progress
-        .then(|| ProgressBar::new(cell.timer.duration));
+    let mut bar = ctx.show_progress.then(|| ProgressBar::new(cell.duration()));
     let mut last_checkpoint = latscope_platform::monotonic_ns();
     let mut last_draw = 0u64;
     let mut last_sample = last_checkpoint;
@@ -505,7 +495,10 @@ fn housekeep(
         if let Some(bar) = bar.as_mut() {
             // At most twice a second.
             if now.saturating_sub(last_draw) >= 500_000_000 || ctx.signals.stopped() {
-                bar.draw(measured(&cell.timer, probe.start_ns()), probe.progress());
+                bar.draw(
+                    measured(cell.duration(), probe.start_ns()),
+                    probe.progress(),
+                );
                 last_draw = now;
             }
         }
@@ -521,7 +514,7 @@ fn housekeep(
                 .checkpoint(
                     ctx.run_id,
                     cell_id,
-                    measured(&cell.timer, probe.start_ns()),
+                    measured(cell.duration(), probe.start_ns()),
                     &metrics,
                     &probe.drain_timeline(),
                     Nanos(latscope_platform::realtime_ns()),
@@ -576,95 +569,13 @@ fn store_episodes(
 
 /// Starts the probe the cell names.
 fn start_probe(cell: &CellPlan, signals: &StopSignals) -> Result<Running, ProbeError> {
-    Ok(match (&cell.noise, &cell.udp) {
-        (Some(n), _) => Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?),
-        (None, Some(u)) => Running::Udp(UdpProbe::new(u.clone())?.start(signals.flag())?),
-        (None, None) => Running::Timer(TimerProbe::new(cell.timer.clone())?.start(signals.flag())?),
+    Ok(match &cell.probe {
+        ProbeCellPlan::Noise(n) => {
+            Running::Noise(NoiseProbe::new(n.clone())?.start(signals.flag())?)
+        }
+        ProbeCellPlan::Udp(u) => Running::Udp(UdpProbe::new(u.clone())?.start(signals.flag())?),
+        ProbeCellPlan::Timer(t) => {
+            Running::Timer(TimerProbe::new(t.clone())?.start(signals.flag())?)
+        }
     })
-}
-
-fn noise_settings(
-    plan: &CellPlan,
-    n: &NoiseConfig,
-    clock_read_ns: u64,
-) -> BTreeMap<String, serde_json::Value> {
-    let mut s = BTreeMap::new();
-    s.insert("runtime_ns".into(), json!(n.runtime.0));
-    s.insert("pause_ns".into(), json!(n.pause.0));
-    s.insert("gap_ratio".into(), json!(n.gap_ratio));
-    if let Some(g) = n.gap_min {
-        s.insert("gap_min_ns".into(), json!(g.0));
-    }
-    s.insert("fp".into(), json!(n.fp));
-    s.insert("policy".into(), json!(n.policy.as_str()));
-    s.insert("priority".into(), json!(plan.timer.effective_priority()));
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = n.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = n.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn udp_settings(
-    plan: &CellPlan,
-    u: &UdpConfig,
-    clock_read_ns: u64,
-) -> BTreeMap<String, serde_json::Value> {
-    let mut s = BTreeMap::new();
-    s.insert("path".into(), json!(u.path.as_str()));
-    s.insert("period_ns".into(), json!(u.period.0));
-    s.insert("payload_bytes".into(), json!(u.payload));
-    s.insert("sender_cpu".into(), json!(u.sender_cpu.0));
-    s.insert("receiver_cpu".into(), json!(u.receiver_cpu.0));
-    s.insert("policy".into(), json!(u.policy.as_str()));
-    s.insert("priority".into(), json!(plan.timer.effective_priority()));
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = u.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = u.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn timer_settings(plan: &CellPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {
-    let t = &plan.timer;
-    let mut s = BTreeMap::new();
-    s.insert("timer_api".into(), json!(t.api.as_str()));
-    s.insert("period_ns".into(), json!(t.period.0));
-    s.insert("policy".into(), json!(t.policy.as_str()));
-    s.insert("priority".into(), json!(t.effective_priority()));
-    s.insert(
-        "phase".into(),
-        json!(if t.phase == Phase::Random {
-            "random"
-        } else {
-            "fixed"
-        }),
-    );
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = t.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = t.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn workload_settings(plan: &CellPlan, s: &mut BTreeMap<String, serde_json::Value>) {
-    if plan.workload != "none" {
-        s.insert("load_level".into(), json!(plan.load_level));
-        s.insert("warmup_ns".into(), json!(plan.warmup.0));
-    }
 }
