@@ -87,6 +87,17 @@ impl fmt::Display for CellKey {
             (None, Some(n)) => text.push_str(&format!("/prio:{n}")),
             (None, None) => {}
         }
+        // A period other than the probe's default tells apart cells that
+        // would otherwise read the same (a 1 ms and a 100 µs timer cell).
+        let default_period =
+            CellSettings::default_for(self.settings.probe_name()).and_then(|d| d.period());
+        if let Some(p) = self
+            .settings
+            .period()
+            .filter(|p| Some(*p) != default_period)
+        {
+            text.push_str(&format!("/{p}"));
+        }
         f.pad(&text)
     }
 }
@@ -710,7 +721,10 @@ mod tests {
         assert_eq!(cmp.rows.len(), 1);
         assert!(cmp.rows[0].versus[0].is_none(), "{:?}", cmp.rows[0]);
         assert_eq!(cmp.unmatched.len(), 1, "{:?}", cmp.unmatched);
-        assert!(cmp.unmatched[0].starts_with("run 3: timer/idle/fifo:95"));
+        assert_eq!(
+            cmp.unmatched[0],
+            "run 3: timer/idle/fifo:95/100µs timer.latency"
+        );
         // Another workload with the same settings: different too.
         let other = run_of(4, vec![timer_cell("cpu", ms, 24, 10)]);
         assert!(compare_runs(&a, &[&other]).rows[0].versus[0].is_none());
