@@ -18,6 +18,7 @@ mod progress;
 mod report;
 mod run;
 mod sched;
+mod settings;
 mod show;
 mod suite;
 mod trace_session;

@@ -2,7 +2,7 @@
 //! user can fail lives here and gives one line naming the bad value.
 
 use latscope_model::UdpPath;
-use latscope_model::{CpuSet, Nanos};
+use latscope_model::{CpuId, CpuSet, Nanos};
 use latscope_platform::SchedPolicy;
 use latscope_probes::noise::NoiseConfig;
 use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
@@ -13,20 +13,27 @@ use crate::exit::Exit;
 
 /// What `latscope run` will do.
 pub struct RunPlan {
+    /// What every probe shares (CPUs, policy, priority, duration,
+    /// threshold), as the timer probe's configuration; for `--probe timer`
+    /// also the probe's own.
     pub timer: TimerConfig,
     pub checkpoint: Nanos,
     pub cpus: CpuSet,
     pub trace: Option<TracePlan>,
-    /// `--probe noise`: the noise probe's settings (the common ones, CPUs,
-    /// policy, priority, duration and threshold, are in `timer` too).
-    pub noise: Option<NoiseConfig>,
-    /// `--probe udp`: the UDP probe's settings (CPUs, policy, priority,
-    /// duration and threshold are in `timer` too).
-    pub udp: Option<UdpConfig>,
+    /// The probe `--probe` names, with its own configuration.
+    pub probe: ProbeCellPlan,
     /// `--workload`: one cell per workload (`none` without the option).
     pub workloads: Vec<String>,
     pub load_level: String,
     pub warmup: Nanos,
+}
+
+/// The one probe of a cell, with its configuration: a cell cannot hold two.
+#[derive(Clone, Debug)]
+pub enum ProbeCellPlan {
+    Timer(TimerConfig),
+    Noise(NoiseConfig),
+    Udp(UdpConfig),
 }
 
 /// One cell of a run: a probe with its settings, under one workload.
@@ -35,36 +42,86 @@ pub struct CellPlan {
     /// Position in the run (0-based) and the number of cells.
     pub index: u32,
     pub of: u32,
-    /// The timer probe's settings; for a noise cell, the common ones (CPUs,
-    /// policy, priority, duration, threshold).
-    pub timer: TimerConfig,
-    pub noise: Option<NoiseConfig>,
-    pub udp: Option<UdpConfig>,
+    pub probe: ProbeCellPlan,
     /// The workload's name as given (`idle`, `cpu`, `custom:...`); `none`
     /// when no workload was asked for.
     pub workload: String,
     pub load_level: String,
     pub warmup: Nanos,
+    /// The CPUs as `--cpus` gave them (the workload's characterization
+    /// samples them; the settings record them).
     pub cpus: CpuSet,
 }
 
 impl CellPlan {
     pub fn probe_name(&self) -> &'static str {
-        if self.noise.is_some() {
-            "noise"
-        } else if self.udp.is_some() {
-            "udp"
+        match self.probe {
+            ProbeCellPlan::Timer(_) => "timer",
+            ProbeCellPlan::Noise(_) => "noise",
+            ProbeCellPlan::Udp(_) => "udp",
+        }
+    }
+
+    /// The CPUs the probe's threads run on: the UDP probe's sender and
+    /// receiver (once when they share one).
+    pub fn measured_cpus(&self) -> Vec<CpuId> {
+        match &self.probe {
+            ProbeCellPlan::Timer(t) => t.cpus.clone(),
+            ProbeCellPlan::Noise(n) => n.cpus.clone(),
+            ProbeCellPlan::Udp(u) if u.sender_cpu == u.receiver_cpu => vec![u.sender_cpu],
+            ProbeCellPlan::Udp(u) => vec![u.sender_cpu, u.receiver_cpu],
+        }
+    }
+
+    /// How long the probe measures; `None`: until stopped.
+    pub fn duration(&self) -> Option<Nanos> {
+        match &self.probe {
+            ProbeCellPlan::Timer(t) => t.duration,
+            ProbeCellPlan::Noise(n) => n.duration,
+            ProbeCellPlan::Udp(u) => u.duration,
+        }
+    }
+
+    pub fn threshold(&self) -> Option<Nanos> {
+        match &self.probe {
+            ProbeCellPlan::Timer(t) => t.threshold,
+            ProbeCellPlan::Noise(n) => n.threshold,
+            ProbeCellPlan::Udp(u) => u.threshold,
+        }
+    }
+
+    pub fn policy(&self) -> SchedPolicy {
+        match &self.probe {
+            ProbeCellPlan::Timer(t) => t.policy,
+            ProbeCellPlan::Noise(n) => n.policy,
+            ProbeCellPlan::Udp(u) => u.policy,
+        }
+    }
+
+    /// The priority asked for (`--priority`), whatever the policy.
+    pub fn priority(&self) -> u32 {
+        match &self.probe {
+            ProbeCellPlan::Timer(t) => t.priority,
+            ProbeCellPlan::Noise(n) => n.priority,
+            ProbeCellPlan::Udp(u) => u.priority,
+        }
+    }
+
+    /// The priority applied: 0 under `SCHED_OTHER`.
+    pub fn effective_priority(&self) -> u32 {
+        if self.policy() == SchedPolicy::Other {
+            0
         } else {
-            "timer"
+            self.priority()
         }
     }
 
     /// "timer, fifo 95, cpu" for notes and progress.
     pub fn label(&self) -> String {
-        let prio = if self.timer.policy == SchedPolicy::Other {
+        let prio = if self.policy() == SchedPolicy::Other {
             "other".to_string()
         } else {
-            format!("{} {}", self.timer.policy.as_str(), self.timer.priority)
+            format!("{} {}", self.policy().as_str(), self.priority())
         };
         format!("{}, {prio}, {}", self.probe_name(), self.workload)
     }
@@ -80,9 +137,7 @@ impl RunPlan {
             .map(|(i, w)| CellPlan {
                 index: i as u32,
                 of,
-                timer: self.timer.clone(),
-                noise: self.noise.clone(),
-                udp: self.udp.clone(),
+                probe: self.probe.clone(),
                 workload: w.clone(),
                 load_level: self.load_level.clone(),
                 warmup: self.warmup,
@@ -312,13 +367,19 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         Some(list) => split_workloads(list)?,
     };
     let warmup = duration("warmup", &args.warmup)?;
+    // `noise` is planned for `--probe noise` only and `udp` for `--probe
+    // udp` only: never both.
+    let probe = match (noise, udp) {
+        (Some(n), _) => ProbeCellPlan::Noise(n),
+        (None, Some(u)) => ProbeCellPlan::Udp(u),
+        (None, None) => ProbeCellPlan::Timer(timer.clone()),
+    };
     Ok(RunPlan {
         timer,
         checkpoint,
         cpus,
         trace,
-        noise,
-        udp,
+        probe,
         workloads,
         load_level: args.load_level.as_str().to_string(),
         warmup,

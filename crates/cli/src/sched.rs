@@ -339,18 +339,8 @@ fn measurements(
         if only.is_some_and(|c| c != cell.meta.index) {
             continue;
         }
-        let settings = &cell.meta.settings;
-        let policy = settings
-            .get("policy")
-            .and_then(|v| v.as_str())
-            .unwrap_or("fifo")
-            .to_string();
-        let priority = settings
-            .get("priority")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|p| u32::try_from(p).ok())
-            .unwrap_or(0);
-        let priority = if policy == "other" { 0 } else { priority };
+        let policy = cell.meta.settings.policy().as_str().to_string();
+        let priority = cell.meta.settings.priority();
         for m in &cell.metrics {
             if m.name != metric::TIMER_LATENCY {
                 continue;

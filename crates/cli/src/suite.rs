@@ -9,7 +9,7 @@ use latscope_platform::SchedPolicy;
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, StoreArg, SuiteArgs, TimerApiArg};
 use crate::exit::Exit;
 use crate::output;
-use crate::plan::{plan_run, split_workloads, CellPlan};
+use crate::plan::{plan_run, split_workloads, CellPlan, ProbeCellPlan};
 use crate::run::{exit_code, run_cells, RunOptions};
 
 /// What a preset runs.
@@ -157,9 +157,16 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
             let two: Vec<String> = set.iter().take(2).map(|c| c.to_string()).collect();
             a.cpus = Some(two.join(","));
         }
-        plan_run(&a, &online)?.udp
+        match plan_run(&a, &online)?.probe {
+            ProbeCellPlan::Udp(u) => Some(u),
+            _ => None,
+        }
     } else {
         None
+    };
+    let noise_base = match noise_base.probe {
+        ProbeCellPlan::Noise(n) => Some(n),
+        _ => None,
     };
 
     let mut cells: Vec<CellPlan> = Vec::new();
@@ -173,29 +180,26 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
                 } else {
                     priority
                 };
-                let noise = match probe {
-                    ProbeName::Noise => noise_base.noise.clone().map(|mut n| {
+                timer.validate().map_err(Exit::usage)?;
+                let probe = match probe {
+                    ProbeName::Timer => ProbeCellPlan::Timer(timer),
+                    ProbeName::Noise => {
+                        let mut n = noise_base.clone().context("no noise plan")?;
                         n.policy = timer.policy;
                         n.priority = timer.priority;
-                        n
-                    }),
-                    _ => None,
-                };
-                let udp = match probe {
-                    ProbeName::Udp => udp_base.clone().map(|mut u| {
+                        ProbeCellPlan::Noise(n)
+                    }
+                    ProbeName::Udp => {
+                        let mut u = udp_base.clone().context("no udp plan")?;
                         u.policy = timer.policy;
                         u.priority = timer.priority;
-                        u
-                    }),
-                    _ => None,
+                        ProbeCellPlan::Udp(u)
+                    }
                 };
-                timer.validate().map_err(Exit::usage)?;
                 cells.push(CellPlan {
                     index: cells.len() as u32,
                     of: 0,
-                    timer,
-                    noise,
-                    udp,
+                    probe,
                     workload: workload.clone(),
                     load_level: base.load_level.clone(),
                     warmup: base.warmup,

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
@@ -119,7 +118,7 @@ fn build_store(path: &Path) {
                 index: 0,
                 probe: "timer".into(),
                 workload: "none".into(),
-                settings: BTreeMap::new(),
+                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
                 duration_ns: Nanos::ZERO,
                 monotonic_start_ns: Nanos(T0),
             },

@@ -161,6 +161,7 @@ fn json_follows_the_documented_schema() {
     let cell = &doc["cells"][0];
     assert_eq!(cell["probe"], "timer");
     assert_eq!(cell["workload"], "none");
+    assert_eq!(cell["settings"]["probe"], "timer");
     assert_eq!(cell["settings"]["priority"], 80);
     assert_eq!(cell["settings"]["period_ns"], 1_000_000);
     assert!(u(&cell["duration_ns"]) >= 1_900_000_000);

@@ -68,7 +68,11 @@ fn build_store(path: &Path) {
                     index,
                     probe: "timer".into(),
                     workload: "cpu".into(),
-                    settings,
+                    settings: latscope_model::CellSettings::from_json(
+                        "timer",
+                        serde_json::Value::Object(settings.into_iter().collect()),
+                    )
+                    .unwrap(),
                     duration_ns: Nanos::ZERO,
                     monotonic_start_ns: Nanos(5_000_000_000),
                 },

@@ -83,6 +83,7 @@ fn check_samples(doc: &Value, path: &str) {
     assert!(p50("udp.send") < p50("udp.path"));
     assert!(p50("udp.recv") < p50("udp.path"));
     let settings = &doc["cells"][0]["settings"];
+    assert_eq!(settings["probe"], "udp");
     assert_eq!(settings["period_ns"], 10_000_000, "default period");
     assert_eq!(settings["payload_bytes"], 64, "default payload");
 }

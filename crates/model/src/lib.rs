@@ -13,6 +13,7 @@ mod hazard;
 pub mod metric;
 mod noise;
 mod run;
+mod settings;
 mod system;
 mod time;
 mod timer;
@@ -27,6 +28,10 @@ pub use episode::{
 pub use hazard::{Hazard, Severity, SeverityError};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
+pub use settings::{
+    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, SettingsError, SimSettings,
+    TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_PRIORITY, DEFAULT_UDP_PERIOD,
+};
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};
 pub use timer::TimerCpuStats;

@@ -1,10 +1,9 @@
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Nanos;
+use crate::{CellSettings, Nanos};
 
 /// A run's number in its store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -94,8 +93,9 @@ pub struct CellMeta {
     pub index: u32,
     pub probe: String,
     pub workload: String,
-    /// The probe's settings as they were applied (period, policy, priority, ...).
-    pub settings: BTreeMap<String, serde_json::Value>,
+    /// The probe's settings as they were applied (period, policy, priority,
+    /// ...); their variant names the same probe as `probe`.
+    pub settings: CellSettings,
     /// How long the probe measured: until the end, the interrupt, or the last checkpoint.
     pub duration_ns: Nanos,
     /// CLOCK_MONOTONIC at the start of measurement; timeline seconds count from here.

@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::{CpuId, Nanos};
 
 /// The way the datagrams travel between the two sockets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum UdpPath {
     #[default]

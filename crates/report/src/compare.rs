@@ -382,7 +382,7 @@ mod tests {
                     index: 0,
                     probe: "timer".into(),
                     workload: "idle".into(),
-                    settings: Default::default(),
+                    settings: latscope_model::CellSettings::default_for("timer").unwrap(),
                     duration_ns: Nanos(0),
                     monotonic_start_ns: Nanos(0),
                 },
@@ -401,7 +401,7 @@ mod tests {
     fn text_json_and_html_render() {
         let (a, b) = (run(1, 5), run(2, 200));
         let cmp = compare_runs(&a, &[&b]);
-        assert_eq!(cmp.rows[0].cell.to_string(), "timer/idle");
+        assert_eq!(cmp.rows[0].cell.to_string(), "timer/idle/fifo:95");
         let text = compare_text(&cmp, false);
         assert!(text.contains("WORSE"), "{text}");
         assert!(!text.contains('\x1b'));

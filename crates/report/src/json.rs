@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{
-    Capabilities, Cause, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus, StackCount,
-    SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats, WorkloadStats,
+    Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus,
+    StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
@@ -40,7 +40,7 @@ pub struct CellJson<'a> {
     pub index: u32,
     pub probe: &'a str,
     pub workload: &'a str,
-    pub settings: &'a BTreeMap<String, serde_json::Value>,
+    pub settings: &'a CellSettings,
     pub duration_ns: u64,
     pub metrics: Vec<MetricJson>,
     /// What the tracer did; `null` when the cell was not traced. The

@@ -12,25 +12,7 @@ use crate::table::Table;
 
 /// The row a cell's metric belongs to: "timer.latency · fifo 95".
 fn row_key(cell: &CellResult, metric_name: &str) -> String {
-    let policy = cell
-        .meta
-        .settings
-        .get("policy")
-        .and_then(|v| v.as_str())
-        .unwrap_or("?")
-        .to_string();
-    let prio = cell
-        .meta
-        .settings
-        .get("priority")
-        .and_then(|v| v.as_u64())
-        .unwrap_or(0);
-    let setting = if policy == "other" {
-        "other".to_string()
-    } else {
-        format!("{policy} {prio}")
-    };
-    format!("{metric_name} · {setting}")
+    format!("{metric_name} · {}", cell.meta.settings.sched_label())
 }
 
 /// The metrics each probe contributes to the matrix.
@@ -129,14 +111,16 @@ pub fn suite_matrix(cells: &[CellResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latscope_model::{CellMeta, CpuId};
+    use latscope_model::{CellMeta, CellSettings, CpuId, Policy};
     use latscope_stats::MetricResult;
-    use std::collections::BTreeMap as Map;
 
     fn cell(probe: &str, workload: &str, values: &[u64]) -> CellResult {
-        let mut settings = Map::new();
-        settings.insert("policy".to_string(), serde_json::json!("fifo"));
-        settings.insert("priority".to_string(), serde_json::json!(95));
+        // FIFO 95 is what settings without a policy and priority read as.
+        let Some(mut settings) = CellSettings::default_for(probe) else {
+            panic!("no probe {probe}")
+        };
+        settings.common_mut().policy = Policy::Fifo;
+        settings.common_mut().priority = 95;
         let name = if probe == "timer" {
             metric::TIMER_LATENCY
         } else {

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use latscope_model::{metric, Nanos, RunMeta};
+use latscope_model::{metric, CellSettings, Nanos, PhaseName, RunMeta};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, Summary};
 
 use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
@@ -57,13 +57,6 @@ fn opt(n: Option<Nanos>) -> String {
     n.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-fn setting(cell: &CellResult, key: &str) -> Option<String> {
-    cell.meta.settings.get(key).map(|v| match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
-    })
-}
-
 /// Two or three lines naming the run, the machine and what was missing,
 /// then the latency hazards stored with the run, if any.
 pub fn run_header(run: &RunResult) -> String {
@@ -109,51 +102,35 @@ pub fn run_header(run: &RunResult) -> String {
 }
 
 fn cell_title(cell: &CellResult) -> String {
+    let s = &cell.meta.settings;
     let mut parts = vec![format!("{} probe", cell.meta.probe)];
     let mut inner = Vec::new();
-    for key in [
-        "timer_api",
-        "period_ns",
-        "policy",
-        "priority",
-        "phase",
-        "runtime_ns",
-        "pause_ns",
-    ] {
-        let Some(v) = setting(cell, key) else {
-            continue;
-        };
-        match key {
-            "period_ns" => {
-                if let Ok(ns) = v.parse::<u64>() {
-                    inner.push(format!("{} period", Nanos(ns)));
-                }
-            }
-            "phase" if v == "fixed" => {}
-            "phase" => inner.push(format!("{v} phase")),
-            "priority" if v == "0" => {}
-            "priority" => {
-                if let Some(policy) = inner.last_mut() {
-                    policy.push_str(&format!(" {v}"));
-                }
-            }
-            // The noise probe's active periods and the sleeps between them.
-            "runtime_ns" => {
-                if let Ok(ns) = v.parse::<u64>() {
-                    inner.push(format!("{} runtime", Nanos(ns)));
-                }
-            }
-            "pause_ns" => match v.parse::<u64>() {
-                Ok(0) => inner.push("no pause".to_string()),
-                Ok(ns) => inner.push(format!("{} pause", Nanos(ns))),
-                Err(_) => {}
-            },
-            _ => inner.push(v),
+    if let CellSettings::Timer(t) = s {
+        inner.push(t.timer_api.to_string());
+    }
+    if let Some(p) = s.period() {
+        inner.push(format!("{p} period"));
+    }
+    inner.push(match s.priority() {
+        0 => s.policy().to_string(),
+        p => format!("{} {p}", s.policy()),
+    });
+    match s {
+        CellSettings::Timer(t) if t.phase == PhaseName::Random => {
+            inner.push("random phase".to_string());
         }
+        // The noise probe's active periods and the sleeps between them.
+        CellSettings::Noise(n) => {
+            inner.push(format!("{} runtime", n.runtime_ns));
+            inner.push(if n.pause_ns.0 == 0 {
+                "no pause".to_string()
+            } else {
+                format!("{} pause", n.pause_ns)
+            });
+        }
+        _ => {}
     }
-    if !inner.is_empty() {
-        parts[0] = format!("{} ({})", parts[0], inner.join(", "));
-    }
+    parts[0] = format!("{} ({})", parts[0], inner.join(", "));
     parts.push(format!("workload {}", cell.meta.workload));
     parts.push(format!("{} measured", cell.meta.duration_ns));
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))

@@ -4,8 +4,6 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-
 use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
@@ -27,7 +25,7 @@ fn cell(index: u32, workload: &str, start_s: u64, metrics: Vec<MetricResult>) ->
             index,
             probe: "timer".into(),
             workload: workload.into(),
-            settings: BTreeMap::new(),
+            settings: latscope_model::CellSettings::default_for("timer").unwrap(),
             duration_ns: Nanos::from_secs(10),
             monotonic_start_ns: Nanos::from_secs(start_s),
         },

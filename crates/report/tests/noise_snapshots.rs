@@ -117,7 +117,11 @@ fn noise_cell() -> CellResult {
             index: 0,
             probe: "noise".into(),
             workload: "none".into(),
-            settings,
+            settings: latscope_model::CellSettings::from_json(
+                "noise",
+                serde_json::Value::Object(settings.into_iter().collect()),
+            )
+            .unwrap(),
             duration_ns: Nanos::from_secs(10),
             monotonic_start_ns: Nanos(0),
         },
@@ -146,7 +150,11 @@ fn timer_cell() -> CellResult {
             index: 1,
             probe: "timer".into(),
             workload: "none".into(),
-            settings,
+            settings: latscope_model::CellSettings::from_json(
+                "timer",
+                serde_json::Value::Object(settings.into_iter().collect()),
+            )
+            .unwrap(),
             duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
         },
@@ -206,7 +214,7 @@ CPU  samples    min    mean    p50     p90     p99   p99.9  p99.99     max  >10.
 0          8   90ns   182µs  300ns  1.40ms  1.40ms  1.40ms  1.40ms  1.40ms        2
 1          5  200ns  10.0ms  900ns  50.0ms  50.0ms  50.0ms  50.0ms  50.0ms        1
 
-cell 1: timer probe (1.00ms period) · workload none · 1.00s measured
+cell 1: timer probe (clock_nanosleep, 1.00ms period, fifo 95) · workload none · 1.00s measured
 
 timer.latency — intended expiry → user code runs
 CPU  samples     min    mean     p50     p90     p99   p99.9  p99.99     max

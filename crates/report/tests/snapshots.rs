@@ -67,7 +67,11 @@ fn fixture() -> RunResult {
                 index: 0,
                 probe: "timer".into(),
                 workload: "none".into(),
-                settings,
+                settings: latscope_model::CellSettings::from_json(
+                    "timer",
+                    serde_json::Value::Object(settings.into_iter().collect()),
+                )
+                .unwrap(),
                 duration_ns: Nanos::from_secs(5),
                 monotonic_start_ns: Nanos(0),
             },
@@ -136,6 +140,14 @@ fn json_document() {
     assert_eq!(v["schema"], "latscope.run.v1");
     assert_eq!(v["run_id"], 7);
     assert_eq!(v["status"], "complete");
+    // The documented settings object: the old keys, and the probe's tag.
+    let settings = &v["cells"][0]["settings"];
+    assert_eq!(settings["probe"], "timer");
+    assert_eq!(settings["timer_api"], "clock_nanosleep");
+    assert_eq!(settings["period_ns"], 1_000_000);
+    assert_eq!(settings["policy"], "fifo");
+    assert_eq!(settings["priority"], 95);
+    assert_eq!(settings["phase"], "fixed");
     let lat = &v["cells"][0]["metrics"][1];
     assert_eq!(lat["name"], "timer.latency");
     assert_eq!(lat["cpu"], 1);

@@ -214,7 +214,11 @@ fn fixture() -> RunResult {
                 index: 0,
                 probe: "timer".into(),
                 workload: "none".into(),
-                settings,
+                settings: latscope_model::CellSettings::from_json(
+                    "timer",
+                    serde_json::Value::Object(settings.into_iter().collect()),
+                )
+                .unwrap(),
                 duration_ns: Nanos::from_secs(10),
                 monotonic_start_ns: Nanos(1_000_000_000_000),
             },

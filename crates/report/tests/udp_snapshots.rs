@@ -75,7 +75,11 @@ fn udp_cell() -> CellResult {
             index: 0,
             probe: "udp".into(),
             workload: "none".into(),
-            settings,
+            settings: latscope_model::CellSettings::from_json(
+                "udp",
+                serde_json::Value::Object(settings.into_iter().collect()),
+            )
+            .unwrap(),
             duration_ns: Nanos::from_secs(10),
             monotonic_start_ns: Nanos(0),
         },
@@ -103,7 +107,11 @@ fn timer_cell() -> CellResult {
             index: 1,
             probe: "timer".into(),
             workload: "none".into(),
-            settings,
+            settings: latscope_model::CellSettings::from_json(
+                "timer",
+                serde_json::Value::Object(settings.into_iter().collect()),
+            )
+            .unwrap(),
             duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
         },
@@ -163,7 +171,7 @@ reordered 3 · duplicates 1 · send errors 2 (never sent, not counted as lost) �
 missing time stamps (left out of that stage's histogram): tx sched 6 · tx software 8 · rx software 9
 warning: path shorter than send: 2 of 980 checked (a consistent clock cannot give this: did it step?)
 
-cell 1: timer probe (1.00ms period) · workload none · 1.00s measured
+cell 1: timer probe (clock_nanosleep, 1.00ms period, fifo 95) · workload none · 1.00s measured
 
 timer.latency — intended expiry → user code runs
 CPU  samples     min    mean     p50     p90     p99   p99.9  p99.99     max

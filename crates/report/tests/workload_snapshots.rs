@@ -21,7 +21,7 @@ fn cell(index: u32, workload: &str, stats: Option<WorkloadStats>) -> CellResult 
             index,
             probe: "timer".into(),
             workload: workload.into(),
-            settings: BTreeMap::new(),
+            settings: latscope_model::CellSettings::default_for("timer").unwrap(),
             duration_ns: Nanos::from_secs(10),
             monotonic_start_ns: Nanos(0),
         },

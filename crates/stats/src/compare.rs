@@ -1,8 +1,10 @@
 //! Comparing runs: is run B's tail really worse than run A's?
 //!
-//! Cells are matched across runs by (probe, workload, policy, priority), the
-//! last two read from the cell's settings; metrics by name, with the CPUs of
-//! a cell pooled (their histograms merged). Every run is compared with the
+//! Cells are matched across runs by probe, workload and every setting but
+//! the run-specific ones ([`CellSettings::same_cell_as`]): a 1 ms and a
+//! 100 µs timer run are different cells, two runs of different lengths are
+//! the same cell. Metrics are matched by name, with the CPUs of a cell
+//! pooled (their histograms merged). Every run is compared with the
 //! first, the baseline.
 //!
 //! Two statements are made about the tail of each metric:
@@ -32,7 +34,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use latscope_model::{Nanos, RunId};
+use latscope_model::{CellSettings, Nanos, RunId};
 use serde::Serialize;
 
 use crate::histogram::Histogram;
@@ -53,10 +55,14 @@ pub const TAIL_QUANTILE: f64 = 0.999;
 pub struct CellKey {
     pub probe: String,
     pub workload: String,
-    /// `settings.policy`, when recorded.
+    /// `settings.policy`.
     pub policy: Option<String>,
-    /// `settings.priority`, when recorded.
+    /// `settings.priority` (0 under `other`).
     pub priority: Option<i64>,
+    /// The settings that identify the cell: the cell's own without the
+    /// clock-read cost and the planned duration
+    /// ([`CellSettings::cell_identity`]).
+    pub settings: CellSettings,
 }
 
 impl CellKey {
@@ -65,8 +71,9 @@ impl CellKey {
         CellKey {
             probe: cell.meta.probe.clone(),
             workload: cell.meta.workload.clone(),
-            policy: s.get("policy").and_then(|v| v.as_str()).map(str::to_string),
-            priority: s.get("priority").and_then(|v| v.as_i64()),
+            policy: Some(s.policy().as_str().to_string()),
+            priority: Some(i64::from(s.priority())),
+            settings: s.cell_identity(),
         }
     }
 }
@@ -79,6 +86,17 @@ impl fmt::Display for CellKey {
             (Some(p), _) => text.push_str(&format!("/{p}")),
             (None, Some(n)) => text.push_str(&format!("/prio:{n}")),
             (None, None) => {}
+        }
+        // A period other than the probe's default tells apart cells that
+        // would otherwise read the same (a 1 ms and a 100 µs timer cell).
+        let default_period =
+            CellSettings::default_for(self.settings.probe_name()).and_then(|d| d.period());
+        if let Some(p) = self
+            .settings
+            .period()
+            .filter(|p| Some(*p) != default_period)
+        {
+            text.push_str(&format!("/{p}"));
         }
         f.pad(&text)
     }
@@ -633,5 +651,87 @@ mod tests {
     #[test]
     fn empty_histograms_are_not_compared() {
         assert!(compare(&Histogram::new(), &hist(100, 1, 50_000)).is_none());
+    }
+
+    fn timer_cell(workload: &str, period: Nanos, clock_read: u64, secs: u64) -> CellResult {
+        use latscope_model::{CellMeta, CommonSettings, TimerSettings};
+        let mut m = crate::results::MetricResult::new("timer.latency", None);
+        m.histogram = hist(10_000, 10, 50_000);
+        CellResult {
+            meta: CellMeta {
+                index: 0,
+                probe: "timer".into(),
+                workload: workload.into(),
+                settings: CellSettings::Timer(TimerSettings {
+                    period_ns: period,
+                    common: CommonSettings {
+                        clock_read_ns: clock_read,
+                        duration_ns: Some(Nanos::from_secs(secs)),
+                        ..CommonSettings::default()
+                    },
+                    ..TimerSettings::default()
+                }),
+                duration_ns: Nanos::from_secs(secs),
+                monotonic_start_ns: Nanos(0),
+            },
+            metrics: vec![m],
+            trace: None,
+            episodes: vec![],
+            noise: vec![],
+            udp: None,
+            workload_stats: None,
+        }
+    }
+
+    fn run_of(id: i64, cells: Vec<CellResult>) -> RunResult {
+        RunResult {
+            meta: latscope_model::RunMeta {
+                id: RunId(id),
+                started_unix_ns: Nanos(0),
+                ended_unix_ns: None,
+                checkpoint_unix_ns: None,
+                status: latscope_model::RunStatus::Complete,
+                command_line: vec![],
+                pid: 0,
+                boot_id: String::new(),
+                hostname: String::new(),
+                tool_version: String::new(),
+                notes: vec![],
+            },
+            system: Default::default(),
+            capabilities: Default::default(),
+            cells,
+        }
+    }
+
+    #[test]
+    fn cells_match_by_all_their_settings_but_the_run_specific_ones() {
+        let ms = Nanos::from_millis(1);
+        let us100 = Nanos::from_micros(100);
+        let a = run_of(1, vec![timer_cell("idle", ms, 24, 10)]);
+        // Another clock-read cost and length: the same cell.
+        let same = run_of(2, vec![timer_cell("idle", ms, 31, 60)]);
+        let cmp = compare_runs(&a, &[&same]);
+        assert_eq!(cmp.rows.len(), 1);
+        assert!(cmp.rows[0].versus[0].is_some(), "{:?}", cmp.rows[0]);
+        assert!(cmp.unmatched.is_empty(), "{:?}", cmp.unmatched);
+        // Another period: a different cell, never compared with the 1 ms one.
+        let faster = run_of(3, vec![timer_cell("idle", us100, 24, 10)]);
+        let cmp = compare_runs(&a, &[&faster]);
+        assert_eq!(cmp.rows.len(), 1);
+        assert!(cmp.rows[0].versus[0].is_none(), "{:?}", cmp.rows[0]);
+        assert_eq!(cmp.unmatched.len(), 1, "{:?}", cmp.unmatched);
+        assert_eq!(
+            cmp.unmatched[0],
+            "run 3: timer/idle/fifo:95/100µs timer.latency"
+        );
+        // Another workload with the same settings: different too.
+        let other = run_of(4, vec![timer_cell("cpu", ms, 24, 10)]);
+        assert!(compare_runs(&a, &[&other]).rows[0].versus[0].is_none());
+        // The key keeps the identity only.
+        let key = CellKey::of(&a.cells[0]);
+        assert_eq!(key.settings.common().clock_read_ns, 0);
+        assert_eq!(key.settings.period(), Some(ms));
+        assert_eq!(key.to_string(), "timer/idle/fifo:95");
     }
 }

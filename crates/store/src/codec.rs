@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
-use latscope_model::{CpuId, WindowEvent};
+use latscope_model::{CellSettings, CpuId, WindowEvent};
 use latscope_stats::SecondStats;
 
 /// Bytes per second in a timeline blob: count, max, above as little-endian u64.
@@ -14,6 +14,18 @@ const SECOND_BYTES: usize = 24;
 /// The longest timeline a reader will rebuild (ten years): a damaged
 /// `first_second` must give an error, not an attempt to allocate exabytes.
 pub(crate) const MAX_TIMELINE_SECONDS: usize = 10 * 366 * 86_400;
+
+/// A cell's settings from their stored JSON. Version 7 stores the probe's
+/// tag inside the object, and its migration adds the tag to older cells;
+/// this still accepts the untagged form (taking the probe from the cell's
+/// `probe` column) so that a value the migration left alone or a store
+/// written by hand reads too. The error is one phrase for a corrupt-store
+/// message.
+pub(crate) fn decode_settings(probe: &str, text: &str) -> Result<CellSettings, String> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    CellSettings::from_json(probe, value).map_err(|e| e.to_string())
+}
 
 /// `None` (system-wide) is stored as -1 so UNIQUE constraints see it as one value.
 pub(crate) fn cpu_to_sql(cpu: Option<CpuId>) -> i64 {

@@ -67,6 +67,12 @@ pub enum StoreError {
     #[error("cannot store {what} = {value}: it exceeds the store's 63-bit integers")]
     OutOfRange { what: &'static str, value: u64 },
 
+    #[error("cannot store a '{probe}' cell with settings of the '{settings}' probe")]
+    MismatchedSettings {
+        probe: String,
+        settings: &'static str,
+    },
+
     #[error("no run {0} in this store; list the runs to see which exist")]
     NotFound(RunId),
 

@@ -319,6 +319,14 @@ impl Store {
     /// Adds a cell to a run. Its `duration_ns` is updated by each
     /// [`Store::checkpoint`].
     pub fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellId> {
+        // The decoder refuses settings whose tag contradicts the cell's
+        // probe, so such a cell must never be written.
+        if meta.settings.probe_name() != meta.probe {
+            return Err(StoreError::MismatchedSettings {
+                probe: meta.probe.clone(),
+                settings: meta.settings.probe_name(),
+            });
+        }
         let settings = self.json(&meta.settings, "the cell's settings")?;
         let duration = to_sql(meta.duration_ns.0, "the cell's duration")?;
         let start = to_sql(meta.monotonic_start_ns.0, "the cell's start time")?;
@@ -768,7 +776,7 @@ impl Store {
     }
 
     fn cell_meta(&self, raw: RawCell) -> Result<CellMeta> {
-        let settings = serde_json::from_str(&raw.settings)
+        let settings = codec::decode_settings(&raw.probe, &raw.settings)
             .map_err(|e| self.corrupt(format!("cell {} has unreadable settings ({e})", raw.id)))?;
         Ok(CellMeta {
             index: u32::try_from(raw.idx)

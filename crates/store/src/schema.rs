@@ -32,6 +32,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "timer_stats",
         include_str!("../migrations/0006_timer_stats.sql"),
     ),
+    (
+        7,
+        "typed_settings",
+        include_str!("../migrations/0007_typed_settings.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

@@ -3,10 +3,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use latscope_model::{
-    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, CpuPercent, DiskRates,
-    Episode, EpisodeWindow, IdleState, InterruptSource, Nanos, NetRates, NoiseClass, NoiseClock,
-    NoiseCpuStats, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary,
-    UdpPath, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
+    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CellSettings, CommonSettings,
+    CpuId, CpuPercent, DiskRates, Episode, EpisodeWindow, IdleState, InterruptSource, Nanos,
+    NetRates, NoiseClass, NoiseClock, NoiseCpuStats, NoiseSettings, PhaseName, Policy, RunId,
+    RunMeta, RunStatus, StackCount, SystemInfo, TimerApiName, TimerCpuStats, TimerSettings, TraceSummary, UdpPath,
+    UdpSettings, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -97,10 +98,16 @@ fn cell(index: u32) -> CellMeta {
         index,
         probe: "timer".into(),
         workload: if index == 0 { "idle" } else { "compile" }.into(),
-        settings: BTreeMap::from([
-            ("period".to_string(), serde_json::json!("1ms")),
-            ("priority".to_string(), serde_json::json!(80)),
-        ]),
+        settings: CellSettings::Timer(TimerSettings {
+            period_ns: Nanos::from_millis(1),
+            common: CommonSettings {
+                priority: 80,
+                cpus: "0-1".into(),
+                clock_read_ns: 25,
+                ..CommonSettings::default()
+            },
+            ..TimerSettings::default()
+        }),
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(123_456_789),
     }
@@ -1228,7 +1235,8 @@ fn write_v1_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
         rusqlite::params![
             c.probe,
             c.workload,
-            serde_json::to_string(&c.settings).unwrap(),
+            // Untagged, as every build before schema 7 wrote them.
+            serde_json::Value::Object(c.settings.to_map()).to_string(),
             c.monotonic_start_ns.0 as i64,
         ],
     )
@@ -1330,14 +1338,14 @@ fn a_version_1_store_migrates_in_place_and_keeps_its_runs() {
 
 #[test]
 fn a_store_newer_than_this_build_is_still_refused() {
-    assert_eq!(SCHEMA_VERSION, 6);
+    let newer = SCHEMA_VERSION + 1;
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v7.db");
+    let path = dir.path().join("newer.db");
     write_v1_store(&path);
     Store::open(&path).unwrap();
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.pragma_update(None, "user_version", 7).unwrap();
+        conn.pragma_update(None, "user_version", newer).unwrap();
     }
     let before = std::fs::read(&path).unwrap();
     for result in [Store::open(&path), Store::open_existing(&path)] {
@@ -1346,16 +1354,231 @@ fn a_store_newer_than_this_build_is_still_refused() {
             matches!(
                 e,
                 StoreError::NewerSchema {
-                    found: 7,
-                    supported: 6,
+                    found,
+                    supported,
                     ..
-                }
+                } if found == newer && supported == SCHEMA_VERSION
             ),
             "{e:?}"
         );
         one_line(&e);
     }
     assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+// ---------------------------------------------------------------- typed settings (schema version 7)
+
+/// A version-5 store (migrations 1-5, as the last build before typed
+/// settings left it) whose cells hold `settings` as that build wrote them:
+/// flat objects without a `"probe"` key. Cell 1 is `write_v1_store`'s.
+fn write_v5_store(path: &Path, extra: &[(&str, &str)]) {
+    write_v1_store(path);
+    let conn = rusqlite::Connection::open(path).unwrap();
+    for sql in [
+        include_str!("../migrations/0002_trace.sql"),
+        include_str!("../migrations/0003_noise.sql"),
+        include_str!("../migrations/0004_workload_stats.sql"),
+        include_str!("../migrations/0005_udp.sql"),
+    ] {
+        conn.execute_batch(sql).unwrap();
+    }
+    conn.pragma_update(None, "user_version", 5).unwrap();
+    for (i, (probe, settings)) in extra.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO cells (id, run_id, idx, probe, workload, settings, duration_ns, \
+             monotonic_start_ns) VALUES (?1, 1, ?2, ?3, 'none', ?4, 1000000000, 5)",
+            rusqlite::params![i as i64 + 2, i as i64 + 1, probe, settings],
+        )
+        .unwrap();
+    }
+}
+
+/// Settings JSON exactly as `latscope run` wrote it up to schema 5.
+const OLD_TIMER: &str = r#"{"clock_read_ns":24,"cpus":"0","duration_ns":3000000000,"period_ns":100000,"phase":"random","policy":"rr","priority":50,"timer_api":"posix-timer"}"#;
+const OLD_NOISE: &str = r#"{"clock_read_ns":20,"cpus":"0-1","duration_ns":10000000000,"fp":true,"gap_min_ns":500,"gap_ratio":8,"load_level":"heavy","pause_ns":0,"policy":"other","priority":0,"runtime_ns":1000000000,"threshold_ns":10000,"warmup_ns":2000000000}"#;
+const OLD_UDP: &str = r#"{"clock_read_ns":22,"cpus":"0-1","duration_ns":5000000000,"path":"veth","payload_bytes":256,"period_ns":1000000,"policy":"fifo","priority":95,"receiver_cpu":1,"sender_cpu":0}"#;
+
+fn raw_settings(path: &Path, cell: i64) -> String {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row("SELECT settings FROM cells WHERE id = ?1", [cell], |r| {
+        r.get(0)
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    write_v5_store(
+        &path,
+        &[
+            ("timer", OLD_TIMER),
+            ("noise", OLD_NOISE),
+            ("udp", OLD_UDP),
+            // Missing keys take the documented defaults; unknown ones are
+            // ignored.
+            ("timer", r#"{"period":"1ms","colour":"blue"}"#),
+        ],
+    );
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    // The migration tagged every cell with its probe, keeping the keys.
+    for (id, probe) in [
+        (1, "timer"),
+        (2, "timer"),
+        (3, "noise"),
+        (4, "udp"),
+        (5, "timer"),
+    ] {
+        let v: serde_json::Value = serde_json::from_str(&raw_settings(&path, id)).unwrap();
+        assert_eq!(v["probe"], probe, "cell {id}: {v}");
+    }
+    let v: serde_json::Value = serde_json::from_str(&raw_settings(&path, 3)).unwrap();
+    assert_eq!(v["gap_min_ns"], 500);
+
+    let run = store.load_run(RunId(1)).unwrap();
+    let s: Vec<&CellSettings> = run.cells.iter().map(|c| &c.meta.settings).collect();
+    assert_eq!(s.len(), 5);
+    assert_eq!(*s[0], cell(0).settings);
+    assert_eq!(
+        *s[1],
+        CellSettings::Timer(TimerSettings {
+            timer_api: TimerApiName::PosixTimer,
+            period_ns: Nanos::from_micros(100),
+            phase: PhaseName::Random,
+            common: CommonSettings {
+                policy: Policy::Rr,
+                priority: 50,
+                cpus: "0".into(),
+                duration_ns: Some(Nanos::from_secs(3)),
+                threshold_ns: None,
+                clock_read_ns: 24,
+                load_level: None,
+                warmup_ns: None,
+            },
+        })
+    );
+    assert_eq!(
+        *s[2],
+        CellSettings::Noise(NoiseSettings {
+            runtime_ns: Nanos::from_secs(1),
+            pause_ns: Nanos(0),
+            gap_ratio: 8,
+            gap_min_ns: Some(Nanos(500)),
+            fp: true,
+            common: CommonSettings {
+                policy: Policy::Other,
+                priority: 0,
+                cpus: "0-1".into(),
+                duration_ns: Some(Nanos::from_secs(10)),
+                threshold_ns: Some(Nanos(10_000)),
+                clock_read_ns: 20,
+                load_level: Some("heavy".into()),
+                warmup_ns: Some(Nanos::from_secs(2)),
+            },
+        })
+    );
+    assert_eq!(
+        *s[3],
+        CellSettings::Udp(UdpSettings {
+            path: UdpPath::Veth,
+            period_ns: Nanos::from_millis(1),
+            payload_bytes: 256,
+            sender_cpu: 0,
+            receiver_cpu: 1,
+            common: CommonSettings {
+                policy: Policy::Fifo,
+                priority: 95,
+                cpus: "0-1".into(),
+                duration_ns: Some(Nanos::from_secs(5)),
+                threshold_ns: None,
+                clock_read_ns: 22,
+                load_level: None,
+                warmup_ns: None,
+            },
+        })
+    );
+    assert_eq!(*s[4], CellSettings::Timer(TimerSettings::default()));
+    assert_eq!(s[4].period(), Some(Nanos::from_millis(1)));
+    assert_eq!(s[4].priority(), 95);
+    assert_eq!(s[4].policy(), Policy::Fifo);
+
+    // Written back as it is now, the JSON keeps the old keys plus the tag.
+    let old: serde_json::Value = serde_json::from_str(OLD_UDP).unwrap();
+    let mut now = serde_json::to_value(s[3]).unwrap();
+    assert_eq!(now["probe"], "udp");
+    now.as_object_mut().unwrap().remove("probe");
+    assert_eq!(now, old);
+}
+
+#[test]
+fn an_untagged_cell_left_after_the_migration_still_loads() {
+    // E.g. a store a version-7 build migrated and an old build then wrote
+    // to: the decoder takes the probe from the cell.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.db");
+    write_v5_store(&path, &[]);
+    let store = Store::open(&path).unwrap();
+    drop(store);
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute("UPDATE cells SET settings = ?1 WHERE id = 1", [OLD_NOISE])
+            .unwrap();
+        conn.execute("UPDATE cells SET probe = 'noise' WHERE id = 1", [])
+            .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    store.set_liveness_probe(always_alive);
+    let run = store.load_run(RunId(1)).unwrap();
+    assert_eq!(run.cells[0].meta.settings.probe_name(), "noise");
+    assert_eq!(run.cells[0].meta.settings.common().clock_read_ns, 20);
+}
+
+#[test]
+fn corrupt_settings_give_a_clear_error_and_leave_the_store_usable() {
+    // (Text that is not JSON at all cannot be stored: the table checks
+    // json_valid.)
+    for (bad, says) in [
+        (r#"[1,2]"#, "not a JSON object"),
+        (r#"{"period_ns":"fast"}"#, "invalid type"),
+        (r#"{"policy":"batch"}"#, "batch"),
+        (r#"{"probe":"udp"}"#, "'udp'"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v5.db");
+        write_v5_store(&path, &[("timer", bad)]);
+        // The migration skips what it cannot read rather than refusing the
+        // whole store.
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let e = store.load_run(RunId(1)).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{bad}: {e:?}");
+        let text = one_line(&e);
+        assert!(text.contains("cell 2 has unreadable settings"), "{text}");
+        assert!(text.contains(says), "{bad}: {text}");
+        // Other runs stay readable.
+        let new = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        store.add_cell(new, &cell(0)).unwrap();
+        assert_eq!(
+            store.load_run(new).unwrap().cells[0].meta.settings,
+            cell(0).settings
+        );
+    }
+}
+
+#[test]
+fn a_cell_whose_settings_name_another_probe_is_not_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
+    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+    let mut c = cell(0);
+    c.probe = "noise".into();
+    let e = store.add_cell(run, &c).unwrap_err();
+    assert!(matches!(e, StoreError::MismatchedSettings { .. }), "{e:?}");
+    assert!(store.cell_ids(run).unwrap().is_empty());
 }
 
 #[test]
@@ -1576,7 +1799,13 @@ fn noise_cell(index: u32) -> CellMeta {
         index,
         probe: "noise".into(),
         workload: "none".into(),
-        settings: BTreeMap::from([("threshold_ns".to_string(), serde_json::json!(1_000))]),
+        settings: CellSettings::Noise(NoiseSettings {
+            common: CommonSettings {
+                threshold_ns: Some(Nanos(1_000)),
+                ..CommonSettings::default()
+            },
+            ..NoiseSettings::default()
+        }),
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(987_654_321),
     }
@@ -2251,7 +2480,10 @@ fn udp_cell(index: u32) -> CellMeta {
         index,
         probe: "udp".into(),
         workload: "none".into(),
-        settings: BTreeMap::from([("period_ns".to_string(), serde_json::json!(10_000_000))]),
+        settings: CellSettings::Udp(UdpSettings {
+            period_ns: Nanos::from_millis(10),
+            ..UdpSettings::default()
+        }),
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(987_654_321),
     }

@@ -46,6 +46,7 @@ pub(super) fn cell_section(c: &CellResult, timelines: &[Timeline]) -> String {
     let settings: Vec<String> = c
         .meta
         .settings
+        .to_map()
         .iter()
         .map(
             |(k, v)| match (k.strip_suffix("_ns"), v.as_u64(), v.as_str()) {

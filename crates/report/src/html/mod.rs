@@ -456,16 +456,7 @@ pub(crate) fn headline_metric(probe: &str) -> Option<&'static str> {
 
 /// "fifo 95", "other": the scheduling setting of a cell.
 pub(crate) fn setting(c: &CellResult) -> String {
-    let policy = c
-        .meta
-        .settings
-        .get("policy")
-        .and_then(|v| v.as_str())
-        .unwrap_or("?");
-    match c.meta.settings.get("priority").and_then(|v| v.as_u64()) {
-        Some(p) if policy != "other" => format!("{policy} {p}"),
-        _ => policy.to_string(),
-    }
+    c.meta.settings.sched_label()
 }
 
 /// All CPUs of one metric in one cell merged.

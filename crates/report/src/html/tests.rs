@@ -25,7 +25,11 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
             index: 0,
             probe: "timer".into(),
             workload: "cpu <&>".into(),
-            settings,
+            settings: latscope_model::CellSettings::from_json(
+                "timer",
+                serde_json::Value::Object(settings.into_iter().collect()),
+            )
+            .unwrap(),
             duration_ns: Nanos::from_secs(HOURS * 3600),
             monotonic_start_ns: Nanos(0),
         },

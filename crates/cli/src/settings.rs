@@ -1,0 +1,182 @@
+//! A cell's plan as the settings the store records: the one place that
+//! turns probe configurations into [`CellSettings`], so that what `show`,
+//! `compare`, the report and `sched` read back is written once.
+
+use latscope_model::{
+    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName, TimerSettings,
+    UdpSettings,
+};
+use latscope_platform::SchedPolicy;
+use latscope_probes::timer::{Phase, TimerApi};
+
+use crate::plan::{CellPlan, ProbeCellPlan};
+
+/// The settings of `cell` as applied; `clock_read_ns` is the cost of one
+/// clock read measured when the run started.
+pub fn cell_settings(cell: &CellPlan, clock_read_ns: u64) -> CellSettings {
+    let loaded = cell.workload != "none";
+    let common = CommonSettings {
+        policy: policy(cell.policy()),
+        priority: cell.effective_priority(),
+        cpus: cell.cpus.to_string(),
+        duration_ns: cell.duration(),
+        threshold_ns: cell.threshold(),
+        clock_read_ns,
+        load_level: loaded.then(|| cell.load_level.clone()),
+        warmup_ns: loaded.then_some(cell.warmup),
+    };
+    match &cell.probe {
+        ProbeCellPlan::Timer(t) => CellSettings::Timer(TimerSettings {
+            timer_api: timer_api(t.api),
+            period_ns: t.period,
+            phase: match t.phase {
+                Phase::Random => PhaseName::Random,
+                Phase::Fixed => PhaseName::Fixed,
+            },
+            common,
+        }),
+        ProbeCellPlan::Noise(n) => CellSettings::Noise(NoiseSettings {
+            runtime_ns: n.runtime,
+            pause_ns: n.pause,
+            gap_ratio: n.gap_ratio,
+            gap_min_ns: n.gap_min,
+            fp: n.fp,
+            common,
+        }),
+        ProbeCellPlan::Udp(u) => CellSettings::Udp(UdpSettings {
+            path: u.path,
+            period_ns: u.period,
+            // Validated to at most 65,507 bytes (a UDP/IPv4 datagram).
+            payload_bytes: u32::try_from(u.payload).unwrap_or(u32::MAX),
+            sender_cpu: u.sender_cpu.0,
+            receiver_cpu: u.receiver_cpu.0,
+            common,
+        }),
+    }
+}
+
+fn policy(p: SchedPolicy) -> Policy {
+    match p {
+        SchedPolicy::Fifo => Policy::Fifo,
+        SchedPolicy::Rr => Policy::Rr,
+        SchedPolicy::Other => Policy::Other,
+    }
+}
+
+fn timer_api(api: TimerApi) -> TimerApiName {
+    match api {
+        TimerApi::ClockNanosleep => TimerApiName::ClockNanosleep,
+        TimerApi::Nanosleep => TimerApiName::Nanosleep,
+        TimerApi::Timerfd => TimerApiName::Timerfd,
+        TimerApi::PosixTimer => TimerApiName::PosixTimer,
+        TimerApi::Epoll => TimerApiName::Epoll,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latscope_model::{CpuId, CpuSet, Nanos, UdpPath};
+    use latscope_probes::noise::NoiseConfig;
+    use latscope_probes::timer::TimerConfig;
+    use latscope_probes::udp::UdpConfig;
+    use serde_json::json;
+
+    fn timer_config() -> TimerConfig {
+        TimerConfig {
+            cpus: vec![CpuId(0), CpuId(1)],
+            period: Nanos::from_micros(100),
+            policy: SchedPolicy::Rr,
+            priority: 50,
+            api: TimerApi::PosixTimer,
+            phase: Phase::Random,
+            threshold: Some(Nanos::from_micros(80)),
+            duration: Some(Nanos::from_secs(3)),
+            handoff: 0,
+        }
+    }
+
+    fn cell(probe: ProbeCellPlan, workload: &str) -> CellPlan {
+        CellPlan {
+            index: 0,
+            of: 1,
+            probe,
+            workload: workload.into(),
+            load_level: "heavy".into(),
+            warmup: Nanos::from_secs(2),
+            cpus: [CpuId(0), CpuId(1)].into_iter().collect::<CpuSet>(),
+        }
+    }
+
+    fn json_of(c: &CellPlan) -> serde_json::Value {
+        serde_json::to_value(cell_settings(c, 24)).unwrap_or_default()
+    }
+
+    // The expected objects are what the writers before typed settings
+    // produced for the same plans (docs/json.md), plus the "probe" tag.
+
+    #[test]
+    fn timer_settings_keep_their_keys() {
+        let c = cell(ProbeCellPlan::Timer(timer_config()), "none");
+        assert_eq!(
+            json_of(&c),
+            json!({ "probe": "timer", "timer_api": "posix-timer", "period_ns": 100_000,
+                    "policy": "rr", "priority": 50, "phase": "random", "cpus": "0-1",
+                    "duration_ns": 3_000_000_000u64, "threshold_ns": 80_000,
+                    "clock_read_ns": 24 })
+        );
+    }
+
+    #[test]
+    fn noise_settings_keep_their_keys_and_other_has_priority_0() {
+        let n = NoiseConfig {
+            cpus: vec![CpuId(1)],
+            policy: SchedPolicy::Other,
+            priority: 95,
+            runtime: Nanos::from_secs(1),
+            pause: Nanos(0),
+            gap_ratio: 8,
+            gap_min: Some(Nanos(500)),
+            fp: true,
+            threshold: None,
+            duration: Some(Nanos::from_secs(10)),
+            handoff: 0,
+            force_vdso: false,
+        };
+        let c = cell(ProbeCellPlan::Noise(n), "cpu");
+        assert_eq!(
+            json_of(&c),
+            json!({ "probe": "noise", "runtime_ns": 1_000_000_000, "pause_ns": 0,
+                    "gap_ratio": 8, "gap_min_ns": 500, "fp": true, "policy": "other",
+                    "priority": 0, "cpus": "0-1", "duration_ns": 10_000_000_000u64,
+                    "clock_read_ns": 24, "load_level": "heavy",
+                    "warmup_ns": 2_000_000_000u64 })
+        );
+    }
+
+    #[test]
+    fn udp_settings_keep_their_keys() {
+        let u = UdpConfig {
+            sender_cpu: CpuId(1),
+            receiver_cpu: CpuId(0),
+            path: UdpPath::Veth,
+            period: Nanos::from_millis(10),
+            payload: 256,
+            policy: SchedPolicy::Fifo,
+            priority: 95,
+            threshold: None,
+            duration: Some(Nanos::from_secs(5)),
+            handoff: 0,
+        };
+        let c = cell(ProbeCellPlan::Udp(u), "none");
+        assert_eq!(
+            json_of(&c),
+            json!({ "probe": "udp", "path": "veth", "period_ns": 10_000_000,
+                    "payload_bytes": 256, "sender_cpu": 1, "receiver_cpu": 0,
+                    "policy": "fifo", "priority": 95, "cpus": "0-1",
+                    "duration_ns": 5_000_000_000u64, "clock_read_ns": 24 })
+        );
+        assert_eq!(c.measured_cpus(), vec![CpuId(1), CpuId(0)]);
+        assert_eq!(c.probe_name(), "udp");
+    }
+}
