@@ -8,8 +8,8 @@
 use std::io::{ErrorKind, Write};
 
 use anyhow::Context;
+use latscope_engine::system::sysinfo;
 use latscope_model::Severity;
-use latscope_platform::sysinfo;
 
 use crate::args::CheckArgs;
 use crate::exit::{self, Exit};

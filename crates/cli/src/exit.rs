@@ -42,7 +42,7 @@ macro_rules! exit_from {
 
 exit_from!(
     latscope_store::StoreError,
-    latscope_probes::ProbeError,
-    latscope_platform::PlatformError,
+    latscope_engine::probes::ProbeError,
+    latscope_engine::system::PlatformError,
     serde_json::Error
 );

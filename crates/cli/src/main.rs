@@ -4,16 +4,15 @@
 //! 3 threshold exceeded, 130 interrupted.
 
 mod args;
-mod cell_load;
 mod check;
 mod colour;
 mod compare;
 mod exit;
 mod export;
 mod forecast;
+mod observer;
 mod output;
 mod plan;
-mod probe;
 mod progress;
 mod report;
 mod run;
@@ -21,7 +20,6 @@ mod sched;
 mod settings;
 mod show;
 mod suite;
-mod trace_session;
 
 use clap::Parser;
 
@@ -34,7 +32,7 @@ fn main() {
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    if let Some(code) = latscope_workloads::helper_main(&argv) {
+    if let Some(code) = latscope_engine::workloads::helper_main(&argv) {
         std::process::exit(code);
     }
     let cli = match Cli::try_parse() {

@@ -43,3 +43,37 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     let _ = fs::remove_file(&tmp);
     Ok(())
 }
+
+/// Writes a run the store could not take to a rescue file (its JSON, as
+/// `--json` writes it): beside the store, else in the current directory,
+/// else in the temporary directory. Returns the path written.
+pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::PathBuf> {
+    let name = format!(
+        "latscope-rescue-{}-{}.json",
+        run.meta.started_unix_ns.0 / 1_000_000_000,
+        run.meta.pid
+    );
+    let mut dirs = Vec::new();
+    if let Some(d) = store.parent() {
+        dirs.push(if d.as_os_str().is_empty() {
+            Path::new(".").to_path_buf()
+        } else {
+            d.to_path_buf()
+        });
+    }
+    dirs.push(Path::new(".").to_path_buf());
+    dirs.push(std::env::temp_dir());
+    let mut last = None;
+    for d in dirs {
+        let path = d.join(&name);
+        match write_json(run, &path) {
+            Ok(()) => return Ok(path),
+            Err(e) => {
+                let tmp = path.with_extension("json.tmp");
+                let _ = fs::remove_file(&tmp);
+                last = Some(e);
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no directory to write the rescue file in")))
+}

@@ -1,12 +1,12 @@
 //! Turns parsed arguments into validated engine settings. Every check a
 //! user can fail lives here and gives one line naming the bad value.
 
+use latscope_engine::probes::NoiseConfig;
+use latscope_engine::probes::UdpConfig;
+use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
+use latscope_engine::system::SchedPolicy;
 use latscope_model::UdpPath;
-use latscope_model::{CpuId, CpuSet, Nanos};
-use latscope_platform::SchedPolicy;
-use latscope_probes::noise::NoiseConfig;
-use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
-use latscope_probes::udp::UdpConfig;
+use latscope_model::{CpuSet, Nanos};
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
@@ -54,25 +54,6 @@ pub struct CellPlan {
 }
 
 impl CellPlan {
-    pub fn probe_name(&self) -> &'static str {
-        match self.probe {
-            ProbeCellPlan::Timer(_) => "timer",
-            ProbeCellPlan::Noise(_) => "noise",
-            ProbeCellPlan::Udp(_) => "udp",
-        }
-    }
-
-    /// The CPUs the probe's threads run on: the UDP probe's sender and
-    /// receiver (once when they share one).
-    pub fn measured_cpus(&self) -> Vec<CpuId> {
-        match &self.probe {
-            ProbeCellPlan::Timer(t) => t.cpus.clone(),
-            ProbeCellPlan::Noise(n) => n.cpus.clone(),
-            ProbeCellPlan::Udp(u) if u.sender_cpu == u.receiver_cpu => vec![u.sender_cpu],
-            ProbeCellPlan::Udp(u) => vec![u.sender_cpu, u.receiver_cpu],
-        }
-    }
-
     /// How long the probe measures; `None`: until stopped.
     pub fn duration(&self) -> Option<Nanos> {
         match &self.probe {
@@ -115,16 +96,6 @@ impl CellPlan {
             self.priority()
         }
     }
-
-    /// "timer, fifo 95, cpu" for notes and progress.
-    pub fn label(&self) -> String {
-        let prio = if self.policy() == SchedPolicy::Other {
-            "other".to_string()
-        } else {
-            format!("{} {}", self.policy().as_str(), self.priority())
-        };
-        format!("{}, {prio}, {}", self.probe_name(), self.workload)
-    }
 }
 
 impl RunPlan {
@@ -147,14 +118,7 @@ impl RunPlan {
     }
 }
 
-/// What `--trace` asks for.
-pub struct TracePlan {
-    /// Samples above it become episodes.
-    pub threshold: Nanos,
-    /// `--stacks`: the cpu-clock sampling period.
-    pub stack_period: Option<Nanos>,
-    pub episode_cap: usize,
-}
+pub use latscope_engine::TracePlan;
 
 /// The episode threshold when `--trace` is given without `--threshold`:
 /// about three times the p99 of an idle timer on ordinary hardware and VMs

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use latscope_engine::probes::Progress;
 use latscope_model::Nanos;
-use latscope_probes::Progress;
 
 pub struct ProgressBar {
     total: Option<Nanos>,

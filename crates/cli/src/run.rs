@@ -1,39 +1,28 @@
-//! `latscope run`: detect what the machine allows, hold the system settings a
-//! measurement needs, run the probe, checkpoint while it runs, store the
-//! result and print the summary from the store.
+//! `latscope run`: plan the cells, hand them to the engine with the store as
+//! its sink, and print the summary from the store. When the store fails on
+//! the way, the whole run (kept in memory by the engine) is written to a
+//! rescue file that one error line names.
 
-use std::collections::BTreeMap;
-use std::fs;
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::Arc;
 
 use anyhow::Context;
-use latscope_model::{
-    Capabilities, CellMeta, CpuSet, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus,
-    SystemInfo,
-};
-use latscope_platform::{caps, sysinfo, DmaLatencyGuard, StopSignals};
-use latscope_probes::noise::NoiseConfig;
-use latscope_probes::timer::{Phase, TimerConfig};
-use latscope_probes::udp::UdpConfig;
+use latscope_engine::probes::RealClock;
+use latscope_engine::system::StopSignals;
+use latscope_engine::{CellSpec, EngineError, Env, Guards, ProbeSpec, RunConfig, Stop};
+use latscope_model::{CpuSet, RunStatus};
 use latscope_stats::RunResult;
-use latscope_store::{CellId, Store};
-use serde_json::json;
+use latscope_store::Store;
 
 use crate::args::RunArgs;
-use crate::cell_load;
 use crate::exit::{self, Exit};
+use crate::observer::CliObserver;
 use crate::output;
-use crate::plan::{plan_run, CellPlan, RunPlan};
-use crate::probe::{self, Running};
-use crate::progress::ProgressBar;
-use crate::trace_session::{self, AnalysisMode, TraceSession};
-
-/// How often the housekeeping thread wakes: progress, signals, end of run.
-const TICK: Duration = Duration::from_millis(100);
+use crate::plan::{plan_run, CellPlan, ProbeCellPlan, RunPlan};
+use crate::settings::cell_settings;
 
 pub fn run(args: &RunArgs) -> Result<i32, Exit> {
-    let online = latscope_platform::online_cpus().context("cannot read the online CPUs")?;
+    let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
     let plan = plan_run(args, &online)?;
     let cells = plan.cells();
     let opts = RunOptions {
@@ -70,19 +59,22 @@ pub fn exit_code(status: RunStatus) -> i32 {
     }
 }
 
-/// What stays the same for every cell of a run.
-struct RunCtx {
-    store: Store,
-    run_id: RunId,
-    capabilities: Capabilities,
-    system: SystemInfo,
-    signals: StopSignals,
-    online: CpuSet,
-    clock_read_ns: u64,
-    show_progress: bool,
-    /// The capability lines have been printed (after the first cell's
-    /// threads tried what they could get).
-    told: bool,
+/// The engine's cell for a planned one.
+fn spec(cell: &CellPlan) -> CellSpec {
+    CellSpec {
+        index: cell.index,
+        of: cell.of,
+        probe: match &cell.probe {
+            ProbeCellPlan::Timer(t) => ProbeSpec::Timer(t.clone()),
+            ProbeCellPlan::Noise(n) => ProbeSpec::Noise(n.clone()),
+            ProbeCellPlan::Udp(u) => ProbeSpec::Udp(u.clone()),
+        },
+        workload: cell.workload.clone(),
+        load_level: cell.load_level.clone(),
+        warmup: cell.warmup,
+        // The engine records the clock-read cost it measures.
+        settings: cell_settings(cell, 0),
+    }
 }
 
 /// Runs the cells one after the other in one stored run; returns the run
@@ -100,567 +92,42 @@ pub fn run_cells(
     if let Some(path) = opts.json {
         output::check_writable(path)?;
     }
-    for c in cells {
-        cell_load::check(c).map_err(Exit::usage)?;
-    }
-
-    // What the threads obtain is recorded once they have tried, below.
-    let mut capabilities = caps::detect();
-    match latscope_platform::lock_memory() {
-        Ok(()) => capabilities.mlock = true,
-        Err(e) => capabilities.missing.push(format!(
-            "memory not locked ({e}; needs root or CAP_IPC_LOCK): page faults can add latency"
-        )),
-    }
-    let dma_guard = if opts.no_dma_latency {
-        None
-    } else {
-        match DmaLatencyGuard::hold(0) {
-            Ok(g) => {
-                capabilities.dma_latency = true;
-                Some(g)
-            }
-            Err(e) => {
-                capabilities.missing.push(format!(
-                    "/dev/cpu_dma_latency not held at 0 ({e}): deep idle states can add wake-up latency"
-                ));
-                None
-            }
-        }
-    };
-
-    // Keep this housekeeping thread (store, progress, signals) off the
-    // measured CPUs when any other CPU is online, like cyclictest's
-    // --mainaffinity: its own wake-ups would otherwise occasionally keep a
-    // measured CPU busy at a timer expiry and give that sample a shorter
-    // path than an idle CPU's (see docs/concepts.md).
-    let housekeeping: Vec<latscope_model::CpuId> = online
-        .iter()
-        .filter(|c| !plan.timer.cpus.contains(c))
-        .collect();
-    if !housekeeping.is_empty() {
-        if let Err(e) = latscope_platform::set_affinity_set(&housekeeping) {
-            capabilities.missing.push(format!(
-                "housekeeping thread not kept off the measured CPUs ({e})"
-            ));
-        }
-    }
-
-    let system = sysinfo::snapshot();
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
-    let meta = RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(latscope_platform::realtime_ns()),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
-        command_line: std::env::args().collect(),
-        pid: std::process::id(),
-        boot_id: fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
-        hostname: system.hostname.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        notes: Vec::new(),
-    };
-    let run_id = store.create_run(&meta, &system, &capabilities)?;
-    let mut ctx = RunCtx {
-        store,
-        run_id,
-        capabilities,
-        system,
-        signals,
-        online: online.clone(),
-        clock_read_ns: latscope_platform::clock_read_cost(2_000),
-        show_progress: !opts.quiet && std::io::stderr().is_terminal(),
-        told: false,
-    };
-
-    let mut notes = Vec::new();
-    let mut status = RunStatus::Complete;
-    for cell in cells {
-        if ctx.signals.stopped() {
-            break;
-        }
-        match run_cell(&mut ctx, plan, cell) {
-            Ok(outcome) => {
-                notes.extend(outcome.notes);
-                if outcome.status != RunStatus::Complete {
-                    status = outcome.status;
-                    break;
-                }
-            }
-            Err(e) => {
-                let _ = ctx.store.finish_run(
-                    ctx.run_id,
-                    RunStatus::Failed,
-                    Nanos(latscope_platform::realtime_ns()),
-                    &[format!("{e:#}")],
-                );
-                return Err(Exit::from(e));
-            }
-        }
-    }
-    if status == RunStatus::Complete && ctx.signals.stopped() {
-        status = RunStatus::Interrupted;
-    }
-    ctx.store.finish_run(
-        ctx.run_id,
-        status,
-        Nanos(latscope_platform::realtime_ns()),
-        &notes,
-    )?;
-    drop(dma_guard);
-    let stored = ctx.store.load_run(ctx.run_id)?;
-    Ok((stored, status))
-}
-
-struct CellOutcome {
-    status: RunStatus,
-    notes: Vec<String>,
-}
-
-/// One cell: its workload (warmed up), the tracer, the probe, the
-/// housekeeping loop, the final figures; the workload is stopped whatever
-/// happens.
-fn run_cell(ctx: &mut RunCtx, plan: &RunPlan, cell: &CellPlan) -> anyhow::Result<CellOutcome> {
-    let mut notes = Vec::new();
-    let label = if cells_label_needed(cell) {
-        format!("cell {} ({}): ", cell.index, cell.label())
-    } else {
-        String::new()
-    };
-    let mut load = cell_load::start(cell, &ctx.online, &ctx.signals)
-        .with_context(|| format!("cannot start workload {}", cell.workload))?;
-
-    // The tracer is opened and enabled before the measuring threads start,
-    // so that their first samples have their events.
-    let mut trace_open = None;
-    if let Some(tp) = &plan.trace {
-        let measured: Vec<latscope_model::CpuId> = cell.timer.cpus.clone();
-        let traced: Vec<latscope_model::CpuId> = ctx.online.iter().collect();
-        match trace_session::open(&traced, &measured, tp.stack_period) {
-            Ok(t) => {
-                ctx.capabilities.tracepoints = true;
-                ctx.capabilities.stack_samples = tp.stack_period.is_some();
-                trace_open = Some(t);
-            }
-            Err(e) => {
-                let line =
-                    format!("--trace: {e}; the run continues without decomposition or episodes");
-                if !ctx.capabilities.missing.contains(&line) {
-                    ctx.capabilities.missing.push(line);
-                }
-            }
-        }
-    }
-
-    let steal_before = trace_session::read_steal(&cell.timer.cpus);
-    let running = match probe::start(cell, ctx.signals.flag()) {
-        Ok(r) => r,
-        Err(e) => {
-            let _ = load.stop();
-            return Err(e.into());
-        }
-    };
-
-    // What the threads actually obtained.
-    let refused: Vec<String> = running
-        .setups()
-        .iter()
-        .filter_map(|s| {
-            s.scheduler
-                .as_ref()
-                .err()
-                .map(|e| format!("CPU {}: {e}", s.cpu))
-        })
-        .collect();
-    if !ctx.told {
-        ctx.capabilities.rt_priority = refused.is_empty();
-        if !refused.is_empty() {
-            ctx.capabilities.missing.push(format!(
-                "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
-                refused[0]
-            ));
-        }
-        if running.setups().iter().all(|s| s.timer_slack) {
-            ctx.capabilities.timer_slack_ns = Some(1);
-        }
-    }
-    ctx.store
-        .update_capabilities(ctx.run_id, &ctx.capabilities)?;
-    if !ctx.told {
-        for line in &ctx.capabilities.missing {
-            eprintln!("latscope: {line}");
-        }
-        ctx.told = true;
-    }
-
-    let cell_meta = CellMeta {
-        index: cell.index,
-        probe: cell.probe_name().into(),
-        workload: cell.workload.clone(),
-        settings: match (&cell.noise, &cell.udp) {
-            (Some(n), _) => noise_settings(cell, n, ctx.clock_read_ns),
-            (None, Some(u)) => udp_settings(cell, u, ctx.clock_read_ns),
-            (None, None) => timer_settings(cell, ctx.clock_read_ns),
+    let specs: Vec<CellSpec> = cells.iter().map(spec).collect();
+    let config = RunConfig {
+        checkpoint: plan.checkpoint,
+        trace: plan.trace.clone(),
+        guards: Guards {
+            dma_latency: !opts.no_dma_latency,
+            ..Guards::ALL
         },
-        duration_ns: Nanos::ZERO,
-        monotonic_start_ns: Nanos(running.start_ns()),
+        command_line: std::env::args().collect(),
     };
-    let cell_id = ctx.store.add_cell(ctx.run_id, &cell_meta)?;
-
-    let session = match (trace_open, &plan.trace) {
-        (Some(open), Some(tp)) => {
-            match TraceSession::start(
-                open,
-                running
-                    .handoffs()
-                    .into_iter()
-                    .map(|h| (h.cpu, h.tid, h.ring))
-                    .collect(),
-                tp.threshold,
-                tp.episode_cap,
-                running.start_ns(),
-                plan.checkpoint,
-                if cell.noise.is_some() {
-                    AnalysisMode::Noise
-                } else if cell.udp.is_some() {
-                    AnalysisMode::Udp
-                } else {
-                    AnalysisMode::Timer
-                },
-            ) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    eprintln!("latscope: --trace: cannot start the tracer thread ({e}); continuing without it");
-                    None
-                }
-            }
-        }
-        _ => None,
+    let signals = StopSignals::install().context("cannot install signal handlers")?;
+    let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
+    let env = Env {
+        clock: Arc::new(RealClock),
+        stop: Stop::from_signals(&signals),
+        observer: &mut observer,
+        system: None,
     };
-
-    let outcome = housekeep(
-        &running,
-        ctx,
-        cell_id,
-        cell,
-        plan.checkpoint,
-        session.as_ref(),
-        &mut load,
-    );
-    let finished = running.finish();
-    let trace_final = session.map(TraceSession::finish);
-    let duration = measured(&cell.timer, cell_meta.monotonic_start_ns.0);
-    let died = load.died();
-    let status = if let Some(e) = &finished.error {
-        notes.push(format!("{label}measurement failed: {e}"));
-        RunStatus::Failed
-    } else if ctx.signals.stopped() {
-        notes.push(format!(
-            "{label}stopped by signal {} after {duration}",
-            ctx.signals.signal().unwrap_or(0)
-        ));
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    };
-    if let Some(d) = &died {
-        notes.push(format!(
-            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
-            cell.workload
-        ));
-    }
-    let final_timeline = finished.timeline;
-    let lost = finished.lost_timeline_seconds;
-    if lost > 0 {
-        notes.push(format!(
-            "{label}{lost} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds"
-        ));
-    }
-    if let Err(e) = &outcome {
-        notes.push(format!("{label}a checkpoint failed during the run: {e:#}"));
-    }
-    let mut final_metrics = finished.snapshot.metrics;
-    if let Some(t) = &trace_final {
-        final_metrics.extend(t.metrics.iter().cloned());
-        if let Some(e) = &t.error {
-            notes.push(format!("{label}{e}"));
+    let outcome =
+        latscope_engine::run(&config, &specs, online, &mut store, env).map_err(|e| match e {
+            EngineError::Config(line) => Exit::usage(line),
+            other => Exit::from(anyhow::Error::from(other)),
+        })?;
+    if let Some(e) = &outcome.sink_error {
+        // Measured data outlives the store: the whole run goes to a rescue
+        // file, and the user gets one line saying where.
+        let rescue = output::write_rescue(&outcome.result, opts.store)
+            .with_context(|| format!("{e}; the run could not be written anywhere else either"))?;
+        if !opts.quiet {
+            print!("{}", output::summary(&outcome.result, opts.histogram));
         }
-        if t.summary.lost_records > 0 {
-            notes.push(format!(
-                "{label}the kernel lost {} trace records (ring full): episodes near them are marked incomplete",
-                t.summary.lost_records
-            ));
-        }
+        return Err(Exit::from(anyhow::anyhow!(
+            "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",
+            rescue.display()
+        )));
     }
-    ctx.store
-        .checkpoint(
-            ctx.run_id,
-            cell_id,
-            duration,
-            &final_metrics,
-            &final_timeline,
-            Nanos(latscope_platform::realtime_ns()),
-        )
-        .context("cannot store the final results")?;
-    let mut noise = finished.snapshot.stats.noise;
-    if !noise.is_empty() {
-        let steal_after = trace_session::read_steal(&cell.timer.cpus);
-        for n in &mut noise {
-            let before = steal_before.iter().find(|(c, _)| *c == n.cpu);
-            let after = steal_after.iter().find(|(c, _)| *c == n.cpu);
-            if let (Some((_, b)), Some((_, a))) = (before, after) {
-                n.steal_ns = Some(Nanos(a.saturating_sub(*b)));
-            }
-            if let Some(gaps) = final_metrics
-                .iter()
-                .find(|m| m.name == latscope_model::metric::NOISE_GAP && m.cpu == Some(n.cpu))
-            {
-                let pause = cell.noise.as_ref().map_or(Nanos(1), |c| c.pause);
-                if pause.0 == 0 && cell.timer.policy != latscope_platform::SchedPolicy::Other {
-                    n.findings
-                        .extend(latscope_probes::noise::rt_throttling_finding(
-                            &gaps.histogram,
-                            n.active_ns,
-                            ctx.system.rt_runtime_us,
-                            ctx.system.rt_period_us,
-                        ));
-                }
-            }
-            if let Some(t) = &trace_final {
-                if let Some(classes) = t.noise_classes.get(&n.cpu.0) {
-                    n.classes = classes.clone();
-                }
-            }
-        }
-        ctx.store
-            .set_noise_stats(cell_id, &noise)
-            .context("cannot store the noise figures")?;
-    }
-    if let Some(u) = finished.snapshot.stats.udp {
-        ctx.store
-            .set_udp_stats(cell_id, &u)
-            .context("cannot store the udp probe's counts")?;
-        if u.lost > 0 || u.send_errors > 0 {
-            notes.push(format!(
-                "{label}udp: {} of {} datagrams lost, {} sends failed",
-                u.lost, u.sent, u.send_errors
-            ));
-        }
-        if u.inconsistent > 0 {
-            notes.push(format!(
-                "{label}udp: {} datagrams had a path shorter than their send: CLOCK_REALTIME stepped during the run, their udp.send and udp.recv are off",
-                u.inconsistent
-            ));
-        }
-    }
-    if let Some(t) = &trace_final {
-        store_episodes(&mut ctx.store, cell_id, &t.episodes)
-            .context("cannot store the episodes")?;
-        ctx.store
-            .set_trace_summary(cell_id, &t.summary)
-            .context("cannot store the trace summary")?;
-    }
-    if let Some(line) = load.finish(&mut ctx.store, cell_id)? {
-        notes.push(format!("{label}{line}"));
-    }
-    Ok(CellOutcome { status, notes })
-}
-
-fn cells_label_needed(cell: &CellPlan) -> bool {
-    cell.of > 1
-}
-
-/// Time measured so far: from time zero to now, never past the planned end.
-fn measured(cfg: &TimerConfig, start_ns: u64) -> Nanos {
-    let elapsed = Nanos(latscope_platform::monotonic_ns().saturating_sub(start_ns));
-    cfg.duration.map_or(elapsed, |d| elapsed.min(d))
-}
-
-/// The housekeeping loop: progress, checkpoints, the workload's
-/// characterization once a second, until the threads end. A failed
-/// checkpoint is retried at the next one; its error is returned at the end
-/// so the run's notes record it.
-fn housekeep(
-    probe: &Running,
-    ctx: &mut RunCtx,
-    cell_id: CellId,
-    cell: &CellPlan,
-    checkpoint: Nanos,
-    session: Option<&TraceSession>,
-    load: &mut cell_load::CellLoad,
-) -> anyhow::Result<()> {
-    let mut bar = ctx
-        .show_progress
-        .then(|| ProgressBar::new(cell.timer.duration));
-    let mut last_checkpoint = latscope_platform::monotonic_ns();
-    let mut last_draw = 0u64;
-    let mut last_sample = last_checkpoint;
-    let mut result = Ok(());
-    while !probe.finished() {
-        std::thread::sleep(TICK);
-        let now = latscope_platform::monotonic_ns();
-        if now.saturating_sub(last_sample) >= 1_000_000_000 {
-            last_sample = now;
-            load.tick();
-        }
-        if let Some(bar) = bar.as_mut() {
-            // At most twice a second.
-            if now.saturating_sub(last_draw) >= 500_000_000 || ctx.signals.stopped() {
-                bar.draw(measured(&cell.timer, probe.start_ns()), probe.progress());
-                last_draw = now;
-            }
-        }
-        if now.saturating_sub(last_checkpoint) >= checkpoint.0 {
-            last_checkpoint = now;
-            let snapshot = probe.snapshot();
-            let mut metrics = snapshot.metrics;
-            let traced = session.map(TraceSession::checkpoint);
-            if let Some((m, _, _)) = &traced {
-                metrics.extend(m.iter().cloned());
-            }
-            let store = &mut ctx.store;
-            let r = store
-                .checkpoint(
-                    ctx.run_id,
-                    cell_id,
-                    measured(&cell.timer, probe.start_ns()),
-                    &metrics,
-                    &probe.drain_timeline(),
-                    Nanos(latscope_platform::realtime_ns()),
-                )
-                .map_err(anyhow::Error::from)
-                .and_then(|()| match &traced {
-                    Some((_, summary, episodes)) => {
-                        store_episodes(store, cell_id, episodes)?;
-                        if let Some(s) = summary {
-                            store.set_trace_summary(cell_id, s)?;
-                        }
-                        Ok(())
-                    }
-                    None => Ok(()),
-                });
-            let noise = snapshot.stats.noise;
-            let udp = snapshot.stats.udp;
-            let r = r.and_then(|()| {
-                if !noise.is_empty() {
-                    store.set_noise_stats(cell_id, &noise)?;
-                }
-                if let Some(u) = &udp {
-                    store.set_udp_stats(cell_id, u)?;
-                }
-                load.checkpoint(store, cell_id)?;
-                Ok(())
-            });
-            if let Err(e) = r {
-                result = Err(e.context("checkpoint failed"));
-            }
-        }
-    }
-    if let Some(bar) = bar.as_mut() {
-        bar.finish();
-    }
-    result
-}
-
-fn store_episodes(
-    store: &mut Store,
-    cell: CellId,
-    episodes: &[(Episode, Option<EpisodeWindow>)],
-) -> anyhow::Result<()> {
-    if episodes.is_empty() {
-        return Ok(());
-    }
-    let eps: Vec<Episode> = episodes.iter().map(|(e, _)| e.clone()).collect();
-    let windows: Vec<EpisodeWindow> = episodes.iter().filter_map(|(_, w)| w.clone()).collect();
-    store.add_episodes(cell, &eps, &windows)?;
-    Ok(())
-}
-
-fn noise_settings(
-    plan: &CellPlan,
-    n: &NoiseConfig,
-    clock_read_ns: u64,
-) -> BTreeMap<String, serde_json::Value> {
-    let mut s = BTreeMap::new();
-    s.insert("runtime_ns".into(), json!(n.runtime.0));
-    s.insert("pause_ns".into(), json!(n.pause.0));
-    s.insert("gap_ratio".into(), json!(n.gap_ratio));
-    if let Some(g) = n.gap_min {
-        s.insert("gap_min_ns".into(), json!(g.0));
-    }
-    s.insert("fp".into(), json!(n.fp));
-    s.insert("policy".into(), json!(n.policy.as_str()));
-    s.insert("priority".into(), json!(plan.timer.effective_priority()));
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = n.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = n.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn udp_settings(
-    plan: &CellPlan,
-    u: &UdpConfig,
-    clock_read_ns: u64,
-) -> BTreeMap<String, serde_json::Value> {
-    let mut s = BTreeMap::new();
-    s.insert("path".into(), json!(u.path.as_str()));
-    s.insert("period_ns".into(), json!(u.period.0));
-    s.insert("payload_bytes".into(), json!(u.payload));
-    s.insert("sender_cpu".into(), json!(u.sender_cpu.0));
-    s.insert("receiver_cpu".into(), json!(u.receiver_cpu.0));
-    s.insert("policy".into(), json!(u.policy.as_str()));
-    s.insert("priority".into(), json!(plan.timer.effective_priority()));
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = u.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = u.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn timer_settings(plan: &CellPlan, clock_read_ns: u64) -> BTreeMap<String, serde_json::Value> {
-    let t = &plan.timer;
-    let mut s = BTreeMap::new();
-    s.insert("timer_api".into(), json!(t.api.as_str()));
-    s.insert("period_ns".into(), json!(t.period.0));
-    s.insert("policy".into(), json!(t.policy.as_str()));
-    s.insert("priority".into(), json!(t.effective_priority()));
-    s.insert(
-        "phase".into(),
-        json!(if t.phase == Phase::Random {
-            "random"
-        } else {
-            "fixed"
-        }),
-    );
-    s.insert("cpus".into(), json!(plan.cpus.to_string()));
-    if let Some(d) = t.duration {
-        s.insert("duration_ns".into(), json!(d.0));
-    }
-    if let Some(th) = t.threshold {
-        s.insert("threshold_ns".into(), json!(th.0));
-    }
-    s.insert("clock_read_ns".into(), json!(clock_read_ns));
-    workload_settings(plan, &mut s);
-    s
-}
-
-fn workload_settings(plan: &CellPlan, s: &mut BTreeMap<String, serde_json::Value>) {
-    if plan.workload != "none" {
-        s.insert("load_level".into(), json!(plan.load_level));
-        s.insert("warmup_ns".into(), json!(plan.warmup.0));
-    }
+    let stored = store.load_run(outcome.run_id)?;
+    Ok((stored, outcome.status))
 }

@@ -2,12 +2,12 @@
 //! turns probe configurations into [`CellSettings`], so that what `show`,
 //! `compare`, the report and `sched` read back is written once.
 
+use latscope_engine::probes::{Phase, TimerApi};
+use latscope_engine::system::SchedPolicy;
 use latscope_model::{
     CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName, TimerSettings,
     UdpSettings,
 };
-use latscope_platform::SchedPolicy;
-use latscope_probes::timer::{Phase, TimerApi};
 
 use crate::plan::{CellPlan, ProbeCellPlan};
 
@@ -76,10 +76,10 @@ fn timer_api(api: TimerApi) -> TimerApiName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latscope_engine::probes::NoiseConfig;
+    use latscope_engine::probes::TimerConfig;
+    use latscope_engine::probes::UdpConfig;
     use latscope_model::{CpuId, CpuSet, Nanos, UdpPath};
-    use latscope_probes::noise::NoiseConfig;
-    use latscope_probes::timer::TimerConfig;
-    use latscope_probes::udp::UdpConfig;
     use serde_json::json;
 
     fn timer_config() -> TimerConfig {
@@ -176,7 +176,11 @@ mod tests {
                     "policy": "fifo", "priority": 95, "cpus": "0-1",
                     "duration_ns": 5_000_000_000u64, "clock_read_ns": 24 })
         );
-        assert_eq!(c.measured_cpus(), vec![CpuId(1), CpuId(0)]);
-        assert_eq!(c.probe_name(), "udp");
+        let ProbeCellPlan::Udp(u) = &c.probe else {
+            panic!("not a udp cell")
+        };
+        let probe = latscope_engine::ProbeSpec::Udp(u.clone());
+        assert_eq!(probe.cpus(), vec![CpuId(1), CpuId(0)], "sender first");
+        assert_eq!(probe.name(), "udp");
     }
 }

@@ -3,8 +3,8 @@
 //! matrix of the study's Table 15 and the workload characterization.
 
 use anyhow::Context;
+use latscope_engine::system::SchedPolicy;
 use latscope_model::Nanos;
-use latscope_platform::SchedPolicy;
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, StoreArg, SuiteArgs, TimerApiArg};
 use crate::exit::Exit;
@@ -141,7 +141,7 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     let cell_duration = args.cell_duration.as_deref().unwrap_or(preset.cell);
     let priorities = parse_priorities(args.priorities.as_deref().unwrap_or(preset.priorities))?;
 
-    let online = latscope_platform::online_cpus().context("cannot read the online CPUs")?;
+    let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
     // The plan of a timer cell carries what is common to all: CPUs,
     // checkpoints, tracing.
     let mut base_args = cell_args(args, ProbeName::Timer, cell_duration);

@@ -38,6 +38,12 @@ impl StopSignals {
         Arc::clone(&self.flag)
     }
 
+    /// The flag and the number of the signal that set it, for a stop
+    /// request that other code (the engine) shares.
+    pub fn handles(&self) -> (Arc<AtomicBool>, Arc<AtomicUsize>) {
+        (Arc::clone(&self.flag), Arc::clone(&self.which))
+    }
+
     pub fn stopped(&self) -> bool {
         self.flag.load(Ordering::Relaxed)
     }

@@ -678,6 +678,7 @@ mod tests {
             trace: None,
             episodes: vec![],
             noise: vec![],
+            timer: vec![],
             udp: None,
             workload_stats: None,
         }

@@ -6,8 +6,8 @@ use latscope_model::{
     Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CellSettings, CommonSettings,
     CpuId, CpuPercent, DiskRates, Episode, EpisodeWindow, IdleState, InterruptSource, Nanos,
     NetRates, NoiseClass, NoiseClock, NoiseCpuStats, NoiseSettings, PhaseName, Policy, RunId,
-    RunMeta, RunStatus, StackCount, SystemInfo, TimerApiName, TimerCpuStats, TimerSettings, TraceSummary, UdpPath,
-    UdpSettings, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
+    RunMeta, RunStatus, StackCount, SystemInfo, TimerApiName, TimerCpuStats, TimerSettings,
+    TraceSummary, UdpPath, UdpSettings, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
@@ -2838,7 +2838,7 @@ fn timer_stats_round_trip_and_replace_cpu_by_cpu() {
     assert!(store.load_run(run).unwrap().cells[1].timer.is_empty());
 }
 
-fn write_v5_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
+fn write_v5_timer_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
     let v4 = write_v4_store(path);
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.execute_batch(include_str!("../migrations/0005_udp.sql"))
@@ -2851,7 +2851,7 @@ fn write_v5_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
 fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v5.db");
-    let (want_metrics, want_timeline) = write_v5_store(&path);
+    let (want_metrics, want_timeline) = write_v5_timer_store(&path);
 
     let mut store = Store::open_existing(&path).unwrap();
     store.set_liveness_probe(always_alive);

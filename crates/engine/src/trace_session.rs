@@ -1,4 +1,4 @@
-//! `latscope run --trace`: the tracer thread. It reads the kernel's
+//! `--trace`: the tracer thread. It reads the kernel's
 //! per-CPU rings, takes the measuring threads' samples from their hand-over
 //! rings, runs the analysis, and publishes what the housekeeping thread
 //! stores at each checkpoint. It is an ordinary thread kept off the measured
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, TraceSummary};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
-use latscope_probes::SampleRing;
+use latscope_probes::Handoff;
 use latscope_stats::MetricResult;
 use latscope_trace::analysis::{Analyzer, AnalyzerConfig, Environment, Measured, Symbolize};
 use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
@@ -99,7 +99,7 @@ impl TraceSession {
     /// Starts the tracer thread for the running probe.
     pub fn start(
         open: TraceOpen,
-        handoffs: Vec<(CpuId, i32, Arc<SampleRing>)>,
+        handoffs: Vec<Handoff>,
         threshold: Nanos,
         episode_cap: usize,
         cell_start_ns: u64,
@@ -108,9 +108,9 @@ impl TraceSession {
     ) -> std::io::Result<TraceSession> {
         let measured = handoffs
             .iter()
-            .map(|(cpu, tid, _)| Measured {
-                cpu: *cpu,
-                tid: *tid,
+            .map(|h| Measured {
+                cpu: h.cpu,
+                tid: h.tid,
             })
             .collect();
         let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
@@ -118,9 +118,9 @@ impl TraceSession {
         cfg.noise = mode == AnalysisMode::Noise;
         if mode == AnalysisMode::Udp {
             cfg.udp = true;
-            cfg.udp_receiver = handoffs.first().map(|(cpu, tid, _)| Measured {
-                cpu: *cpu,
-                tid: *tid,
+            cfg.udp_receiver = handoffs.first().map(|h| Measured {
+                cpu: h.cpu,
+                tid: h.tid,
             });
         }
         let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
@@ -179,7 +179,7 @@ impl TraceSession {
 struct Worker {
     tracer: Tracer,
     analyzer: Analyzer,
-    handoffs: Vec<(CpuId, i32, Arc<SampleRing>)>,
+    handoffs: Vec<Handoff>,
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     publish_every: u64,
@@ -193,12 +193,12 @@ impl Worker {
         let mut last_steal = 0u64;
         let mut last_publish = monotonic_ns();
         let mut error = None;
-        let cpus: Vec<CpuId> = self.handoffs.iter().map(|h| h.0).collect();
+        let cpus: Vec<CpuId> = self.handoffs.iter().map(|h| h.cpu).collect();
         loop {
             let finishing = self.stop.load(Ordering::Acquire);
             // Samples first, then the rings: every event up to a sample's
             // wake-up is then in this read (see analysis::Analyzer).
-            for (cpu, _, ring) in &self.handoffs {
+            for Handoff { cpu, ring, .. } in &self.handoffs {
                 ring.drain(|d, u| samples.push((*cpu, d, u)));
             }
             let read_at = monotonic_ns();
@@ -241,7 +241,7 @@ impl Worker {
         let _ = self.tracer.disable();
         let names = self.tracer.names();
         self.analyzer.finish(names);
-        for (cpu, _, ring) in &self.handoffs {
+        for Handoff { cpu, ring, .. } in &self.handoffs {
             self.analyzer.add_undecomposed(*cpu, ring.dropped());
         }
         TraceFinal {

@@ -1,21 +1,21 @@
 //! The background load of a cell: started (and warmed up) before the probe,
 //! watched while it runs, characterized once a second, stopped at the end,
-//! on Ctrl-C and (through the parent-death signal) when latscope is killed.
+//! on a stop request and (through the parent-death signal) when latscope is
+//! killed.
 
 use std::time::Duration;
 
-use anyhow::Context;
 use latscope_model::{CpuSet, WorkloadStats};
 use latscope_platform::procstat::Sampler;
-use latscope_platform::StopSignals;
-use latscope_store::{CellId, Store};
+use latscope_probes::Clock;
 use latscope_workloads::{LoadLevel, RunningWorkload, WorkloadSpec};
 
-use crate::plan::CellPlan;
+use crate::config::CellSpec;
+use crate::stop::Stop;
 
 /// Checks what a cell's workload needs before anything is measured: a
 /// clear line for an unknown name or a missing program.
-pub fn check(cell: &CellPlan) -> Result<(), String> {
+pub fn check(cell: &CellSpec) -> Result<(), String> {
     if cell.workload == "none" {
         return Ok(());
     }
@@ -37,7 +37,8 @@ pub struct CellLoad {
     pty_first: Option<(u64, u64)>,
 }
 
-pub fn start(cell: &CellPlan, _online: &CpuSet, signals: &StopSignals) -> anyhow::Result<CellLoad> {
+/// Starts the cell's workload and waits out its warm-up.
+pub fn start(cell: &CellSpec, stop: &Stop, clock: &dyn Clock) -> Result<CellLoad, String> {
     if cell.workload == "none" {
         return Ok(CellLoad {
             name: cell.workload.clone(),
@@ -47,10 +48,10 @@ pub fn start(cell: &CellPlan, _online: &CpuSet, signals: &StopSignals) -> anyhow
             pty_first: None,
         });
     }
-    let spec = WorkloadSpec::parse(&cell.workload)?;
-    let level: LoadLevel = cell.load_level.parse()?;
-    if signals.stopped() {
-        anyhow::bail!("stopped before the workload started");
+    let spec = WorkloadSpec::parse(&cell.workload).map_err(|e| e.to_string())?;
+    let level: LoadLevel = cell.load_level.parse().map_err(|e| format!("{e}"))?;
+    if stop.stopped() {
+        return Err("stopped before the workload started".into());
     }
     // The load runs on every online CPU: it is the machine that is loaded,
     // not only the measured CPUs.
@@ -60,16 +61,14 @@ pub fn start(cell: &CellPlan, _online: &CpuSet, signals: &StopSignals) -> anyhow
         &CpuSet::new(),
         Duration::from_nanos(cell.warmup.0),
     )
-    .with_context(|| format!("workload {}", cell.workload))?;
-    let mut sampler = Sampler::new(&cell.cpus);
+    .map_err(|e| format!("workload {}: {e}", cell.workload))?;
+    let mut sampler = Sampler::new(&cell.cpu_set());
     for pid in load.netns_pids() {
         if let Ok(pid) = u32::try_from(pid) {
             sampler.watch_net_namespace(pid);
         }
     }
-    let pty_first = load
-        .pty_bytes()
-        .map(|b| (latscope_platform::monotonic_ns(), b));
+    let pty_first = load.pty_bytes().map(|b| (clock.monotonic_ns(), b));
     Ok(CellLoad {
         name: cell.workload.clone(),
         load: Some(load),
@@ -82,7 +81,7 @@ pub fn start(cell: &CellPlan, _online: &CpuSet, signals: &StopSignals) -> anyhow
 impl CellLoad {
     /// Once a second: a characterization sample, and whether the load is
     /// still alive.
-    pub fn tick(&mut self) {
+    pub fn tick(&mut self, _clock: &dyn Clock) {
         if let Some(s) = self.sampler.as_mut() {
             s.sample();
         }
@@ -98,16 +97,17 @@ impl CellLoad {
         self.died.clone()
     }
 
-    fn stats(&self) -> Option<WorkloadStats> {
+    /// The characterization so far (for a checkpoint).
+    pub fn stats(&self, clock: &dyn Clock) -> Option<WorkloadStats> {
         let mut st = self.sampler.as_ref()?.stats(&self.name);
-        self.add_pty(&mut st);
+        self.add_pty(&mut st, clock);
         Some(st)
     }
 
-    fn add_pty(&self, st: &mut WorkloadStats) {
+    fn add_pty(&self, st: &mut WorkloadStats, clock: &dyn Clock) {
         if let (Some((t0, b0)), Some(load)) = (self.pty_first, self.load.as_ref()) {
             if let Some(b1) = load.pty_bytes() {
-                let dt = latscope_platform::monotonic_ns().saturating_sub(t0);
+                let dt = clock.monotonic_ns().saturating_sub(t0);
                 if dt > 0 {
                     st.pty_bytes_per_s = Some(b1.saturating_sub(b0) as f64 * 1e9 / dt as f64);
                 }
@@ -115,34 +115,23 @@ impl CellLoad {
         }
     }
 
-    pub fn checkpoint(&mut self, store: &mut Store, cell: CellId) -> anyhow::Result<()> {
-        if let Some(st) = self.stats() {
-            store.set_workload_stats(cell, &st)?;
-        }
-        Ok(())
-    }
-
-    /// Takes the last sample, stores the characterization, stops the load.
-    pub fn finish(mut self, store: &mut Store, cell: CellId) -> anyhow::Result<Option<String>> {
+    /// Takes the last sample and stops the load: the final
+    /// characterization, and a line when the load did not end cleanly.
+    pub fn finish(mut self, clock: &dyn Clock) -> (Option<WorkloadStats>, Option<String>) {
         if let Some(s) = self.sampler.as_mut() {
             s.sample();
         }
         let mut stats = None;
         if let Some(s) = self.sampler.take() {
             let mut st = s.finish(&self.name);
-            self.add_pty(&mut st);
+            self.add_pty(&mut st, clock);
             stats = Some(st);
         }
         let outcome = self.stop();
-        if let Some(mut st) = stats {
-            if let Some(o) = &outcome {
-                st.notes.push(o.clone());
-            }
-            store
-                .set_workload_stats(cell, &st)
-                .context("cannot store the workload characterization")?;
+        if let (Some(st), Some(o)) = (stats.as_mut(), &outcome) {
+            st.notes.push(o.clone());
         }
-        Ok(outcome)
+        (stats, outcome)
     }
 
     /// Stops the load (idempotent); a line when it did not end cleanly.

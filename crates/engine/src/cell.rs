@@ -1,0 +1,432 @@
+//! One cell: its workload (warmed up), the tracer, the probe, the
+//! housekeeping loop with its checkpoints, the final figures. The workload
+//! is stopped whatever happens.
+
+use std::time::Duration;
+
+use latscope_model::{
+    metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, TraceSummary,
+};
+use latscope_platform::SchedPolicy;
+use latscope_probes::{ProbeSnapshot, RunningProbe};
+use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_store::Checkpoint;
+
+use crate::config::{CellSpec, ProbeSpec};
+use crate::error::EngineError;
+use crate::load::{self, CellLoad};
+use crate::run::RunCtx;
+use crate::sink::{CellKey, Sink};
+use crate::trace_session::{self, AnalysisMode, TraceSession};
+
+/// How often the housekeeping thread wakes: progress, stop requests, the
+/// end of the cell.
+const TICK: Duration = Duration::from_millis(100);
+
+pub(crate) struct CellOutcome {
+    pub status: RunStatus,
+    pub notes: Vec<String>,
+}
+
+/// Where a cell's checkpoints go: the sink (when it took the cell) and the
+/// in-memory mirror, with what the sink has not taken yet.
+struct CellSinks {
+    stored: Option<CellKey>,
+    mirror: CellKey,
+    /// Timeline seconds and episodes the sink has not taken yet (appended
+    /// data: a failed checkpoint must not lose them).
+    pending_timeline: Vec<TimelineChunk>,
+    pending_episodes: Vec<Episode>,
+    pending_windows: Vec<EpisodeWindow>,
+}
+
+impl CellSinks {
+    /// Writes a checkpoint to the mirror (always) and to the sink (when it
+    /// has the cell); what the sink could not take is kept for the next one.
+    fn write(&mut self, ctx: &mut RunCtx<'_, '_>, mut cp: Checkpoint) -> bool {
+        // The mirror takes only what is new.
+        let _ = ctx.mirror.checkpoint(ctx.mirror_run, self.mirror, &cp);
+        self.pending_timeline.append(&mut cp.timeline);
+        self.pending_episodes.append(&mut cp.episodes);
+        self.pending_windows.append(&mut cp.windows);
+        let Some(key) = self.stored else {
+            return false;
+        };
+        cp.timeline = std::mem::take(&mut self.pending_timeline);
+        cp.episodes = std::mem::take(&mut self.pending_episodes);
+        cp.windows = std::mem::take(&mut self.pending_windows);
+        match ctx.sink.checkpoint(ctx.run_id, key, &cp) {
+            Ok(()) => true,
+            Err(e) => {
+                self.pending_timeline = cp.timeline;
+                self.pending_episodes = cp.episodes;
+                self.pending_windows = cp.windows;
+                ctx.sink_failed(e);
+                false
+            }
+        }
+    }
+}
+
+fn split_episodes(
+    episodes: Vec<(Episode, Option<EpisodeWindow>)>,
+) -> (Vec<Episode>, Vec<EpisodeWindow>) {
+    let mut eps = Vec::with_capacity(episodes.len());
+    let mut windows = Vec::new();
+    for (e, w) in episodes {
+        eps.push(e);
+        windows.extend(w);
+    }
+    (eps, windows)
+}
+
+fn analysis_mode(probe: &ProbeSpec) -> AnalysisMode {
+    match probe {
+        ProbeSpec::Noise(_) => AnalysisMode::Noise,
+        ProbeSpec::Udp(_) => AnalysisMode::Udp,
+        ProbeSpec::Timer(_) | ProbeSpec::Custom { .. } => AnalysisMode::Timer,
+    }
+}
+
+pub(crate) fn run_cell(
+    ctx: &mut RunCtx<'_, '_>,
+    cell: &CellSpec,
+) -> Result<CellOutcome, EngineError> {
+    let mut notes = Vec::new();
+    let label = if cell.of > 1 {
+        format!("cell {} ({}): ", cell.index, cell.label())
+    } else {
+        String::new()
+    };
+    let measured_cpus = cell.probe.cpus();
+    let mut load = load::start(cell, &ctx.stop, ctx.clock.as_ref()).map_err(|reason| {
+        EngineError::Workload {
+            workload: cell.workload.clone(),
+            reason,
+        }
+    })?;
+
+    // The tracer is opened and enabled before the measuring threads start,
+    // so that their first samples have their events.
+    let mut trace_open = None;
+    if let Some(tp) = &ctx.config.trace {
+        let traced: Vec<CpuId> = ctx.online.iter().collect();
+        match trace_session::open(&traced, &measured_cpus, tp.stack_period) {
+            Ok(t) => {
+                ctx.capabilities.tracepoints = true;
+                ctx.capabilities.stack_samples = tp.stack_period.is_some();
+                trace_open = Some(t);
+            }
+            Err(e) => {
+                let line =
+                    format!("--trace: {e}; the run continues without decomposition or episodes");
+                if !ctx.capabilities.missing.contains(&line) {
+                    ctx.capabilities.missing.push(line);
+                }
+            }
+        }
+    }
+
+    let steal_before = trace_session::read_steal(&measured_cpus);
+    let running = match cell.probe.build().and_then(|p| p.start(ctx.stop.flag())) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = load.stop();
+            return Err(e.into());
+        }
+    };
+
+    // What the threads actually obtained.
+    let refused: Vec<String> = running
+        .setups()
+        .iter()
+        .filter_map(|s| {
+            s.scheduler
+                .as_ref()
+                .err()
+                .map(|e| format!("CPU {}: {e}", s.cpu))
+        })
+        .collect();
+    if !ctx.told {
+        ctx.capabilities.rt_priority = refused.is_empty();
+        if !refused.is_empty() {
+            ctx.capabilities.missing.push(format!(
+                "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
+                refused[0]
+            ));
+        }
+        if running.setups().iter().all(|s| s.timer_slack) {
+            ctx.capabilities.timer_slack_ns = Some(1);
+        }
+    }
+    let caps = ctx.capabilities.clone();
+    let _ = ctx.mirror.update_capabilities(ctx.mirror_run, &caps);
+    if let Err(e) = ctx.sink.update_capabilities(ctx.run_id, &caps) {
+        ctx.sink_failed(e);
+    }
+    if !ctx.told {
+        for line in caps.missing.iter() {
+            ctx.observer.notice(line);
+        }
+        ctx.told = true;
+    }
+
+    let mut settings = cell.settings.clone();
+    settings.common_mut().clock_read_ns = ctx.clock_read_ns;
+    let cell_meta = CellMeta {
+        index: cell.index,
+        probe: cell.probe.name().into(),
+        workload: cell.workload.clone(),
+        settings,
+        duration_ns: Nanos::ZERO,
+        monotonic_start_ns: Nanos(running.start_ns()),
+    };
+    let (stored, mirror) = ctx.add_cell(&cell_meta)?;
+    let mut sinks = CellSinks {
+        stored,
+        mirror,
+        pending_timeline: Vec::new(),
+        pending_episodes: Vec::new(),
+        pending_windows: Vec::new(),
+    };
+
+    let session = match (trace_open, &ctx.config.trace) {
+        (Some(open), Some(tp)) => {
+            match TraceSession::start(
+                open,
+                running.handoffs(),
+                tp.threshold,
+                tp.episode_cap,
+                running.start_ns(),
+                ctx.config.checkpoint,
+                analysis_mode(&cell.probe),
+            ) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    ctx.observer.notice(&format!(
+                        "--trace: cannot start the tracer thread ({e}); continuing without it"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+
+    ctx.observer.cell_started(cell);
+    housekeep(
+        running.as_ref(),
+        ctx,
+        &mut sinks,
+        cell,
+        session.as_ref(),
+        &mut load,
+    );
+    let finished = running.finish();
+    let trace_final = session.map(TraceSession::finish);
+    let duration = measured(ctx, cell, cell_meta.monotonic_start_ns.0);
+    let died = load.died();
+    let status = if let Some(e) = &finished.error {
+        notes.push(format!("{label}measurement failed: {e}"));
+        RunStatus::Failed
+    } else if ctx.stop.stopped() {
+        notes.push(format!(
+            "{label}stopped by signal {} after {duration}",
+            ctx.stop.signal().unwrap_or(0)
+        ));
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    if let Some(d) = &died {
+        notes.push(format!(
+            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
+            cell.workload
+        ));
+    }
+    if finished.lost_timeline_seconds > 0 {
+        notes.push(format!(
+            "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
+            finished.lost_timeline_seconds
+        ));
+    }
+    let ProbeSnapshot { mut metrics, stats } = finished.snapshot;
+    let mut noise = stats.noise;
+    let mut summary = None;
+    let mut episodes = Vec::new();
+    if let Some(t) = trace_final {
+        metrics.extend(t.metrics);
+        if let Some(e) = &t.error {
+            notes.push(format!("{label}{e}"));
+        }
+        if t.summary.lost_records > 0 {
+            notes.push(format!(
+                "{label}the kernel lost {} trace records (ring full): episodes near them are marked incomplete",
+                t.summary.lost_records
+            ));
+        }
+        for n in &mut noise {
+            if let Some(classes) = t.noise_classes.get(&n.cpu.0) {
+                n.classes = classes.clone();
+            }
+        }
+        summary = Some(t.summary);
+        episodes = t.episodes;
+    }
+    if !noise.is_empty() {
+        let steal_after = trace_session::read_steal(&measured_cpus);
+        finish_noise(cell, ctx, &mut noise, &metrics, &steal_before, &steal_after);
+    }
+    if let Some(u) = &stats.udp {
+        if u.lost > 0 || u.send_errors > 0 {
+            notes.push(format!(
+                "{label}udp: {} of {} datagrams lost, {} sends failed",
+                u.lost, u.sent, u.send_errors
+            ));
+        }
+        if u.inconsistent > 0 {
+            notes.push(format!(
+                "{label}udp: {} datagrams had a path shorter than their send: CLOCK_REALTIME stepped during the run, their udp.send and udp.recv are off",
+                u.inconsistent
+            ));
+        }
+    }
+    let (workload, load_note) = load.finish(ctx.clock.as_ref());
+    if let Some(line) = load_note {
+        notes.push(format!("{label}{line}"));
+    }
+    let (episodes, windows) = split_episodes(episodes);
+    let cp = Checkpoint {
+        duration,
+        now_unix: Nanos(ctx.clock.realtime_ns()),
+        metrics,
+        timeline: finished.timeline,
+        noise,
+        timer: stats.timer,
+        udp: stats.udp,
+        workload,
+        episodes,
+        windows,
+        trace_summary: summary,
+    };
+    let stored = sinks.write(ctx, cp);
+    if sinks.stored.is_some() && !stored {
+        notes.push(format!(
+            "{label}the final results of the cell could not be stored"
+        ));
+    }
+    ctx.observer.cell_finished(cell);
+    Ok(CellOutcome { status, notes })
+}
+
+/// Steal time, RT throttling and trace classes of the noise figures.
+fn finish_noise(
+    cell: &CellSpec,
+    ctx: &RunCtx<'_, '_>,
+    noise: &mut [NoiseCpuStats],
+    metrics: &[MetricResult],
+    steal_before: &[(CpuId, u64)],
+    steal_after: &[(CpuId, u64)],
+) {
+    for n in noise.iter_mut() {
+        let before = steal_before.iter().find(|(c, _)| *c == n.cpu);
+        let after = steal_after.iter().find(|(c, _)| *c == n.cpu);
+        if let (Some((_, b)), Some((_, a))) = (before, after) {
+            n.steal_ns = Some(Nanos(a.saturating_sub(*b)));
+        }
+        let Some(gaps) = metrics
+            .iter()
+            .find(|m| m.name == metric::NOISE_GAP && m.cpu == Some(n.cpu))
+        else {
+            continue;
+        };
+        if let ProbeSpec::Noise(cfg) = &cell.probe {
+            if cfg.pause.0 == 0 && cfg.policy != SchedPolicy::Other {
+                n.findings
+                    .extend(latscope_probes::noise::rt_throttling_finding(
+                        &gaps.histogram,
+                        n.active_ns,
+                        ctx.system.rt_runtime_us,
+                        ctx.system.rt_period_us,
+                    ));
+            }
+        }
+    }
+}
+
+/// Time measured so far: from time zero to now, never past the planned end.
+fn measured(ctx: &RunCtx<'_, '_>, cell: &CellSpec, start_ns: u64) -> Nanos {
+    let elapsed = Nanos(ctx.clock.monotonic_ns().saturating_sub(start_ns));
+    cell.probe.duration().map_or(elapsed, |d| elapsed.min(d))
+}
+
+/// The housekeeping loop: progress, checkpoints, the workload's
+/// characterization once a second, until the threads end. A checkpoint
+/// the sink refuses is kept and sent again with the next one.
+fn housekeep(
+    probe: &dyn RunningProbe,
+    ctx: &mut RunCtx<'_, '_>,
+    sinks: &mut CellSinks,
+    cell: &CellSpec,
+    session: Option<&TraceSession>,
+    load: &mut CellLoad,
+) {
+    let checkpoint = ctx.config.checkpoint.0;
+    let mut last_checkpoint = ctx.clock.monotonic_ns();
+    let mut last_sample = last_checkpoint;
+    while !probe.finished() {
+        ctx.clock.sleep(TICK);
+        if probe.finished() {
+            // The final figures follow at once: no checkpoint of the end.
+            break;
+        }
+        let now = ctx.clock.monotonic_ns();
+        if now.saturating_sub(last_sample) >= 1_000_000_000 {
+            last_sample = now;
+            load.tick(ctx.clock.as_ref());
+        }
+        let elapsed = measured(ctx, cell, probe.start_ns());
+        ctx.observer.progress(cell, elapsed, probe.progress());
+        if now.saturating_sub(last_checkpoint) >= checkpoint {
+            last_checkpoint = now;
+            let cp = snapshot(ctx, probe, cell, session, load);
+            let stored = sinks.write(ctx, cp);
+            ctx.observer.checkpoint(cell, elapsed, stored);
+        }
+    }
+}
+
+/// A checkpoint of a running cell.
+fn snapshot(
+    ctx: &RunCtx<'_, '_>,
+    probe: &dyn RunningProbe,
+    cell: &CellSpec,
+    session: Option<&TraceSession>,
+    load: &CellLoad,
+) -> Checkpoint {
+    let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
+    // Taken after the snapshot: seconds completed by now are in it.
+    let timeline = probe.drain_timeline();
+    let mut summary: Option<TraceSummary> = None;
+    let mut episodes = Vec::new();
+    if let Some(s) = session {
+        let (m, sum, eps) = s.checkpoint();
+        metrics.extend(m);
+        summary = sum;
+        episodes = eps;
+    }
+    let (episodes, windows) = split_episodes(episodes);
+    Checkpoint {
+        duration: measured(ctx, cell, probe.start_ns()),
+        now_unix: Nanos(ctx.clock.realtime_ns()),
+        metrics,
+        timeline,
+        noise: stats.noise,
+        timer: stats.timer,
+        udp: stats.udp,
+        workload: load.stats(ctx.clock.as_ref()),
+        episodes,
+        windows,
+        trace_summary: summary,
+    }
+}

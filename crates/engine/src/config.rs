@@ -1,0 +1,198 @@
+//! What a run is asked to do, validated before anything is measured: the
+//! run-wide settings and one [`CellSpec`] per cell (a probe with its
+//! settings, under one workload).
+
+use std::fmt;
+use std::sync::Arc;
+
+use latscope_model::{CellSettings, CpuId, CpuSet, Nanos};
+use latscope_platform::SchedPolicy;
+use latscope_probes::noise::{NoiseConfig, NoiseProbe};
+use latscope_probes::timer::{TimerConfig, TimerProbe};
+use latscope_probes::udp::{UdpConfig, UdpProbe};
+use latscope_probes::{Probe, ProbeError};
+
+/// Settings that hold for every cell of a run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// How often the housekeeping thread stores what was measured.
+    pub checkpoint: Nanos,
+    /// `--trace`: decompose samples and find episodes.
+    pub trace: Option<TracePlan>,
+    /// The system settings the run holds while it measures.
+    pub guards: Guards,
+    /// The command line recorded with the run.
+    pub command_line: Vec<String>,
+}
+
+/// Which system settings a run changes (each restored at its end). All on
+/// for a real measurement; tests of the lifecycle turn them off.
+#[derive(Clone, Copy, Debug)]
+pub struct Guards {
+    /// `mlockall`: no page faults in the measuring loops.
+    pub lock_memory: bool,
+    /// Hold `/dev/cpu_dma_latency` at 0: no deep idle states.
+    pub dma_latency: bool,
+    /// Keep the housekeeping thread off the measured CPUs (cyclictest's
+    /// `--mainaffinity`).
+    pub pin_housekeeping: bool,
+}
+
+impl Guards {
+    /// Everything a real measurement holds.
+    pub const ALL: Guards = Guards {
+        lock_memory: true,
+        dma_latency: true,
+        pin_housekeeping: true,
+    };
+    /// Nothing changed on the system.
+    pub const NONE: Guards = Guards {
+        lock_memory: false,
+        dma_latency: false,
+        pin_housekeeping: false,
+    };
+}
+
+/// What `--trace` asks for.
+#[derive(Clone, Debug)]
+pub struct TracePlan {
+    /// Samples above it become episodes.
+    pub threshold: Nanos,
+    /// `--stacks`: the cpu-clock sampling period.
+    pub stack_period: Option<Nanos>,
+    /// Episodes kept in full.
+    pub episode_cap: usize,
+}
+
+/// Builds a probe the engine does not know by name (tests: the simulated
+/// probe).
+pub type BuildProbe = Arc<dyn Fn() -> Result<Box<dyn Probe>, ProbeError> + Send + Sync>;
+
+/// A probe and its settings.
+#[derive(Clone)]
+pub enum ProbeSpec {
+    Timer(TimerConfig),
+    Noise(NoiseConfig),
+    Udp(UdpConfig),
+    /// A probe built by the caller; `duration` is how long it measures.
+    Custom {
+        name: &'static str,
+        cpus: Vec<CpuId>,
+        duration: Option<Nanos>,
+        build: BuildProbe,
+    },
+}
+
+impl fmt::Debug for ProbeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProbeSpec::Timer(c) => f.debug_tuple("Timer").field(c).finish(),
+            ProbeSpec::Noise(c) => f.debug_tuple("Noise").field(c).finish(),
+            ProbeSpec::Udp(c) => f.debug_tuple("Udp").field(c).finish(),
+            ProbeSpec::Custom { name, .. } => f.debug_struct("Custom").field("name", name).finish(),
+        }
+    }
+}
+
+impl ProbeSpec {
+    /// The probe's stable name (the cell's `probe`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ProbeSpec::Timer(_) => "timer",
+            ProbeSpec::Noise(_) => "noise",
+            ProbeSpec::Udp(_) => "udp",
+            ProbeSpec::Custom { name, .. } => name,
+        }
+    }
+
+    /// How long the probe measures (`None`: until stopped).
+    pub fn duration(&self) -> Option<Nanos> {
+        match self {
+            ProbeSpec::Timer(c) => c.duration,
+            ProbeSpec::Noise(c) => c.duration,
+            ProbeSpec::Udp(c) => c.duration,
+            ProbeSpec::Custom { duration, .. } => *duration,
+        }
+    }
+
+    /// The CPUs with a measuring thread, in the probe's order.
+    pub fn cpus(&self) -> Vec<CpuId> {
+        match self {
+            ProbeSpec::Timer(c) => c.cpus.clone(),
+            ProbeSpec::Noise(c) => c.cpus.clone(),
+            ProbeSpec::Udp(c) => {
+                let mut v = vec![c.sender_cpu];
+                if c.receiver_cpu != c.sender_cpu {
+                    v.push(c.receiver_cpu);
+                }
+                v
+            }
+            ProbeSpec::Custom { cpus, .. } => cpus.clone(),
+        }
+    }
+
+    /// The measuring threads' policy and priority.
+    pub fn policy(&self) -> (SchedPolicy, u32) {
+        match self {
+            ProbeSpec::Timer(c) => (c.policy, c.priority),
+            ProbeSpec::Noise(c) => (c.policy, c.priority),
+            ProbeSpec::Udp(c) => (c.policy, c.priority),
+            ProbeSpec::Custom { .. } => (SchedPolicy::Other, 0),
+        }
+    }
+
+    /// Checks the settings (one line naming the bad value).
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            ProbeSpec::Timer(c) => c.validate(),
+            ProbeSpec::Noise(c) => c.validate(),
+            ProbeSpec::Udp(c) => c.validate(),
+            ProbeSpec::Custom { .. } => Ok(()),
+        }
+    }
+
+    /// Allocates the probe's recorders.
+    pub fn build(&self) -> Result<Box<dyn Probe>, ProbeError> {
+        Ok(match self {
+            ProbeSpec::Timer(c) => Box::new(TimerProbe::new(c.clone())?),
+            ProbeSpec::Noise(c) => Box::new(NoiseProbe::new(c.clone())?),
+            ProbeSpec::Udp(c) => Box::new(UdpProbe::new(c.clone())?),
+            ProbeSpec::Custom { build, .. } => build()?,
+        })
+    }
+}
+
+/// One cell of a run: a probe with its settings, under one workload.
+#[derive(Clone, Debug)]
+pub struct CellSpec {
+    /// Position in the run (0-based) and the number of cells.
+    pub index: u32,
+    pub of: u32,
+    pub probe: ProbeSpec,
+    /// The workload's name as given (`idle`, `cpu`, `custom:...`); `none`
+    /// when no workload was asked for.
+    pub workload: String,
+    pub load_level: String,
+    pub warmup: Nanos,
+    /// The settings as stored with the cell (the engine fills in the
+    /// measured clock-read cost).
+    pub settings: CellSettings,
+}
+
+impl CellSpec {
+    /// "timer, fifo 95, cpu" for notes and progress.
+    pub fn label(&self) -> String {
+        let (policy, priority) = self.probe.policy();
+        let prio = if policy == SchedPolicy::Other {
+            "other".to_string()
+        } else {
+            format!("{} {priority}", policy.as_str())
+        };
+        format!("{}, {prio}, {}", self.probe.name(), self.workload)
+    }
+
+    /// The measured CPUs as a set.
+    pub fn cpu_set(&self) -> CpuSet {
+        self.probe.cpus().into_iter().collect()
+    }
+}

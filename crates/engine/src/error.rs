@@ -1,0 +1,20 @@
+//! Why a run could not be made.
+
+use latscope_probes::ProbeError;
+
+use crate::sink::SinkError;
+
+/// A run that could not start, or a cell that could not: one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A setting no probe or workload accepts (a usage error).
+    #[error("{0}")]
+    Config(String),
+    /// The sink refused the run before anything was measured.
+    #[error("{0}")]
+    Sink(SinkError),
+    #[error("{0}")]
+    Probe(#[from] ProbeError),
+    #[error("cannot start workload {workload}: {reason}")]
+    Workload { workload: String, reason: String },
+}

@@ -1,0 +1,54 @@
+//! latscope's run lifecycle as a library: what `latscope run` and
+//! `latscope suite` do, what the monitor daemon will do for weeks, and what
+//! the lifecycle tests drive with a simulated probe.
+//!
+//! A run is **prepared** (capabilities detected; guards held: `mlockall`,
+//! `/dev/cpu_dma_latency` at 0, the housekeeping thread kept off the
+//! measured CPUs), **executes** its cells one after the other (workload
+//! started and warmed up → tracer opened → probe threads started behind one
+//! barrier → housekeeping: progress, a checkpoint into the [`Sink`] every
+//! few seconds → final figures), and **stops** at the end, on a stop request
+//! (SIGINT, SIGTERM, or [`Stop::request`]) or on a failure, keeping
+//! everything measured. A sink that fails does not stop the measurement: the
+//! engine keeps a complete copy in memory and returns it in the
+//! [`RunOutcome`] with the sink's error, so the caller can write it
+//! elsewhere.
+//!
+//! The engine never prints: notices and progress go to an [`Observer`].
+//! Time on the housekeeping side comes from a [`Clock`], which tests
+//! replace by a scripted one.
+
+mod cell;
+mod config;
+mod error;
+mod load;
+mod observer;
+mod run;
+mod sink;
+mod stop;
+mod trace_session;
+
+pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan};
+pub use error::EngineError;
+pub use observer::{Observer, Quiet};
+pub use run::{run, Env, RunOutcome};
+pub use sink::{CellKey, MemorySink, Sink, SinkError};
+pub use stop::Stop;
+
+/// The probes' settings, for callers that build cells.
+pub mod probes {
+    pub use latscope_probes::noise::NoiseConfig;
+    pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
+    pub use latscope_probes::udp::UdpConfig;
+    pub use latscope_probes::{Clock, Probe, ProbeError, Progress, RealClock};
+}
+
+/// What a caller needs of the machine to plan a run.
+pub mod system {
+    pub use latscope_platform::{online_cpus, sysinfo, PlatformError, SchedPolicy, StopSignals};
+}
+
+/// Workload names, for callers that check them.
+pub mod workloads {
+    pub use latscope_workloads::helper_main;
+}

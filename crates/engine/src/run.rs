@@ -1,0 +1,259 @@
+//! A run from start to end: prepare (capabilities detected, guards held),
+//! execute the cells one after the other, finish (status and notes), and
+//! hand back what was measured even when the sink failed.
+
+use std::sync::Arc;
+
+use latscope_model::{Capabilities, CpuId, CpuSet, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
+use latscope_platform::{caps, sysinfo, DmaLatencyGuard};
+use latscope_probes::Clock;
+use latscope_stats::RunResult;
+
+use crate::cell::{run_cell, CellOutcome};
+use crate::config::{CellSpec, RunConfig};
+use crate::error::EngineError;
+use crate::load;
+use crate::observer::Observer;
+use crate::sink::{CellKey, MemorySink, Sink, SinkError};
+use crate::stop::Stop;
+
+/// What a run gives back.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The run's id in the sink (when the sink could create it).
+    pub run_id: RunId,
+    /// How the measurement ended: complete, interrupted, or failed.
+    pub status: RunStatus,
+    /// Everything measured, as kept in memory beside the sink: complete
+    /// even when the sink failed.
+    pub result: RunResult,
+    /// The sink's first failure, when part of the run could not be stored
+    /// (the rest is in `result`).
+    pub sink_error: Option<SinkError>,
+}
+
+/// The machine-facing pieces of a run that tests replace.
+pub struct Env<'a> {
+    pub clock: Arc<dyn Clock>,
+    pub stop: Stop,
+    pub observer: &'a mut dyn Observer,
+    /// The system snapshot to record (taken from the machine when `None`).
+    pub system: Option<SystemInfo>,
+}
+
+/// The state every cell of a run shares.
+pub(crate) struct RunCtx<'a, 'e> {
+    pub config: &'a RunConfig,
+    pub sink: &'a mut dyn Sink,
+    pub mirror: MemorySink,
+    pub run_id: RunId,
+    pub mirror_run: RunId,
+    pub capabilities: Capabilities,
+    pub system: SystemInfo,
+    pub online: CpuSet,
+    pub clock: Arc<dyn Clock>,
+    pub stop: Stop,
+    pub observer: &'e mut dyn Observer,
+    pub clock_read_ns: u64,
+    /// The first sink failure of the run.
+    pub sink_error: Option<SinkError>,
+    /// The capability lines have been told (after the first cell's
+    /// threads tried what they could get).
+    pub told: bool,
+}
+
+impl RunCtx<'_, '_> {
+    /// Notes a sink failure (the first one is kept for the outcome).
+    pub fn sink_failed(&mut self, e: SinkError) {
+        if self.sink_error.is_none() {
+            self.observer.sink_failed(&e);
+            self.sink_error = Some(e);
+        }
+    }
+
+    /// Adds a cell to the sink and the mirror.
+    pub fn add_cell(
+        &mut self,
+        meta: &latscope_model::CellMeta,
+    ) -> Result<(Option<CellKey>, CellKey), EngineError> {
+        let mirror = self
+            .mirror
+            .add_cell(self.mirror_run, meta)
+            .map_err(EngineError::Sink)?;
+        let stored = match self.sink.add_cell(self.run_id, meta) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                self.sink_failed(e);
+                None
+            }
+        };
+        Ok((stored, mirror))
+    }
+}
+
+/// Runs `cells` one after the other as one run in `sink`. Stops early on a
+/// stop request or a failed cell: every finished cell, and the partial one,
+/// are kept. Errors before measuring (a workload that cannot start, a probe
+/// that cannot start) end the run as failed and come back as `Err`.
+pub fn run(
+    config: &RunConfig,
+    cells: &[CellSpec],
+    online: &CpuSet,
+    sink: &mut dyn Sink,
+    env: Env<'_>,
+) -> Result<RunOutcome, EngineError> {
+    for c in cells {
+        c.probe.validate().map_err(EngineError::Config)?;
+        load::check(c).map_err(EngineError::Config)?;
+    }
+
+    // What the threads obtain is recorded once they have tried, below.
+    let mut capabilities = caps::detect();
+    if config.guards.lock_memory {
+        match latscope_platform::lock_memory() {
+            Ok(()) => capabilities.mlock = true,
+            Err(e) => capabilities.missing.push(format!(
+                "memory not locked ({e}; needs root or CAP_IPC_LOCK): page faults can add latency"
+            )),
+        }
+    }
+    let dma_guard = if config.guards.dma_latency {
+        match DmaLatencyGuard::hold(0) {
+            Ok(g) => {
+                capabilities.dma_latency = true;
+                Some(g)
+            }
+            Err(e) => {
+                capabilities.missing.push(format!(
+                    "/dev/cpu_dma_latency not held at 0 ({e}): deep idle states can add wake-up latency"
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    // Keep this housekeeping thread (sink, progress, signals) off the
+    // measured CPUs when any other CPU is online, like cyclictest's
+    // --mainaffinity: its own wake-ups would otherwise occasionally keep a
+    // measured CPU busy at a timer expiry and give that sample a shorter
+    // path than an idle CPU's (see docs/concepts.md).
+    if config.guards.pin_housekeeping {
+        let measured: CpuSet = cells.iter().flat_map(|c| c.probe.cpus()).collect();
+        let housekeeping: Vec<CpuId> = online.iter().filter(|c| !measured.contains(*c)).collect();
+        if !housekeeping.is_empty() {
+            if let Err(e) = latscope_platform::set_affinity_set(&housekeeping) {
+                capabilities.missing.push(format!(
+                    "housekeeping thread not kept off the measured CPUs ({e})"
+                ));
+            }
+        }
+    }
+
+    let system = env.system.unwrap_or_else(sysinfo::snapshot);
+    let meta = RunMeta {
+        id: RunId(0),
+        started_unix_ns: Nanos(env.clock.realtime_ns()),
+        ended_unix_ns: None,
+        checkpoint_unix_ns: None,
+        status: RunStatus::Running,
+        command_line: config.command_line.clone(),
+        pid: std::process::id(),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        hostname: system.hostname.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        notes: Vec::new(),
+    };
+    // A sink that cannot even record the run fails it before anything is
+    // measured: there would be nowhere to put the results.
+    let run_id = sink
+        .create_run(&meta, &system, &capabilities)
+        .map_err(EngineError::Sink)?;
+    let mut mirror = MemorySink::new();
+    let mirror_run = mirror
+        .create_run(&meta, &system, &capabilities)
+        .map_err(EngineError::Sink)?;
+    let mut ctx = RunCtx {
+        config,
+        sink,
+        mirror,
+        run_id,
+        mirror_run,
+        capabilities,
+        system,
+        online: online.clone(),
+        clock: env.clock,
+        stop: env.stop,
+        observer: env.observer,
+        clock_read_ns: latscope_platform::clock_read_cost(2_000),
+        sink_error: None,
+        told: false,
+    };
+
+    let mut notes = Vec::new();
+    let mut status = RunStatus::Complete;
+    let mut failure = None;
+    for cell in cells {
+        if ctx.stop.stopped() {
+            break;
+        }
+        match run_cell(&mut ctx, cell) {
+            Ok(CellOutcome {
+                status: s,
+                notes: n,
+            }) => {
+                notes.extend(n);
+                if s != RunStatus::Complete {
+                    status = s;
+                    break;
+                }
+            }
+            Err(e) => {
+                notes.push(e.to_string());
+                status = RunStatus::Failed;
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    if status == RunStatus::Complete && ctx.stop.stopped() {
+        status = RunStatus::Interrupted;
+    }
+    let ended = Nanos(ctx.clock.realtime_ns());
+    let _ = ctx.mirror.finish_run(ctx.mirror_run, status, ended, &notes);
+    // The sink's copy says why it is incomplete when it failed on the way;
+    // its status names the cause.
+    let (stored_status, stored_notes) = match &ctx.sink_error {
+        Some(e) => {
+            let mut n = notes.clone();
+            n.push(format!(
+                "the store failed during the run ({e}): it holds the run up to its last good checkpoint; the whole run was kept in memory and written elsewhere"
+            ));
+            (RunStatus::Failed, n)
+        }
+        None => (status, notes),
+    };
+    if let Err(e) = ctx
+        .sink
+        .finish_run(ctx.run_id, stored_status, ended, &stored_notes)
+    {
+        ctx.sink_failed(e);
+    }
+    drop(dma_guard);
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let result = ctx
+        .mirror
+        .into_run()
+        .ok_or_else(|| EngineError::Sink(SinkError("the run was not kept in memory".into())))?;
+    Ok(RunOutcome {
+        run_id,
+        status,
+        result,
+        sink_error: ctx.sink_error,
+    })
+}

@@ -1,0 +1,266 @@
+//! Where a run's results go while it runs.
+//!
+//! The engine writes through a [`Sink`]: the store is one (the CLI's), an
+//! in-memory mirror is another (tests, and the rescue copy kept beside every
+//! run), and the monitoring daemon will be a third. A sink that fails does
+//! not stop the measurement: the engine keeps what could not be written and
+//! tries again at the next checkpoint, and the run's outcome says what was
+//! never stored.
+
+use std::collections::BTreeMap;
+
+use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
+use latscope_stats::{CellResult, RunResult, SecondStats};
+use latscope_store::{Checkpoint, Store, StoreError};
+
+/// A sink's failure, as the one line a user reads.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SinkError(pub String);
+
+impl From<StoreError> for SinkError {
+    fn from(e: StoreError) -> SinkError {
+        SinkError(e.to_string())
+    }
+}
+
+/// A sink's name for a cell (the store's row id; the mirror's index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CellKey(pub i64);
+
+/// What receives a run as it is measured. Every call is made from the
+/// housekeeping thread.
+pub trait Sink {
+    /// Records a new run; returns its id.
+    fn create_run(
+        &mut self,
+        meta: &RunMeta,
+        system: &SystemInfo,
+        caps: &Capabilities,
+    ) -> Result<RunId, SinkError>;
+    /// Replaces the run's capabilities (known once the threads started).
+    fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError>;
+    /// Adds a cell to the run.
+    fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError>;
+    /// Stores a checkpoint of a cell: all of it, or nothing.
+    fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError>;
+    /// Ends the run with its status and notes.
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<(), SinkError>;
+}
+
+impl Sink for Store {
+    fn create_run(
+        &mut self,
+        meta: &RunMeta,
+        system: &SystemInfo,
+        caps: &Capabilities,
+    ) -> Result<RunId, SinkError> {
+        Ok(Store::create_run(self, meta, system, caps)?)
+    }
+
+    fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
+        Ok(Store::update_capabilities(self, run, caps)?)
+    }
+
+    fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
+        Ok(CellKey(Store::add_cell(self, run, meta)?.0))
+    }
+
+    fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
+        Ok(self.write_checkpoint(run, latscope_store::CellId(cell.0), cp)?)
+    }
+
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<(), SinkError> {
+        Ok(Store::finish_run(self, run, status, ended_unix, notes)?)
+    }
+}
+
+/// A run held in memory, with the same semantics as the store: metrics and
+/// figures replaced at each checkpoint, timeline seconds appended, episodes
+/// upserted by sequence number. The engine keeps one beside every run, so
+/// that what a failing store could not take is still there at the end.
+#[derive(Clone, Debug, Default)]
+pub struct MemorySink {
+    run: Option<RunResult>,
+    /// Per cell index, metric and CPU: the timeline seconds in order.
+    timelines: BTreeMap<(usize, String, Option<CpuId>), Vec<SecondStats>>,
+    /// How many checkpoints each cell received.
+    checkpoints: Vec<u32>,
+}
+
+impl MemorySink {
+    pub fn new() -> MemorySink {
+        MemorySink::default()
+    }
+
+    /// The run as received so far.
+    pub fn run(&self) -> Option<&RunResult> {
+        self.run.as_ref()
+    }
+
+    /// Takes the run out (the rescue copy at the end of a run).
+    pub fn into_run(self) -> Option<RunResult> {
+        self.run
+    }
+
+    /// The timeline seconds received for a cell's metric on a CPU.
+    pub fn timeline(&self, cell: usize, metric: &str, cpu: Option<CpuId>) -> &[SecondStats] {
+        self.timelines
+            .get(&(cell, metric.to_string(), cpu))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// How many checkpoints cell `cell` received (the final one included).
+    pub fn checkpoints(&self, cell: usize) -> u32 {
+        self.checkpoints.get(cell).copied().unwrap_or(0)
+    }
+
+    fn cell_mut(&mut self, cell: CellKey) -> Result<&mut CellResult, SinkError> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| SinkError("no run was created".into()))?;
+        usize::try_from(cell.0)
+            .ok()
+            .and_then(|i| run.cells.get_mut(i))
+            .ok_or_else(|| SinkError(format!("no cell {}", cell.0)))
+    }
+}
+
+impl Sink for MemorySink {
+    fn create_run(
+        &mut self,
+        meta: &RunMeta,
+        system: &SystemInfo,
+        caps: &Capabilities,
+    ) -> Result<RunId, SinkError> {
+        let mut meta = meta.clone();
+        meta.id = RunId(1);
+        self.run = Some(RunResult {
+            meta,
+            system: system.clone(),
+            capabilities: caps.clone(),
+            cells: Vec::new(),
+        });
+        self.timelines.clear();
+        self.checkpoints.clear();
+        Ok(RunId(1))
+    }
+
+    fn update_capabilities(&mut self, _run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| SinkError("no run was created".into()))?;
+        run.capabilities = caps.clone();
+        Ok(())
+    }
+
+    fn add_cell(&mut self, _run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| SinkError("no run was created".into()))?;
+        run.cells.push(CellResult {
+            meta: meta.clone(),
+            metrics: Vec::new(),
+            trace: None,
+            episodes: Vec::new(),
+            noise: Vec::new(),
+            timer: Vec::new(),
+            udp: None,
+            workload_stats: None,
+        });
+        self.checkpoints.push(0);
+        Ok(CellKey(run.cells.len() as i64 - 1))
+    }
+
+    fn checkpoint(&mut self, _run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
+        let c = self.cell_mut(cell)?;
+        c.meta.duration_ns = cp.duration;
+        c.metrics = cp.metrics.clone();
+        if !cp.noise.is_empty() {
+            for n in &cp.noise {
+                match c.noise.iter_mut().find(|x| x.cpu == n.cpu) {
+                    Some(x) => *x = n.clone(),
+                    None => c.noise.push(n.clone()),
+                }
+            }
+            c.noise.sort_by_key(|n| n.cpu);
+        }
+        for t in &cp.timer {
+            match c.timer.iter_mut().find(|x| x.cpu == t.cpu) {
+                Some(x) => *x = t.clone(),
+                None => c.timer.push(t.clone()),
+            }
+        }
+        c.timer.sort_by_key(|t| t.cpu);
+        if cp.udp.is_some() {
+            c.udp = cp.udp.clone();
+        }
+        if cp.workload.is_some() {
+            c.workload_stats = cp.workload.clone();
+        }
+        for e in &cp.episodes {
+            match c.episodes.iter_mut().find(|x| x.seq == e.seq) {
+                Some(x) => *x = e.clone(),
+                None => c.episodes.push(e.clone()),
+            }
+        }
+        c.episodes.sort_by_key(|e| e.seq);
+        if cp.trace_summary.is_some() {
+            c.trace = cp.trace_summary.clone();
+        }
+        let index = usize::try_from(cell.0).unwrap_or(usize::MAX);
+        for chunk in &cp.timeline {
+            let seconds = self
+                .timelines
+                .entry((index, chunk.metric.clone(), chunk.cpu))
+                .or_default();
+            // Chunks arrive in order; a chunk starting past the end leaves
+            // empty seconds, as the store's reader does.
+            let first = usize::try_from(chunk.first_second).unwrap_or(usize::MAX);
+            if seconds.len() < first {
+                seconds.resize(first, SecondStats::default());
+            }
+            seconds.truncate(first);
+            seconds.extend(chunk.seconds.iter().copied());
+        }
+        if let Some(n) = self.checkpoints.get_mut(index) {
+            *n += 1;
+        }
+        if let Some(run) = self.run.as_mut() {
+            run.meta.checkpoint_unix_ns = Some(cp.now_unix);
+        }
+        Ok(())
+    }
+
+    fn finish_run(
+        &mut self,
+        _run: RunId,
+        status: RunStatus,
+        ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<(), SinkError> {
+        let run = self
+            .run
+            .as_mut()
+            .ok_or_else(|| SinkError("no run was created".into()))?;
+        run.meta.status = status;
+        run.meta.ended_unix_ns = Some(ended_unix);
+        run.meta.notes.extend(notes.iter().cloned());
+        Ok(())
+    }
+}

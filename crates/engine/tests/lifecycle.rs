@@ -1,0 +1,474 @@
+//! The run lifecycle, driven deterministically: the simulated probe with
+//! scripted latencies, a scripted clock that advances only when the engine
+//! sleeps, and in-memory or failing sinks. What only a real kernel can show
+//! is in the CLI's end-to-end tests.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::{Arc, Mutex};
+
+use latscope_engine::{
+    BuildProbe, CellSpec, Env, Guards, MemorySink, Observer, ProbeSpec, RunConfig, Sink, SinkError,
+    Stop,
+};
+use latscope_model::{metric, CellSettings, CpuId, CpuSet, Nanos, RunId, RunStatus, SimSettings};
+use latscope_probes::sim::{SimConfig, SimProbe};
+use latscope_probes::{Clock, Progress, ScriptedClock};
+use latscope_store::Checkpoint;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+fn config(checkpoint_s: u64) -> RunConfig {
+    RunConfig {
+        checkpoint: Nanos(checkpoint_s * S),
+        trace: None,
+        guards: Guards::NONE,
+        command_line: vec!["test".into()],
+    }
+}
+
+/// A simulated cell: `cpus` CPUs, 1 ms period, `seconds` long; sample k on
+/// a CPU is late by 10 µs + k mod 100 µs, and fails after `fail_after_s`.
+fn sim_cell(
+    clock: &Arc<ScriptedClock>,
+    index: u32,
+    of: u32,
+    cpus: &[u32],
+    seconds: u64,
+    fail_after_s: Option<u64>,
+) -> CellSpec {
+    let clock: Arc<dyn Clock> = clock.clone();
+    let cpus: Vec<CpuId> = cpus.iter().map(|&c| CpuId(c)).collect();
+    let cfg = SimConfig {
+        cpus: cpus.clone(),
+        period: Nanos(MS),
+        duration: Some(Nanos(seconds * S)),
+        threshold: Some(Nanos::from_micros(100)),
+        clock,
+        latency: Arc::new(|_cpu, k| Nanos(10_000 + (k % 100) * 1_000)),
+        fail_after: fail_after_s.map(|s| Nanos(s * S)),
+        handoff: 0,
+    };
+    let build: BuildProbe = Arc::new(move || Ok(Box::new(SimProbe::new(cfg.clone())?) as _));
+    CellSpec {
+        index,
+        of,
+        probe: ProbeSpec::Custom {
+            name: "sim",
+            cpus,
+            duration: Some(Nanos(seconds * S)),
+            build,
+        },
+        workload: "none".into(),
+        load_level: "medium".into(),
+        warmup: Nanos::ZERO,
+        settings: CellSettings::Sim(SimSettings::default()),
+    }
+}
+
+fn online() -> CpuSet {
+    [CpuId(0), CpuId(1)].into_iter().collect()
+}
+
+/// Records every checkpoint a sink receives, and can fail from a given one.
+#[derive(Default)]
+struct Recorder {
+    inner: MemorySink,
+    checkpoints: Vec<(Nanos, u64, u64)>,
+    /// Fail checkpoints number `fail_from..fail_until` (0-based).
+    fail: Option<std::ops::Range<usize>>,
+    calls: usize,
+}
+
+impl Recorder {
+    fn samples(cp: &Checkpoint) -> u64 {
+        cp.metrics
+            .iter()
+            .filter(|m| m.name == metric::TIMER_LATENCY)
+            .map(|m| m.histogram.count())
+            .sum()
+    }
+}
+
+impl Sink for Recorder {
+    fn create_run(
+        &mut self,
+        meta: &latscope_model::RunMeta,
+        system: &latscope_model::SystemInfo,
+        caps: &latscope_model::Capabilities,
+    ) -> Result<RunId, SinkError> {
+        self.inner.create_run(meta, system, caps)
+    }
+    fn update_capabilities(
+        &mut self,
+        run: RunId,
+        caps: &latscope_model::Capabilities,
+    ) -> Result<(), SinkError> {
+        self.inner.update_capabilities(run, caps)
+    }
+    fn add_cell(
+        &mut self,
+        run: RunId,
+        meta: &latscope_model::CellMeta,
+    ) -> Result<latscope_engine::CellKey, SinkError> {
+        self.inner.add_cell(run, meta)
+    }
+    fn checkpoint(
+        &mut self,
+        run: RunId,
+        cell: latscope_engine::CellKey,
+        cp: &Checkpoint,
+    ) -> Result<(), SinkError> {
+        let n = self.calls;
+        self.calls += 1;
+        if self.fail.as_ref().is_some_and(|r| r.contains(&n)) {
+            return Err(SinkError("store s.db: the disk is full".into()));
+        }
+        let seconds: u64 = cp.timeline.iter().map(|c| c.seconds.len() as u64).sum();
+        self.checkpoints
+            .push((cp.duration, Recorder::samples(cp), seconds));
+        self.inner.checkpoint(run, cell, cp)
+    }
+    fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended: Nanos,
+        notes: &[String],
+    ) -> Result<(), SinkError> {
+        self.inner.finish_run(run, status, ended, notes)
+    }
+}
+
+/// Stops the run (as a signal would) once a cell has measured `at`.
+struct StopAt {
+    stop: Stop,
+    at: Nanos,
+    signal: i32,
+    progress: Vec<(Nanos, Progress)>,
+    notices: Arc<Mutex<Vec<String>>>,
+}
+
+impl Observer for StopAt {
+    fn sink_failed(&mut self, e: &SinkError) {
+        self.notice(&format!("sink failed: {e}"));
+    }
+    fn notice(&mut self, line: &str) {
+        if let Ok(mut n) = self.notices.lock() {
+            n.push(line.to_string());
+        }
+    }
+    fn progress(&mut self, _cell: &CellSpec, elapsed: Nanos, p: Progress) {
+        self.progress.push((elapsed, p));
+        if elapsed >= self.at && !self.stop.stopped() {
+            self.stop.request(self.signal);
+        }
+    }
+}
+
+fn observer(stop: &Stop, at: Nanos, signal: i32) -> StopAt {
+    StopAt {
+        stop: stop.clone(),
+        at,
+        signal,
+        progress: Vec::new(),
+        notices: Arc::default(),
+    }
+}
+
+fn env<'a>(clock: &Arc<ScriptedClock>, stop: &Stop, obs: &'a mut StopAt) -> Env<'a> {
+    Env {
+        clock: clock.clone(),
+        stop: stop.clone(),
+        observer: obs,
+        system: Some(latscope_model::SystemInfo::default()),
+    }
+}
+
+#[test]
+fn checkpoints_hold_exactly_what_was_measured_by_then() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let mut sink = Recorder::default();
+    let cells = [sim_cell(&clock, 0, 1, &[0, 1], 10, None)];
+    let out = latscope_engine::run(
+        &config(2),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Complete);
+    assert!(out.sink_error.is_none());
+    // Four checkpoints while measuring (2, 4, 6, 8 s) and the final one.
+    let durations: Vec<u64> = sink.checkpoints.iter().map(|c| c.0 .0 / MS).collect();
+    assert_eq!(durations.len(), 5, "{durations:?}");
+    for (i, (d, samples, _)) in sink.checkpoints.iter().enumerate().take(4) {
+        // Two CPUs, one sample per ms with a deadline at or before the
+        // checkpoint's time.
+        let expected = 2 * (d.0 / MS);
+        assert!(
+            samples.abs_diff(expected) <= 2,
+            "checkpoint {i} at {d}: {samples} samples, expected {expected}"
+        );
+    }
+    let last = sink.checkpoints[4];
+    assert_eq!(last.0, Nanos(10 * S));
+    assert_eq!(last.1, 2 * 10_000, "every deadline of 10 s on 2 CPUs");
+    // Timeline: 10 complete seconds per CPU, each sent once.
+    let sent: u64 = sink.checkpoints.iter().map(|c| c.2).sum();
+    assert_eq!(sent, 2 * 10, "timeline seconds sent");
+    let tl = sink
+        .inner
+        .timeline(0, metric::TIMER_LATENCY, Some(CpuId(1)));
+    assert_eq!(tl.len(), 10);
+    assert!(tl.iter().all(|s| s.count == 1_000), "{tl:?}");
+    // The outcome's copy is the same run.
+    let c = &out.result.cells[0];
+    assert_eq!(c.meta.duration_ns, Nanos(10 * S));
+    assert_eq!(c.meta.probe, "sim");
+}
+
+fn stopped_mid_cell(signal: i32) {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(3_050 * MS), signal);
+    let mut sink = Recorder::default();
+    let cells = [
+        sim_cell(&clock, 0, 2, &[0], 10, None),
+        sim_cell(&clock, 1, 2, &[0], 10, None),
+    ];
+    let out = latscope_engine::run(
+        &config(1),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(out.result.cells.len(), 1, "the second cell never started");
+    let c = &out.result.cells[0];
+    // Stopped at the first tick at or after 3.05 s; the probe saw the
+    // request at that tick.
+    assert!(
+        c.meta.duration_ns >= Nanos(3_050 * MS) && c.meta.duration_ns <= Nanos(3_200 * MS),
+        "{}",
+        c.meta.duration_ns
+    );
+    let samples: u64 = c
+        .metrics
+        .iter()
+        .filter(|m| m.name == metric::TIMER_LATENCY)
+        .map(|m| m.histogram.count())
+        .sum();
+    // Deadlines fall at 0, 1, 2, ... ms from time zero.
+    assert_eq!(
+        samples,
+        c.meta.duration_ns.0 / MS + 1,
+        "every deadline until the stop"
+    );
+    let stored = sink.inner.run().unwrap();
+    assert_eq!(stored.meta.status, RunStatus::Interrupted);
+    assert!(
+        stored
+            .meta
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("stopped by signal {signal}"))),
+        "{:?}",
+        stored.meta.notes
+    );
+    assert_eq!(stored.cells[0].metrics, c.metrics, "the store has it all");
+}
+
+#[test]
+fn ctrl_c_mid_cell_keeps_everything_measured() {
+    stopped_mid_cell(2);
+}
+
+#[test]
+fn sigterm_mid_cell_keeps_everything_measured() {
+    stopped_mid_cell(15);
+}
+
+#[test]
+fn a_failing_cell_ends_the_suite_and_keeps_the_cells_before_it() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let mut sink = Recorder::default();
+    let cells = [
+        sim_cell(&clock, 0, 3, &[0], 2, None),
+        sim_cell(&clock, 1, 3, &[0], 5, Some(1)),
+        sim_cell(&clock, 2, 3, &[0], 2, None),
+    ];
+    let out = latscope_engine::run(
+        &config(1),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Failed);
+    assert_eq!(out.result.cells.len(), 2, "the third cell did not run");
+    assert_eq!(out.result.cells[0].meta.duration_ns, Nanos(2 * S));
+    let failed = &out.result.cells[1];
+    assert!(failed.meta.duration_ns < Nanos(2 * S));
+    let notes = &sink.inner.run().unwrap().meta.notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.starts_with("cell 1 (sim, other, none): measurement failed")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn progress_is_reported_every_tick_and_never_goes_back() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let mut sink = Recorder::default();
+    let cells = [sim_cell(&clock, 0, 1, &[0], 3, None)];
+    latscope_engine::run(
+        &config(10),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    // One report per 100 ms tick until the 3 s cell ends.
+    assert!(
+        (29..=31).contains(&obs.progress.len()),
+        "{}",
+        obs.progress.len()
+    );
+    for w in obs.progress.windows(2) {
+        assert!(w[1].0 >= w[0].0, "elapsed goes back: {w:?}");
+        assert!(w[1].1.samples >= w[0].1.samples);
+    }
+    let (elapsed, p) = obs.progress[9];
+    assert_eq!(elapsed, Nanos(S), "the tenth tick is at 1 s");
+    assert!(p.samples.abs_diff(1_000) <= 1, "{}", p.samples);
+    assert_eq!(p.max_latency, Nanos(109_000));
+}
+
+#[test]
+fn a_failing_sink_loses_nothing_it_gets_back() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let notices = Arc::clone(&obs.notices);
+    // Checkpoints 1 and 2 (at 2 s and 3 s) fail, as on a full disk that
+    // is then cleared.
+    let mut sink = Recorder {
+        fail: Some(1..3),
+        ..Recorder::default()
+    };
+    let cells = [sim_cell(&clock, 0, 1, &[0], 6, None)];
+    let out = latscope_engine::run(
+        &config(1),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Complete, "measuring went on");
+    assert!(out.sink_error.is_some());
+    let notices = notices.lock().unwrap().clone();
+    assert_eq!(
+        notices
+            .iter()
+            .filter(|n| n.contains("disk is full"))
+            .count(),
+        1,
+        "said once: {notices:?}"
+    );
+    // The timeline seconds of the failed checkpoints were sent again.
+    let tl = sink
+        .inner
+        .timeline(0, metric::TIMER_LATENCY, Some(CpuId(0)));
+    assert_eq!(tl.len(), 6, "{tl:?}");
+    assert!(tl.iter().all(|s| s.count == 1_000));
+    // The sink's copy names the cause; the outcome's copy is complete.
+    let stored = sink.inner.run().unwrap();
+    assert_eq!(stored.meta.status, RunStatus::Failed);
+    assert!(stored
+        .meta
+        .notes
+        .iter()
+        .any(|n| n.contains("the store failed")));
+    assert_eq!(out.result.meta.status, RunStatus::Complete);
+    assert_eq!(out.result.cells[0].meta.duration_ns, Nanos(6 * S));
+}
+
+#[test]
+fn a_sink_that_cannot_record_the_run_fails_it_before_measuring() {
+    struct Refuse;
+    impl Sink for Refuse {
+        fn create_run(
+            &mut self,
+            _: &latscope_model::RunMeta,
+            _: &latscope_model::SystemInfo,
+            _: &latscope_model::Capabilities,
+        ) -> Result<RunId, SinkError> {
+            Err(SinkError(
+                "store s.db stayed locked by another process for 5 s".into(),
+            ))
+        }
+        fn update_capabilities(
+            &mut self,
+            _: RunId,
+            _: &latscope_model::Capabilities,
+        ) -> Result<(), SinkError> {
+            unreachable!()
+        }
+        fn add_cell(
+            &mut self,
+            _: RunId,
+            _: &latscope_model::CellMeta,
+        ) -> Result<latscope_engine::CellKey, SinkError> {
+            unreachable!()
+        }
+        fn checkpoint(
+            &mut self,
+            _: RunId,
+            _: latscope_engine::CellKey,
+            _: &Checkpoint,
+        ) -> Result<(), SinkError> {
+            unreachable!()
+        }
+        fn finish_run(
+            &mut self,
+            _: RunId,
+            _: RunStatus,
+            _: Nanos,
+            _: &[String],
+        ) -> Result<(), SinkError> {
+            unreachable!()
+        }
+    }
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let cells = [sim_cell(&clock, 0, 1, &[0], 1, None)];
+    let e = latscope_engine::run(
+        &config(1),
+        &cells,
+        &online(),
+        &mut Refuse,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "store s.db stayed locked by another process for 5 s"
+    );
+    assert!(obs.progress.is_empty(), "nothing was measured");
+}
