@@ -28,6 +28,7 @@ mod exceedance;
 mod gpd;
 mod horizon;
 mod mttf;
+mod report;
 mod special;
 mod tail;
 
@@ -48,6 +49,11 @@ pub use horizon::{
     window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
+pub use report::{
+    forecast_report, mttf_grid, pool_cpus, CellForecast, CpuTimeline, ForecastOptions,
+    ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases, UsageReport, WorstCases,
+    FORECAST_METRICS, FORECAST_SCHEMA,
+};
 pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };
