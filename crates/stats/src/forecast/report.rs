@@ -204,6 +204,9 @@ pub struct MetricForecast {
     pub cpus: Vec<u32>,
     /// Wake-ups (uncorrected samples) measured.
     pub samples: u64,
+    /// Deadlines of the distribution MTTF and verdicts use (the corrected
+    /// one where measured, else `samples`).
+    pub deadlines: u64,
     /// Measured time, summed over the pooled CPUs.
     pub measured_s: f64,
     /// Whether MTTF and verdicts use a coordinated-omission-corrected
@@ -329,6 +332,7 @@ fn metric_forecast(
         name: name.to_string(),
         cpus: p.cpus.clone(),
         samples: wake.samples(),
+        deadlines: dl.samples(),
         measured_s: wake.duration_s(),
         per_deadline: dl.per_deadline(),
         exceedance: ex.into_iter().step_by(step).collect(),
