@@ -186,7 +186,135 @@ pub fn sched_text(file: &str, r: &SchedReport) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use latscope_model::{
+        metric, Capabilities, CellMeta, CpuId, RunId, RunMeta, RunStatus, SystemInfo,
+    };
+    use latscope_stats::sched::{sched_report, Task};
+    use latscope_stats::{CellResult, Histogram, MetricResult, RunResult};
+
     use super::*;
+
+    /// A 3 s run at FIFO 95 on CPU 0 whose worst deadline was 52.6 µs late.
+    fn run() -> RunResult {
+        let mut settings = BTreeMap::new();
+        settings.insert("policy".to_string(), serde_json::json!("fifo"));
+        settings.insert("priority".to_string(), serde_json::json!(95));
+        let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(0)));
+        let mut c = Histogram::new();
+        for i in 0..3000u64 {
+            m.histogram.record(8_000 + i);
+            c.record(8_000 + i);
+        }
+        m.histogram.record(52_600);
+        c.record(52_600);
+        m.corrected = Some(c);
+        RunResult {
+            meta: RunMeta {
+                id: RunId(1),
+                started_unix_ns: Nanos(0),
+                ended_unix_ns: None,
+                checkpoint_unix_ns: None,
+                status: RunStatus::Complete,
+                command_line: Vec::new(),
+                pid: 1,
+                boot_id: String::new(),
+                hostname: String::new(),
+                tool_version: String::new(),
+                notes: Vec::new(),
+            },
+            system: SystemInfo::default(),
+            capabilities: Capabilities::default(),
+            cells: vec![CellResult {
+                meta: CellMeta {
+                    index: 0,
+                    probe: "timer".into(),
+                    workload: "none".into(),
+                    settings,
+                    duration_ns: Nanos::from_secs(3),
+                    monotonic_start_ns: Nanos(0),
+                },
+                metrics: vec![m],
+                trace: None,
+                episodes: Vec::new(),
+                noise: Vec::new(),
+                udp: None,
+                workload_stats: None,
+            }],
+        }
+    }
+
+    fn tasks() -> Vec<Task> {
+        vec![
+            Task::new("control", Nanos::from_millis(1), Nanos::from_micros(200)).with_priority(90),
+            Task::new("fusion", Nanos::from_millis(10), Nanos::from_millis(2)).with_priority(80),
+            Task::new("logger", Nanos::from_millis(100), Nanos::from_millis(10))
+                .with_deadline(Nanos::from_millis(50))
+                .with_priority(10),
+        ]
+    }
+
+    /// The example of docs/cli.md, byte for byte.
+    #[test]
+    fn text_of_the_documented_example() {
+        let r = sched_report(&run(), tasks(), None, "1/hour", Nanos::from_secs(3600)).unwrap();
+        let want = "schedulability of control.toml (3 tasks, explicit priorities) with run 1
+pseudo worst case of timer.latency for a miss rate of 1/hour (exceeded at most once per 1h):
+  FIFO 95    52.6µs  bounded by the run's max (3.00s measured, less than 1h: a longer run may raise it); cell 0, workload none, CPU 0, per deadline
+every task's release jitter J and blocking B = the pseudo worst case at its priority
+
+task     period    WCET  deadline  prio    J = B  response   slack  verdict
+control  1.00ms   200µs    1.00ms    90  52.6µs*     305µs   695µs       ok
+fusion   10.0ms  2.00ms    10.0ms    80  52.6µs*    2.71ms  7.29ms       ok
+logger    100ms  10.0ms    50.0ms    10  52.6µs*    17.7ms  32.3ms       ok
+* the task's priority is below every measured one: its J and B come from a higher priority and may be optimistic
+
+utilization 0.500; Liu & Layland bound for 3 tasks: 0.780 (within); hyperbolic Π(U+1) = 1.584 (≤ 2)
+  (the bounds assume rate-monotonic priorities, D = T and no jitter or blocking: here they are indicative only)
+schedulable: every task meets its deadline (response-time analysis)
+";
+        let text = sched_text("control.toml", &r);
+        assert_eq!(text, want, "got:\n{text}");
+    }
+
+    #[test]
+    fn json_keeps_the_documented_keys() {
+        let r = sched_report(&run(), tasks(), None, "1/hour", Nanos::from_secs(3600)).unwrap();
+        let v = sched_json(&r).unwrap();
+        assert_eq!(v["run_id"], 1);
+        assert_eq!(v["metric"], "timer.latency");
+        assert_eq!(v["miss_interval_ns"], 3_600_000_000_000u64);
+        assert_eq!(v["priorities"], "explicit");
+        assert_eq!(v["schedulable"], true);
+        let p = &v["pseudo_worst_case"][0];
+        assert_eq!(p["latency_ns"], 52_600);
+        assert_eq!(p["basis"], "run_max");
+        assert_eq!(p["measured_ns"], 3_000_000_000u64);
+        assert_eq!(p["corrected"], true);
+        let t = &v["tasks"][2];
+        assert_eq!(t["name"], "logger");
+        assert_eq!(t["deadline_ns"], 50_000_000);
+        assert_eq!(t["jitter_ns"], 52_600);
+        assert_eq!(t["blocking_ns"], 52_600);
+        assert_eq!(t["response"], "exact");
+        assert_eq!(t["rank"], 3);
+        assert_eq!(t["latency_source"]["level"], "FIFO 95");
+        assert_eq!(t["latency_source"]["basis"], "run_max");
+        assert_eq!(t["latency_source"]["optimistic"], true);
+        assert!(t["latency_source"].get("source").is_none());
+        for key in [
+            "utilization",
+            "ll_bound",
+            "ll_pass",
+            "hyperbolic_product",
+            "hyperbolic_pass",
+            "bounds_apply",
+            "miss_rate",
+        ] {
+            assert!(v.get(key).is_some(), "no {key}");
+        }
+    }
 
     #[test]
     fn intervals_read_well() {
