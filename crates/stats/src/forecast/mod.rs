@@ -12,6 +12,10 @@
 //! * the **mean time to buffer underrun** of a buffering scheme and its grid
 //!   over buffer sizes and counts ([`Measured::mttf`], [`Measured::mttf_grid`]);
 //! * **verdicts** for application presets ([`APP_PRESETS`], [`verdict`]).
+//! * all of it for a stored run as one typed [`ForecastReport`]
+//!   ([`forecast_report`]), which `latscope forecast` and the HTML report
+//!   both render: one pooling of CPUs ([`pool_cpus`]), one MTTF grid
+//!   ([`mttf_grid`], [`GridSpec::standard`]).
 //!
 //! Where a forecast needs rarer events than the run holds, it extrapolates
 //! with a peaks-over-threshold generalized Pareto fit ([`TailFit`]). Every
