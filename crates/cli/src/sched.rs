@@ -9,22 +9,19 @@
 //! the rate that CPU woke up ([`latscope_stats::sched::pseudo_worst_case`]);
 //! the largest over the CPUs and cells measured at the priority that matches
 //! the task is its `J` and its `B`.
+//!
+//! Glue only: this module reads the task file and the arguments, loads the
+//! run, and hands them to [`latscope_stats::sched::sched_report`]; the text
+//! and the JSON are rendered by `latscope_report`.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context as _;
-use latscope_model::{metric, Nanos};
-use latscope_report::Table;
-use latscope_stats::sched::{
-    pseudo_worst_case, Analysis, PriorityOrder, PseudoBasis, PseudoWorstCase, Response, Task,
-    TaskSet,
-};
-use latscope_stats::RunResult;
+use latscope_model::Nanos;
+use latscope_stats::sched::{sched_report, SchedReportError, Task, TaskSet};
 use latscope_store::Store;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::args::SchedArgs;
 use crate::exit::{self, Exit};
@@ -51,46 +48,23 @@ pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
-    let sources = measurements(&run, cell, miss_interval)?;
-
-    let mut assigned = Vec::with_capacity(tasks.len());
-    let mut jittered = Vec::with_capacity(tasks.len());
-    for task in tasks {
-        let a = assign(&sources, task.priority);
-        jittered.push(task.with_jitter(a.latency).with_blocking(a.latency));
-        assigned.push(a);
-    }
-    let set = TaskSet::new(jittered).map_err(|e| Exit::usage(format!("{file}: {e}")))?;
-    let analysis = set.analyze().map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+    let report =
+        sched_report(&run, tasks, cell, &args.miss_rate, miss_interval).map_err(|e| -> Exit {
+            match e {
+                SchedReportError::Tasks(e) => Exit::usage(format!("{file}: {e}")),
+                SchedReportError::Analysis(e) => anyhow::anyhow!("{file}: {e}").into(),
+                other => anyhow::anyhow!("{other}").into(),
+            }
+        })?;
 
     if args.json {
-        let doc = json_doc(
-            &set,
-            &analysis,
-            &assigned,
-            &sources,
-            id.0,
-            &args.miss_rate,
-            miss_interval,
-        );
+        let doc = latscope_report::sched_json(&report).map_err(anyhow::Error::from)?;
         let text = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
         println!("{text}");
     } else {
-        print!(
-            "{}",
-            text(
-                &file,
-                &set,
-                &analysis,
-                &assigned,
-                &sources,
-                id.0,
-                &args.miss_rate,
-                miss_interval
-            )
-        );
+        print!("{}", latscope_report::sched_text(&file, &report));
     }
-    Ok(if analysis.schedulable {
+    Ok(if report.schedulable {
         exit::OK
     } else {
         UNSCHEDULABLE
@@ -131,29 +105,6 @@ pub fn parse_miss_rate(text: &str) -> Result<Nanos, String> {
         return Err(bad());
     }
     Ok(interval)
-}
-
-/// An interval for reading: `1h`, `10min`, `1d`, `1w`, `1.5h`, `250ms`.
-fn interval_text(n: Nanos) -> String {
-    const UNITS: [(u64, &str); 5] = [
-        (7 * 86_400, "w"),
-        (86_400, "d"),
-        (3_600, "h"),
-        (60, "min"),
-        (1, "s"),
-    ];
-    for (secs, name) in UNITS {
-        let unit = secs * 1_000_000_000;
-        if n.0 >= unit {
-            return if n.0.checked_rem(unit) == Some(0) {
-                format!("{}{name}", n.0 / unit)
-            } else {
-                let v = format!("{:.2}", n.0 as f64 / unit as f64);
-                format!("{}{name}", v.trim_end_matches('0').trim_end_matches('.'))
-            };
-        }
-    }
-    n.to_string()
 }
 
 // ---------------------------------------------------------------- the file
@@ -285,395 +236,6 @@ fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-// ------------------------------------------------------- the measurements
-
-/// The pseudo worst case of one CPU in one cell.
-struct Source {
-    cell: u32,
-    workload: String,
-    cpu: Option<u32>,
-    policy: String,
-    /// 0 for `SCHED_OTHER`.
-    priority: u32,
-    /// Whether the per-deadline (coordinated-omission corrected) histogram
-    /// was used.
-    corrected: bool,
-    /// How long the cell measured.
-    measured: Nanos,
-    samples: u64,
-    pwc: PseudoWorstCase,
-}
-
-impl Source {
-    fn level(&self) -> String {
-        policy_label(&self.policy, self.priority)
-    }
-}
-
-fn policy_label(policy: &str, priority: u32) -> String {
-    match policy {
-        "other" => "other".to_string(),
-        p => format!("{} {priority}", p.to_uppercase()),
-    }
-}
-
-/// Every CPU's pseudo worst case of `timer.latency`, from every cell (or
-/// the one asked for).
-fn measurements(
-    run: &RunResult,
-    only: Option<u32>,
-    miss_interval: Nanos,
-) -> Result<Vec<Source>, Exit> {
-    let id = run.meta.id;
-    if let Some(c) = only {
-        if !run.cells.iter().any(|cell| cell.meta.index == c) {
-            return Err(anyhow::anyhow!(
-                "run {id} has {} cell(s); --cell {c} does not exist",
-                run.cells.len()
-            )
-            .into());
-        }
-    }
-    let mut out = Vec::new();
-    for cell in &run.cells {
-        if only.is_some_and(|c| c != cell.meta.index) {
-            continue;
-        }
-        let policy = cell.meta.settings.policy().as_str().to_string();
-        let priority = cell.meta.settings.priority();
-        for m in &cell.metrics {
-            if m.name != metric::TIMER_LATENCY {
-                continue;
-            }
-            let (h, corrected) = match &m.corrected {
-                Some(c) if !c.is_empty() => (c, true),
-                _ => (&m.histogram, false),
-            };
-            let Some(pwc) = pseudo_worst_case(h, cell.meta.duration_ns, miss_interval) else {
-                continue;
-            };
-            out.push(Source {
-                cell: cell.meta.index,
-                workload: cell.meta.workload.clone(),
-                cpu: m.cpu.map(|c| c.0),
-                policy: policy.clone(),
-                priority,
-                corrected,
-                measured: cell.meta.duration_ns,
-                samples: h.count(),
-                pwc,
-            });
-        }
-    }
-    if out.is_empty() {
-        let what = match only {
-            Some(c) => format!("cell {c} of run {id}"),
-            None => format!("run {id}"),
-        };
-        return Err(anyhow::anyhow!(
-            "{what} has no timer.latency samples: measure with `latscope run` (timer probe) first"
-        )
-        .into());
-    }
-    Ok(out)
-}
-
-/// What a task was given as its release jitter and blocking.
-struct Assigned {
-    latency: Nanos,
-    /// The measured level used (`FIFO 95`), and its numeric priority.
-    level: String,
-    level_priority: u32,
-    /// The source of the largest figure at that level.
-    worst: usize,
-    /// Some figure at the level is only the run's max.
-    bounded_by_max: bool,
-    /// The level is above the task's own priority (none at or below it was
-    /// measured), so the figure may be optimistic.
-    optimistic: bool,
-}
-
-/// The measured level for a task: the highest measured priority at or
-/// below the task's (a thread of lower priority sees at least the latency
-/// the task would); failing that, the lowest measured one, flagged as
-/// optimistic. Rate-monotonic sets (no priorities) are assumed to run at
-/// the highest priority measured.
-fn assign(sources: &[Source], priority: Option<u32>) -> Assigned {
-    let highest = sources.iter().map(|s| s.priority).max().unwrap_or(0);
-    let lowest = sources.iter().map(|s| s.priority).min().unwrap_or(0);
-    let (level, optimistic) = match priority {
-        None => (highest, false),
-        Some(p) => match sources.iter().map(|s| s.priority).filter(|&q| q <= p).max() {
-            Some(q) => (q, false),
-            None => (lowest, true),
-        },
-    };
-    let mut worst = 0usize;
-    let mut latency = Nanos::ZERO;
-    let mut bounded_by_max = false;
-    let mut first = true;
-    for (i, s) in sources.iter().enumerate() {
-        if s.priority != level {
-            continue;
-        }
-        bounded_by_max |= s.pwc.basis == PseudoBasis::RunMax;
-        if first || s.pwc.latency > latency {
-            latency = s.pwc.latency;
-            worst = i;
-            first = false;
-        }
-    }
-    let label = sources
-        .get(worst)
-        .map(Source::level)
-        .unwrap_or_else(|| level.to_string());
-    Assigned {
-        latency,
-        level: label,
-        level_priority: level,
-        worst,
-        bounded_by_max,
-        optimistic,
-    }
-}
-
-// --------------------------------------------------------------- rendering
-
-fn signed(ns: i64) -> String {
-    if ns < 0 {
-        format!("-{}", Nanos(ns.unsigned_abs()))
-    } else {
-        Nanos(ns.unsigned_abs()).to_string()
-    }
-}
-
-fn response_text(r: Response) -> String {
-    match r {
-        Response::Bounded(v) => v.to_string(),
-        Response::AbovePeriod(v) => format!("≥ {v}"),
-        Response::Unbounded => "unbounded".to_string(),
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn text(
-    file: &str,
-    set: &TaskSet,
-    a: &Analysis,
-    assigned: &[Assigned],
-    sources: &[Source],
-    run: i64,
-    miss_rate: &str,
-    interval: Nanos,
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "schedulability of {file} ({} tasks, {} priorities) with run {run}",
-        set.tasks().len(),
-        a.order.as_str()
-    );
-    let _ = writeln!(
-        out,
-        "pseudo worst case of timer.latency for a miss rate of {miss_rate} \
-         (exceeded at most once per {}):",
-        interval_text(interval)
-    );
-    let mut levels: Vec<&Assigned> = Vec::new();
-    for x in assigned {
-        if !levels.iter().any(|l| l.level_priority == x.level_priority) {
-            levels.push(x);
-        }
-    }
-    for l in levels {
-        let Some(s) = sources.get(l.worst) else {
-            continue;
-        };
-        let cpu = s.cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
-        let how = if l.bounded_by_max {
-            format!(
-                "bounded by the run's max ({} measured, less than {}: a longer run may raise it)",
-                s.measured,
-                interval_text(interval)
-            )
-        } else {
-            format!(
-                "observed ({} of {} wake-ups above it in {}, {:.0}/s)",
-                s.pwc.exceedances, s.samples, s.measured, s.pwc.wakeups_per_second
-            )
-        };
-        let per = if s.corrected { ", per deadline" } else { "" };
-        let _ = writeln!(
-            out,
-            "  {:<9} {:>7}  {how}; cell {}, workload {}{cpu}{per}",
-            l.level,
-            l.latency.to_string(),
-            s.cell,
-            s.workload
-        );
-    }
-    let _ = writeln!(
-        out,
-        "every task's release jitter J and blocking B = the pseudo worst case at its priority"
-    );
-    out.push('\n');
-
-    let mut table = Table::new([
-        "task", "period", "WCET", "deadline", "prio", "J = B", "response", "slack", "verdict",
-    ]);
-    for (i, ((t, r), x)) in set.tasks().iter().zip(&a.tasks).zip(assigned).enumerate() {
-        let prio = match t.priority {
-            Some(p) => p.to_string(),
-            None => format!("RM {}", set.rank(i)),
-        };
-        table.row([
-            t.name.clone(),
-            t.period.to_string(),
-            t.wcet.to_string(),
-            t.deadline.to_string(),
-            prio,
-            format!("{}{}", t.jitter, if x.optimistic { "*" } else { "" }),
-            response_text(r.response),
-            r.slack_ns.map(signed).unwrap_or_else(|| "-".to_string()),
-            if r.schedulable { "ok" } else { "MISS" }.to_string(),
-        ]);
-    }
-    out.push_str(&table.render());
-    if assigned.iter().any(|x| x.optimistic) {
-        let _ = writeln!(
-            out,
-            "* the task's priority is below every measured one: its J and B come from a \
-             higher priority and may be optimistic"
-        );
-    }
-    out.push('\n');
-
-    let n = set.tasks().len();
-    let _ = writeln!(
-        out,
-        "utilization {:.3}; Liu & Layland bound for {n} task{}: {:.3} ({}); hyperbolic \
-         Π(U+1) = {:.3} ({})",
-        a.utilization,
-        if n == 1 { "" } else { "s" },
-        a.ll_bound,
-        if a.ll_pass { "within" } else { "above" },
-        a.hyperbolic_product,
-        if a.hyperbolic_pass { "≤ 2" } else { "> 2" },
-    );
-    if !a.bounds_apply {
-        let _ = writeln!(
-            out,
-            "  (the bounds assume rate-monotonic priorities, D = T and no jitter or blocking: \
-             here they are indicative only)"
-        );
-    }
-    let missed = a.tasks.iter().filter(|r| !r.schedulable).count();
-    if a.schedulable {
-        let _ = writeln!(
-            out,
-            "schedulable: every task meets its deadline (response-time analysis)"
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "NOT schedulable: {missed} of {n} task{} can miss {} deadline (response-time analysis)",
-            if n == 1 { "" } else { "s" },
-            if missed == 1 { "its" } else { "their" }
-        );
-    }
-    out
-}
-
-fn json_doc(
-    set: &TaskSet,
-    a: &Analysis,
-    assigned: &[Assigned],
-    sources: &[Source],
-    run: i64,
-    miss_rate: &str,
-    interval: Nanos,
-) -> serde_json::Value {
-    let tasks: Vec<serde_json::Value> = set
-        .tasks()
-        .iter()
-        .zip(&a.tasks)
-        .zip(assigned)
-        .enumerate()
-        .map(|(i, ((t, r), x))| {
-            let src = sources.get(x.worst);
-            json!({
-                "name": t.name,
-                "period_ns": t.period.0,
-                "wcet_ns": t.wcet.0,
-                "deadline_ns": t.deadline.0,
-                "priority": t.priority,
-                "rank": set.rank(i),
-                "jitter_ns": t.jitter.0,
-                "blocking_ns": t.blocking.0,
-                "response_ns": r.response.value().map(|v| v.0),
-                "response": match r.response {
-                    Response::Bounded(_) => "exact",
-                    Response::AbovePeriod(_) => "lower_bound",
-                    Response::Unbounded => "unbounded",
-                },
-                "slack_ns": r.slack_ns,
-                "schedulable": r.schedulable,
-                "latency_source": {
-                    "level": x.level,
-                    "priority": x.level_priority,
-                    "cell": src.map(|s| s.cell),
-                    "cpu": src.and_then(|s| s.cpu),
-                    "workload": src.map(|s| s.workload.as_str()),
-                    "basis": if x.bounded_by_max { "run_max" } else { "observed" },
-                    "optimistic": x.optimistic,
-                },
-            })
-        })
-        .collect();
-    let pwc: Vec<serde_json::Value> = sources
-        .iter()
-        .map(|s| {
-            json!({
-                "cell": s.cell,
-                "workload": s.workload,
-                "cpu": s.cpu,
-                "policy": s.policy,
-                "priority": s.priority,
-                "latency_ns": s.pwc.latency.0,
-                "basis": match s.pwc.basis {
-                    PseudoBasis::Observed => "observed",
-                    PseudoBasis::RunMax => "run_max",
-                },
-                "exceedances": s.pwc.exceedances,
-                "allowed": s.pwc.allowed,
-                "samples": s.samples,
-                "measured_ns": s.measured.0,
-                "wakeups_per_second": s.pwc.wakeups_per_second,
-                "corrected": s.corrected,
-            })
-        })
-        .collect();
-    json!({
-        "run_id": run,
-        "metric": metric::TIMER_LATENCY,
-        "miss_rate": miss_rate,
-        "miss_interval_ns": interval.0,
-        "priorities": match a.order {
-            PriorityOrder::Explicit => "explicit",
-            PriorityOrder::RateMonotonic => "rate_monotonic",
-        },
-        "pseudo_worst_case": pwc,
-        "tasks": tasks,
-        "utilization": a.utilization,
-        "ll_bound": a.ll_bound,
-        "ll_pass": a.ll_pass,
-        "hyperbolic_product": a.hyperbolic_product,
-        "hyperbolic_pass": a.hyperbolic_pass,
-        "bounds_apply": a.bounds_apply,
-        "schedulable": a.schedulable,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,14 +260,5 @@ mod tests {
         ] {
             assert!(parse_miss_rate(bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn intervals_read_well() {
-        assert_eq!(interval_text(Nanos::from_secs(3_600)), "1h");
-        assert_eq!(interval_text(Nanos::from_secs(600)), "10min");
-        assert_eq!(interval_text(Nanos::from_secs(86_400)), "1d");
-        assert_eq!(interval_text(Nanos::from_secs(5_400)), "1.5h");
-        assert_eq!(interval_text(Nanos::from_millis(250)), "250ms");
     }
 }

@@ -58,6 +58,13 @@ use latscope_model::Nanos;
 
 use crate::histogram::Histogram;
 
+pub mod report;
+
+pub use report::{
+    sched_report, LatencySource, PseudoSource, ResponseKind, SchedReport, SchedReportError,
+    TaskReport,
+};
+
 /// Iterations of the fixed-point search for one task before giving up.
 /// Each iteration that does not converge adds at least one job of a higher
 /// priority task, so this is only reached by sets with millions of

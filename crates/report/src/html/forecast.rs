@@ -1,102 +1,178 @@
-//! The forecast: for each cell's headline metric, the mean time to buffer
-//! underrun against buffer size, one line per number of buffers (the data
-//! of Cota-Robles & Held's Figures 6 and 7), and PASS/FAIL verdicts for the
-//! application presets.
+//! The forecast: for each cell's forecast metrics, the worst case per hour,
+//! day and week, the mean time to buffer underrun against buffer size, one
+//! line per number of buffers (the data of Cota-Robles & Held's Figures 6
+//! and 7), and PASS/FAIL verdicts for the application presets.
 //!
-//! As in `latscope forecast`, a cell's CPUs are pooled as one longer run of
-//! one CPU: their samples and their time add up, so a rate is per CPU, the
-//! way an application pinned to one CPU sees it.
+//! Everything shown comes from the [`ForecastReport`] `latscope forecast`
+//! prints, computed by the same function with the same defaults: the CPUs
+//! pooled the same way ([`latscope_stats::forecast::pool_cpus`]) and the same
+//! grid ([`latscope_stats::forecast::GridSpec::standard`]).
 
 use std::fmt::Write as _;
 
 use latscope_model::Nanos;
-use latscope_stats::forecast::{Compute, Measured, MttfGrid, TailOptions, APP_PRESETS};
-use latscope_stats::{CellResult, Histogram, MetricResult, RunResult};
+use latscope_stats::forecast::{
+    forecast_report, AppPreset, CellForecast, CpuTimeline, ForecastOptions, ForecastReport,
+    MetricForecast, MttfGrid, Verdict, APP_PRESETS,
+};
+use latscope_stats::RunResult;
 
 use super::escape::escape;
 use super::page::{figure, para, seconds_text, table};
 use super::svg::{Mark, Plot, Scale, Series};
+use super::Timeline;
 
-/// Buffer sizes of the grid, µs.
-const PERIODS_US: [u64; 9] = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000];
-/// Buffer counts of the grid, one line each.
-const COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
-/// Compute time per buffer as a share of the buffer (the study's
-/// datapump: 25 %).
-const COMPUTE_FRACTION: f64 = 0.25;
-
-/// A cell's metric with its CPUs merged, as one longer run.
-fn pool(c: &CellResult, name: &str) -> Option<(MetricResult, u64)> {
-    let parts: Vec<&MetricResult> = c.metrics.iter().filter(|m| m.name == name).collect();
-    if parts.is_empty() {
-        return None;
-    }
-    let mut pooled = MetricResult::new(name, None);
-    let mut corrected: Option<Histogram> = None;
-    for m in &parts {
-        pooled.histogram.merge(&m.histogram);
-        if let Some(h) = &m.corrected {
-            corrected.get_or_insert_with(Histogram::new).merge(h);
-        }
-    }
-    pooled.corrected = corrected;
-    let cpus = parts.len().max(1) as u64;
-    Some((pooled, cpus))
+/// The forecast the report shows: `latscope forecast`'s defaults (the
+/// continuous usage model, the standard MTTF grid) with a verdict for every
+/// application preset. The same function computes both, so the page and
+/// the terminal show the same figures.
+pub fn report_forecast(run: &RunResult, timelines: &[Timeline]) -> Option<ForecastReport> {
+    let borrowed: Vec<CpuTimeline<'_>> = timelines
+        .iter()
+        .map(|t| CpuTimeline {
+            cell: t.cell,
+            metric: &t.metric,
+            cpu: t.cpu,
+            seconds: &t.seconds,
+        })
+        .collect();
+    let options = ForecastOptions {
+        apps: APP_PRESETS.iter().collect(),
+        ..ForecastOptions::new()
+    };
+    forecast_report(run, &borrowed, &options).ok()
 }
 
-pub(super) fn forecast_section(run: &RunResult) -> String {
+pub(super) fn forecast_section(run: &RunResult, timelines: &[Timeline]) -> String {
     let mut out = String::new();
-    let options = TailOptions::default();
-    for c in &run.cells {
-        let Some(name) = super::headline_metric(&c.meta.probe) else {
-            continue;
-        };
-        let Some((pooled, cpus)) = pool(c, name) else {
-            continue;
-        };
-        let measured_ns = Nanos(c.meta.duration_ns.0.saturating_mul(cpus));
-        if measured_ns == Nanos::ZERO || pooled.histogram.is_empty() {
-            continue;
+    let Some(report) = report_forecast(run, timelines) else {
+        return out;
+    };
+    for c in &report.cells {
+        for m in &c.metrics {
+            metric_section(&mut out, c, m, &report);
         }
-        let Ok(dl) = Measured::deadlines(&pooled, measured_ns, &options) else {
-            continue;
-        };
-        let _ = write!(
-            out,
-            "<h3>Cell {} · {} · workload {}</h3>",
-            c.meta.index,
-            escape(name),
-            escape(&c.meta.workload)
-        );
-        out.push_str(&para(
-            &format!(
-                "{} {} over {:.1} s of measured time ({} CPU(s) pooled as one longer run){}.",
-                dl.samples(),
-                if dl.per_deadline() {
-                    "deadlines (corrected for coordinated omission)"
-                } else {
-                    "samples"
-                },
-                dl.duration_s(),
-                cpus,
-                match dl.tail() {
-                    Ok(_) => "; beyond the data, a generalized Pareto tail fit extrapolates",
-                    Err(_) => "; too few tail samples to extrapolate, so unseen misses give lower bounds only",
-                }
-            ),
-            Some("note"),
-        ));
-        let periods: Vec<u64> = PERIODS_US.iter().map(|p| p * 1_000).collect();
-        if let Ok(grid) = dl.mttf_grid(&periods, &COUNTS, Compute::Fraction(COMPUTE_FRACTION), true)
-        {
-            out.push_str(&mttf_figure(c, name, &grid));
-        }
-        out.push_str(&verdicts(&dl));
     }
     out
 }
 
-fn mttf_figure(c: &CellResult, name: &str, grid: &MttfGrid) -> String {
+fn metric_section(out: &mut String, c: &CellForecast, m: &MetricForecast, r: &ForecastReport) {
+    let _ = write!(
+        out,
+        "<h3>Cell {} · {} · workload {}</h3>",
+        c.index,
+        escape(&m.name),
+        escape(&c.workload)
+    );
+    out.push_str(&para(
+        &format!(
+            "{} {} over {:.1} s of measured time ({} CPU(s) pooled as one longer run){}.",
+            m.deadlines,
+            if m.per_deadline {
+                "deadlines (corrected for coordinated omission)"
+            } else {
+                "samples"
+            },
+            m.measured_s,
+            m.cpus.len().max(1),
+            if m.tail.is_none() {
+                "; beyond the data, a generalized Pareto tail fit extrapolates"
+            } else {
+                "; too few tail samples to extrapolate, so unseen misses give lower bounds only"
+            }
+        ),
+        Some("note"),
+    ));
+    out.push_str(&worst_cases(m, r));
+    if let Some(grid) = &m.grid {
+        out.push_str(&mttf_figure(c.index, &m.name, grid));
+        out.push_str(&grid_table(grid));
+    }
+    out.push_str(&verdicts(&m.verdicts));
+}
+
+/// The worst case per hour, day and week, as `latscope forecast` prints it.
+fn worst_cases(m: &MetricForecast, r: &ForecastReport) -> String {
+    let header = [
+        "horizon",
+        "worst case",
+        "basis",
+        "interval",
+        "observed windows: median, worst",
+    ];
+    let rows: Vec<Vec<String>> = m
+        .worst_case
+        .iter()
+        .iter()
+        .map(|(name, h)| {
+            let (value, basis, interval) = match &h.estimate {
+                Ok(e) => (
+                    Nanos(e.latency_ns).to_string(),
+                    e.provenance.as_str().to_string(),
+                    format!(
+                        "{} - {}",
+                        Nanos(e.interval.low),
+                        e.interval
+                            .high
+                            .map(|v| Nanos(v).to_string())
+                            .unwrap_or_else(|| "-".to_string())
+                    ),
+                ),
+                Err(why) => ("n/a".to_string(), why.to_string(), "-".to_string()),
+            };
+            let windows = match &h.windows {
+                Some(w) => format!(
+                    "{} × {name}: {}, {}",
+                    w.windows,
+                    Nanos(w.median_ns),
+                    Nanos(w.worst_ns)
+                ),
+                None => "-".to_string(),
+            };
+            vec![format!("per {name}"), value, basis, interval, windows]
+        })
+        .collect();
+    let mut out = String::from("<h4>Worst cases: hour, day, week</h4>");
+    out.push_str(&para(
+        &format!(
+            "The latency exceeded on average once per horizon at the measured rate, usage model {} (a day is {:.1} h and a week {:.1} h of the measured load), as latscope forecast prints it.",
+            r.usage.name,
+            r.usage.model.day_run_seconds() / 3600.0,
+            r.usage.model.week_run_seconds() / 3600.0
+        ),
+        Some("note"),
+    ));
+    out.push_str(&table(&header, &rows, 1));
+    out
+}
+
+/// The grid's numbers, as the terminal shows them with `--grid-csv`.
+fn grid_table(g: &MttfGrid) -> String {
+    let mut header = vec!["buffer \\ count".to_string()];
+    header.extend(g.buffers.iter().map(|n| n.to_string()));
+    let rows: Vec<Vec<String>> = g
+        .periods_ns
+        .iter()
+        .enumerate()
+        .map(|(r, p)| {
+            let mut row = vec![Nanos(*p).to_string()];
+            for c in 0..g.buffers.len() {
+                row.push(match g.get(r, c) {
+                    Some(m) => format!(
+                        "{}{}",
+                        if m.lower_bound { ">" } else { "" },
+                        crate::forecast::seconds_text(m.mttf_s)
+                    ),
+                    None => "-".to_string(),
+                });
+            }
+            row
+        })
+        .collect();
+    table(&header, &rows, 1)
+}
+
+fn mttf_figure(cell: u32, name: &str, grid: &MttfGrid) -> String {
     let series: Vec<Series> = grid
         .buffers
         .iter()
@@ -124,7 +200,7 @@ fn mttf_figure(c: &CellResult, name: &str, grid: &MttfGrid) -> String {
         })
         .collect();
     match Plot::fit(
-        &format!("cell {}: mean time to underrun", c.meta.index),
+        &format!("cell {cell}: mean time to underrun"),
         ("buffer size (ms, log scale)", Scale::Log),
         ("mean time to underrun (s, log scale)", Scale::Log),
         series,
@@ -132,15 +208,18 @@ fn mttf_figure(c: &CellResult, name: &str, grid: &MttfGrid) -> String {
         Some(p) => figure(
             &p.render(),
             &format!(
-                "Mean time between buffer underruns from {name}, against the size of each buffer, one line per number of buffers; computing a buffer takes {:.0} % of its length. Hollow points are lower bounds (no miss seen and none extrapolated).",
-                COMPUTE_FRACTION * 100.0
+                "Mean time between buffer underruns from {name}, against the size of each buffer, one line per number of buffers; computing a buffer takes {}. Hollow points are lower bounds (no miss seen and none extrapolated).",
+                compute_text(grid)
             ),
         ),
         None => String::new(),
     }
 }
 
-fn verdicts(dl: &Measured<'_>) -> String {
+fn verdicts(verdicts: &[Verdict]) -> String {
+    if verdicts.is_empty() {
+        return String::new();
+    }
     let header = [
         "application",
         "buffering",
@@ -151,8 +230,14 @@ fn verdicts(dl: &Measured<'_>) -> String {
         "how",
     ];
     let mut rows = Vec::new();
-    for app in APP_PRESETS {
-        let v = dl.verdict(app);
+    for v in verdicts {
+        let (what, buffering) = match AppPreset::find(&v.app) {
+            Some(a) => (
+                format!("{} — {}", a.name, a.description),
+                format!("{} × {}", a.buffers, Nanos(a.period_ns)),
+            ),
+            None => (v.app.clone(), "-".to_string()),
+        };
         let text = if v.pass {
             "PASS"
         } else if !v.conclusive {
@@ -161,8 +246,8 @@ fn verdicts(dl: &Measured<'_>) -> String {
             "FAIL"
         };
         rows.push(vec![
-            format!("{} — {}", app.name, app.description),
-            format!("{} × {}", app.buffers, Nanos(app.period_ns)),
+            what,
+            buffering,
             seconds_text(v.target_s),
             format!(
                 "{}{}",
@@ -190,4 +275,14 @@ fn verdicts(dl: &Measured<'_>) -> String {
     }
     out.push_str(&t);
     out
+}
+
+/// How long computing one buffer of the grid takes.
+fn compute_text(g: &MttfGrid) -> String {
+    match g.compute {
+        latscope_stats::forecast::Compute::Fraction(f) => {
+            format!("{:.0} % of its length", f * 100.0)
+        }
+        latscope_stats::forecast::Compute::Nanos(n) => Nanos(n).to_string(),
+    }
 }

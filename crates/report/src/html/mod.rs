@@ -27,6 +27,7 @@ use latscope_model::{metric, CpuId, Nanos, Severity};
 use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
 
 pub use escape::escape;
+pub use forecast::report_forecast;
 use page::{para, table};
 
 /// One metric's per-second timeline on one CPU of one cell, as the store
@@ -87,7 +88,7 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline]) -> String {
     section(
         "forecast",
         "Forecast: buffering and applications",
-        forecast::forecast_section(run),
+        forecast::forecast_section(run, timelines),
         &mut toc,
     );
 

@@ -228,3 +228,77 @@ fn a_udp_cell_shows_its_counts() {
     assert!(html.contains("2 of 1980 checked"));
     assert!(html.contains("class=\"fail\">Some paths were shorter than their send"));
 }
+
+/// The page's forecast and `latscope forecast --json` (its defaults, the
+/// way the CLI computes it from the same run and timelines) give the same
+/// worst cases per hour, day and week and the same MTTF grid.
+#[test]
+fn the_page_and_the_forecast_json_agree() {
+    use latscope_stats::forecast::{forecast_report, CpuTimeline, ForecastOptions};
+
+    // Two CPUs, so that pooling matters: each covers two hours, pooled
+    // they make four whole hours.
+    let (mut r, mut timelines) = run(false);
+    let mut second_cpu = r.cells[0].metrics[0].clone();
+    second_cpu.cpu = Some(CpuId(1));
+    second_cpu.histogram.record(7_000_000);
+    r.cells[0].metrics.push(second_cpu);
+    let mut t1 = timelines[0].clone();
+    t1.cpu = Some(CpuId(1));
+    t1.seconds[100].max = 7_000_000;
+    timelines.push(t1);
+
+    let borrowed: Vec<CpuTimeline<'_>> = timelines
+        .iter()
+        .map(|t| CpuTimeline {
+            cell: t.cell,
+            metric: &t.metric,
+            cpu: t.cpu,
+            seconds: &t.seconds,
+        })
+        .collect();
+    let report = forecast_report(&r, &borrowed, &ForecastOptions::new()).unwrap();
+    let json = crate::forecast_json(&report).unwrap();
+    let m = &json["cells"][0]["metrics"][0];
+    assert_eq!(m["cpus"], serde_json::json!([0, 1]));
+    let html = html_report(&r, &timelines);
+
+    for h in ["hour", "day", "week"] {
+        let w = &m["worst_case"][h];
+        let (value, basis) = match w["latency_ns"].as_u64() {
+            Some(ns) => (Nanos(ns).to_string(), w["provenance"].as_str().unwrap()),
+            None => ("n/a".to_string(), w["error"].as_str().unwrap()),
+        };
+        let row = format!(
+            "<tr><td>per {h}</td><td class=\"num\">{value}</td><td class=\"num\">{}</td>",
+            escape(basis)
+        );
+        assert!(html.contains(&row), "missing {row}");
+    }
+    assert!(m["worst_case"]["hour"]["latency_ns"].is_u64());
+    // Pooled, the four observed hours include CPU 1's 7 ms second.
+    let hour = &m["worst_case"]["hour"]["observed_windows"];
+    assert_eq!(hour["windows"], 4);
+    assert_eq!(hour["worst_ns"], 7_000_000);
+    assert_eq!(hour["median_ns"], 3_000_000);
+    assert!(html.contains("4 × hour: 3.00ms, 7.00ms"), "no pooled hours");
+
+    let g = &m["grid"];
+    let periods = g["periods_ns"].as_array().unwrap();
+    assert_eq!(periods.len(), 9);
+    assert_eq!(g["buffers"], serde_json::json!([2, 3, 4, 6, 8]));
+    for (i, p) in periods.iter().enumerate() {
+        let mut row = format!("<tr><td>{}</td>", Nanos(p.as_u64().unwrap()));
+        for c in 0..5 {
+            let lb = g["lower_bound"][i][c].as_bool().unwrap();
+            let s = g["mttf_s"][i][c].as_f64().unwrap_or(f64::INFINITY);
+            row.push_str(&format!(
+                "<td class=\"num\">{}{}</td>",
+                if lb { "&gt;" } else { "" },
+                crate::seconds_text(s)
+            ));
+        }
+        row.push_str("</tr>");
+        assert!(html.contains(&row), "missing grid row {row}");
+    }
+}

@@ -12,6 +12,10 @@
 //! * the **mean time to buffer underrun** of a buffering scheme and its grid
 //!   over buffer sizes and counts ([`Measured::mttf`], [`Measured::mttf_grid`]);
 //! * **verdicts** for application presets ([`APP_PRESETS`], [`verdict`]).
+//! * all of it for a stored run as one typed [`ForecastReport`]
+//!   ([`forecast_report`]), which `latscope forecast` and the HTML report
+//!   both render: one pooling of CPUs ([`pool_cpus`]), one MTTF grid
+//!   ([`mttf_grid`], [`GridSpec::standard`]).
 //!
 //! Where a forecast needs rarer events than the run holds, it extrapolates
 //! with a peaks-over-threshold generalized Pareto fit ([`TailFit`]). Every
@@ -28,6 +32,7 @@ mod exceedance;
 mod gpd;
 mod horizon;
 mod mttf;
+mod report;
 mod special;
 mod tail;
 
@@ -48,6 +53,11 @@ pub use horizon::{
     window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
+pub use report::{
+    forecast_report, mttf_grid, pool_cpus, CellForecast, CpuTimeline, ForecastOptions,
+    ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases, UsageReport, WorstCases,
+    FORECAST_METRICS, FORECAST_SCHEMA,
+};
 pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };
