@@ -8,6 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+pub mod control;
+
 /// Measurements on a 2-CPU machine disturb each other: tests that measure
 /// take this lock so they run one at a time.
 static MEASURING: Mutex<()> = Mutex::new(());
