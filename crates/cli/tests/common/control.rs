@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use super::Burst;
+
 /// The two measurements of a known-answer test.
 pub struct Controlled<T> {
     /// The same settings, no interferer.
@@ -91,4 +93,13 @@ pub fn any_too_noisy(checks: &[(&str, f64, f64)]) -> Option<String> {
     checks
         .iter()
         .find_map(|&(what, bound, observed)| too_noisy(what, bound, observed))
+}
+
+/// The share of `bursts` (in %) that started more than `late_ns` after they
+/// were due. A known interferer whose bursts start late on a busy host
+/// also delays what was due on its CPU during the wait, by the wait plus
+/// the whole burst: its effect is no longer the known answer.
+pub fn late_bursts_pct(bursts: &[Burst], late_ns: u64) -> f64 {
+    let late = bursts.iter().filter(|b| b.late_ns() > late_ns).count();
+    100.0 * late as f64 / bursts.len().max(1) as f64
 }
