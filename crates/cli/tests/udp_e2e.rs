@@ -439,9 +439,17 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
         "under the net workload: udp.recv p50 {} ns, p99 {f} ns",
         metric(&flood, "udp.recv")["p50_ns"]
     );
-    // The control is this test's baseline: a host busy enough to hold
-    // loopback delivery beyond 100 µs at p99 leaves nothing to compare.
-    if too_noisy("control: udp.recv p99 in µs", 100.0, q as f64 / 1e3).is_some() {
+    // The control is this test's baseline: a host busy enough to stretch
+    // its tail beyond four times its median delivery (the test binary's
+    // latscope is a debug build: a median of 60-90 µs here) leaves nothing
+    // to compare the flood's tail with.
+    if too_noisy(
+        "control: udp.recv p99 over its p50",
+        4.0,
+        q as f64 / q50.max(1) as f64,
+    )
+    .is_some()
+    {
         return;
     }
     assert!(f > q, "the flood did not raise udp.recv p99: {f} vs {q}");
