@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The timer probe with and without --trace, A/B alternating (see
+# The timer probe with and without --trace, A/B alternating, the order
+# flipping every pair (A B, B A: A B B A; see
 # bench/README.md, "trace-overhead"). Needs root, stress-ng and a release
 # build: cargo build --release
 set -euo pipefail

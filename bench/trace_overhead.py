@@ -4,8 +4,9 @@
 Normally started through bench/trace-overhead.sh. Standard library only.
 
 For each condition (idle; CPU load from `stress-ng --cpu N`), N pairs of runs
-alternate A = without --trace, B = with --trace, same CPUs, period, priority
-and duration. Per run it takes from latscope's JSON the pooled mean
+of A = without --trace and B = with --trace, same CPUs, period, priority and
+duration; the order flips from one pair to the next (A B, B A, A B ...: every
+two pairs run A B B A). Per run it takes from latscope's JSON the pooled mean
 timer.latency and, for traced runs, the tracer's own CPU time, events read and
 records lost; from /proc/stat the whole machine's non-idle CPU time over the
 run (what tracing costs the kernel, in every context, besides the tracer
@@ -90,16 +91,26 @@ def condition(args, tmp, name, load_cmd):
                                     stderr=subprocess.DEVNULL, start_new_session=True)
             time.sleep(1)
         try:
-            print(f"[{name}] pair {i}/{args.pairs}: A without --trace ...", file=sys.stderr)
-            a = run_latscope(args, tmp, f"{name}-{i}-a", False)
-            print(f"[{name}] pair {i}/{args.pairs}: B with --trace ...", file=sys.stderr)
-            b = run_latscope(args, tmp, f"{name}-{i}-b", True)
+            got = {}
+            for traced in ((False, True) if i % 2 == 1 else (True, False)):
+                what = "B with --trace" if traced else "A without --trace"
+                print(f"[{name}] pair {i}/{args.pairs} ({order_tag(i)}): {what} ...",
+                      file=sys.stderr)
+                got[traced] = run_latscope(args, tmp, f"{name}-{i}-{'b' if traced else 'a'}",
+                                           traced)
+            a, b = got[False], got[True]
         finally:
             if load:
                 os.killpg(load.pid, signal.SIGTERM)
                 load.wait()
         pairs.append((a, b))
     return pairs
+
+
+def order_tag(i):
+    """`AB` when the untraced run (A) came first in pair i, `BA` otherwise:
+    odd pairs A B, even ones B A."""
+    return "AB" if i % 2 == 1 else "BA"
 
 
 def report(args, results, started):
@@ -110,12 +121,13 @@ def report(args, results, started):
     w(f"started {started:%Y-%m-%d %H:%M:%S} UTC; kernel {os.uname().release}; "
       f"CPUs {args.cpus or 'all'}; period {args.period_us} us; FIFO {args.priority}; "
       f"{args.pairs} pairs x {args.seconds} s per condition")
-    w("order in every pair: A = without --trace, then B = with --trace")
+    w("order: A = without --trace, B = with --trace; A first in odd pairs, B first in even ones")
+    w("       (AB, BA, AB ...: every two pairs run A B B A; the pair column shows it)")
     w("")
     verdicts = []
     for name, pairs in results:
         w(f"{name}")
-        hdr = (f"{'pair':>5} | {'A mean':>8} {'B mean':>8} {'B/A':>6} | {'A p99':>7} {'B p99':>7} | "
+        hdr = (f"{'pair':>6} | {'A mean':>8} {'B mean':>8} {'B/A':>6} | {'A p99':>7} {'B p99':>7} | "
                f"{'tracer CPU':>10} {'% core':>6} | {'events':>8} {'ns/event':>8} {'lost':>5} | "
                f"{'busy A':>6} {'busy B':>6}")
         w(hdr)
@@ -129,7 +141,7 @@ def report(args, results, started):
             pcts.append(pct)
             per_event.append(ns_ev)
             lost += b["lost"]
-            w(f"{i:>5} | {a['mean_ns'] / 1e3:8.2f} {b['mean_ns'] / 1e3:8.2f} {ratio:6.3f} | "
+            w(f"{i:>3} {order_tag(i)} | {a['mean_ns'] / 1e3:8.2f} {b['mean_ns'] / 1e3:8.2f} {ratio:6.3f} | "
               f"{a['p99_ns'] / 1e3:7.1f} {b['p99_ns'] / 1e3:7.1f} | {b['tracer_cpu_s'] * 1e3:8.1f}ms "
               f"{pct:6.2f} | {b['events']:8d} {ns_ev:8.0f} {b['lost']:5d} | "
               f"{a['busy_s']:6.2f} {b['busy_s']:6.2f}")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# latscope vs cyclictest: timer latency and CPU cost, run alternately (A B A B).
+# latscope vs cyclictest: timer latency and CPU cost, run alternately, the order
+# flipping every pair (A B, B A, ...: A B B A).
 # Usage: sudo bench/vs-cyclictest.sh [--cpus LIST] [--pairs N] [--seconds S]
 #                                    [--cpu-pairs N] [--cpu-seconds S] [--quick]
 # See bench/README.md. The work is done by bench/vs_cyclictest.py (Python 3,

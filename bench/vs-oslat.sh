@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # latscope's noise probe vs oslat: loop cost, resolution and OS noise of a
-# spinning loop, run alternately (A B A B) on one CPU.
+# spinning loop, run alternately on one CPU, the order flipping every pair
+# (A B, B A, ...: A B B A).
 # Usage: sudo bench/vs-oslat.sh [--cpu N] [--pairs N] [--seconds S]
 #                               [--priority N] [--policy fifo|other]
 #                               [--threshold-us T] [--quick]

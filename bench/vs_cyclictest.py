@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""latscope vs cyclictest: timer latency and CPU cost, A/B alternation.
+"""latscope vs cyclictest: timer latency and CPU cost, A/B alternation (ABBA).
 
 Normally started through bench/vs-cyclictest.sh, which checks root and the
 two binaries first. Standard library only; no network.
 
-Phase 1 (latency): N pairs; in every pair latscope runs first (A), then
-cyclictest (B), with the same CPUs, period, policy, priority and duration.
+Phase 1 (latency): N pairs of latscope (A) and cyclictest (B), with the same
+CPUs, period, policy, priority and duration; the order flips from one pair to
+the next (A B, B A, A B ...: every two pairs run A B B A), so that neither
+tool always runs first.
 Phase 2 (CPU cost): the same alternation at a short period (default 100 us).
 The verdict uses the CPU time of the measuring threads alone, read from
 /proc/PID/task/TID/schedstat (exact nanoseconds of run time) at 20% and 80% of
@@ -433,14 +435,21 @@ class Bench:
         a = self.args
         pairs = []
         for i in range(1, a.pairs + 1):
-            self.progress(f"[latency] pair {i}/{a.pairs}: A latscope {a.seconds} s ...")
-            ls_ch, ls_json = self.run_latscope(f"lat{i}-latscope", a.period_us, a.seconds)
-            ls = LatscopeRun(ls_json, a.cpus)
-            self.progress(f"[latency] pair {i}/{a.pairs}: B cyclictest {a.seconds} s ...")
-            cy_ch, cy_json = self.run_cyclictest(f"lat{i}-cyclictest", a.period_us, a.seconds,
-                                                 True)
-            cy = CyclictestRun(cy_json, a.cpus)
-            pairs.append((ls, ls_ch, cy, cy_ch))
+            got = {}
+            for tool in pair_tools(i):
+                if tool == "latscope":
+                    self.progress(f"[latency] pair {i}/{a.pairs} ({order_tag(i)}): A latscope "
+                                  f"{a.seconds} s ...")
+                    ls_ch, ls_json = self.run_latscope(f"lat{i}-latscope", a.period_us,
+                                                       a.seconds)
+                    got[tool] = (LatscopeRun(ls_json, a.cpus), ls_ch)
+                else:
+                    self.progress(f"[latency] pair {i}/{a.pairs} ({order_tag(i)}): B cyclictest "
+                                  f"{a.seconds} s ...")
+                    cy_ch, cy_json = self.run_cyclictest(f"lat{i}-cyclictest", a.period_us,
+                                                         a.seconds, True)
+                    got[tool] = (CyclictestRun(cy_json, a.cpus), cy_ch)
+            pairs.append(got["latscope"] + got["cyclictest"])
         return pairs
 
     # ---- phase 2: CPU time
@@ -449,18 +458,42 @@ class Bench:
         a = self.args
         pairs = []
         for i in range(1, a.cpu_pairs + 1):
-            self.progress(f"[cpu] pair {i}/{a.cpu_pairs}: A latscope {a.cpu_seconds} s "
-                          f"at {a.cpu_period_us} us ...")
-            ls_ch, ls_json = self.run_latscope(f"cpu{i}-latscope", a.cpu_period_us,
-                                               a.cpu_seconds, window=True)
-            ls = LatscopeRun(ls_json, a.cpus)
-            self.progress(f"[cpu] pair {i}/{a.cpu_pairs}: B cyclictest {a.cpu_seconds} s "
-                          f"at {a.cpu_period_us} us ...")
-            cy_ch, cy_json = self.run_cyclictest(f"cpu{i}-cyclictest", a.cpu_period_us,
-                                                 a.cpu_seconds, False, window=True)
-            cy = CyclictestRun(cy_json, a.cpus, with_hist=False)
-            pairs.append((ls, ls_ch, cy, cy_ch))
+            got = {}
+            for tool in pair_tools(i):
+                if tool == "latscope":
+                    self.progress(f"[cpu] pair {i}/{a.cpu_pairs} ({order_tag(i)}): A latscope "
+                                  f"{a.cpu_seconds} s at {a.cpu_period_us} us ...")
+                    ls_ch, ls_json = self.run_latscope(f"cpu{i}-latscope", a.cpu_period_us,
+                                                       a.cpu_seconds, window=True)
+                    got[tool] = (LatscopeRun(ls_json, a.cpus), ls_ch)
+                else:
+                    self.progress(f"[cpu] pair {i}/{a.cpu_pairs} ({order_tag(i)}): B cyclictest "
+                                  f"{a.cpu_seconds} s at {a.cpu_period_us} us ...")
+                    cy_ch, cy_json = self.run_cyclictest(f"cpu{i}-cyclictest", a.cpu_period_us,
+                                                         a.cpu_seconds, False, window=True)
+                    got[tool] = (CyclictestRun(cy_json, a.cpus, with_hist=False), cy_ch)
+            pairs.append(got["latscope"] + got["cyclictest"])
         return pairs
+
+
+# --------------------------------------------------------------------------
+# the order of the tools
+
+
+def pair_tools(i):
+    """The tools of pair i (from 1) in the order they run: latscope first in
+    odd pairs, cyclictest first in even ones (A B, B A, A B ...)."""
+    return ("latscope", "cyclictest") if i % 2 == 1 else ("cyclictest", "latscope")
+
+
+def order_tag(i):
+    """`AB` when latscope (A) ran first in pair i, `BA` when cyclictest did."""
+    return "AB" if i % 2 == 1 else "BA"
+
+
+def pair_label(i):
+    """The pair column of the tables: number and order, 6 characters."""
+    return f"{i:>3} {order_tag(i)}"
 
 
 # --------------------------------------------------------------------------
@@ -491,14 +524,15 @@ def report(args, bench, lat, cpu, started, ended, warnings):
     cyc_version = lat[0][2].version if lat else (cpu[0][2].version if cpu else "?")
     ls_version = lat[0][0].version if lat else (cpu[0][0].version if cpu else "?")
     uname = platform.uname()
-    w("latscope vs cyclictest: timer latency and CPU cost (A/B alternation)")
+    w("latscope vs cyclictest: timer latency and CPU cost (A/B alternation, ABBA)")
     w("=" * 72)
     w(f"started {started:%Y-%m-%d %H:%M:%S} UTC, ended {ended:%H:%M:%S} UTC; "
       f"host {uname.node}, kernel {uname.release}")
     w(f"latscope {ls_version} ({args.latscope}); cyclictest {cyc_version} ({args.cyclictest})")
     w(f"CPUs {fmt_cpus(args.cpus)}, SCHED_FIFO priority {args.priority}, mlockall and "
       f"/dev/cpu_dma_latency=0 in both tools")
-    w("order: A = latscope then B = cyclictest in every pair (A B A B ...; latscope always first)")
+    w("order: A = latscope, B = cyclictest; A first in odd pairs, B first in even ones")
+    w("       (AB, BA, AB ...: every two pairs run A B B A; the pair column shows it)")
     for msg in warnings:
         w(f"WARNING: {msg}")
     w("")
@@ -523,7 +557,7 @@ def report(args, bench, lat, cpu, started, ended, warnings):
             ratio = l["mean"] / c["mean"]
             dmin = l["min"] - c["min"]
             rows.append((l, c, ratio, dmin))
-            w(f"{i:>6} | {f2(l['min'], 7)} {f2(l['mean'], 7)} {f2(l['p99'])} {f2(l['max'], 9)} | "
+            w(f"{pair_label(i)} | {f2(l['min'], 7)} {f2(l['mean'], 7)} {f2(l['p99'])} {f2(l['max'], 9)} | "
               f"{f2(c['min'], 7)} {f2(c['mean'], 7)} {f2(c['p99'])} {f2(c['max'], 9)} | "
               f"{f3(ratio, 6)} {f2(dmin, 6)}")
         w("-" * len(sub))
@@ -575,14 +609,14 @@ def report(args, bench, lat, cpu, started, ended, warnings):
         det.append("  latscope: ns; cyclictest: whole us (floored samples), avg = sum/cycles "
                    "from --json (no +0.5)")
         for i, (ls, lch, cy, cch) in enumerate(lat, 1):
-            det.append(f"  pair {i} A latscope:   n={ls.count} min={ls.min_ns} "
+            det.append(f"  pair {i} ({order_tag(i)}) A latscope:   n={ls.count} min={ls.min_ns} "
                        f"mean={ls.mean_ns:.0f} p99={ls.own_p99_ns if ls.own_p99_ns else '-'} "
                        f"max={ls.max_ns} ns; overruns={ls.overruns} missed={ls.missed}; "
                        f"status={ls.status}; cpu user+sys={lch.utime:.3f}+{lch.stime:.3f} s; "
                        f"wall {lch.wall:.1f} s")
             for note in ls.notes:
                 det.append(f"      latscope note: {note}")
-            det.append(f"  pair {i} B cyclictest: n={cy.count} min={cy.min_us} "
+            det.append(f"  pair {i} ({order_tag(i)}) B cyclictest: n={cy.count} min={cy.min_us} "
                        f"avg={cy.raw_mean_us:.2f} "
                        f"p99bin={CyclictestRun.pooled_p99_bin([cy])} max={cy.max_us} us; "
                        f"overflow={cy.overflow}; cpu user+sys={cch.utime:.3f}+{cch.stime:.3f} s; "
@@ -608,7 +642,7 @@ def report(args, bench, lat, cpu, started, ended, warnings):
         lw = cw = 0.0
         for i, (ls, lch, cy, cch) in enumerate(cpu, 1):
             if lch.window_ns is None or cch.window_ns is None:
-                w(f"{i:>6} | {'n/a':>13} {'':7} | {'n/a':>15} {'':7} | {'n/a':>6}")
+                w(f"{pair_label(i)} | {'n/a':>13} {'':7} | {'n/a':>15} {'':7} | {'n/a':>6}")
                 continue
             l_ms = lch.window_ns / 1e6 / lch.window_s
             c_ms = cch.window_ns / 1e6 / cch.window_s
@@ -616,7 +650,7 @@ def report(args, bench, lat, cpu, started, ended, warnings):
             cw += c_ms
             r = l_ms / c_ms if c_ms > 0 else float("inf")
             t_ratios.append(r)
-            w(f"{i:>6} | {l_ms:13.2f} {lch.window_threads:7d} | {c_ms:15.2f} "
+            w(f"{pair_label(i)} | {l_ms:13.2f} {lch.window_threads:7d} | {c_ms:15.2f} "
               f"{cch.window_threads:7d} | {f3(r, 6)}")
         w("-" * len(sub))
         if t_ratios:
@@ -648,7 +682,7 @@ def report(args, bench, lat, cpu, started, ended, warnings):
             ct_all += ct
             r = lt / ct if ct > 0 else float("inf")
             ratios.append(r)
-            w(f"{i:>6} | {lch.utime:13.3f} {lch.stime:7.3f} {lt:7.3f} {ls.count:9d} | "
+            w(f"{pair_label(i)} | {lch.utime:13.3f} {lch.stime:7.3f} {lt:7.3f} {ls.count:9d} | "
               f"{cch.utime:15.3f} {cch.stime:7.3f} {ct:7.3f} {cy.count:9d} | {f3(r, 6)}")
         w("-" * len(sub))
         med_r = statistics.median(ratios)
@@ -669,10 +703,10 @@ def report(args, bench, lat, cpu, started, ended, warnings):
         w("")
         det.append("CPU pairs, rusage details")
         for i, (ls, lch, cy, cch) in enumerate(cpu, 1):
-            det.append(f"  pair {i} A latscope:   wall {lch.wall:.2f} s, maxrss {lch.maxrss_kb} kB, "
+            det.append(f"  pair {i} ({order_tag(i)}) A latscope:   wall {lch.wall:.2f} s, maxrss {lch.maxrss_kb} kB, "
                        f"ctx switches vol {lch.nvcsw} invol {lch.nivcsw}, samples {ls.count}, "
                        f"mean {ls.mean_ns / 1000:.2f} us")
-            det.append(f"  pair {i} B cyclictest: wall {cch.wall:.2f} s, maxrss {cch.maxrss_kb} kB, "
+            det.append(f"  pair {i} ({order_tag(i)}) B cyclictest: wall {cch.wall:.2f} s, maxrss {cch.maxrss_kb} kB, "
                        f"ctx switches vol {cch.nvcsw} invol {cch.nivcsw}, samples {cy.count}, "
                        f"mean {cy.raw_mean_us + CYC_BIN_CENTRE_US:.2f} us")
         det.append("")
@@ -698,11 +732,12 @@ def report(args, bench, lat, cpu, started, ended, warnings):
 def main():
     p = argparse.ArgumentParser(
         prog="bench/vs-cyclictest.sh",
-        description="latscope vs cyclictest: timer latency and CPU cost, A/B alternation.")
+        description="latscope vs cyclictest: timer latency and CPU cost, A/B alternation "
+                    "(the order flips every pair: A B B A).")
     p.add_argument("--cpus", help="CPU list, e.g. 1 or 2,3 (default: the last online CPU)")
     p.add_argument("--pairs", type=int, default=4, help="latency pairs (default 4)")
     p.add_argument("--seconds", type=int, default=10, help="seconds per latency run (default 10)")
-    p.add_argument("--cpu-pairs", type=int, default=3, help="CPU-time pairs (default 3; 0 skips)")
+    p.add_argument("--cpu-pairs", type=int, default=4, help="CPU-time pairs (default 4; 0 skips)")
     p.add_argument("--cpu-seconds", type=int, default=10,
                    help="seconds per CPU-time run (default 10)")
     p.add_argument("--period-us", type=int, default=1000,

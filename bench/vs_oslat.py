@@ -4,8 +4,9 @@
 Normally started through bench/vs-oslat.sh, which checks root and the two
 binaries first. Standard library only; no network.
 
-N pairs; in every pair latscope (`run --probe noise --pause 0`) runs first
-(A), then oslat (B), on the same CPU, with the same scheduling policy and
+N pairs of latscope (`run --probe noise --pause 0`, A) and oslat (B), the
+order flipping from one pair to the next (A B, B A, A B ...: every two pairs
+run A B B A), on the same CPU, with the same scheduling policy and
 priority and for the same number of seconds. Both spin on the CPU and time
 every turn of their loop; a turn much longer than the loop's own cost means
 the loop was interrupted. From each tool's JSON the benchmark takes the cost
@@ -541,12 +542,38 @@ class Bench:
         a = self.args
         out = []
         for i in range(1, a.pairs + 1):
-            self.progress(f"pair {i}/{a.pairs}: A latscope {a.seconds} s ...")
-            ls, lch = self.run_latscope(f"p{i}-latscope")
-            self.progress(f"pair {i}/{a.pairs}: B oslat {a.seconds} s (+1 s pre-heat) ...")
-            os_, och = self.run_oslat(f"p{i}-oslat")
-            out.append((ls, lch, os_, och))
+            got = {}
+            for tool in pair_tools(i):
+                if tool == "latscope":
+                    self.progress(f"pair {i}/{a.pairs} ({order_tag(i)}): A latscope "
+                                  f"{a.seconds} s ...")
+                    got[tool] = self.run_latscope(f"p{i}-latscope")
+                else:
+                    self.progress(f"pair {i}/{a.pairs} ({order_tag(i)}): B oslat {a.seconds} s "
+                                  f"(+1 s pre-heat) ...")
+                    got[tool] = self.run_oslat(f"p{i}-oslat")
+            out.append(got["latscope"] + got["oslat"])
         return out
+
+
+# --------------------------------------------------------------------------
+# the order of the tools
+
+
+def pair_tools(i):
+    """The tools of pair i (from 1) in the order they run: latscope first in
+    odd pairs, oslat first in even ones (A B, B A, A B ...)."""
+    return ("latscope", "oslat") if i % 2 == 1 else ("oslat", "latscope")
+
+
+def order_tag(i):
+    """`AB` when latscope (A) ran first in pair i, `BA` when oslat did."""
+    return "AB" if i % 2 == 1 else "BA"
+
+
+def pair_label(i):
+    """The pair column of the tables: number and order, 6 characters."""
+    return f"{i:>3} {order_tag(i)}"
 
 
 # --------------------------------------------------------------------------
@@ -604,7 +631,7 @@ def noise_section(w, title, rows, pooled_ls, pooled_os, secs_ls, secs_os):
     w("-" * len(sub))
     for i, r in enumerate(rows, 1):
         rng = f"{r['o'].lo / 1e6:.3f}-{r['o'].hi / 1e6:.3f}"
-        w(f"{i:>6} | {r['l'].count:8.0f} {r['l'].est / 1e6:9.3f} {r['lp']:7.3f} | "
+        w(f"{pair_label(i)} | {r['l'].count:8.0f} {r['l'].est / 1e6:9.3f} {r['lp']:7.3f} | "
           f"{r['o'].count:8.0f} {r['o'].est / 1e6:9.3f} {rng:>17} {r['op']:7.3f} | "
           f"{fmt(r['r'], 8, 3)}")
     w("-" * len(sub))
@@ -664,7 +691,8 @@ def report(args, bench, pairs, started, ended, warnings):
     thr = ("off" if rt_runtime is not None and rt_runtime < 0
            else f"{rt_runtime} us of every {rt_period} us")
     w(f"RT throttling (sched_rt_runtime_us): {thr}")
-    w("order: A = latscope then B = oslat in every pair (A B A B ...; latscope always first)")
+    w("order: A = latscope, B = oslat; A first in odd pairs, B first in even ones")
+    w("       (AB, BA, AB ...: every two pairs run A B B A; the pair column shows it)")
     for msg in warnings:
         w(f"WARNING: {msg}")
     w("")
@@ -691,7 +719,7 @@ def report(args, bench, pairs, started, ended, warnings):
                "r_base": ratio(ls.base_ns, loop), "r_mean": ratio(lm, loop),
                "r_base_worst": ratio(ls.base_ns, loop_lo)}
         loop_rows.append(row)
-        w(f"{i:>6} | {ls.base_ns:7.2f} {fmt(lm, 9)} {ls.gap_threshold_ns:7d} "
+        w(f"{pair_label(i)} | {ls.base_ns:7.2f} {fmt(lm, 9)} {ls.gap_threshold_ns:7d} "
           f"{ls.iterations / 1e6:7.1f} | {fmt(loop, 9)} {1000:7d} {os_.n / 1e6:7.1f} | "
           f"{fmt(row['r_base'], 9, 3)} {fmt(row['r_mean'], 9, 3)}")
     w("-" * len(sub))
@@ -796,7 +824,7 @@ def report(args, bench, pairs, started, ended, warnings):
     w("-" * len(sub))
     for i, (ls, lch, os_, och) in enumerate(pairs, 1):
         ll, ol = ls.span(long_ns), os_.span(long_ns)
-        w(f"{i:>6} | {ll.count:6.0f} {ll.est / 1e6:9.3f} {ls.max_ns / 1000:10.1f} | "
+        w(f"{pair_label(i)} | {ll.count:6.0f} {ll.est / 1e6:9.3f} {ls.max_ns / 1000:10.1f} | "
           f"{ol.count:6.0f} {ol.est / 1e6:9.3f} {os_.max_est_us():10.1f} | "
           f"{fmt(lch.steal_ms, 8, 0)} {fmt(och.steal_ms, 8, 0)}")
     w("-" * len(sub))
@@ -827,7 +855,7 @@ def report(args, bench, pairs, started, ended, warnings):
                f"oslat 'avg' rounding allowance +-{OSLAT_AVG_HALF_ULP:g} us x iterations")
     det.append("Pairs, raw figures as the tools reported them")
     for i, (ls, lch, os_, och) in enumerate(pairs, 1):
-        det.append(f"  pair {i} A latscope: status={ls.status} clock={ls.clock} "
+        det.append(f"  pair {i} ({order_tag(i)}) A latscope: status={ls.status} clock={ls.clock} "
                    f"tsc_hz={ls.tsc_hz} active_ns={ls.active_ns} iterations={ls.iterations} "
                    f"base_ns={ls.base_ns:.3f} gap_threshold_ns={ls.gap_threshold_ns} "
                    f"interruptions={ls.interruptions} noise_ns={ls.noise_ns} "
@@ -843,7 +871,7 @@ def report(args, bench, pairs, started, ended, warnings):
                    f"{lch.utime:.3f}+{lch.stime:.3f} s, ctx switches vol {lch.nvcsw} "
                    f"invol {lch.nivcsw}, CPU {args.cpu} interrupts {lch.interrupts}, "
                    f"steal {fmt(lch.steal_ms, 0, 0)} ms")
-        det.append(f"  pair {i} B oslat: freq={os_.mhz} MHz min={os_.min_us} avg={os_.avg_us} "
+        det.append(f"  pair {i} ({order_tag(i)}) B oslat: freq={os_.mhz} MHz min={os_.min_us} avg={os_.avg_us} "
                    f"max={os_.max_us} us duration={os_.duration_s} s iterations={os_.n} "
                    f"overflow extra (from avg)={os_.overflow_extra_us:.0f} us "
                    f"return_code={os_.return_code}")
@@ -870,7 +898,7 @@ def main():
     p = argparse.ArgumentParser(
         prog="bench/vs-oslat.sh",
         description="latscope's noise probe vs oslat: loop cost, resolution and OS noise, "
-                    "A/B alternation on one CPU.")
+                    "A/B alternation on one CPU (the order flips every pair: A B B A).")
     p.add_argument("--cpu", type=int, help="the CPU to measure (default: the last online CPU)")
     p.add_argument("--pairs", type=int, default=4, help="pairs (default 4)")
     p.add_argument("--seconds", type=int, default=10, help="seconds per run (default 10)")

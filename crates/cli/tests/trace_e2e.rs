@@ -7,9 +7,10 @@
 mod common;
 
 use std::net::UdpSocket;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use common::control::{any_too_noisy, control_and_interfered, late_bursts_pct, too_noisy};
 use common::*;
 use latscope_model::CpuId;
 use latscope_platform::{monotonic_ns, set_affinity, set_scheduler, timers, SchedPolicy};
@@ -81,37 +82,48 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
     let Some(cpu) = best_traced_cpu(dir.path()) else {
         return;
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let handle = interferer(cpu, BURNER, 90, SLOT_NS, BURST_NS, Arc::clone(&stop));
-    let doc = traced_run(
-        &[
-            "--cpus",
-            &cpu.to_string(),
-            "--priority",
-            "80",
-            "--period",
-            "1ms",
-            "--duration",
-            "8s",
-            // Not 250us: the VM's own timer interrupt now and then takes
-            // 50-60 µs (seen: local_timer 38 µs + 21 µs late), which in an
-            // episode just over 250 µs leaves the burner 76%. Above 350 µs
-            // the burner's share is over 80% even then.
-            "--threshold",
-            "350us",
-        ],
-        dir.path(),
+    let (runs, bursts) = control_and_interfered(
+        |stop| interferer(cpu, BURNER, 90, SLOT_NS, BURST_NS, stop),
+        |name| {
+            let run_dir = dir.path().join(name);
+            std::fs::create_dir_all(&run_dir).unwrap();
+            traced_run(
+                &[
+                    "--cpus",
+                    &cpu.to_string(),
+                    "--priority",
+                    "80",
+                    "--period",
+                    "1ms",
+                    "--duration",
+                    "8s",
+                    // Not 250us: the VM's own timer interrupt now and then
+                    // takes 50-60 µs (seen: local_timer 38 µs + 21 µs late),
+                    // which in an episode just over 250 µs leaves the burner
+                    // 76%. Above 350 µs the burner's share is over 80% even
+                    // then.
+                    "--threshold",
+                    "350us",
+                ],
+                &run_dir,
+            )
+        },
     );
-    stop.store(true, Ordering::Relaxed);
-    let bursts = handle.join().unwrap();
-    let Some(doc) = doc else { return };
+    let (Some(control), Some(doc)) = (runs.control, runs.interfered) else {
+        return;
+    };
     assert!(
         bursts.len() >= 150,
         "the burner ran ({} bursts)",
         bursts.len()
     );
+    let ctl_eps = control["episodes"].as_array().map_or(0, |e| e.len());
     let eps = doc["episodes"].as_array().unwrap();
     let t = trace_summary(&doc);
+    eprintln!(
+        "control: {ctl_eps} episodes above 350 µs; max {} ns",
+        metrics(&control, "timer.latency")[0]["max_ns"]
+    );
     eprintln!(
         "trace: {} episodes, {} events, {} lost, decomposed {} / undecomposed {}",
         eps.len(),
@@ -120,9 +132,38 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         t["samples_decomposed"],
         t["samples_undecomposed"]
     );
-    // About 3 samples per second above 350 µs (known_answer.rs: delays
-    // uniform in 0..500 µs for half of 20 bursts per second).
-    assert!(eps.len() >= 10, "{} episodes", eps.len());
+    // About 3 samples per second above 350 µs come from the burner
+    // (known_answer.rs: delays uniform in 0..500 µs for half of 20 bursts
+    // per second), some 24 in 8 s. The episodes it caused are told from
+    // the host's by time (a burst around the expiry, below); the host's own
+    // delays can still fall into them, about as often as the control has
+    // episodes. A control with more than 16 (2 per second) leaves too
+    // little to tell.
+    // A burst that starts late waited for another task's kernel code,
+    // which then falls into the episodes it causes.
+    // (Traced, the burner's own wake-ups take longer: 16% over 50 µs seen
+    // on a quiet control, hence 100 µs.)
+    let late_pct = late_bursts_pct(&bursts, 100_000);
+    eprintln!(
+        "{:.1}% of the bursts started over 50 µs late, {late_pct:.1}% over 100 µs",
+        late_bursts_pct(&bursts, 50_000)
+    );
+    if any_too_noisy(&[
+        (
+            "control: episodes above 350 µs without the burner, in 8 s",
+            16.0,
+            ctl_eps as f64,
+        ),
+        (
+            "with the burner: bursts starting over 100 µs late, %",
+            10.0,
+            late_pct,
+        ),
+    ])
+    .is_some()
+    {
+        return;
+    }
     let mut caused = 0;
     let mut shares = Vec::new();
     for e in eps {
@@ -141,7 +182,7 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         // which may fall just after our expiry).
         if !bursts
             .iter()
-            .any(|&(s, f)| s <= expiry + 100_000 && f > expiry)
+            .any(|b| b.start <= expiry + 100_000 && b.end > expiry)
         {
             continue;
         }
@@ -165,8 +206,8 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         if share < 0.8 {
             let near: Vec<i64> = bursts
                 .iter()
-                .filter(|&&(s, f)| s <= expiry + 100_000 && f > expiry)
-                .map(|&(s, _)| s as i64 - expiry as i64)
+                .filter(|b| b.start <= expiry + 100_000 && b.end > expiry)
+                .map(|b| b.start as i64 - expiry as i64)
                 .collect();
             eprintln!("low share {share:.3}: bursts started at {near:?} ns from the expiry; {e}");
         }
@@ -184,9 +225,13 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         "only {caused} of {} episodes overlap a burst",
         eps.len()
     );
+    // The burner is the largest part of every episode it caused, and 80%
+    // or more of at least 90% of them: the host's own delays (the
+    // control's episodes) may fall into a few.
+    let low = shares.iter().filter(|&&s| s < 0.8).count();
     assert!(
-        shares.iter().all(|&s| s >= 0.8),
-        "burner below 80% of an episode it caused: {shares:?}"
+        shares.iter().all(|&s| s >= 0.5) && low * 10 <= caused,
+        "burner below 80% of {low} of the {caused} episodes it caused ({ctl_eps} episodes in the control): {shares:?}"
     );
     assert_eq!(t["lost_records"], 0, "no records lost at this load");
 }
@@ -329,6 +374,37 @@ fn every_sample_decomposes_on_busy_cpus() {
     parts_add_up(&doc);
 }
 
+/// A UDP flood over loopback until `stop`: 64 datagrams of 512 bytes every
+/// 200 µs to a receiver thread. Returns the datagrams sent.
+fn udp_flood(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))
+            .unwrap();
+        let addr = rx.local_addr().unwrap();
+        let s3 = Arc::clone(&stop);
+        let receiver = std::thread::spawn(move || {
+            let mut buf = [0u8; 1024];
+            while !s3.load(Ordering::Relaxed) {
+                let _ = rx.recv(&mut buf);
+            }
+        });
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let buf = [7u8; 512];
+        let mut sent = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            for _ in 0..64 {
+                if tx.send_to(&buf, addr).is_ok() {
+                    sent += 1;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        receiver.join().unwrap();
+        sent
+    })
+}
+
 #[test]
 fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
     let _g = serial();
@@ -336,39 +412,30 @@ fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
         eprintln!("skipped: needs root for tracepoints");
         return;
     }
-    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
-    rx.set_read_timeout(Some(std::time::Duration::from_millis(50)))
-        .unwrap();
-    let addr = rx.local_addr().unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU64::new(0));
-    let (s2, n2) = (Arc::clone(&stop), Arc::clone(&sent));
-    let sender = std::thread::spawn(move || {
-        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let buf = [7u8; 512];
-        while !s2.load(Ordering::Relaxed) {
-            for _ in 0..64 {
-                if tx.send_to(&buf, addr).is_ok() {
-                    n2.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    });
-    let s3 = Arc::clone(&stop);
-    let receiver = std::thread::spawn(move || {
-        let mut buf = [0u8; 1024];
-        while !s3.load(Ordering::Relaxed) {
-            let _ = rx.recv(&mut buf);
-        }
-    });
     let dir = tempfile::tempdir().unwrap();
-    let doc = traced_run(&["--period", "1ms", "--duration", "3s"], dir.path());
-    stop.store(true, Ordering::Relaxed);
-    sender.join().unwrap();
-    receiver.join().unwrap();
-    let Some(doc) = doc else { return };
-    let sent = sent.load(Ordering::Relaxed);
+    let (runs, sent) = control_and_interfered(udp_flood, |name| {
+        let run_dir = dir.path().join(name);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        traced_run(&["--period", "1ms", "--duration", "3s"], &run_dir)
+    });
+    let (Some(control), Some(doc)) = (runs.control, runs.interfered) else {
+        return;
+    };
+    // NET_RX of the control: whatever the machine's own network does (the
+    // metric is absent when NET_RX never ran).
+    let net_rx = |d: &Value, name: &str| {
+        d["cells"][0]["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+    };
+    let count = |m: &Option<Value>| m.as_ref().map_or(0, |m| m["count"].as_u64().unwrap());
+    let (ctl_exec, ctl_delay) = (
+        net_rx(&control, "softirq.exec.NET_RX"),
+        net_rx(&control, "softirq.delay.NET_RX"),
+    );
     let all: Vec<&Value> = doc["cells"][0]["metrics"]
         .as_array()
         .unwrap()
@@ -385,12 +452,35 @@ fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
     let exec = get("softirq.exec.NET_RX");
     let delay = get("softirq.delay.NET_RX");
     eprintln!(
+        "control: NET_RX ran {} times, {} delays recorded",
+        count(&ctl_exec),
+        count(&ctl_delay)
+    );
+    eprintln!(
         "UDP flood: {sent} datagrams sent; NET_RX ran {} times (max {} ns), delay p99 {} ns",
         exec["count"], exec["max_ns"], delay["p99_ns"]
     );
     assert!(sent > 10_000, "the flood ran ({sent} datagrams)");
-    assert!(exec["count"].as_u64().unwrap() > 100);
-    assert!(delay["count"].as_u64().unwrap() > 100);
+    // Traffic of the machine's own of 1000 NET_RX runs a second could hide
+    // what the flood adds.
+    if too_noisy(
+        "control: NET_RX runs in 3 s without the flood",
+        3000.0,
+        count(&ctl_exec) as f64,
+    )
+    .is_some()
+    {
+        return;
+    }
+    // The flood adds its own NET_RX runs to the machine's: the count the
+    // control saw is not enough.
+    let added_exec = exec["count"].as_u64().unwrap() as i64 - count(&ctl_exec) as i64;
+    let added_delay = delay["count"].as_u64().unwrap() as i64 - count(&ctl_delay) as i64;
+    assert!(added_exec > 100, "the flood added {added_exec} NET_RX runs");
+    assert!(
+        added_delay > 100,
+        "the flood added {added_delay} NET_RX delays"
+    );
     assert!(exec["max_ns"].as_u64().unwrap() > 0);
 }
 
@@ -454,48 +544,67 @@ fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
     };
     // Like the burner, but its bursts are spent in the kernel (reading
     // /dev/zero), where cpu-clock samples with kernel call chains land.
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = Arc::clone(&stop);
-    let handle = std::thread::Builder::new()
-        .name("ka-kernel".into())
-        .spawn(move || {
-            use std::io::Read;
-            set_affinity(CpuId(cpu)).unwrap();
-            set_scheduler(SchedPolicy::Fifo, 90).unwrap();
-            let mut zero = std::fs::File::open("/dev/zero").unwrap();
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut seed = monotonic_ns() | 1;
-            let mut slot = monotonic_ns();
-            while !s2.load(Ordering::Relaxed) {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                let _ = timers::sleep_until(slot + seed % (SLOT_NS - BURST_NS));
-                let end = monotonic_ns() + BURST_NS;
-                while monotonic_ns() < end {
-                    zero.read_exact(&mut buf).unwrap();
+    let kernel_burner = |stop: Arc<AtomicBool>| {
+        std::thread::Builder::new()
+            .name("ka-kernel".into())
+            .spawn(move || {
+                use std::io::Read;
+                set_affinity(CpuId(cpu)).unwrap();
+                set_scheduler(SchedPolicy::Fifo, 90).unwrap();
+                let mut zero = std::fs::File::open("/dev/zero").unwrap();
+                let mut buf = vec![0u8; 256 * 1024];
+                let mut seed = monotonic_ns() | 1;
+                let mut slot = monotonic_ns();
+                while !stop.load(Ordering::Relaxed) {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    let _ = timers::sleep_until(slot + seed % (SLOT_NS - BURST_NS));
+                    let end = monotonic_ns() + BURST_NS;
+                    while monotonic_ns() < end {
+                        zero.read_exact(&mut buf).unwrap();
+                    }
+                    slot += SLOT_NS;
                 }
-                slot += SLOT_NS;
-            }
-        })
-        .unwrap();
-    let doc = traced_run(
-        &[
-            "--cpus",
-            &cpu.to_string(),
-            "--priority",
-            "80",
-            "--duration",
-            "5s",
-            "--threshold",
-            "250us",
-            "--stacks",
-        ],
-        dir.path(),
-    );
-    stop.store(true, Ordering::Relaxed);
-    handle.join().unwrap();
-    let Some(doc) = doc else { return };
+            })
+            .unwrap()
+    };
+    let (runs, ()) = control_and_interfered(kernel_burner, |name| {
+        let run_dir = dir.path().join(name);
+        std::fs::create_dir_all(&run_dir).unwrap();
+        traced_run(
+            &[
+                "--cpus",
+                &cpu.to_string(),
+                "--priority",
+                "80",
+                "--duration",
+                "5s",
+                "--threshold",
+                "250us",
+                "--stacks",
+            ],
+            &run_dir,
+        )
+    });
+    let (Some(control), Some(doc)) = (runs.control, runs.interfered) else {
+        return;
+    };
+    let ctl_eps = control["episodes"].as_array().map_or(0, |e| e.len());
+    eprintln!("control: {ctl_eps} episodes above 250 µs without the kernel burner");
+    // The burner causes about 5 episodes a second above 250 µs, some 25 in
+    // 5 s; the host's own (a stall has no kernel code of ours to sample)
+    // need not have stacks. More than 10 in the control (2 a second) leave
+    // too little to tell.
+    if too_noisy(
+        "control: episodes above 250 µs without the kernel burner, in 5 s",
+        10.0,
+        ctl_eps as f64,
+    )
+    .is_some()
+    {
+        return;
+    }
     assert_eq!(doc["capabilities"]["stack_samples"], true);
     let eps = doc["episodes"].as_array().unwrap();
     let with_stacks: Vec<&Value> = eps
@@ -508,9 +617,14 @@ fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
         eps.len(),
         trace_summary(&doc)["stack_samples"]
     );
-    assert!(eps.len() >= 5, "{} episodes", eps.len());
     assert!(
-        with_stacks.len() * 2 >= eps.len(),
+        eps.len() >= 5 + ctl_eps,
+        "{} episodes, {ctl_eps} without the kernel burner",
+        eps.len()
+    );
+    // At least half of the episodes the burner added have stacks.
+    assert!(
+        with_stacks.len() * 2 >= eps.len() - ctl_eps,
         "too few episodes with stacks"
     );
     let e = with_stacks[0];

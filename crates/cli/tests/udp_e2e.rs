@@ -12,6 +12,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::control::too_noisy;
 use common::*;
 use serde_json::Value;
 
@@ -408,7 +409,13 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (o, quiet) = udp_run(dir.path(), "quiet", &["--duration", "6s"]);
+    // The control: the same run without the workload (traced too, so that
+    // what tracing costs is in both).
+    let (o, quiet) = udp_run(
+        dir.path(),
+        "quiet",
+        &["--duration", "6s", "--trace", "--threshold", "50us"],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let quiet = quiet.unwrap();
     let (o, flood) = udp_run(
@@ -427,15 +434,27 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let flood = flood.unwrap();
     let (q, f) = (p99(&quiet, "udp.recv"), p99(&flood, "udp.recv"));
+    let q50 = metric(&quiet, "udp.recv")["p50_ns"].as_u64().unwrap();
+    eprintln!("control (no workload): udp.recv p50 {q50} ns, p99 {q} ns");
     eprintln!(
-        "udp.recv p99: {q} ns alone, {f} ns under the net workload; p50 alone {} ns",
-        metric(&quiet, "udp.recv")["p50_ns"]
+        "under the net workload: udp.recv p50 {} ns, p99 {f} ns",
+        metric(&flood, "udp.recv")["p50_ns"]
     );
+    // The control is this test's baseline: a host busy enough to stretch
+    // its tail beyond four times its median delivery (the test binary's
+    // latscope is a debug build: a median of 60-90 µs here) leaves nothing
+    // to compare the flood's tail with.
+    if too_noisy(
+        "control: udp.recv p99 over its p50",
+        4.0,
+        q as f64 / q50.max(1) as f64,
+    )
+    .is_some()
+    {
+        return;
+    }
     assert!(f > q, "the flood did not raise udp.recv p99: {f} vs {q}");
-    assert!(
-        f > 2 * metric(&quiet, "udp.recv")["p50_ns"].as_u64().unwrap(),
-        "{f}"
-    );
+    assert!(f > 2 * q50, "{f}");
     // The decomposition parts exist under --trace.
     assert!(count(&flood, "udp.recv.deliver") > 0);
     let eps = flood["episodes"].as_array().cloned().unwrap_or_default();

@@ -8,6 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+pub mod control;
+
 /// Measurements on a 2-CPU machine disturb each other: tests that measure
 /// take this lock so they run one at a time.
 static MEASURING: Mutex<()> = Mutex::new(());
@@ -109,11 +111,30 @@ pub fn assert_one_line_error(o: &Output, code: i32) {
     assert!(lines.len() == 1, "expected one clear line, got: {err}");
 }
 
+/// One burst of a known interferer, in CLOCK_MONOTONIC ns: when it was
+/// due to start (its timer), when it started, when it ended.
+#[derive(Clone, Copy, Debug)]
+pub struct Burst {
+    pub due: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Burst {
+    /// How late the burst started: its own wake-up latency. On a busy host
+    /// another task's kernel code can hold the CPU past `due`, and whatever
+    /// was due on the CPU meanwhile waits for that and then for the whole
+    /// burst: the interferer no longer is the one of known length.
+    pub fn late_ns(&self) -> u64 {
+        self.start.saturating_sub(self.due)
+    }
+}
+
 /// A known interferer: a thread named `name` at SCHED_FIFO `priority`,
 /// pinned to `cpu`, busy for `burst_ns` once in every `slot_ns`, starting at
 /// a random offset within the slot so that it cannot phase-lock onto a
 /// probe's period (the stroboscopic effect). Runs until `stop`; returns each
-/// burst's (start, end) in CLOCK_MONOTONIC ns.
+/// burst.
 pub fn interferer(
     cpu: u32,
     name: &str,
@@ -121,7 +142,7 @@ pub fn interferer(
     slot_ns: u64,
     burst_ns: u64,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-) -> std::thread::JoinHandle<Vec<(u64, u64)>> {
+) -> std::thread::JoinHandle<Vec<Burst>> {
     use latscope_platform::{monotonic_ns, spin_until, timers, SchedPolicy};
     std::thread::Builder::new()
         .name(name.into())
@@ -135,10 +156,15 @@ pub fn interferer(
                 seed ^= seed << 13;
                 seed ^= seed >> 7;
                 seed ^= seed << 17;
-                let _ = timers::sleep_until(slot + seed % (slot_ns - burst_ns));
+                let due = slot + seed % (slot_ns - burst_ns);
+                let _ = timers::sleep_until(due);
                 let start = monotonic_ns();
                 spin_until(start + burst_ns);
-                bursts.push((start, monotonic_ns()));
+                bursts.push(Burst {
+                    due,
+                    start,
+                    end: monotonic_ns(),
+                });
                 slot += slot_ns;
             }
             bursts
