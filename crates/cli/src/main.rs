@@ -17,7 +17,6 @@ mod progress;
 mod report;
 mod run;
 mod sched;
-mod settings;
 mod show;
 mod suite;
 

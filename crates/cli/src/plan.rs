@@ -28,75 +28,9 @@ pub struct RunPlan {
     pub warmup: Nanos,
 }
 
-/// The one probe of a cell, with its configuration: a cell cannot hold two.
-#[derive(Clone, Debug)]
-pub enum ProbeCellPlan {
-    Timer(TimerConfig),
-    Noise(NoiseConfig),
-    Udp(UdpConfig),
-}
-
-/// One cell of a run: a probe with its settings, under one workload.
-#[derive(Clone, Debug)]
-pub struct CellPlan {
-    /// Position in the run (0-based) and the number of cells.
-    pub index: u32,
-    pub of: u32,
-    pub probe: ProbeCellPlan,
-    /// The workload's name as given (`idle`, `cpu`, `custom:...`); `none`
-    /// when no workload was asked for.
-    pub workload: String,
-    pub load_level: String,
-    pub warmup: Nanos,
-    /// The CPUs as `--cpus` gave them (the workload's characterization
-    /// samples them; the settings record them).
-    pub cpus: CpuSet,
-}
-
-impl CellPlan {
-    /// How long the probe measures; `None`: until stopped.
-    pub fn duration(&self) -> Option<Nanos> {
-        match &self.probe {
-            ProbeCellPlan::Timer(t) => t.duration,
-            ProbeCellPlan::Noise(n) => n.duration,
-            ProbeCellPlan::Udp(u) => u.duration,
-        }
-    }
-
-    pub fn threshold(&self) -> Option<Nanos> {
-        match &self.probe {
-            ProbeCellPlan::Timer(t) => t.threshold,
-            ProbeCellPlan::Noise(n) => n.threshold,
-            ProbeCellPlan::Udp(u) => u.threshold,
-        }
-    }
-
-    pub fn policy(&self) -> SchedPolicy {
-        match &self.probe {
-            ProbeCellPlan::Timer(t) => t.policy,
-            ProbeCellPlan::Noise(n) => n.policy,
-            ProbeCellPlan::Udp(u) => u.policy,
-        }
-    }
-
-    /// The priority asked for (`--priority`), whatever the policy.
-    pub fn priority(&self) -> u32 {
-        match &self.probe {
-            ProbeCellPlan::Timer(t) => t.priority,
-            ProbeCellPlan::Noise(n) => n.priority,
-            ProbeCellPlan::Udp(u) => u.priority,
-        }
-    }
-
-    /// The priority applied: 0 under `SCHED_OTHER`.
-    pub fn effective_priority(&self) -> u32 {
-        if self.policy() == SchedPolicy::Other {
-            0
-        } else {
-            self.priority()
-        }
-    }
-}
+/// One cell: the engine's [`CellSpec`]; its probe: the engine's
+/// [`ProbeSpec`] (a cell cannot hold two probes).
+pub use latscope_engine::{CellSpec as CellPlan, ProbeSpec as ProbeCellPlan};
 
 impl RunPlan {
     /// `run`: the probe once per workload, in the order given.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
-use latscope_engine::{CellSpec, EngineError, Env, Guards, ProbeSpec, RunConfig, Stop};
+use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
 use latscope_model::{CpuSet, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
@@ -18,8 +18,7 @@ use crate::args::RunArgs;
 use crate::exit::{self, Exit};
 use crate::observer::CliObserver;
 use crate::output;
-use crate::plan::{plan_run, CellPlan, ProbeCellPlan, RunPlan};
-use crate::settings::cell_settings;
+use crate::plan::{plan_run, CellPlan, RunPlan};
 
 pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
@@ -59,24 +58,6 @@ pub fn exit_code(status: RunStatus) -> i32 {
     }
 }
 
-/// The engine's cell for a planned one.
-fn spec(cell: &CellPlan) -> CellSpec {
-    CellSpec {
-        index: cell.index,
-        of: cell.of,
-        probe: match &cell.probe {
-            ProbeCellPlan::Timer(t) => ProbeSpec::Timer(t.clone()),
-            ProbeCellPlan::Noise(n) => ProbeSpec::Noise(n.clone()),
-            ProbeCellPlan::Udp(u) => ProbeSpec::Udp(u.clone()),
-        },
-        workload: cell.workload.clone(),
-        load_level: cell.load_level.clone(),
-        warmup: cell.warmup,
-        // The engine records the clock-read cost it measures.
-        settings: cell_settings(cell, 0),
-    }
-}
-
 /// Runs the cells one after the other in one stored run; returns the run
 /// as stored and its status. Stops early on a signal or a failed cell:
 /// every finished cell, and the partial one, stay stored.
@@ -92,7 +73,6 @@ pub fn run_cells(
     if let Some(path) = opts.json {
         output::check_writable(path)?;
     }
-    let specs: Vec<CellSpec> = cells.iter().map(spec).collect();
     let config = RunConfig {
         checkpoint: plan.checkpoint,
         trace: plan.trace.clone(),
@@ -111,7 +91,7 @@ pub fn run_cells(
         system: None,
     };
     let outcome =
-        latscope_engine::run(&config, &specs, online, &mut store, env).map_err(|e| match e {
+        latscope_engine::run(&config, cells, online, &mut store, env).map_err(|e| match e {
             EngineError::Config(line) => Exit::usage(line),
             other => Exit::from(anyhow::Error::from(other)),
         })?;

@@ -171,8 +171,7 @@ pub(crate) fn run_cell(
         ctx.told = true;
     }
 
-    let mut settings = cell.settings.clone();
-    settings.common_mut().clock_read_ns = ctx.clock_read_ns;
+    let settings = cell.settings(ctx.clock_read_ns);
     let cell_meta = CellMeta {
         index: cell.index,
         probe: cell.probe.name().into(),

@@ -141,6 +141,24 @@ impl ProbeSpec {
         }
     }
 
+    /// The threshold above which samples are counted (and traced).
+    pub fn threshold(&self) -> Option<Nanos> {
+        match self {
+            ProbeSpec::Timer(c) => c.threshold,
+            ProbeSpec::Noise(c) => c.threshold,
+            ProbeSpec::Udp(c) => c.threshold,
+            ProbeSpec::Custom { .. } => None,
+        }
+    }
+
+    /// The priority applied: 0 under `SCHED_OTHER`.
+    pub fn effective_priority(&self) -> u32 {
+        match self.policy() {
+            (SchedPolicy::Other, _) => 0,
+            (_, p) => p,
+        }
+    }
+
     /// Checks the settings (one line naming the bad value).
     pub fn validate(&self) -> Result<(), String> {
         match self {
@@ -174,9 +192,8 @@ pub struct CellSpec {
     pub workload: String,
     pub load_level: String,
     pub warmup: Nanos,
-    /// The settings as stored with the cell (the engine fills in the
-    /// measured clock-read cost).
-    pub settings: CellSettings,
+    /// The CPUs as the user gave them (recorded with the settings).
+    pub cpus: CpuSet,
 }
 
 impl CellSpec {
@@ -194,5 +211,11 @@ impl CellSpec {
     /// The measured CPUs as a set.
     pub fn cpu_set(&self) -> CpuSet {
         self.probe.cpus().into_iter().collect()
+    }
+
+    /// The settings stored with the cell; `clock_read_ns` is the cost of
+    /// one clock read measured when the run started.
+    pub fn settings(&self, clock_read_ns: u64) -> CellSettings {
+        crate::settings::cell_settings(self, clock_read_ns)
     }
 }

@@ -24,6 +24,7 @@ mod error;
 mod load;
 mod observer;
 mod run;
+mod settings;
 mod sink;
 mod stop;
 mod trace_session;

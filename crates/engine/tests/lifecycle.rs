@@ -10,7 +10,7 @@ use latscope_engine::{
     BuildProbe, CellSpec, Env, Guards, MemorySink, Observer, ProbeSpec, RunConfig, Sink, SinkError,
     Stop,
 };
-use latscope_model::{metric, CellSettings, CpuId, CpuSet, Nanos, RunId, RunStatus, SimSettings};
+use latscope_model::{metric, CpuId, CpuSet, Nanos, RunId, RunStatus};
 use latscope_probes::sim::{SimConfig, SimProbe};
 use latscope_probes::{Clock, Progress, ScriptedClock};
 use latscope_store::Checkpoint;
@@ -62,7 +62,7 @@ fn sim_cell(
         workload: "none".into(),
         load_level: "medium".into(),
         warmup: Nanos::ZERO,
-        settings: CellSettings::Sim(SimSettings::default()),
+        cpus: online(),
     }
 }
 

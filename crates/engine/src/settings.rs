@@ -1,32 +1,32 @@
-//! A cell's plan as the settings the store records: the one place that
+//! A cell as the settings the store records: the one place that
 //! turns probe configurations into [`CellSettings`], so that what `show`,
 //! `compare`, the report and `sched` read back is written once.
 
-use latscope_engine::probes::{Phase, TimerApi};
-use latscope_engine::system::SchedPolicy;
 use latscope_model::{
-    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName, TimerSettings,
-    UdpSettings,
+    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, SimSettings, TimerApiName,
+    TimerSettings, UdpSettings,
 };
+use latscope_platform::SchedPolicy;
+use latscope_probes::timer::{Phase, TimerApi};
 
-use crate::plan::{CellPlan, ProbeCellPlan};
+use crate::config::{CellSpec, ProbeSpec};
 
 /// The settings of `cell` as applied; `clock_read_ns` is the cost of one
 /// clock read measured when the run started.
-pub fn cell_settings(cell: &CellPlan, clock_read_ns: u64) -> CellSettings {
+pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
     let loaded = cell.workload != "none";
     let common = CommonSettings {
-        policy: policy(cell.policy()),
-        priority: cell.effective_priority(),
+        policy: policy(cell.probe.policy().0),
+        priority: cell.probe.effective_priority(),
         cpus: cell.cpus.to_string(),
-        duration_ns: cell.duration(),
-        threshold_ns: cell.threshold(),
+        duration_ns: cell.probe.duration(),
+        threshold_ns: cell.probe.threshold(),
         clock_read_ns,
         load_level: loaded.then(|| cell.load_level.clone()),
         warmup_ns: loaded.then_some(cell.warmup),
     };
     match &cell.probe {
-        ProbeCellPlan::Timer(t) => CellSettings::Timer(TimerSettings {
+        ProbeSpec::Timer(t) => CellSettings::Timer(TimerSettings {
             timer_api: timer_api(t.api),
             period_ns: t.period,
             phase: match t.phase {
@@ -35,7 +35,7 @@ pub fn cell_settings(cell: &CellPlan, clock_read_ns: u64) -> CellSettings {
             },
             common,
         }),
-        ProbeCellPlan::Noise(n) => CellSettings::Noise(NoiseSettings {
+        ProbeSpec::Noise(n) => CellSettings::Noise(NoiseSettings {
             runtime_ns: n.runtime,
             pause_ns: n.pause,
             gap_ratio: n.gap_ratio,
@@ -43,7 +43,7 @@ pub fn cell_settings(cell: &CellPlan, clock_read_ns: u64) -> CellSettings {
             fp: n.fp,
             common,
         }),
-        ProbeCellPlan::Udp(u) => CellSettings::Udp(UdpSettings {
+        ProbeSpec::Udp(u) => CellSettings::Udp(UdpSettings {
             path: u.path,
             period_ns: u.period,
             // Validated to at most 65,507 bytes (a UDP/IPv4 datagram).
@@ -51,6 +51,10 @@ pub fn cell_settings(cell: &CellPlan, clock_read_ns: u64) -> CellSettings {
             sender_cpu: u.sender_cpu.0,
             receiver_cpu: u.receiver_cpu.0,
             common,
+        }),
+        ProbeSpec::Custom { .. } => CellSettings::Sim(SimSettings {
+            common,
+            ..SimSettings::default()
         }),
     }
 }
@@ -76,10 +80,10 @@ fn timer_api(api: TimerApi) -> TimerApiName {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latscope_engine::probes::NoiseConfig;
-    use latscope_engine::probes::TimerConfig;
-    use latscope_engine::probes::UdpConfig;
     use latscope_model::{CpuId, CpuSet, Nanos, UdpPath};
+    use latscope_probes::noise::NoiseConfig;
+    use latscope_probes::timer::TimerConfig;
+    use latscope_probes::udp::UdpConfig;
     use serde_json::json;
 
     fn timer_config() -> TimerConfig {
@@ -96,8 +100,8 @@ mod tests {
         }
     }
 
-    fn cell(probe: ProbeCellPlan, workload: &str) -> CellPlan {
-        CellPlan {
+    fn cell(probe: ProbeSpec, workload: &str) -> CellSpec {
+        CellSpec {
             index: 0,
             of: 1,
             probe,
@@ -108,7 +112,7 @@ mod tests {
         }
     }
 
-    fn json_of(c: &CellPlan) -> serde_json::Value {
+    fn json_of(c: &CellSpec) -> serde_json::Value {
         serde_json::to_value(cell_settings(c, 24)).unwrap_or_default()
     }
 
@@ -117,7 +121,7 @@ mod tests {
 
     #[test]
     fn timer_settings_keep_their_keys() {
-        let c = cell(ProbeCellPlan::Timer(timer_config()), "none");
+        let c = cell(ProbeSpec::Timer(timer_config()), "none");
         assert_eq!(
             json_of(&c),
             json!({ "probe": "timer", "timer_api": "posix-timer", "period_ns": 100_000,
@@ -143,7 +147,7 @@ mod tests {
             handoff: 0,
             force_vdso: false,
         };
-        let c = cell(ProbeCellPlan::Noise(n), "cpu");
+        let c = cell(ProbeSpec::Noise(n), "cpu");
         assert_eq!(
             json_of(&c),
             json!({ "probe": "noise", "runtime_ns": 1_000_000_000, "pause_ns": 0,
@@ -168,7 +172,7 @@ mod tests {
             duration: Some(Nanos::from_secs(5)),
             handoff: 0,
         };
-        let c = cell(ProbeCellPlan::Udp(u), "none");
+        let c = cell(ProbeSpec::Udp(u), "none");
         assert_eq!(
             json_of(&c),
             json!({ "probe": "udp", "path": "veth", "period_ns": 10_000_000,
@@ -176,11 +180,7 @@ mod tests {
                     "policy": "fifo", "priority": 95, "cpus": "0-1",
                     "duration_ns": 5_000_000_000u64, "clock_read_ns": 24 })
         );
-        let ProbeCellPlan::Udp(u) = &c.probe else {
-            panic!("not a udp cell")
-        };
-        let probe = latscope_engine::ProbeSpec::Udp(u.clone());
-        assert_eq!(probe.cpus(), vec![CpuId(1), CpuId(0)], "sender first");
-        assert_eq!(probe.name(), "udp");
+        assert_eq!(c.probe.cpus(), vec![CpuId(1), CpuId(0)], "sender first");
+        assert_eq!(c.probe.name(), "udp");
     }
 }
