@@ -59,6 +59,7 @@ use latscope_model::Nanos;
 use crate::histogram::Histogram;
 
 pub mod report;
+pub mod taskfile;
 
 pub use report::{
     sched_report, LatencySource, PseudoSource, ResponseKind, SchedReport, SchedReportError,
