@@ -110,14 +110,17 @@ pub fn run_cells(
         observer: &mut observer,
         system: None,
     };
-    let outcome =
+    let mut outcome =
         latscope_engine::run(&config, &specs, online, &mut store, env).map_err(|e| match e {
             EngineError::Config(line) => Exit::usage(line),
             other => Exit::from(anyhow::Error::from(other)),
         })?;
-    if let Some(e) = &outcome.sink_error {
+    if let Some(e) = outcome.sink_error.take() {
         // Measured data outlives the store: the whole run goes to a rescue
-        // file, and the user gets one line saying where.
+        // file, and the user gets one line saying where. The file carries
+        // the run's id in the store (the in-memory copy numbers its only
+        // run 1, which in the store is another run).
+        outcome.result.meta.id = outcome.run_id;
         let rescue = output::write_rescue(&outcome.result, opts.store)
             .with_context(|| format!("{e}; the run could not be written anywhere else either"))?;
         if !opts.quiet {
