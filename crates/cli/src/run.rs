@@ -123,6 +123,12 @@ pub fn run_cells(
         outcome.result.meta.id = outcome.run_id;
         let rescue = output::write_rescue(&outcome.result, opts.store)
             .with_context(|| format!("{e}; the run could not be written anywhere else either"))?;
+        // The JSON the user asked for is written too: it does not depend on
+        // the store.
+        if let Some(path) = opts.json {
+            output::write_json(&outcome.result, path)
+                .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))?;
+        }
         if !opts.quiet {
             print!("{}", output::summary(&outcome.result, opts.histogram));
         }
