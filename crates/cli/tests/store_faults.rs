@@ -142,6 +142,7 @@ const FREE_FOR_RUN: u64 = 288 * 1024;
 #[test]
 fn a_disk_full_during_a_run_keeps_the_store_and_rescues_the_whole_run() {
     let _g = serial();
+    let cpu = online()[0].to_string();
     let Some(fs) = Tmpfs::mount("1200k") else {
         return;
     };
@@ -163,7 +164,7 @@ fn a_disk_full_during_a_run_keeps_the_store_and_rescues_the_whole_run() {
             "--period",
             "200us",
             "--cpus",
-            "0",
+            &cpu,
             "--store",
             s,
             "--json",
@@ -248,6 +249,7 @@ fn a_disk_full_during_a_run_keeps_the_store_and_rescues_the_whole_run() {
 #[test]
 fn a_store_locked_by_another_process_fails_before_measuring() {
     let _g = serial();
+    let cpu = online()[0].to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_one_run(dir.path());
     let s = store.to_str().unwrap();
@@ -258,7 +260,7 @@ fn a_store_locked_by_another_process_fails_before_measuring() {
     let started = Instant::now();
     let o = latscope_in(
         dir.path(),
-        &["run", "--duration", "1s", "--cpus", "0", "--store", s],
+        &["run", "--duration", "1s", "--cpus", &cpu, "--store", s],
     );
     let waited = started.elapsed();
     let line = error_line(&o, 1);
@@ -287,6 +289,7 @@ fn a_store_locked_by_another_process_fails_before_measuring() {
 #[test]
 fn files_that_are_not_stores_are_refused_and_left_as_they_were() {
     let _g = serial();
+    let cpu = online()[0].to_string();
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "my notes, not a database\n".repeat(40)).unwrap();
@@ -300,7 +303,7 @@ fn files_that_are_not_stores_are_refused_and_left_as_they_were() {
         let before = std::fs::read(file).unwrap();
         let f = file.to_str().unwrap();
         for args in [
-            vec!["run", "--duration", "1s", "--cpus", "0", "--store", f],
+            vec!["run", "--duration", "1s", "--cpus", &cpu, "--store", f],
             vec!["show", "latest", "--store", f],
             vec!["list", "--store", f],
         ] {
@@ -317,6 +320,7 @@ fn files_that_are_not_stores_are_refused_and_left_as_they_were() {
 #[test]
 fn a_truncated_store_gives_one_line_and_is_not_written() {
     let _g = serial();
+    let cpu = online()[0].to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_one_run(dir.path());
     let size = std::fs::metadata(&store).unwrap().len();
@@ -334,7 +338,7 @@ fn a_truncated_store_gives_one_line_and_is_not_written() {
         for args in [
             vec!["show", "latest", "--store", c],
             vec!["list", "--store", c],
-            vec!["run", "--duration", "5s", "--cpus", "0", "--store", c],
+            vec!["run", "--duration", "5s", "--cpus", &cpu, "--store", c],
         ] {
             let started = Instant::now();
             let o = latscope_in(dir.path(), &args);
@@ -361,6 +365,7 @@ fn a_truncated_store_gives_one_line_and_is_not_written() {
 #[test]
 fn a_store_from_a_newer_latscope_is_refused_and_left_as_it_was() {
     let _g = serial();
+    let cpu = online()[0].to_string();
     let dir = tempfile::tempdir().unwrap();
     let store = store_with_one_run(dir.path());
     {
@@ -370,7 +375,7 @@ fn a_store_from_a_newer_latscope_is_refused_and_left_as_it_was() {
     let before = std::fs::read(&store).unwrap();
     let s = store.to_str().unwrap();
     for args in [
-        vec!["run", "--duration", "1s", "--cpus", "0", "--store", s],
+        vec!["run", "--duration", "1s", "--cpus", &cpu, "--store", s],
         vec!["show", "latest", "--store", s],
         vec!["list", "--store", s],
     ] {
