@@ -65,7 +65,9 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
     dirs.push(std::env::temp_dir());
     let mut last = None;
     for d in dirs {
-        let path = d.join(&name);
+        // The error line names the file: absolute, so that it can be found
+        // from any directory.
+        let path = std::path::absolute(d.join(&name)).unwrap_or_else(|_| d.join(&name));
         match write_json(run, &path) {
             Ok(()) => return Ok(path),
             Err(e) => {

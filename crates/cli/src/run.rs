@@ -90,16 +90,25 @@ pub fn run_cells(
         observer: &mut observer,
         system: None,
     };
-    let outcome =
+    let mut outcome =
         latscope_engine::run(&config, cells, online, &mut store, env).map_err(|e| match e {
             EngineError::Config(line) => Exit::usage(line),
             other => Exit::from(anyhow::Error::from(other)),
         })?;
-    if let Some(e) = &outcome.sink_error {
+    if let Some(e) = outcome.sink_error.take() {
         // Measured data outlives the store: the whole run goes to a rescue
-        // file, and the user gets one line saying where.
+        // file, and the user gets one line saying where. The file carries
+        // the run's id in the store (the in-memory copy numbers its only
+        // run 1, which in the store is another run).
+        outcome.result.meta.id = outcome.run_id;
         let rescue = output::write_rescue(&outcome.result, opts.store)
             .with_context(|| format!("{e}; the run could not be written anywhere else either"))?;
+        // The JSON the user asked for is written too: it does not depend on
+        // the store.
+        if let Some(path) = opts.json {
+            output::write_json(&outcome.result, path)
+                .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))?;
+        }
         if !opts.quiet {
             print!("{}", output::summary(&outcome.result, opts.histogram));
         }

@@ -53,7 +53,7 @@ pub enum StoreError {
     #[error("store {}: the disk is full ({action}); free some space or give a store on another disk", .path.display())]
     Full { path: PathBuf, action: &'static str },
 
-    #[error("store {} is damaged: {what}", .path.display())]
+    #[error("store {} is damaged ({what}); restore it from a copy, or give another path", .path.display())]
     Corrupt { path: PathBuf, what: String },
 
     #[error("store {}: {action} failed: {source}", .path.display())]

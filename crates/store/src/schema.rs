@@ -232,6 +232,12 @@ fn inspect_file(path: &Path, mode: Mode) -> Result<bool, StoreError> {
 /// processes opening a new store at once do not apply a step twice.
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let err = |action| move |e| classify(path, action, e);
+    // A store already at this version needs no write transaction: `list`
+    // and `show` must not wait behind a run (or anyone) holding the write
+    // lock, which WAL lets readers do.
+    if user_version(conn).map_err(err("reading the schema version"))? == SCHEMA_VERSION {
+        return Ok(());
+    }
     for &(version, name, sql) in MIGRATIONS {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
