@@ -244,7 +244,12 @@ pub fn run(
     }
     drop(dma_guard);
     if let Some(e) = failure {
-        return Err(e);
+        // With a sink that failed too, the in-memory copy is all there is
+        // of part of the run: hand it back (the failure is in its notes)
+        // rather than the error alone.
+        if ctx.sink_error.is_none() {
+            return Err(e);
+        }
     }
     let result = ctx
         .mirror

@@ -472,3 +472,53 @@ fn a_sink_that_cannot_record_the_run_fails_it_before_measuring() {
     );
     assert!(obs.progress.is_empty(), "nothing was measured");
 }
+
+#[test]
+fn a_cell_that_cannot_start_after_the_sink_failed_still_returns_the_run() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    // Every checkpoint fails, as on a disk that stays full.
+    let mut sink = Recorder {
+        fail: Some(0..usize::MAX),
+        ..Recorder::default()
+    };
+    let refuse: BuildProbe = Arc::new(|| {
+        Err(latscope_probes::ProbeError::Spawn(
+            "scripted start failure".into(),
+        ))
+    });
+    let cells = [
+        sim_cell(&clock, 0, 2, &[0], 2, None),
+        CellSpec {
+            probe: ProbeSpec::Custom {
+                name: "sim",
+                cpus: vec![CpuId(0)],
+                duration: Some(Nanos(S)),
+                build: refuse,
+            },
+            ..sim_cell(&clock, 1, 2, &[0], 1, None)
+        },
+    ];
+    let out = latscope_engine::run(
+        &config(1),
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Failed);
+    assert!(out.sink_error.is_some());
+    assert_eq!(out.result.cells.len(), 1);
+    assert_eq!(out.result.cells[0].meta.duration_ns, Nanos(2 * S));
+    assert!(
+        out.result
+            .meta
+            .notes
+            .iter()
+            .any(|n| n.contains("scripted start failure")),
+        "{:?}",
+        out.result.meta.notes
+    );
+}
