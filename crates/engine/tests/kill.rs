@@ -48,9 +48,14 @@ const DEFAULT_SEED: u64 = 0x1a75_c09e_0012_0050;
 
 const KILLS: usize = 50;
 /// The kill comes this long after the child is spawned (uniform, ms): from
-/// before the store exists to well into the second cell, past its first
-/// complete timeline second.
-const KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 20..=1_800;
+/// the store's creation to well into the second cell, past its first
+/// complete timeline second...
+const KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 5..=1_800;
+/// ... but the first few kills come during the child's start-up (before
+/// the store exists, while it is created, before the run is recorded),
+/// which the uniform instants would seldom hit.
+const EARLY_KILLS: usize = 4;
+const EARLY_KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 0..=40;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -59,7 +64,7 @@ const PERIOD: u64 = 100_000;
 const CPUS: [u32; 2] = [0, 1];
 /// Cell 0 ends early (so that many kills find it finished, with its final
 /// checkpoint); cell 1 outlasts every kill.
-const CELL_DURATIONS: [u64; 2] = [300 * MS, 30 * S];
+const CELL_DURATIONS: [u64; 2] = [200 * MS, 30 * S];
 /// Shorter than the housekeeping tick (100 ms): a checkpoint at every tick.
 const CHECKPOINT: u64 = 20 * MS;
 /// The system-wide metric the child adds to each checkpoint: its sample
@@ -226,6 +231,8 @@ impl SplitMix64 {
 /// What a killed run left in its store.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Found {
+    /// The store opened as one (the kill came after its first migration).
+    store: bool,
     /// The run was recorded (the kill came after `create_run`).
     run: bool,
     cells: usize,
@@ -236,8 +243,9 @@ struct Found {
     /// Timeline seconds stored, over all cells and CPUs.
     timeline_seconds: u64,
     /// CPUs whose stored timeline counts more samples than their stored
-    /// histogram (see the check).
+    /// histogram (see the check), and by how many samples at most.
     timeline_ahead: u64,
+    max_lead: u64,
 }
 
 fn sql(what: &str) -> impl FnOnce(rusqlite::Error) -> String + '_ {
@@ -265,6 +273,10 @@ fn check_store(path: &Path) -> Result<Found, String> {
         }
         Err(e) => return Err(format!("the store does not open after the kill: {e}")),
     };
+    let opened = Found {
+        store: true,
+        ..Found::default()
+    };
     let conn = Connection::open(path).map_err(sql("opening"))?;
     let integrity: Vec<String> = conn
         .prepare("PRAGMA integrity_check")
@@ -290,7 +302,7 @@ fn check_store(path: &Path) -> Result<Found, String> {
             if cells != 0 {
                 return Err(format!("no run but {cells} cells"));
             }
-            return Ok(Found::default());
+            return Ok(opened);
         }
         [one] => one,
         more => return Err(format!("{} runs in a store of one run", more.len())),
@@ -334,7 +346,7 @@ fn check_store(path: &Path) -> Result<Found, String> {
     let mut found = Found {
         run: true,
         cells: ids.len(),
-        ..Found::default()
+        ..opened
     };
     for (i, (&(cell_id, _), cell)) in ids.iter().zip(&run.cells).enumerate() {
         let finished = i + 1 < ids.len();
@@ -343,6 +355,7 @@ fn check_store(path: &Path) -> Result<Found, String> {
         found.finished_cells += usize::from(finished);
         found.timeline_seconds += f.timeline_seconds;
         found.timeline_ahead += f.timeline_ahead;
+        found.max_lead = found.max_lead.max(f.max_lead);
     }
     if checkpoint_time.is_some() != (found.checkpoints > 0) {
         return Err(format!(
@@ -542,6 +555,7 @@ fn check_cell(
         // has not got yet. Counted, and bounded with the margin.
         if t > m {
             found.timeline_ahead += 1;
+            found.max_lead = found.max_lead.max(t - m);
         }
         if t > m + SCHEDULING_MARGIN_S * per_second {
             return Err(format!(
@@ -588,7 +602,11 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kill.db");
         let stderr_path = dir.path().join("child.stderr");
-        let wait = rng.in_range(&KILL_AFTER_MS);
+        let wait = rng.in_range(if i < EARLY_KILLS {
+            &EARLY_KILL_AFTER_MS
+        } else {
+            &KILL_AFTER_MS
+        });
         let mut child = Command::new(&exe)
             .args(["--exact", "child_run", "--nocapture", "--test-threads", "1"])
             .env(CHILD_ENV, &path)
@@ -622,6 +640,10 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
     let with = |p: fn(&Found) -> bool| results.iter().filter(|(_, f)| p(f)).count();
     let seen: Vec<u64> = results.iter().map(|(_, f)| f.checkpoints).collect();
     let stored: Vec<u64> = seen.iter().copied().filter(|&n| n > 0).collect();
+    let mut tally: BTreeMap<u64, usize> = BTreeMap::new();
+    for &n in &seen {
+        *tally.entry(n).or_default() += 1;
+    }
     eprintln!(
         "kill -9: {} kills in {:.1} s (seed {seed}), instants {}..={} ms after spawning",
         results.len(),
@@ -630,8 +652,9 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         results.iter().map(|r| r.0).max().unwrap_or(0),
     );
     eprintln!(
-        "  stores: {} without a run, {} with a run and 0 checkpoints, {} with ≥ 1 checkpoint (min {}, max {}, mean {:.1}); {} with cell 0 finished and cell 1 begun",
-        with(|f| !f.run),
+        "  stores: {} not yet a store (no file, or before the first migration), {} without a run, {} with a run and 0 checkpoints, {} with ≥ 1 checkpoint (min {}, max {}, mean {:.1}); {} with cell 0 finished and cell 1 begun",
+        with(|f| !f.store),
+        with(|f| f.store && !f.run),
         with(|f| f.run && f.checkpoints == 0),
         stored.len(),
         stored.iter().min().unwrap_or(&0),
@@ -640,9 +663,18 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         with(|f| f.finished_cells > 0),
     );
     eprintln!(
-        "  timeline: {} stores with complete seconds of a running cell; {} CPUs whose timeline was ahead of their histogram",
+        "  timeline: {} stores with complete seconds of a running cell; {} CPUs whose timeline was ahead of their histogram (by {} samples at most)",
         with(|f| f.timeline_seconds > 2 * f.finished_cells as u64),
         results.iter().map(|r| r.1.timeline_ahead).sum::<u64>(),
+        results.iter().map(|r| r.1.max_lead).max().unwrap_or(0),
+    );
+    eprintln!(
+        "  checkpoints stored per kill (checkpoints×kills): {}",
+        tally
+            .iter()
+            .map(|(n, k)| format!("{n}×{k}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     assert_eq!(results.len(), KILLS);
 }
@@ -728,12 +760,14 @@ fn stored_run(
 /// timeline seconds per CPU.
 fn found(checkpoints: u64, seconds: u64) -> Found {
     Found {
+        store: true,
         run: true,
         cells: 1,
         checkpoints,
         finished_cells: 0,
         timeline_seconds: seconds * CPUS.len() as u64,
         timeline_ahead: 0,
+        max_lead: 0,
     }
 }
 
