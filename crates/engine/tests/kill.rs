@@ -585,6 +585,36 @@ fn check_cell(
     Ok(found)
 }
 
+/// Before this instant the parent does not read the store before killing
+/// (it would take part in the store's creation).
+const LIVE_CHECK_AFTER_MS: u64 = 100;
+
+/// Just before a kill: the child is a latscope process, and the run it
+/// records (if it has one yet) reads as running. Whether there was a run.
+fn check_live(path: &Path, pid: u32) -> bool {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert!(
+        comm.starts_with("latscope"),
+        "the child's command is {comm}"
+    );
+    let Ok(store) = Store::open_existing(path) else {
+        return false;
+    };
+    let runs = store.list_runs().unwrap();
+    let Some(run) = runs.first() else {
+        return false;
+    };
+    assert_eq!(run.meta.pid, pid);
+    assert_eq!(
+        run.meta.status,
+        RunStatus::Running,
+        "a live run reads as {:?}: {:?}",
+        run.meta.status,
+        run.meta.notes
+    );
+    true
+}
+
 #[test]
 fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
     if std::env::var_os(CHILD_ENV).is_some() {
@@ -598,6 +628,7 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
     let exe = std::env::current_exe().unwrap();
     let began = Instant::now();
     let mut results = Vec::with_capacity(KILLS);
+    let mut live_runs = 0;
     for i in 0..KILLS {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kill.db");
@@ -607,7 +638,13 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         } else {
             &KILL_AFTER_MS
         });
-        let mut child = Command::new(&exe)
+        // Run through a link named like latscope, so that the child's
+        // command name makes it a live latscope process for the store's
+        // liveness check: the run then reads as interrupted only because
+        // its process is gone.
+        let link = dir.path().join("latscope-kill-child");
+        std::os::unix::fs::symlink(&exe, &link).unwrap();
+        let mut child = Command::new(&link)
             .args(["--exact", "child_run", "--nocapture", "--test-threads", "1"])
             .env(CHILD_ENV, &path)
             .stdin(Stdio::null())
@@ -616,6 +653,9 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
             .spawn()
             .unwrap();
         std::thread::sleep(Duration::from_millis(wait));
+        if wait >= LIVE_CHECK_AFTER_MS {
+            live_runs += usize::from(check_live(&path, child.id()));
+        }
         child.kill().unwrap();
         let status = child.wait().unwrap();
         let context = || {
@@ -667,6 +707,9 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         with(|f| f.timeline_seconds > 2 * f.finished_cells as u64),
         results.iter().map(|r| r.1.timeline_ahead).sum::<u64>(),
         results.iter().map(|r| r.1.max_lead).max().unwrap_or(0),
+    );
+    eprintln!(
+        "  {live_runs} runs read as running just before their kill (the others: no run yet, or too early to look)"
     );
     eprintln!(
         "  checkpoints stored per kill (checkpoints×kills): {}",
