@@ -56,6 +56,13 @@ const KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 5..=1_800;
 /// which the uniform instants would seldom hit.
 const EARLY_KILLS: usize = 4;
 const EARLY_KILL_AFTER_MS: std::ops::RangeInclusive<u64> = 0..=40;
+/// A checkpoint's write takes a few ms of each 100 ms tick, so uniform
+/// instants seldom fall inside one. Every other kill after the early ones
+/// is therefore aimed: after its random instant the parent waits (at most
+/// [`AIM_FOR_MS`]) until the child starts writing a checkpoint, then kills
+/// it this many µs later (uniform), inside the write or just after it.
+const AIMED_DELAY_US: std::ops::RangeInclusive<u64> = 0..=5_000;
+const AIM_FOR_MS: u64 = 300;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -134,10 +141,18 @@ fn counted(cp: &Checkpoint, n: u64) -> Checkpoint {
 }
 
 /// The store, with each checkpoint counted into it (see [`CHECKPOINTS`]);
-/// everything else goes to the store as it is.
+/// everything else goes to the store as it is. A byte in `writing` is 1
+/// while a checkpoint is being written, so that the parent can tell how
+/// many kills came in the middle of one.
 struct Counting {
     store: Store,
     checkpoints: BTreeMap<CellKey, u64>,
+    writing: std::fs::File,
+}
+
+/// The file [`Counting::writing`] keeps beside the store.
+fn writing_marker(store: &Path) -> std::path::PathBuf {
+    store.with_extension("writing")
 }
 
 impl Sink for Counting {
@@ -156,8 +171,13 @@ impl Sink for Counting {
         Sink::add_cell(&mut self.store, run, meta)
     }
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
+        use std::os::unix::fs::FileExt;
         let n = self.checkpoints.get(&cell).copied().unwrap_or(0) + 1;
-        Sink::checkpoint(&mut self.store, run, cell, &counted(cp, n))?;
+        let cp = counted(cp, n);
+        self.writing.write_all_at(b"1", 0).unwrap();
+        let stored = Sink::checkpoint(&mut self.store, run, cell, &cp);
+        self.writing.write_all_at(b"0", 0).unwrap();
+        stored?;
         self.checkpoints.insert(cell, n);
         Ok(())
     }
@@ -182,6 +202,7 @@ fn child_run() {
     let mut sink = Counting {
         store,
         checkpoints: BTreeMap::new(),
+        writing: std::fs::File::create(writing_marker(Path::new(&path))).unwrap(),
     };
     let clock: Arc<dyn Clock> = Arc::new(RealClock);
     let cells: Vec<CellSpec> = CELL_DURATIONS
@@ -257,6 +278,26 @@ type Chunk = (i64, u64, Vec<u64>);
 
 /// Checks a store left by a killed run; `Err` says what is inconsistent.
 fn check_store(path: &Path) -> Result<Found, String> {
+    // The file as the kill left it (SQLite's own recovery of the WAL
+    // aside), before the store's code opens and perhaps migrates it.
+    if path.exists() {
+        let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .map_err(sql("opening"))?;
+        let integrity: Vec<String> = conn
+            .prepare("PRAGMA integrity_check")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(sql("integrity_check"))?;
+        if integrity != ["ok"] {
+            return Err(format!("PRAGMA integrity_check: {integrity:?}"));
+        }
+        let fk: usize = conn
+            .prepare("PRAGMA foreign_key_check")
+            .and_then(|mut s| Ok(s.query_map([], |_| Ok(()))?.count()))
+            .map_err(sql("foreign_key_check"))?;
+        if fk != 0 {
+            return Err(format!("{fk} rows fail PRAGMA foreign_key_check"));
+        }
+    }
     let store = match Store::open_existing(path) {
         Ok(s) => s,
         Err(e @ (StoreError::Missing { .. } | StoreError::NotAStore { .. })) => {
@@ -278,20 +319,6 @@ fn check_store(path: &Path) -> Result<Found, String> {
         ..Found::default()
     };
     let conn = Connection::open(path).map_err(sql("opening"))?;
-    let integrity: Vec<String> = conn
-        .prepare("PRAGMA integrity_check")
-        .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
-        .map_err(sql("integrity_check"))?;
-    if integrity != ["ok"] {
-        return Err(format!("PRAGMA integrity_check: {integrity:?}"));
-    }
-    let fk: usize = conn
-        .prepare("PRAGMA foreign_key_check")
-        .and_then(|mut s| Ok(s.query_map([], |_| Ok(()))?.count()))
-        .map_err(sql("foreign_key_check"))?;
-    if fk != 0 {
-        return Err(format!("{fk} rows fail PRAGMA foreign_key_check"));
-    }
 
     let runs = store.list_runs().map_err(|e| e.to_string())?;
     let listing = match runs.as_slice() {
@@ -585,6 +612,20 @@ fn check_cell(
     Ok(found)
 }
 
+/// Waits until the child starts writing a checkpoint (see [`Counting`]),
+/// at most [`AIM_FOR_MS`]; whether it did.
+fn wait_for_a_checkpoint(store: &Path) -> bool {
+    let marker = writing_marker(store);
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_millis(AIM_FOR_MS) {
+        if std::fs::read(&marker).is_ok_and(|m| m == b"1") {
+            return true;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    false
+}
+
 /// Before this instant the parent does not read the store before killing
 /// (it would take part in the store's creation).
 const LIVE_CHECK_AFTER_MS: u64 = 100;
@@ -629,6 +670,8 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
     let began = Instant::now();
     let mut results = Vec::with_capacity(KILLS);
     let mut live_runs = 0;
+    let mut mid_checkpoint = 0;
+    let mut aimed_found = 0;
     for i in 0..KILLS {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("kill.db");
@@ -656,6 +699,12 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         if wait >= LIVE_CHECK_AFTER_MS {
             live_runs += usize::from(check_live(&path, child.id()));
         }
+        let aimed = i >= EARLY_KILLS && i % 2 == 1;
+        if aimed {
+            let delay = rng.in_range(&AIMED_DELAY_US);
+            aimed_found += usize::from(wait_for_a_checkpoint(&path));
+            std::thread::sleep(Duration::from_micros(delay));
+        }
         child.kill().unwrap();
         let status = child.wait().unwrap();
         let context = || {
@@ -670,6 +719,8 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
             "the child ended by itself ({status}): {}",
             context()
         );
+        let marker = std::fs::read(writing_marker(&path)).unwrap_or_default();
+        mid_checkpoint += usize::from(marker == b"1");
         match check_store(&path) {
             Ok(found) => results.push((wait, found)),
             Err(e) => panic!("{e}\n{}", context()),
@@ -707,6 +758,10 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         with(|f| f.timeline_seconds > 2 * f.finished_cells as u64),
         results.iter().map(|r| r.1.timeline_ahead).sum::<u64>(),
         results.iter().map(|r| r.1.max_lead).max().unwrap_or(0),
+    );
+    eprintln!(
+        "  {mid_checkpoint} kills came while a checkpoint was being written (between the sink's call and its return); {aimed_found} of the {} aimed kills found a checkpoint starting",
+        (EARLY_KILLS..KILLS).filter(|i| i % 2 == 1).count()
     );
     eprintln!(
         "  {live_runs} runs read as running just before their kill (the others: no run yet, or too early to look)"
