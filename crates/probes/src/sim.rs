@@ -17,12 +17,21 @@
 //!
 //! With a [`crate::ScriptedClock`] that a test advances, every figure is
 //! exact; with [`crate::RealClock`] the probe runs in real time.
+//!
+//! **A consistency witness.** The simulated probe never wakes up early, so
+//! its snapshot reuses the timer probe's early wake-up figures
+//! ([`TimerCpuStats`]) for another purpose: per CPU, `early_wakeups` is the
+//! number of samples generated so far on that CPU and `max_early_ns` the
+//! latest sample's latency, taken under the same lock as the metrics of the
+//! same snapshot. A checkpoint stores them in another table than the
+//! metrics, so a test can tell a whole checkpoint (`early_wakeups` equal to
+//! the `timer.latency` row's sample count) from a mix of two.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use latscope_model::{metric, CpuId, Nanos};
+use latscope_model::{metric, CpuId, Nanos, TimerCpuStats};
 use latscope_stats::TimelineChunk;
 
 use crate::{
@@ -257,10 +266,28 @@ impl RunningSimProbe {
         st
     }
 
-    fn snapshot_of(&self, _st: &SimState) -> ProbeSnapshot {
+    /// The metrics and the consistency witness (see the module's
+    /// overview), both from `st`: the caller holds the lock, so no sample
+    /// is generated between the two.
+    fn snapshot_of(&self, st: &SimState) -> ProbeSnapshot {
+        let timer = self
+            .cpus
+            .iter()
+            .map(|c| TimerCpuStats {
+                cpu: c.cpu,
+                early_wakeups: st.next,
+                max_early_ns: match st.next.checked_sub(1) {
+                    Some(last) => (self.config.latency)(c.cpu, last),
+                    None => Nanos::ZERO,
+                },
+            })
+            .collect();
         ProbeSnapshot {
             metrics: self.cpus.iter().map(|c| c.latency.result()).collect(),
-            stats: ProbeStats::default(),
+            stats: ProbeStats {
+                timer,
+                ..ProbeStats::default()
+            },
         }
     }
 }
@@ -537,6 +564,51 @@ mod tests {
         let f = p.finish();
         assert!(clock.monotonic_ns() >= T0 + 500_000_000);
         assert_eq!(f.snapshot.metrics[0].histogram.count(), 500);
+    }
+
+    #[test]
+    fn the_witness_counts_the_samples_of_the_same_snapshot() {
+        let clock = Arc::new(ScriptedClock::new(T0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut cfg = sim(&clock, &[2, 5]);
+        cfg.duration = Some(Nanos::from_secs(2));
+        cfg.latency = Arc::new(|cpu, k| Nanos(1_000 * u64::from(cpu.0) + k % 7));
+        let p = run(cfg, &stop);
+        let witness = |s: &ProbeSnapshot| -> Vec<(u32, u64, u64)> {
+            s.stats
+                .timer
+                .iter()
+                .map(|t| (t.cpu.0, t.early_wakeups, t.max_early_ns.0))
+                .collect()
+        };
+        clock.advance(Duration::from_millis(1_234));
+        let s = p.snapshot();
+        // Deadlines 0 ..= 1234 ms: 1235 samples; the last is k = 1234.
+        assert_eq!(count(&s, 2), 1_235);
+        assert_eq!(
+            witness(&s),
+            vec![(2, 1_235, 2_000 + 1_234 % 7), (5, 1_235, 5_000 + 1_234 % 7)]
+        );
+        assert!(s.stats.noise.is_empty() && s.stats.udp.is_none());
+        clock.advance(Duration::from_secs(1));
+        let f = p.finish();
+        assert_eq!(count(&f.snapshot, 5), 2_000);
+        assert_eq!(
+            witness(&f.snapshot),
+            vec![(2, 2_000, 2_000 + 1_999 % 7), (5, 2_000, 5_000 + 1_999 % 7)]
+        );
+    }
+
+    #[test]
+    fn before_the_first_sample_the_witness_is_zero() {
+        let clock = Arc::new(ScriptedClock::new(T0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let p = SimProbe::new(sim(&clock, &[0])).unwrap().start(stop);
+        let st = p.lock();
+        let s = p.snapshot_of(&st);
+        assert_eq!(s.metrics[0].histogram.count(), 0);
+        assert_eq!(s.stats.timer[0].early_wakeups, 0);
+        assert_eq!(s.stats.timer[0].max_early_ns, Nanos::ZERO);
     }
 
     #[test]
