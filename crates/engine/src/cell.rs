@@ -403,9 +403,10 @@ fn snapshot(
     session: Option<&TraceSession>,
     load: &CellLoad,
 ) -> Checkpoint {
-    let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
-    // Taken after the snapshot: seconds completed by now are in it.
+    // The timeline first: every second it holds is then in the histograms
+    // of the snapshot taken just after (never the other way round).
     let timeline = probe.drain_timeline();
+    let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
     let mut summary: Option<TraceSummary> = None;
     let mut episodes = Vec::new();
     if let Some(s) = session {
