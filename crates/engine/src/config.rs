@@ -74,12 +74,15 @@ pub enum ProbeSpec {
     Timer(TimerConfig),
     Noise(NoiseConfig),
     Udp(UdpConfig),
-    /// A probe built by the caller; `duration` is how long it measures.
+    /// A probe built by the caller; `duration` is how long it measures,
+    /// `settings` what the store records of it (the engine fills in the
+    /// common part).
     Custom {
         name: &'static str,
         cpus: Vec<CpuId>,
         duration: Option<Nanos>,
         build: BuildProbe,
+        settings: CellSettings,
     },
 }
 

@@ -3,8 +3,8 @@
 //! `compare`, the report and `sched` read back is written once.
 
 use latscope_model::{
-    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, SimSettings, TimerApiName,
-    TimerSettings, UdpSettings,
+    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName, TimerSettings,
+    UdpSettings,
 };
 use latscope_platform::SchedPolicy;
 use latscope_probes::timer::{Phase, TimerApi};
@@ -52,10 +52,11 @@ pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
             receiver_cpu: u.receiver_cpu.0,
             common,
         }),
-        ProbeSpec::Custom { .. } => CellSettings::Sim(SimSettings {
-            common,
-            ..SimSettings::default()
-        }),
+        ProbeSpec::Custom { settings, .. } => {
+            let mut s = settings.clone();
+            *s.common_mut() = common;
+            s
+        }
     }
 }
 

@@ -127,11 +127,14 @@ impl MemorySink {
         self.checkpoints.get(cell).copied().unwrap_or(0)
     }
 
-    fn cell_mut(&mut self, cell: CellKey) -> Result<&mut CellResult, SinkError> {
-        let run = self
-            .run
+    fn run_mut(&mut self) -> Result<&mut RunResult, SinkError> {
+        self.run
             .as_mut()
-            .ok_or_else(|| SinkError("no run was created".into()))?;
+            .ok_or_else(|| SinkError("no run was created".into()))
+    }
+
+    fn cell_mut(&mut self, cell: CellKey) -> Result<&mut CellResult, SinkError> {
+        let run = self.run_mut()?;
         usize::try_from(cell.0)
             .ok()
             .and_then(|i| run.cells.get_mut(i))
@@ -160,19 +163,13 @@ impl Sink for MemorySink {
     }
 
     fn update_capabilities(&mut self, _run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
-        let run = self
-            .run
-            .as_mut()
-            .ok_or_else(|| SinkError("no run was created".into()))?;
+        let run = self.run_mut()?;
         run.capabilities = caps.clone();
         Ok(())
     }
 
     fn add_cell(&mut self, _run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
-        let run = self
-            .run
-            .as_mut()
-            .ok_or_else(|| SinkError("no run was created".into()))?;
+        let run = self.run_mut()?;
         run.cells.push(CellResult {
             meta: meta.clone(),
             metrics: Vec::new(),
@@ -183,8 +180,9 @@ impl Sink for MemorySink {
             udp: None,
             workload_stats: None,
         });
+        let key = CellKey(run.cells.len() as i64 - 1);
         self.checkpoints.push(0);
-        Ok(CellKey(run.cells.len() as i64 - 1))
+        Ok(key)
     }
 
     fn checkpoint(&mut self, _run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
@@ -254,10 +252,7 @@ impl Sink for MemorySink {
         ended_unix: Nanos,
         notes: &[String],
     ) -> Result<(), SinkError> {
-        let run = self
-            .run
-            .as_mut()
-            .ok_or_else(|| SinkError("no run was created".into()))?;
+        let run = self.run_mut()?;
         run.meta.status = status;
         run.meta.ended_unix_ns = Some(ended_unix);
         run.meta.notes.extend(notes.iter().cloned());

@@ -142,11 +142,12 @@ fn sim_cell(clock: &Arc<dyn Clock>, index: u32, duration: u64) -> CellSpec {
             cpus: CPUS.iter().map(|&c| CpuId(c)).collect(),
             duration: Some(Nanos(duration)),
             build,
+            settings: sim_settings(duration),
         },
         workload: "none".into(),
         load_level: "medium".into(),
         warmup: Nanos::ZERO,
-        settings: sim_settings(duration),
+        cpus: CPUS.iter().map(|&c| CpuId(c)).collect(),
     }
 }
 

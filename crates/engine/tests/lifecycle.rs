@@ -10,7 +10,7 @@ use latscope_engine::{
     BuildProbe, CellSpec, Env, Guards, MemorySink, Observer, ProbeSpec, RunConfig, Sink, SinkError,
     Stop,
 };
-use latscope_model::{metric, CpuId, CpuSet, Nanos, RunId, RunStatus};
+use latscope_model::{metric, CellSettings, CpuId, CpuSet, Nanos, RunId, RunStatus, SimSettings};
 use latscope_probes::sim::{SimConfig, SimProbe};
 use latscope_probes::{Clock, Progress, ScriptedClock};
 use latscope_store::Checkpoint;
@@ -58,6 +58,10 @@ fn sim_cell(
             cpus,
             duration: Some(Nanos(seconds * S)),
             build,
+            settings: CellSettings::Sim(SimSettings {
+                period_ns: Nanos(MS),
+                ..SimSettings::default()
+            }),
         },
         workload: "none".into(),
         load_level: "medium".into(),
@@ -496,6 +500,7 @@ fn a_cell_that_cannot_start_after_the_sink_failed_still_returns_the_run() {
                 cpus: vec![CpuId(0)],
                 duration: Some(Nanos(S)),
                 build: refuse,
+                settings: CellSettings::Sim(SimSettings::default()),
             },
             ..sim_cell(&clock, 1, 2, &[0], 1, None)
         },

@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 use latscope_model::CpuId;
 use latscope_platform::SchedPolicy;
 
-use crate::{ProbeError, ThreadSetup};
+use crate::{Handoff, ProbeError, SampleRing, ThreadSetup};
 
 /// Stack of a measuring thread: the loops need little, and the prefaulted
 /// part (see [`crate::setup::prefault_stack`]) must fit well inside it.
@@ -179,6 +179,17 @@ where
 }
 
 impl<T> PinnedThreads<T> {
+    /// The hand-over of the thread measuring `cpu`: its tid and `ring`,
+    /// when the probe keeps one for the trace analysis.
+    pub fn handoff(&self, cpu: CpuId, ring: Option<&Arc<SampleRing>>) -> Option<Handoff> {
+        let tid = self.setups.iter().find(|s| s.cpu == cpu)?.tid;
+        Some(Handoff {
+            cpu,
+            tid,
+            ring: Arc::clone(ring?),
+        })
+    }
+
     /// Whether every thread has ended.
     pub fn finished(&self) -> bool {
         self.handles.iter().all(|(_, h)| h.is_finished())

@@ -430,15 +430,7 @@ impl RunningProbe for RunningNoiseProbe {
     fn handoffs(&self) -> Vec<Handoff> {
         self.cpus
             .iter()
-            .filter_map(|c| {
-                let ring = c.handoff.as_ref()?;
-                let tid = self.threads.setups.iter().find(|s| s.cpu == c.cpu)?.tid;
-                Some(Handoff {
-                    cpu: c.cpu,
-                    tid,
-                    ring: Arc::clone(ring),
-                })
-            })
+            .filter_map(|c| self.threads.handoff(c.cpu, c.handoff.as_ref()))
             .collect()
     }
 
