@@ -55,11 +55,13 @@ pub(super) fn pump_pair(
     let pty = open_pty().map_err(|e| e.to_string())?;
     let path = pty.slave_path.clone();
     let mut slave = pty.slave;
-    let reader_stop = Arc::clone(stop);
     let reader_moved = Arc::clone(moved);
+    // The reader drains until the master is closed, never stopping on its
+    // own: a reader that left first would leave the writer blocked for ever
+    // in a write to a full pty.
     let reader = thread::spawn(move || -> Result<(), String> {
         let mut buf = vec![0u8; 64 * 1024];
-        while !reader_stop.load(Ordering::Relaxed) {
+        loop {
             match slave.read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
@@ -71,7 +73,6 @@ pub(super) fn pump_pair(
                 Err(e) => return Err(format!("reading {path}: {e}")),
             }
         }
-        Ok(())
     });
     let mut master = pty.master;
     let pattern = b"latscope tty load\r\n";
