@@ -441,12 +441,14 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
         metric(&flood, "udp.recv")["p50_ns"]
     );
     // The control is this test's baseline: a host busy enough to stretch
-    // its tail beyond four times its median delivery (the test binary's
-    // latscope is a debug build: a median of 60-90 µs here) leaves nothing
-    // to compare the flood's tail with.
+    // its tail beyond 2.5 times its median delivery (the test binary's
+    // latscope is a debug build: a median of 60-100 µs here) leaves nothing
+    // to compare the flood's tail with. Quiet controls in CI showed 1.8
+    // (flood p99 about 340 µs); one at 3.9 (p99 264 µs, the flood's 254 µs)
+    // could not tell.
     if too_noisy(
         "control: udp.recv p99 over its p50",
-        4.0,
+        2.5,
         q as f64 / q50.max(1) as f64,
     )
     .is_some()
