@@ -255,9 +255,18 @@ fn idle_noise_has_at_least_one_interruption_per_local_timer_interrupt() {
         .trim()
         .parse()
         .unwrap();
-    if (0..1_000_000).contains(&runtime) {
+    // Throttled seconds show as gaps of about 50 ms; a run in which the
+    // kernel did not throttle (it can lend a CPU another's unused RT
+    // runtime) has none, and then there is nothing to name.
+    let throttled = gap_hist_count(&doc, 30_000_000, 70_000_000);
+    if (0..1_000_000).contains(&runtime) && throttled > 0 {
         let f = s["findings"].to_string();
-        assert!(f.contains("RT throttling"), "findings: {f}");
+        assert!(
+            f.contains("RT throttling"),
+            "{throttled} gaps of 30-70 ms, findings: {f}"
+        );
+    } else if (0..1_000_000).contains(&runtime) {
+        eprintln!("skipped part: the kernel did not throttle this run (no gap of 30-70 ms)");
     } else {
         eprintln!("skipped part: RT throttling is off on this machine");
     }
