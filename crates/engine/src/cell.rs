@@ -382,7 +382,7 @@ fn housekeep(
         let now = ctx.clock.monotonic_ns();
         if now.saturating_sub(last_sample) >= 1_000_000_000 {
             last_sample = now;
-            load.tick(ctx.clock.as_ref());
+            load.tick();
         }
         let elapsed = measured(ctx, cell, probe.start_ns());
         ctx.observer.progress(cell, elapsed, probe.progress());

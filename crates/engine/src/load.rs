@@ -81,7 +81,7 @@ pub fn start(cell: &CellSpec, stop: &Stop, clock: &dyn Clock) -> Result<CellLoad
 impl CellLoad {
     /// Once a second: a characterization sample, and whether the load is
     /// still alive.
-    pub fn tick(&mut self, _clock: &dyn Clock) {
+    pub fn tick(&mut self) {
         if let Some(s) = self.sampler.as_mut() {
             s.sample();
         }
