@@ -43,6 +43,7 @@ mod codec;
 mod error;
 mod liveness;
 mod noise;
+mod reserve;
 mod schema;
 mod timer;
 mod trace;
@@ -63,6 +64,7 @@ pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 
 use codec::{cpu_from_sql, cpu_to_sql, decode_timeline, encode_timeline};
 use error::classify;
+use reserve::Reserve;
 
 type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -95,6 +97,9 @@ pub struct Store {
     conn: Connection,
     path: PathBuf,
     is_alive: LivenessProbe,
+    /// Held from [`Store::create_run`] to [`Store::finish_run`], which
+    /// gives it up to fit the run's final status on a full disk.
+    reserve: Option<Reserve>,
 }
 
 impl std::fmt::Debug for Store {
@@ -206,6 +211,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             is_alive: Box::new(process_is_alive),
+            reserve: None,
         }
     }
 
@@ -296,6 +302,9 @@ impl Store {
         )
         .map_err(err("recording the capabilities"))?;
         tx.commit().map_err(err("committing the new run"))?;
+        if self.reserve.is_none() {
+            self.reserve = Reserve::take(&self.path);
+        }
         Ok(RunId(id))
     }
 
@@ -382,7 +391,28 @@ impl Store {
 
     /// Ends a run: sets its status and end time and appends `notes` to its
     /// notes.
+    ///
+    /// When the disk is full, the space held back since
+    /// [`Store::create_run`] is given up and the update tried once more, so
+    /// a run that filled the disk still ends `failed` with its cause rather
+    /// than reading as interrupted.
     pub fn finish_run(
+        &mut self,
+        run: RunId,
+        status: RunStatus,
+        ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<()> {
+        let reserve = self.reserve.take();
+        let mut result = self.finish_run_once(run, status, ended_unix, notes);
+        if matches!(result, Err(StoreError::Full { .. })) && reserve.is_some() {
+            drop(reserve); // gives its space back
+            result = self.finish_run_once(run, status, ended_unix, notes);
+        }
+        result
+    }
+
+    fn finish_run_once(
         &mut self,
         run: RunId,
         status: RunStatus,

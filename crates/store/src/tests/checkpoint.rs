@@ -115,3 +115,19 @@ fn a_full_disk_is_one_clear_error_and_loses_nothing_stored() {
     let loaded = store.load_run(run).unwrap();
     assert_eq!(sorted(loaded.cells[0].metrics.clone()), sorted(metrics(1)));
 }
+
+#[test]
+fn space_is_held_back_from_the_new_run_to_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, run, _) = open_with_cell(dir.path());
+    assert!(store.reserve.is_some(), "held once the run is recorded");
+    store
+        .finish_run(
+            run,
+            RunStatus::Failed,
+            Nanos(1_700_000_020_000_000_000),
+            &[],
+        )
+        .unwrap();
+    assert!(store.reserve.is_none(), "given back when the run ends");
+}
