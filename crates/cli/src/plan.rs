@@ -5,6 +5,7 @@ use latscope_engine::probes::NoiseConfig;
 use latscope_engine::probes::UdpConfig;
 use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
 use latscope_engine::system::SchedPolicy;
+use latscope_engine::workloads::split_workloads;
 use latscope_model::UdpPath;
 use latscope_model::{CpuSet, Nanos};
 
@@ -262,7 +263,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     };
     let workloads: Vec<String> = match &args.workload {
         None => vec!["none".to_string()],
-        Some(list) => split_workloads(list)?,
+        Some(list) => split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?,
     };
     let warmup = duration("warmup", &args.warmup)?;
     // `noise` is planned for `--probe noise` only and `udp` for `--probe
@@ -282,29 +283,4 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         load_level: args.load_level.as_str().to_string(),
         warmup,
     })
-}
-
-/// `--workload a,b,custom:prog x y`: commas separate workloads, except
-/// inside a `custom:` one, which takes the rest of the list (its command may
-/// contain commas).
-pub fn split_workloads(list: &str) -> Result<Vec<String>, Exit> {
-    let mut out = Vec::new();
-    let mut rest = list.trim();
-    while !rest.is_empty() {
-        if rest.starts_with("custom:") {
-            out.push(rest.to_string());
-            break;
-        }
-        let (head, tail) = rest.split_once(',').unwrap_or((rest, ""));
-        let head = head.trim();
-        if head.is_empty() {
-            return Err(Exit::usage(format!("--workload: empty name in '{list}'")));
-        }
-        out.push(head.to_string());
-        rest = tail.trim();
-    }
-    if out.is_empty() {
-        return Err(Exit::usage("--workload: no workload named"));
-    }
-    Ok(out)
 }

@@ -27,7 +27,9 @@ mod run;
 mod settings;
 mod sink;
 mod stop;
+pub mod suite;
 mod trace_session;
+mod workload_list;
 
 pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan};
 pub use error::EngineError;
@@ -51,5 +53,6 @@ pub mod system {
 
 /// Workload names, for callers that check them.
 pub mod workloads {
+    pub use crate::workload_list::{split_workloads, WorkloadListError};
     pub use latscope_workloads::helper_main;
 }
