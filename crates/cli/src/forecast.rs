@@ -90,10 +90,10 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         let doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        crate::colour::verdicts(
-            &latscope_report::forecast_text(&report, args.grid_csv.is_some()),
-            crate::colour::enabled(),
-        )
+        crate::colour::verdicts(&latscope_report::forecast_text(
+            &report,
+            args.grid_csv.is_some(),
+        ))
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
