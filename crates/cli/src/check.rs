@@ -9,7 +9,6 @@ use std::io::{ErrorKind, Write};
 
 use anyhow::Context;
 use latscope_engine::system::sysinfo;
-use latscope_model::Severity;
 
 use crate::args::CheckArgs;
 use crate::exit::{self, Exit};
@@ -25,20 +24,13 @@ pub fn check(args: &CheckArgs) -> Result<i32, Exit> {
         let doc = latscope_report::check_json(&info.hostname, &info.kernel_release, findings);
         serde_json::to_string_pretty(&doc)? + "\n"
     } else {
-        crate::colour::verdicts(
-            &format!(
-                "latscope check · {} {}\n\n{}",
-                info.hostname,
-                info.kernel_release,
-                latscope_report::hazards_text(findings)
-            ),
-            crate::colour::enabled(),
-        )
+        crate::colour::verdicts(&latscope_report::check_text(
+            &info.hostname,
+            &info.kernel_release,
+            findings,
+        ))
     };
-    let hazards = findings
-        .iter()
-        .filter(|h| h.severity == Severity::Hazard)
-        .count();
+    let hazards = latscope_report::HazardCounts::of(findings).hazard;
     let code = if args.strict && hazards > 0 {
         HAZARD_FOUND
     } else {

@@ -45,21 +45,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
     let Some(pct) = args.fail_if_worse else {
         return Ok(exit::OK);
     };
-    let tripped = cmp.worse_by(pct);
+    let tripped = latscope_report::compare_tripped(&cmp, pct);
     if tripped.is_empty() {
         return Ok(exit::OK);
     }
-    for (run, row, c) in &tripped {
-        eprintln!(
-            "latscope: run {run} {} {}: p99.9 {} vs {} (×{:.2}, limit ×{:.2}), tail worse (p={:.1e})",
-            row.cell,
-            row.metric,
-            c.b.p999,
-            c.a.p999,
-            c.ratio_p999.unwrap_or(f64::INFINITY),
-            1.0 + pct / 100.0,
-            c.tail.p_worse
-        );
+    for line in &tripped {
+        eprintln!("latscope: {line}");
     }
     Ok(exit::THRESHOLD)
 }

@@ -9,64 +9,12 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, Context};
-use latscope_model::RunId;
-use latscope_stats::RunResult;
 use latscope_store::Store;
 
 use latscope_report::exports::{self, HdrUnit};
 
 use crate::args::{ExportArgs, ExportFormat, HdrUnitArg};
 use crate::exit::{self, Exit};
-
-fn episodes(n: u64) -> String {
-    if n == 1 {
-        "1 episode".to_string()
-    } else {
-        format!("{n} episodes")
-    }
-}
-
-/// Episodes the run saw: the tracer's count where there is one (it
-/// includes those past the cap), the stored ones otherwise.
-fn episodes_seen(run: &RunResult) -> u64 {
-    run.cells
-        .iter()
-        .map(|c| {
-            let kept = c.episodes.len() as u64;
-            c.trace
-                .as_ref()
-                .map_or(kept, |t| t.episodes_total.max(kept))
-        })
-        .sum()
-}
-
-/// Episodes kept in full (the cap, as far as the run says).
-fn episodes_kept(run: &RunResult) -> u64 {
-    run.cells.iter().map(|c| c.episodes.len() as u64).sum()
-}
-
-fn not_found(id: RunId, run: &RunResult, k: u32) -> anyhow::Error {
-    let traced = run
-        .cells
-        .iter()
-        .any(|c| c.trace.is_some() || !c.episodes.is_empty());
-    if !traced {
-        return anyhow!(
-            "run {id} was not traced, so it has no episodes to export; record one with `latscope run --trace`"
-        );
-    }
-    let seen = episodes_seen(run);
-    if k == 0 || u64::from(k) > seen {
-        return anyhow!(
-            "run {id} has {}; --episode {k} does not exist",
-            episodes(seen)
-        );
-    }
-    anyhow!(
-        "episode {k} of run {id} is past the cap ({} kept in full): only its share of the cause totals was kept; see `latscope show {id} --episodes`",
-        episodes(episodes_kept(run))
-    )
-}
 
 /// Writes `text` to `path` (through a temporary name, so a reader never
 /// sees half a file), or to standard output.
@@ -148,7 +96,7 @@ fn export_episode(args: &ExportArgs, k: u32) -> Result<i32, Exit> {
         .flat_map(|c| c.episodes.iter())
         .find(|e| e.seq == k)
     else {
-        return Err(not_found(id, &run, k).into());
+        return Err(anyhow!(latscope_report::episode_missing(&run, k)).into());
     };
     let Some(window) = store.load_episode_window(id, k)? else {
         return Err(anyhow!(

@@ -4,8 +4,9 @@
 //! the mean time to underrun of a buffering scheme (and its grid over
 //! buffer sizes and counts), and verdicts for application presets.
 //!
-//! Glue only: the arguments become [`ForecastOptions`], the run and its
-//! timelines come from the store, `latscope_stats` computes the
+//! Glue only: the arguments become [`ForecastOptions`] (checked by
+//! [`ForecastOptions::from_request`]), the run and its timelines come from
+//! the store, `latscope_stats` computes the
 //! [`latscope_stats::forecast::ForecastReport`] (the CPUs of a cell pooled
 //! as one longer run of one CPU, the same report the HTML page shows) and
 //! `latscope_report` renders it.
@@ -15,8 +16,8 @@ use std::io::Write;
 use anyhow::Context;
 use latscope_model::CpuId;
 use latscope_stats::forecast::{
-    forecast_report, BufferScheme, Compute, CpuTimeline, ForecastOptions, UsageModel, APP_PRESETS,
-    FORECAST_METRICS, USAGE_PRESETS,
+    forecast_report, CpuTimeline, ForecastOptions, ForecastRequest, ForecastRequestError,
+    FORECAST_METRICS,
 };
 use latscope_stats::SecondStats;
 
@@ -24,53 +25,24 @@ use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
 
 pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
-    let usage = UsageModel::preset(&args.usage).ok_or_else(|| {
-        let names: Vec<&str> = USAGE_PRESETS.iter().map(|p| p.name).collect();
-        Exit::usage(format!(
-            "--usage: unknown usage model '{}' ({})",
-            args.usage,
-            names.join(", ")
-        ))
-    })?;
-    let scheme = match (args.period_ms, args.buffers) {
-        (Some(t), Some(n)) => {
-            let valid = t > 0.0 && t.is_finite() && args.compute_ms >= 0.0 && n > 0;
-            if !valid {
-                return Err(Exit::usage(
-                    "--period-ms must be positive, --buffers at least 1, --compute-ms 0 or more",
-                ));
-            }
-            let period_ns = (t * 1e6).round() as u64;
-            let compute = Compute::Nanos((args.compute_ms * 1e6).round() as u64);
-            Some(BufferScheme::new(period_ns, n, compute).map_err(|e| Exit::usage(e.to_string()))?)
-        }
-        _ => None,
+    let request = ForecastRequest {
+        usage: &args.usage,
+        period_ms: args.period_ms,
+        buffers: args.buffers,
+        compute_ms: args.compute_ms,
+        app: args.app.as_deref(),
+        all_apps: args.apps,
+        cells: args.cell.as_deref(),
     };
-    let apps: Vec<&'static latscope_stats::forecast::AppPreset> = if args.apps {
-        APP_PRESETS.iter().collect()
-    } else if let Some(name) = &args.app {
-        let p = latscope_stats::forecast::AppPreset::find(name).ok_or_else(|| {
-            let names: Vec<&str> = APP_PRESETS.iter().map(|p| p.name).collect();
-            Exit::usage(format!(
-                "--app: unknown application '{name}' ({})",
-                names.join(", ")
-            ))
-        })?;
-        vec![p]
-    } else {
-        Vec::new()
-    };
-    let wanted_cells: Option<Vec<u32>> = match &args.cell {
-        None => None,
-        Some(list) => Some(
-            list.split(',')
-                .map(|s| s.trim().parse::<u32>())
-                .collect::<Result<_, _>>()
-                .map_err(|_| {
-                    Exit::usage(format!("--cell: '{list}' is not a list of cell numbers"))
-                })?,
+    let options = ForecastOptions::from_request(&request).map_err(|e| match e {
+        ForecastRequestError::UnknownUsage(_) => Exit::usage(format!("--usage: {e}")),
+        ForecastRequestError::BadScheme => Exit::usage(
+            "--period-ms must be positive, --buffers at least 1, --compute-ms 0 or more",
         ),
-    };
+        ForecastRequestError::Scheme(_) => Exit::usage(e),
+        ForecastRequestError::UnknownApp(_) => Exit::usage(format!("--app: {e}")),
+        ForecastRequestError::BadCells(_) => Exit::usage(format!("--cell: {e}")),
+    })?;
 
     let store = latscope_store::Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
@@ -81,7 +53,8 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     // that column.
     let mut loaded: Vec<(u32, &str, Option<CpuId>, Vec<SecondStats>)> = Vec::new();
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
-        if wanted_cells
+        if options
+            .cells
             .as_ref()
             .is_some_and(|w| !w.contains(&cell.meta.index))
         {
@@ -105,24 +78,10 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             seconds,
         })
         .collect();
-    let options = ForecastOptions {
-        usage_name: args.usage.clone(),
-        usage,
-        scheme,
-        apps,
-        cells: wanted_cells,
-        ..ForecastOptions::new()
-    };
     let report = forecast_report(&run, &timelines, &options).context("cannot forecast")?;
     // Only the one application asked for decides the exit code, and only
     // on the wake-up latency (noise gaps are no deadline).
-    let any_fail = args.app.is_some()
-        && report.cells.iter().any(|c| {
-            c.metrics.iter().any(|m| {
-                m.name == latscope_model::metric::TIMER_LATENCY
-                    && m.verdicts.iter().any(|v| !v.pass)
-            })
-        });
+    let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
     if let Some(path) = &args.grid_csv {
         std::fs::write(path, latscope_report::grid_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -131,10 +90,10 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         let doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        crate::colour::verdicts(
-            &latscope_report::forecast_text(&report, args.grid_csv.is_some()),
-            crate::colour::enabled(),
-        )
+        crate::colour::verdicts(&latscope_report::forecast_text(
+            &report,
+            args.grid_csv.is_some(),
+        ))
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());

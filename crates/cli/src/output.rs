@@ -1,4 +1,5 @@
-//! Printing and writing what the report crate renders.
+//! Writing what the report crate renders: the run's JSON, and the rescue
+//! file of a run the store could not take.
 
 use std::fs;
 use std::io::Write;
@@ -6,16 +7,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use latscope_stats::RunResult;
-
-/// The summary a run prints and `show` repeats.
-pub fn summary(run: &RunResult, histogram: bool) -> String {
-    let mut out = latscope_report::run_header(run);
-    out.push_str(&latscope_report::summary_tables(run));
-    if histogram {
-        out.push_str(&latscope_report::histogram_tables(run));
-    }
-    out
-}
 
 /// Writes the run's JSON to `path` (`-`: standard output). The file is
 /// written to a temporary name and renamed, so a reader never sees half.

@@ -4,7 +4,8 @@
 use latscope_engine::probes::NoiseConfig;
 use latscope_engine::probes::UdpConfig;
 use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
-use latscope_engine::system::SchedPolicy;
+use latscope_engine::system::{cpus_in_order, select_cpus, udp_cpus, SchedPolicy};
+use latscope_engine::workloads::split_workloads;
 use latscope_model::UdpPath;
 use latscope_model::{CpuSet, Nanos};
 
@@ -54,13 +55,6 @@ impl RunPlan {
 
 pub use latscope_engine::TracePlan;
 
-/// The episode threshold when `--trace` is given without `--threshold`:
-/// about three times the p99 of an idle timer on ordinary hardware and VMs
-/// without PREEMPT_RT (20–40 µs), so only real outliers become episodes, and
-/// below the deadlines people test for (audio buffers and control loops of
-/// a millisecond or more). See docs/tracing.md.
-pub const DEFAULT_TRACE_THRESHOLD: Nanos = Nanos::from_micros(100);
-
 fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
 }
@@ -81,27 +75,16 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     if (args.stacks || args.episode_cap != 1000) && !args.trace {
         return Err(Exit::usage("--stacks and --episode-cap need --trace"));
     }
+    // With --trace, the threshold (default TracePlan::DEFAULT_THRESHOLD)
+    // is also every probe's.
     let trace = if args.trace {
-        let t = *threshold.get_or_insert(DEFAULT_TRACE_THRESHOLD);
-        if t.0 == 0 {
-            return Err(Exit::usage(
-                "--threshold must be greater than 0 with --trace",
-            ));
-        }
-        let stack_period = if args.stacks {
+        let mut plan = TracePlan::new(threshold, args.episode_cap).map_err(Exit::usage)?;
+        threshold = Some(plan.threshold);
+        if args.stacks {
             let p = duration("stack-period", &args.stack_period)?;
-            if p < Nanos::from_micros(10) || p > Nanos::from_secs(1) {
-                return Err(Exit::usage("--stack-period must be between 10us and 1s"));
-            }
-            Some(p)
-        } else {
-            None
-        };
-        Some(TracePlan {
-            threshold: t,
-            stack_period,
-            episode_cap: args.episode_cap,
-        })
+            plan = plan.with_stacks(p).map_err(Exit::usage)?;
+        }
+        Some(plan)
     } else {
         None
     };
@@ -114,16 +97,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         // receive processing and the application usually are.
         None if args.probe == ProbeName::Udp => online.iter().take(2).collect(),
         None => online.clone(),
-        Some(text) => {
-            let set = CpuSet::parse(text).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
-            let offline: CpuSet = set.iter().filter(|c| !online.contains(*c)).collect();
-            if !offline.is_empty() {
-                return Err(Exit::usage(format!(
-                    "--cpus: CPU {offline} is not online (online CPUs: {online})"
-                )));
-            }
-            set
-        }
+        Some(text) => select_cpus(text, online).map_err(|e| Exit::usage(format!("--cpus: {e}")))?,
     };
     let policy = match args.policy {
         PolicyArg::Fifo => SchedPolicy::Fifo,
@@ -150,13 +124,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         phase,
         threshold,
         duration: Some(run_for),
-        // Two seconds of samples per CPU (at least 4096) between the
-        // analysis thread's reads, which come every 10 ms.
-        handoff: if trace.is_some() {
-            usize::try_from((2_000_000_000 / period.0.max(1)).max(4096)).unwrap_or(4096)
-        } else {
-            0
-        },
+        handoff: trace.as_ref().map_or(0, |t| t.timer_handoff(period)),
     };
     // Period, duration, priority and phase are checked where the probe
     // defines them.
@@ -189,7 +157,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
                 fp: args.fp,
                 threshold: timer.threshold,
                 duration: timer.duration,
-                handoff: if trace.is_some() { 65_536 } else { 0 },
+                handoff: trace.as_ref().map_or(0, TracePlan::noise_handoff),
                 force_vdso: false,
             };
             cfg.validate().map_err(Exit::usage)?;
@@ -215,25 +183,15 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
             // CpuSet would sort them).
             let listed: Vec<_> = match &args.cpus {
                 Some(text) => {
-                    let mut v = Vec::new();
-                    for item in text.split(',') {
-                        let set =
-                            CpuSet::parse(item).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
-                        v.extend(set.iter().filter(|c| !v.contains(c)).collect::<Vec<_>>());
-                    }
-                    v
+                    cpus_in_order(text).map_err(|e| Exit::usage(format!("--cpus: {e}")))?
                 }
                 None => cpus.iter().collect(),
             };
-            let (sender_cpu, receiver_cpu) = match listed.as_slice() {
-                [one] => (*one, *one),
-                [a, b] => (*a, *b),
-                _ => {
-                    return Err(Exit::usage(format!(
-                        "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
-                    )))
-                }
-            };
+            let (sender_cpu, receiver_cpu) = udp_cpus(&listed).ok_or_else(|| {
+                Exit::usage(format!(
+                    "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
+                ))
+            })?;
             let cfg = UdpConfig {
                 sender_cpu,
                 receiver_cpu,
@@ -247,8 +205,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
                 priority: timer.priority,
                 threshold: timer.threshold,
                 duration: timer.duration,
-                // Over six seconds of datagrams at the shortest period.
-                handoff: if trace.is_some() { 65_536 } else { 0 },
+                handoff: trace.as_ref().map_or(0, TracePlan::udp_handoff),
             };
             cfg.validate().map_err(Exit::usage)?;
             Some(cfg)
@@ -262,7 +219,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     };
     let workloads: Vec<String> = match &args.workload {
         None => vec!["none".to_string()],
-        Some(list) => split_workloads(list)?,
+        Some(list) => split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?,
     };
     let warmup = duration("warmup", &args.warmup)?;
     // `noise` is planned for `--probe noise` only and `udp` for `--probe
@@ -282,29 +239,4 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         load_level: args.load_level.as_str().to_string(),
         warmup,
     })
-}
-
-/// `--workload a,b,custom:prog x y`: commas separate workloads, except
-/// inside a `custom:` one, which takes the rest of the list (its command may
-/// contain commas).
-pub fn split_workloads(list: &str) -> Result<Vec<String>, Exit> {
-    let mut out = Vec::new();
-    let mut rest = list.trim();
-    while !rest.is_empty() {
-        if rest.starts_with("custom:") {
-            out.push(rest.to_string());
-            break;
-        }
-        let (head, tail) = rest.split_once(',').unwrap_or((rest, ""));
-        let head = head.trim();
-        if head.is_empty() {
-            return Err(Exit::usage(format!("--workload: empty name in '{list}'")));
-        }
-        out.push(head.to_string());
-        rest = tail.trim();
-    }
-    if out.is_empty() {
-        return Err(Exit::usage("--workload: no workload named"));
-    }
-    Ok(out)
 }

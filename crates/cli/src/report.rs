@@ -1,31 +1,18 @@
 //! `latscope report RUN [--html FILE]`: the run as one self-contained HTML
-//! page. This module loads the run and the per-second timelines of its
-//! plotted metrics from the store and writes the page; `latscope_report`
-//! renders it.
+//! page. This module loads the run and the per-second timelines of the
+//! metrics the page plots ([`is_plotted`]) from the store and writes the
+//! page; `latscope_report` renders it.
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
 use latscope_store::Store;
 
 use crate::args::ReportArgs;
 use crate::exit::{self, Exit};
-
-/// Whether a metric's timeline is plotted: the interrupt and deferred-work
-/// metrics (one per handler) and the decomposition have no time plot.
-fn wants_timeline(name: &str) -> bool {
-    use latscope_model::metric::*;
-    !(name.starts_with(SOFTIRQ_DELAY_PREFIX)
-        || name.starts_with(SOFTIRQ_EXEC_PREFIX)
-        || name.starts_with(IRQ_EXEC_PREFIX)
-        || name.starts_with(WORKQUEUE_EXEC_PREFIX)
-        || name == NMI_EXEC
-        || name == TIMER_IRQ
-        || name == TIMER_SCHED
-        || name == TIMER_RETURN)
-}
 
 pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
@@ -34,7 +21,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let cell_ids = store.cell_ids(id)?;
     let mut timelines = Vec::new();
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
-        for m in cell.metrics.iter().filter(|m| wants_timeline(&m.name)) {
+        for m in cell.metrics.iter().filter(|m| is_plotted(&m.name)) {
             let seconds = store
                 .load_timeline(cell_id, &m.name, m.cpu)
                 .with_context(|| format!("cannot read the timeline of {}", m.name))?;

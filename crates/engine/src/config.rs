@@ -64,6 +64,68 @@ pub struct TracePlan {
     pub episode_cap: usize,
 }
 
+/// A trace plan that cannot be followed. The messages name the
+/// command-line options, as the probes' checks do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TracePlanError {
+    #[error("--threshold must be greater than 0 with --trace")]
+    ZeroThreshold,
+    #[error("--stack-period must be between 10us and 1s")]
+    StackPeriod,
+}
+
+impl TracePlan {
+    /// The episode threshold when none is given: about three times the p99
+    /// of an idle timer on ordinary hardware and VMs without PREEMPT_RT
+    /// (20–40 µs), so only real outliers become episodes, and below the
+    /// deadlines people test for (audio buffers and control loops of a
+    /// millisecond or more). See docs/tracing.md.
+    pub const DEFAULT_THRESHOLD: Nanos = Nanos::from_micros(100);
+
+    /// Tracing with episodes above `threshold` ([`Self::DEFAULT_THRESHOLD`]
+    /// when `None`), `episode_cap` of them kept in full, no stacks.
+    pub fn new(threshold: Option<Nanos>, episode_cap: usize) -> Result<Self, TracePlanError> {
+        let threshold = threshold.unwrap_or(Self::DEFAULT_THRESHOLD);
+        if threshold.0 == 0 {
+            return Err(TracePlanError::ZeroThreshold);
+        }
+        Ok(TracePlan {
+            threshold,
+            stack_period: None,
+            episode_cap,
+        })
+    }
+
+    /// Also samples kernel call chains every `period` (10 µs to 1 s).
+    pub fn with_stacks(self, period: Nanos) -> Result<Self, TracePlanError> {
+        if period < Nanos::from_micros(10) || period > Nanos::from_secs(1) {
+            return Err(TracePlanError::StackPeriod);
+        }
+        Ok(TracePlan {
+            stack_period: Some(period),
+            ..self
+        })
+    }
+
+    /// The timer probe's hand-over ring for the trace analysis: two seconds
+    /// of samples per CPU (at least 4096) between the analysis thread's
+    /// reads, which come every 10 ms.
+    pub fn timer_handoff(&self, period: Nanos) -> usize {
+        usize::try_from((2_000_000_000 / period.0.max(1)).max(4096)).unwrap_or(4096)
+    }
+
+    /// The noise probe's hand-over ring: interruptions per CPU.
+    pub fn noise_handoff(&self) -> usize {
+        65_536
+    }
+
+    /// The udp probe's hand-over ring: over six seconds of datagrams at the
+    /// shortest period.
+    pub fn udp_handoff(&self) -> usize {
+        65_536
+    }
+}
+
 /// Builds a probe the engine does not know by name (tests: the simulated
 /// probe).
 pub type BuildProbe = Arc<dyn Fn() -> Result<Box<dyn Probe>, ProbeError> + Send + Sync>;

@@ -20,6 +20,7 @@
 
 mod cell;
 mod config;
+mod cpus;
 mod error;
 mod load;
 mod observer;
@@ -27,9 +28,11 @@ mod run;
 mod settings;
 mod sink;
 mod stop;
+pub mod suite;
 mod trace_session;
+mod workload_list;
 
-pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan};
+pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan, TracePlanError};
 pub use error::EngineError;
 pub use observer::{Observer, Quiet};
 pub use run::{run, Env, RunOutcome};
@@ -44,12 +47,15 @@ pub mod probes {
     pub use latscope_probes::{Clock, Probe, ProbeError, Progress, RealClock};
 }
 
-/// What a caller needs of the machine to plan a run.
+/// What a caller needs of the machine to plan a run, and the checks of the
+/// CPUs it names.
 pub mod system {
+    pub use crate::cpus::{cpus_in_order, select_cpus, udp_cpus, CpuChoiceError};
     pub use latscope_platform::{online_cpus, sysinfo, PlatformError, SchedPolicy, StopSignals};
 }
 
 /// Workload names, for callers that check them.
 pub mod workloads {
+    pub use crate::workload_list::{split_workloads, WorkloadListError};
     pub use latscope_workloads::helper_main;
 }

@@ -179,6 +179,27 @@ pub fn compare_json(
     })
 }
 
+/// One line per compared metric that trips `--fail-if-worse pct`: its
+/// p99.9 against the baseline's, the ratio and the limit, and the tail
+/// test's p-value.
+pub fn compare_tripped(cmp: &RunComparison, pct: f64) -> Vec<String> {
+    cmp.worse_by(pct)
+        .into_iter()
+        .map(|(run, row, c)| {
+            format!(
+                "run {run} {} {}: p99.9 {} vs {} (×{:.2}, limit ×{:.2}), tail worse (p={:.1e})",
+                row.cell,
+                row.metric,
+                c.b.p999,
+                c.a.p999,
+                c.ratio_p999.unwrap_or(f64::INFINITY),
+                1.0 + pct / 100.0,
+                c.tail.p_worse
+            )
+        })
+        .collect()
+}
+
 const PALETTE: [&str; 6] = [
     "#1f4e9c", "#c0392b", "#1e8449", "#8e44ad", "#d68910", "#117a8b",
 ];

@@ -240,3 +240,56 @@ pub fn episodes_text(run: &RunResult) -> String {
     }
     out
 }
+
+fn episodes(n: u64) -> String {
+    if n == 1 {
+        "1 episode".to_string()
+    } else {
+        format!("{n} episodes")
+    }
+}
+
+/// Episodes the run saw: the tracer's count where there is one (it
+/// includes those past the cap), the stored ones otherwise.
+fn episodes_seen(run: &RunResult) -> u64 {
+    run.cells
+        .iter()
+        .map(|c| {
+            let kept = c.episodes.len() as u64;
+            c.trace
+                .as_ref()
+                .map_or(kept, |t| t.episodes_total.max(kept))
+        })
+        .sum()
+}
+
+/// Episodes kept in full (the cap, as far as the run says).
+fn episodes_kept(run: &RunResult) -> u64 {
+    run.cells.iter().map(|c| c.episodes.len() as u64).sum()
+}
+
+/// Why `run` has no episode `k` to export: it was not traced, there is no
+/// such episode, or the episode is past the cap (only counted).
+pub fn episode_missing(run: &RunResult, k: u32) -> String {
+    let id = run.meta.id;
+    let traced = run
+        .cells
+        .iter()
+        .any(|c| c.trace.is_some() || !c.episodes.is_empty());
+    if !traced {
+        return format!(
+            "run {id} was not traced, so it has no episodes to export; record one with `latscope run --trace`"
+        );
+    }
+    let seen = episodes_seen(run);
+    if k == 0 || u64::from(k) > seen {
+        return format!(
+            "run {id} has {}; --episode {k} does not exist",
+            episodes(seen)
+        );
+    }
+    format!(
+        "episode {k} of run {id} is past the cap ({} kept in full): only its share of the cause totals was kept; see `latscope show {id} --episodes`",
+        episodes(episodes_kept(run))
+    )
+}

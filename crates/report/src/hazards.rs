@@ -49,7 +49,15 @@ pub fn check_json<'a>(
     }
 }
 
-/// What `latscope check` prints: a table of severity, finding and remedy,
+/// What `latscope check` prints: the machine, then [`hazards_text`].
+pub fn check_text(hostname: &str, kernel_release: &str, hazards: &[Hazard]) -> String {
+    format!(
+        "latscope check · {hostname} {kernel_release}\n\n{}",
+        hazards_text(hazards)
+    )
+}
+
+/// The findings as a table of severity, finding and remedy,
 /// worst first, then what was found for each, one line per finding.
 pub fn hazards_text(hazards: &[Hazard]) -> String {
     if hazards.is_empty() {

@@ -3,6 +3,7 @@
 //! `String` (or a serializable value); nothing here prints or touches files,
 //! so each output is easy to test.
 
+pub mod colour;
 mod compare;
 mod deferred;
 mod episodes;
@@ -11,6 +12,7 @@ mod forecast;
 mod hazards;
 pub mod html;
 mod json;
+mod list;
 mod matrix;
 mod noise;
 pub mod perfetto;
@@ -21,19 +23,22 @@ mod time;
 mod udp;
 mod workload;
 
-pub use compare::{compare_html, compare_json, compare_text, COMPARE_JSON_SCHEMA};
+pub use compare::{compare_html, compare_json, compare_text, compare_tripped, COMPARE_JSON_SCHEMA};
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
-pub use episodes::{cause_totals_table, episode_text, episodes_text};
+pub use episodes::{cause_totals_table, episode_missing, episode_text, episodes_text};
 pub use forecast::{
     estimate_text, forecast_json, forecast_text, grid_csv, grid_text, horizon_text, seconds_text,
 };
-pub use hazards::{check_json, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts};
+pub use hazards::{
+    check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
+};
 pub use html::{html_report, Timeline};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
+pub use list::{list_json, list_table, RunListRow};
 pub use matrix::suite_matrix;
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
 pub use table::Table;
-pub use text::{histogram_tables, list_table, run_header, summary_tables, RunListRow};
+pub use text::{histogram_tables, run_header, run_summary, summary_tables};
 pub use time::format_utc;
 pub use workload::{workload_sources, workload_table};

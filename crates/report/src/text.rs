@@ -1,9 +1,9 @@
-//! Terminal text: the run header, summary tables per metric and CPU, the
-//! log-scale count tables, and the run list.
+//! Terminal text: the run header, summary tables per metric and CPU, and
+//! the log-scale count tables.
 
 use std::collections::BTreeMap;
 
-use latscope_model::{metric, CellSettings, Nanos, PhaseName, RunMeta};
+use latscope_model::{metric, CellSettings, Nanos, PhaseName};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, Summary};
 
 use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
@@ -55,6 +55,17 @@ fn describe(name: &str) -> &'static str {
 
 fn opt(n: Option<Nanos>) -> String {
     n.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// The summary `latscope run` prints and `show` repeats: the header, the
+/// summary tables and, with `histogram`, the log-scale count tables.
+pub fn run_summary(run: &RunResult, histogram: bool) -> String {
+    let mut out = run_header(run);
+    out.push_str(&summary_tables(run));
+    if histogram {
+        out.push_str(&histogram_tables(run));
+    }
+    out
 }
 
 /// Two or three lines naming the run, the machine and what was missing,
@@ -330,46 +341,4 @@ pub fn histogram_tables(run: &RunResult) -> String {
         }
     }
     out
-}
-
-/// One line of `latscope list`.
-pub struct RunListRow<'a> {
-    pub meta: &'a RunMeta,
-    pub probes: Vec<String>,
-    pub workloads: Vec<String>,
-    pub kernel: &'a str,
-    pub max_timer_latency: Option<Nanos>,
-}
-
-pub fn list_table(rows: &[RunListRow<'_>]) -> String {
-    let mut t = Table::new([
-        "id",
-        "started (UTC)",
-        "status",
-        "length",
-        "probes",
-        "workloads",
-        "max latency",
-        "kernel",
-    ])
-    .left_aligned(0);
-    for r in rows {
-        let length = r
-            .meta
-            .ended_unix_ns
-            .or(r.meta.checkpoint_unix_ns)
-            .map(|e| e.saturating_sub(r.meta.started_unix_ns).to_string())
-            .unwrap_or_else(|| "-".into());
-        t.row([
-            r.meta.id.to_string(),
-            format_utc(r.meta.started_unix_ns),
-            r.meta.status.to_string(),
-            length,
-            r.probes.join(","),
-            r.workloads.join(","),
-            opt(r.max_timer_latency),
-            r.kernel.to_string(),
-        ]);
-    }
-    t.render()
 }

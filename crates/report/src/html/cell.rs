@@ -30,9 +30,10 @@ const DECOMPOSITION: [(&str, &str); 3] = [
     (metric::TIMER_RETURN, "switched in → user code runs"),
 ];
 
-/// Whether a metric has its own plots (the decomposition and the
-/// deferred-work metrics have their own sections).
-fn is_plotted(name: &str) -> bool {
+/// Whether a metric has its own plots, and so wants its per-second
+/// timeline (the decomposition and the interrupt and deferred-work metrics,
+/// one per handler, have their own sections without time plots).
+pub fn is_plotted(name: &str) -> bool {
     !sources::is_source_metric(name) && !DECOMPOSITION.iter().any(|(d, _)| *d == name)
 }
 

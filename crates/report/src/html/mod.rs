@@ -26,6 +26,7 @@ use std::fmt::Write as _;
 use latscope_model::{metric, CpuId, Nanos, Severity};
 use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
 
+pub use cell::is_plotted;
 pub use escape::escape;
 pub use forecast::report_forecast;
 use page::{para, table};

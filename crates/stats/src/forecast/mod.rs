@@ -33,6 +33,7 @@ mod gpd;
 mod horizon;
 mod mttf;
 mod report;
+mod request;
 mod special;
 mod tail;
 
@@ -58,6 +59,7 @@ pub use report::{
     ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases, UsageReport, WorstCases,
     FORECAST_METRICS, FORECAST_SCHEMA,
 };
+pub use request::{ForecastRequest, ForecastRequestError};
 pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };

@@ -181,6 +181,19 @@ pub struct ForecastReport {
     pub cells: Vec<CellForecast>,
 }
 
+impl ForecastReport {
+    /// Whether an application's verdict on a wake-up latency
+    /// (`timer.latency`) failed; noise gaps are no deadline, so their
+    /// verdicts never count.
+    pub fn wakeup_verdict_failed(&self) -> bool {
+        self.cells.iter().any(|c| {
+            c.metrics
+                .iter()
+                .any(|m| m.name == metric::TIMER_LATENCY && m.verdicts.iter().any(|v| !v.pass))
+        })
+    }
+}
+
 /// The usage model the day and week figures assume.
 #[derive(Clone, Debug, Serialize)]
 pub struct UsageReport {

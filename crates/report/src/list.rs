@@ -1,0 +1,85 @@
+//! `latscope list`: the runs of a store, as a table and as JSON.
+
+use latscope_model::{CellMeta, Nanos, RunMeta};
+use serde_json::{json, Value};
+
+use crate::table::Table;
+use crate::time::format_utc;
+
+/// One run of `latscope list`.
+pub struct RunListRow<'a> {
+    pub meta: &'a RunMeta,
+    /// The run's cells, in order.
+    pub cells: &'a [CellMeta],
+    /// `uname -r` of the measured machine.
+    pub kernel: &'a str,
+    /// The largest `timer.latency` sample of the run.
+    pub max_timer_latency: Option<Nanos>,
+}
+
+/// Each item once, in the order first seen.
+fn dedup<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut v: Vec<&str> = Vec::new();
+    for i in items {
+        if !v.contains(&i) {
+            v.push(i);
+        }
+    }
+    v
+}
+
+/// The table `latscope list` prints: one line per run, each probe and
+/// workload named once.
+pub fn list_table(rows: &[RunListRow<'_>]) -> String {
+    let mut t = Table::new([
+        "id",
+        "started (UTC)",
+        "status",
+        "length",
+        "probes",
+        "workloads",
+        "max latency",
+        "kernel",
+    ])
+    .left_aligned(0);
+    for r in rows {
+        let length = r
+            .meta
+            .ended_unix_ns
+            .or(r.meta.checkpoint_unix_ns)
+            .map(|e| e.saturating_sub(r.meta.started_unix_ns).to_string())
+            .unwrap_or_else(|| "-".into());
+        t.row([
+            r.meta.id.to_string(),
+            format_utc(r.meta.started_unix_ns),
+            r.meta.status.to_string(),
+            length,
+            dedup(r.cells.iter().map(|c| c.probe.as_str())).join(","),
+            dedup(r.cells.iter().map(|c| c.workload.as_str())).join(","),
+            r.max_timer_latency
+                .map_or_else(|| "-".to_string(), |v| v.to_string()),
+            r.kernel.to_string(),
+        ]);
+    }
+    t.render()
+}
+
+/// What `latscope list --json` prints: one object per run, with every
+/// cell's probe and workload in order.
+pub fn list_json(rows: &[RunListRow<'_>]) -> Value {
+    rows.iter()
+        .map(|r| {
+            json!({
+                "run_id": r.meta.id.0,
+                "status": r.meta.status,
+                "started_unix_ns": r.meta.started_unix_ns.0,
+                "ended_unix_ns": r.meta.ended_unix_ns.map(|t| t.0),
+                "probes": r.cells.iter().map(|c| c.probe.as_str()).collect::<Vec<_>>(),
+                "workloads": r.cells.iter().map(|c| c.workload.as_str()).collect::<Vec<_>>(),
+                "kernel_release": r.kernel,
+                "max_timer_latency_ns": r.max_timer_latency.map(|t| t.0),
+                "command_line": r.meta.command_line,
+            })
+        })
+        .collect()
+}
