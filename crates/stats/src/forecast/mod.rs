@@ -28,13 +28,18 @@
 //! come from profile likelihoods and exact Poisson limits).
 
 mod apps;
+pub mod checks;
+pub mod decluster;
 mod exceedance;
+pub mod gev;
 mod gpd;
 mod horizon;
+pub mod limits;
 mod mttf;
 mod report;
 mod request;
 mod special;
+pub mod stability;
 mod tail;
 
 #[cfg(test)]

@@ -244,6 +244,11 @@ impl TailFit {
         })
     }
 
+    /// The excesses over the threshold as `(excess, weight)` points.
+    pub(crate) fn points(&self) -> &[(f64, f64)] {
+        &self.points
+    }
+
     /// The model's `P(X > x)` for `x` at or above the threshold; `None`
     /// below it, where the fit says nothing.
     pub fn tail_probability(&self, x: f64) -> Option<f64> {

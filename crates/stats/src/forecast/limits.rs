@@ -1,0 +1,130 @@
+//! How far a forecast may reach beyond the data, and when a tail gives no
+//! point forecast at all.
+//!
+//! **At most [`MAX_EXTRAPOLATION`] times the measured time.** The interval
+//! of a return level widens only slowly with the horizon (like `ln r` for
+//! ξ ≈ 0), so the interval alone does not warn about the real danger of a
+//! long extrapolation: that the model itself (its threshold, its regime, its
+//! independence) stops describing the machine. Practice in the fields that
+//! live by return levels bounds the reach for that reason: flood frequency
+//! analysis from a single record is trusted to about two to four times the
+//! record length (the UK *Flood Estimation Handbook*, 1999, vol. 3; the US
+//! *Bulletin 17C*, 2018, asks for regional information beyond that), while
+//! measurement-based probabilistic timing analysis, which extrapolates
+//! execution times by many orders of magnitude, is criticised for exactly
+//! that (Reghenzani, Massari & Fornaciari, *ACM Computing Surveys* 53, 2020).
+//! latscope allows one order of magnitude: a latency run is cheap to extend,
+//! its samples are far more numerous than a flood record's years, and the
+//! out-of-sample check beside every figure tests the model on the run's own
+//! later part. Beyond the limit a forecast says how much more data it needs.
+//!
+//! **No point forecast from a tail whose shape may be 1 or more.** With
+//! ξ ≥ 1 the tail has no mean, and return levels grow so fast with the
+//! horizon that the point estimate says nothing (the issue that led to this
+//! module quotes a forecast of 395 s for a timer on a machine whose worst
+//! sample in two minutes was 5 ms). When the shape's interval admits ξ ≥ 1
+//! the forecast gives the observed figures and the reason, not a number.
+
+use serde::Serialize;
+
+/// The longest horizon a forecast reaches, as a multiple of the time
+/// measured (per CPU, CPUs pooled).
+pub const MAX_EXTRAPOLATION: f64 = 10.0;
+
+/// Why a forecast gives no number.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum Refusal {
+    /// The horizon is more than [`MAX_EXTRAPOLATION`] times the data.
+    NeedsMoreData {
+        /// Seconds measured.
+        measured_s: f64,
+        /// Further minutes of measurement that would reach the horizon.
+        more_minutes: u64,
+    },
+    /// The tail's shape may be 1 or more.
+    HeavyTail {
+        shape: f64,
+        /// The upper end of the shape's interval (`None`: unbounded).
+        shape_high: Option<f64>,
+    },
+}
+
+impl Refusal {
+    /// One phrase for the text output.
+    pub fn describe(&self) -> String {
+        match self {
+            Refusal::NeedsMoreData { more_minutes, .. } => {
+                format!("needs {more_minutes} more minutes of data")
+            }
+            Refusal::HeavyTail { shape, shape_high } => {
+                let high = shape_high.map_or("unbounded".to_string(), |h| format!("{h:.2}"));
+                format!(
+                    "no forecast: the tail's shape {shape:.2} (interval up to {high}) may be 1 or more, where the mean is infinite"
+                )
+            }
+        }
+    }
+}
+
+/// Whether a horizon of `horizon_s` seconds is within reach of
+/// `measured_s` seconds of data.
+pub fn check_horizon(measured_s: f64, horizon_s: f64) -> Result<(), Refusal> {
+    if horizon_s <= measured_s * MAX_EXTRAPOLATION {
+        return Ok(());
+    }
+    let needed_s = horizon_s / MAX_EXTRAPOLATION - measured_s.max(0.0);
+    Err(Refusal::NeedsMoreData {
+        measured_s,
+        more_minutes: (needed_s / 60.0).ceil().max(1.0) as u64,
+    })
+}
+
+/// Whether a tail fit with `shape` and the upper end `shape_high` of its
+/// interval may give a point forecast.
+pub fn check_shape(shape: f64, shape_high: Option<f64>) -> Result<(), Refusal> {
+    match shape_high {
+        Some(h) if h < 1.0 => Ok(()),
+        _ => Err(Refusal::HeavyTail { shape, shape_high }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn horizons_within_ten_times_the_data_are_allowed() {
+        assert!(check_horizon(120.0, 1_200.0).is_ok());
+        // An hour from two minutes: 6 minutes are needed, 4 more.
+        assert_eq!(
+            check_horizon(120.0, 3_600.0),
+            Err(Refusal::NeedsMoreData {
+                measured_s: 120.0,
+                more_minutes: 4
+            })
+        );
+        let week = check_horizon(1_200.0, 7.0 * 86_400.0).unwrap_err();
+        assert_eq!(week.describe(), "needs 988 more minutes of data");
+        // A fraction of a minute still asks for one.
+        assert!(matches!(
+            check_horizon(359.0, 3_600.0),
+            Err(Refusal::NeedsMoreData {
+                more_minutes: 1,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_shape_that_may_reach_one_gives_no_point_forecast() {
+        assert!(check_shape(0.2, Some(0.4)).is_ok());
+        assert!(check_shape(0.7, Some(1.1)).is_err());
+        let r = check_shape(1.56, None).unwrap_err();
+        assert!(
+            r.describe().contains("may be 1 or more"),
+            "{}",
+            r.describe()
+        );
+    }
+}
