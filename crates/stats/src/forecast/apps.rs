@@ -392,7 +392,7 @@ fn basis(measured: &Measured<'_>, m: &Mttf, tail: Option<TailSummary>) -> Basis 
     }
 }
 
-fn fmt_ns(ns: i64) -> String {
+pub(super) fn fmt_ns(ns: i64) -> String {
     let a = ns.unsigned_abs() as f64;
     let sign = if ns < 0 { "-" } else { "" };
     if a >= 1e6 {

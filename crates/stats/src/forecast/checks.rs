@@ -198,21 +198,7 @@ pub fn segments(series: &[f64]) -> Vec<std::ops::Range<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A deterministic uniform stream (SplitMix64).
-    fn uniforms(seed: u64, n: usize) -> Vec<f64> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = s;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                (z >> 11) as f64 / (1u64 << 53) as f64
-            })
-            .collect()
-    }
+    use crate::forecast::test_rng::uniforms;
 
     #[test]
     fn ranks_share_ties() {

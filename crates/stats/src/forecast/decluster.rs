@@ -193,15 +193,8 @@ mod tests {
     /// shows one. The extremal index is 1/5.
     #[test]
     fn the_extremal_index_of_bursts_of_five_is_a_fifth() {
-        let mut state = 42u64;
-        let mut uniform = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        };
+        let mut rng = crate::forecast::test_rng::Rng(42);
+        let mut uniform = move || rng.uniform();
         let mut h = crate::histogram::Histogram::new();
         let mut maxima = vec![0u64; 1800];
         let mut burst = 0u64;

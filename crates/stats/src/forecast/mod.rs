@@ -43,6 +43,8 @@ pub mod stability;
 mod tail;
 
 #[cfg(test)]
+mod test_rng;
+#[cfg(test)]
 mod tests;
 
 use latscope_model::Nanos;

@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use crate::histogram::Histogram;
 
+use super::apps::fmt_ns;
 use super::gpd::{grid_then_golden, log_likelihood};
 use super::special::{bisect, chi2_1_quantile};
 use super::tail::{TailFit, TailOptions, Threshold};
@@ -82,22 +83,10 @@ impl Mixture {
     pub fn describe(&self) -> String {
         format!(
             "two regimes: up to ~{}, and {}–{}; the forecast describes the upper one",
-            human(self.lower_up_to_ns),
-            human(self.upper_from_ns),
-            human(self.upper_to_ns)
+            fmt_ns(self.lower_up_to_ns as i64),
+            fmt_ns(self.upper_from_ns as i64),
+            fmt_ns(self.upper_to_ns as i64)
         )
-    }
-}
-
-fn human(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.3} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.0} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
     }
 }
 
@@ -312,20 +301,8 @@ fn mean_excess_shape(rungs: &[Rung]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forecast::test_rng::uniforms;
     use crate::forecast::Gpd;
-
-    /// Deterministic uniforms (SplitMix64) in (0, 1).
-    fn uniforms(seed: u64, n: usize) -> impl Iterator<Item = f64> {
-        let mut s = seed;
-        (0..n).map(move |_| {
-            s = s.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        })
-    }
 
     /// `n` samples: 20 µs plus a GPD excess of shape `xi`, scale 5 µs.
     fn gpd_histogram(seed: u64, n: usize, xi: f64) -> Histogram {
@@ -370,7 +347,7 @@ mod tests {
         let mut h = Histogram::new();
         let wake = Gpd::new(-0.3, 20_000.0).unwrap();
         let stall = Gpd::new(-0.1, 800_000.0).unwrap();
-        for (i, u) in uniforms(9, 400_000).enumerate() {
+        for (i, u) in uniforms(9, 400_000).into_iter().enumerate() {
             if i % 200 == 0 {
                 h.record(600_000 + stall.isf(u) as u64);
             } else {

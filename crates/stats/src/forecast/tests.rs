@@ -5,22 +5,7 @@ use latscope_model::Nanos;
 use super::*;
 use crate::histogram::Histogram;
 
-/// SplitMix64: a tiny seeded generator, enough for reproducible test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform on (0, 1).
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    }
-}
+use super::test_rng::Rng;
 
 /// `n` draws of `offset + Y`, Y ~ GPD, by inverse-CDF sampling.
 fn gpd_samples(gpd: &Gpd, offset: f64, n: usize, seed: u64) -> Vec<f64> {
