@@ -22,7 +22,6 @@ fn suite_error(e: SuiteError) -> Exit {
         SuiteError::UnknownProbe(_) => Exit::usage(format!("--probes: {e}")),
         SuiteError::Workloads(_) => Exit::usage(format!("--workload: {e}")),
         SuiteError::Priority(_) => Exit::usage(format!("--priorities: {e}")),
-        SuiteError::Settings(_) => Exit::usage(e),
         SuiteError::NoBase(_) => Exit::from(anyhow::Error::from(e)),
     }
 }
