@@ -8,9 +8,9 @@
 //! 5 ms stall among 50 µs seconds) does not dominate them:
 //!
 //! - **Ljung–Box** on the rank series: `Q = n (n + 2) Σₖ ρₖ² / (n − k)` over
-//!   lags 1..h, compared with χ²ₕ (Ljung & Box, *Biometrika* 65, 1978). The
-//!   rank version keeps the test's level for non-normal data (Dufour & Roy,
-//!   *J. Econometrics* 31, 1986, on rank autocorrelations).
+//!   lags 1..h, compared with χ²ₕ (Ljung & Box, *Biometrika* 65, 1978). On
+//!   ranks the autocorrelations do not depend on the distribution of the
+//!   data (Dufour & Roy's portmanteau tests of randomness on ranks, 1986).
 //! - **Pettitt's change-point test**: `Uₜ = 2 Σ_{i≤t} rᵢ − t (n + 1)`,
 //!   `K = max |Uₜ|`, at the second `t` where the distribution most likely
 //!   shifted, with `p ≈ 2 exp(−6K² / (n³ + n²))` (Pettitt, *Applied

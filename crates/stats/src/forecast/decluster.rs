@@ -10,14 +10,14 @@
 //! late deadline.
 //!
 //! **Runs declustering** (Smith & Weissman, *J. R. Statist. Soc. B* 56,
-//! 1994; Coles 2001, §5.3.2) on the run's per-second maxima: a cluster
+//! 1994; Coles 2001, chapter 5) on the run's per-second maxima: a cluster
 //! begins with a second whose maximum is above the threshold and ends once
 //! `run_length` consecutive seconds stay at or below it. The **extremal
 //! index** `θ = clusters / exceedances` (the runs estimator) is the
 //! reciprocal of the mean cluster size; with the exceedance probability `ζ`
 //! of the threshold, clusters occur at rate `θ ζ` per sample, and the level
 //! exceeded by at least one cluster once in `N` samples is
-//! `u + σ/ξ ((N ζ θ)^ξ − 1)` (Coles 2001, eq. 5.3).
+//! `u + σ/ξ ((N ζ θ)^ξ − 1)` (Coles 2001, chapter 5).
 //!
 //! The per-second timeline is the finest time order a run keeps. Two
 //! clusters in the same second read as one, which makes `θ` too small when

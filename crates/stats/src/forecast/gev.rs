@@ -7,8 +7,8 @@
 //! It rests on different assumptions (no threshold to choose, clusters
 //! inside a block count once), so where both describe the data their return
 //! levels agree within their intervals; where they do not, the report says
-//! so rather than picking one (Coles 2001, chapter 3, for the model; §3.3.3
-//! for the profile-likelihood intervals used here).
+//! so rather than picking one (Coles 2001, chapter 3, for the model and its
+//! profile-likelihood intervals).
 //!
 //! `G(z) = exp(−[1 + ξ (z − μ)/σ]^(−1/ξ))`, and the level a block maximum
 //! exceeds with probability `p` is `z_p = μ − σ/ξ (1 − y_p^(−ξ))` with

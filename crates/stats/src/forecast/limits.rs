@@ -8,11 +8,12 @@
 //! independence) stops describing the machine. Practice in the fields that
 //! live by return levels bounds the reach for that reason: flood frequency
 //! analysis from a single record is trusted to about two to four times the
-//! record length (the UK *Flood Estimation Handbook*, 1999, vol. 3; the US
-//! *Bulletin 17C*, 2018, asks for regional information beyond that), while
-//! measurement-based probabilistic timing analysis, which extrapolates
-//! execution times by many orders of magnitude, is criticised for exactly
-//! that (Reghenzani, Massari & Fornaciari, *ACM Computing Surveys* 53, 2020).
+//! record length (the rule of thumb of the UK *Flood Estimation Handbook*,
+//! 1999, vol. 3, for single-site estimates), while measurement-based
+//! probabilistic timing analysis, which extrapolates execution times by
+//! many orders of magnitude, is questioned for exactly that (Davis &
+//! Cucu-Grosjean, "A survey of probabilistic timing analysis techniques for
+//! real-time systems", *LITES* 6, 2019).
 //! latscope allows one order of magnitude: a latency run is cheap to extend,
 //! its samples are far more numerous than a flood record's years, and the
 //! out-of-sample check beside every figure tests the model on the run's own

@@ -5,7 +5,7 @@
 //! The generalized Pareto approximation holds above a threshold high enough
 //! that the excesses have reached their limiting form; above such a
 //! threshold the shape ξ stays the same and the modified scale
-//! `σ* = σ − ξ u` too (Coles 2001, §4.3.4, parameter stability). Below it
+//! `σ* = σ − ξ u` too (Coles 2001, chapter 4, on threshold choice by parameter stability). Below it
 //! the estimates drift. A fixed percentile cannot know where that is, and on
 //! a virtual machine it is often in the wrong place: ordinary wake-ups end
 //! near 100 µs and hypervisor stalls of 0.6–5 ms form a second regime, so a
