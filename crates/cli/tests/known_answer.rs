@@ -20,14 +20,19 @@
 //! still fail if the probe missed the interferer or counted it twice over.
 //!
 //! The host adds latencies of its own, more on a busy day: the test
-//! measures a control first (the same run without the interferer) and
-//! asserts on what the interferer adds beyond it (see `common/control.rs`).
+//! measures a control first and asserts on what the interferer adds beyond
+//! it (see `common/control.rs`). The control runs the same bursts at
+//! priority 70, below the probe: the CPU and the host see the same load,
+//! and only the priority, the thing under test, differs. (Seen once in CI
+//! with a control that had no bursts at all: 23 per second in the window
+//! but only 18 samples in 450-600 µs, one in 250-450 µs after nearly every
+//! burst: the host delaying the vCPU after it spun, not the priority.)
 
 #![allow(clippy::unwrap_used)]
 
 mod common;
 
-use common::control::{any_too_noisy, control_and_interfered, late_bursts_pct};
+use common::control::{any_too_noisy, control_below_and_interfered, late_bursts_pct};
 use common::*;
 use serde_json::Value;
 
@@ -56,7 +61,8 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     let cpu = *online().last().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
-    let (runs, bursts) = control_and_interfered(
+    let (runs, bursts) = control_below_and_interfered(
+        |stop| interferer(cpu, "ka-below", 70, SLOT_NS, BURST_NS, stop),
         |stop| interferer(cpu, "ka-interferer", 90, SLOT_NS, BURST_NS, stop),
         |name| {
             let json = dir.path().join(format!("{name}.json"));
@@ -82,6 +88,8 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
             read_json(&json)
         },
     );
+    let ctl_late_pct = late_bursts_pct(&bursts.control, 50_000);
+    let bursts = bursts.interfered;
     let late_pct = late_bursts_pct(&bursts, 50_000);
     let mut lengths: Vec<u64> = bursts.iter().map(|b| b.end - b.start).collect();
     let mut lateness: Vec<u64> = bursts.iter().map(|b| b.late_ns()).collect();
@@ -116,7 +124,7 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     let added = per_second - ctl_window;
     let added_top = top(&lat) as i64 - top(&ctl) as i64;
     eprintln!(
-        "control:    {ctl_window:.1}/s in 250-600 µs, {} in 450-600 µs, {:.1}/s above 600 µs; max {} ns, p99.9 {} ns",
+        "control (bursts at priority 70, {ctl_late_pct:.1}% of them over 50 µs late): {ctl_window:.1}/s in 250-600 µs, {} in 450-600 µs, {:.1}/s above 600 µs; max {} ns, p99.9 {} ns",
         top(&ctl),
         beyond(&ctl) as f64 / SECONDS,
         ctl["max_ns"],
@@ -140,6 +148,11 @@ fn a_500us_burst_every_50ms_shows_up_as_500us_latencies() {
     // into the wait waits for it and for the whole burst (seen on a host
     // busy compiling: 9 to 12 per second in the window).
     if any_too_noisy(&[
+        (
+            "control: bursts starting over 50 µs late, %",
+            10.0,
+            ctl_late_pct,
+        ),
         (
             "with the interferer: bursts starting over 50 µs late, %",
             10.0,

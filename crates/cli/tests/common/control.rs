@@ -47,6 +47,32 @@ pub fn control_and_interfered<R, T>(
     )
 }
 
+/// As [`control_and_interfered`], but the control runs an interferer too:
+/// `start_control` spawns the same bursts at a priority below the probe's.
+/// That control holds everything constant but the one thing under test
+/// (the priority): the same CPU time is taken on the same CPU, so whatever
+/// the host does to a vCPU that spins (seen once in CI: one wake-up delayed
+/// 250-450 µs after nearly every burst, whichever wake-up it was) shows up
+/// in both runs. Returns the bursts of both runs.
+pub fn control_below_and_interfered<R, T>(
+    start_control: impl FnOnce(Arc<AtomicBool>) -> JoinHandle<R>,
+    start: impl FnOnce(Arc<AtomicBool>) -> JoinHandle<R>,
+    mut measure: impl FnMut(&str) -> T,
+) -> (Controlled<T>, Controlled<R>) {
+    let (control, control_r) = while_running(start_control, || measure("control"));
+    let (interfered, r) = while_running(start, || measure("interfered"));
+    (
+        Controlled {
+            control,
+            interfered,
+        },
+        Controlled {
+            control: control_r,
+            interfered: r,
+        },
+    )
+}
+
 /// Runs `measure` while the interferer that `start` spawns runs: the
 /// interferer is told to stop (its flag) and joined after the measurement
 /// (told to stop also when `measure` panics).
