@@ -3,6 +3,7 @@
 //! CSV, all from one [`ForecastReport`] (computed in `latscope_stats`).
 
 use latscope_model::Nanos;
+use latscope_stats::forecast::diagnostics::Diagnostics;
 use latscope_stats::forecast::{
     ForecastError, ForecastReport, HorizonForecast, LatencyEstimate, MetricForecast, Mttf, MttfGrid,
 };
@@ -45,6 +46,7 @@ fn metric_text(out: &mut String, m: &MetricForecast, with_grid: bool) {
     for (h, f) in m.worst_case.iter() {
         out.push_str(&format!("    per {h:<5} {}\n", horizon_text(h, f)));
     }
+    out.push_str(&diagnostics_text(&m.diagnostics));
     out.push_str("  pseudo worst case (for schedulability), one miss per:\n");
     for (label, e) in &m.pseudo_worst_case.0 {
         out.push_str(&format!("    {label:<6} {}\n", estimate_text(e)));
@@ -90,6 +92,53 @@ fn metric_text(out: &mut String, m: &MetricForecast, with_grid: bool) {
     if let Some(why) = &m.tail {
         out.push_str(&format!("  (no tail fit: {why})\n"));
     }
+}
+
+/// The model behind the worst cases and its checks: the threshold and
+/// shape, clusters, the block-maxima cross-check, the out-of-sample test,
+/// and every failed check marked `!`. Empty when nothing was computed.
+pub fn diagnostics_text(d: &Diagnostics) -> String {
+    let mut out = String::new();
+    if let Some(t) = &d.threshold {
+        let high = t
+            .shape_interval
+            .high
+            .map_or("unbounded".to_string(), |h| format!("{h:.2}"));
+        out.push_str(&format!(
+            "  tail model: generalized Pareto above {} (shape {:.2}, interval {:.2} to {high}; the lowest stable of {} thresholds)",
+            Nanos(t.threshold_ns.round() as u64),
+            t.shape,
+            t.shape_interval.low,
+            t.rungs.len()
+        ));
+        match &d.extremal_index {
+            Some(e) => out.push_str(&format!("; extremal index {:.2}\n", e.theta)),
+            None => out.push_str("; extremal index 1 (too few late seconds to estimate)\n"),
+        }
+    }
+    if let Some(g) = &d.gev {
+        let high = g
+            .hour_interval
+            .high
+            .map_or("-".to_string(), |h| Nanos(h.round() as u64).to_string());
+        out.push_str(&format!(
+            "  block maxima ({} blocks of {} s): worst case per hour {} (interval {} - {high}), {} the tail fit\n",
+            g.blocks,
+            g.block_seconds,
+            Nanos(g.hour_ns.round() as u64),
+            Nanos(g.hour_interval.low.max(0.0).round() as u64),
+            if g.agrees { "agrees with" } else { "DISAGREES with" }
+        ));
+    }
+    match (&d.validation, &d.validation_skipped) {
+        (Some(v), _) if v.passed => out.push_str(&format!("  {}\n", v.describe())),
+        (_, Some(why)) => out.push_str(&format!("  {why}\n")),
+        _ => {}
+    }
+    for w in &d.warnings {
+        out.push_str(&format!("  ! {w}\n"));
+    }
+    out
 }
 
 /// One horizon's worst case, with the observed window maxima beside it.
@@ -371,6 +420,7 @@ mod tests {
             verdicts: vec![verdict],
             grid: Some(grid),
             tail: Some("too few samples".into()),
+            diagnostics: Default::default(),
         };
         ForecastReport {
             schema: FORECAST_SCHEMA,

@@ -32,6 +32,32 @@ pub enum Origin {
     Today,
 }
 
+/// What one stall costs an application: a stall that holds a wake-up back
+/// past the slack makes a run of late deadlines (the coordinated-omission
+/// corrected series shows each of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Losses {
+    /// One underrun per stall: a buffered stream glitches once (one click,
+    /// one dropped or repeated frame, one retransmission) however many
+    /// deadlines the stall spans, and then refills. The verdict counts late
+    /// wake-ups: each is one cluster of late deadlines.
+    PerStall,
+    /// Every late deadline is a loss of its own: a control cycle without
+    /// output, a fieldbus frame not sent, a radio slot not transmitted.
+    /// The verdict counts late deadlines.
+    PerDeadline,
+}
+
+impl Losses {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Losses::PerStall => "one underrun per stall",
+            Losses::PerDeadline => "every late deadline",
+        }
+    }
+}
+
 /// An application's buffering scheme and its target time between misses.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct AppPreset {
@@ -47,6 +73,8 @@ pub struct AppPreset {
     pub compute: Compute,
     /// Target mean time between misses, seconds.
     pub target_s: f64,
+    /// What a stall costs it: the verdict counts stalls or deadlines.
+    pub losses: Losses,
     /// The study's typical range of buffer lengths, ns (Table 1 rows).
     pub period_range_ns: Option<(u64, u64)>,
     /// The study's typical range of buffer counts (Table 1 rows).
@@ -74,6 +102,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 2 * MS,
         buffers: 4,
         compute: Compute::Fraction(0.25),
+        losses: Losses::PerStall,
         target_s: HOUR,
         period_range_ns: Some((2 * MS, 4 * MS)),
         buffers_range: Some((2, 6)),
@@ -86,6 +115,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 6 * MS,
         buffers: 3,
         compute: Compute::Fraction(0.25),
+        losses: Losses::PerStall,
         target_s: HOUR,
         period_range_ns: Some((4 * MS, 16 * MS)),
         buffers_range: Some((2, 6)),
@@ -98,6 +128,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 10 * MS,
         buffers: 4,
         compute: Compute::Fraction(0.25),
+        losses: Losses::PerStall,
         target_s: MINUTES_10,
         period_range_ns: Some((8 * MS, 24 * MS)),
         buffers_range: Some((2, 8)),
@@ -110,6 +141,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 33_333_333,
         buffers: 2,
         compute: Compute::Fraction(0.25),
+        losses: Losses::PerStall,
         target_s: MINUTES_10,
         period_range_ns: Some((33 * MS, 50 * MS)),
         buffers_range: Some((2, 3)),
@@ -122,6 +154,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: audio_48k(64),
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerStall,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -134,6 +167,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: audio_48k(128),
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerStall,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -146,6 +180,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: audio_48k(256),
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerStall,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -158,6 +193,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: MS,
         buffers: 2,
         compute: Compute::Fraction(0.2),
+        losses: Losses::PerDeadline,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -170,6 +206,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 250_000,
         buffers: 2,
         compute: Compute::Fraction(0.2),
+        losses: Losses::PerDeadline,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -182,6 +219,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 11_111_111,
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerStall,
         target_s: MINUTES_10,
         period_range_ns: None,
         buffers_range: None,
@@ -194,6 +232,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 6_944_444,
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerStall,
         target_s: MINUTES_10,
         period_range_ns: None,
         buffers_range: None,
@@ -206,6 +245,7 @@ pub const APP_PRESETS: &[AppPreset] = &[
         period_ns: 500_000,
         buffers: 2,
         compute: Compute::Fraction(0.5),
+        losses: Losses::PerDeadline,
         target_s: DAY,
         period_range_ns: None,
         buffers_range: None,
@@ -282,8 +322,10 @@ pub struct Verdict {
     pub note: String,
 }
 
-/// The verdict for `preset` on a per-deadline distribution (use
-/// [`Measured::deadlines`]).
+/// The verdict for `preset` on the distribution its [`Losses`] call for:
+/// the per-deadline one ([`Measured::deadlines`]) for
+/// [`Losses::PerDeadline`], the wake-ups ([`Measured::wakeups`], one sample
+/// per stall) for [`Losses::PerStall`]. The note says which was counted.
 ///
 /// * Misses observed: the observed MTTF decides.
 /// * No miss, and the run's deadlines span the target (`N·t ≥ target`):
@@ -297,17 +339,23 @@ pub fn verdict(preset: &AppPreset, measured: &Measured<'_>) -> Verdict {
     let scheme = preset.scheme();
     let observed = measured.mttf(&scheme);
     let target = preset.target_s;
-    let (m, note): (Mttf, String) = if observed.misses > 0 {
+    let unit = if measured.per_deadline() {
+        "deadlines"
+    } else {
+        "wake-ups"
+    };
+    let counting = preset.losses.as_str();
+    let observed_note = |m: &Mttf| {
+        format!(
+            "{} of {} {unit} later than the slack ({}; counting {counting}): observed",
+            m.misses,
+            m.deadlines,
+            fmt_ns(m.slack_ns)
+        )
+    };
+    let (m, note): (Mttf, String) = if observed.misses == 0 && observed.mttf_s >= target {
         let note = format!(
-            "{} of {} deadlines missed (slack {}): observed",
-            observed.misses,
-            observed.deadlines,
-            fmt_ns(observed.slack_ns)
-        );
-        (observed, note)
-    } else if observed.mttf_s >= target {
-        let note = format!(
-            "no miss in {} deadlines ({}), which spans the {} target: observed lower bound",
+            "no miss in {} {unit} ({}), which spans the {} target: observed lower bound",
             observed.deadlines,
             fmt_s(observed.mttf_s),
             fmt_s(target)
@@ -315,24 +363,44 @@ pub fn verdict(preset: &AppPreset, measured: &Measured<'_>) -> Verdict {
         (observed, note)
     } else {
         match measured.mttf_extrapolated(&scheme) {
-            Ok(x) => {
-                let note = match measured.tail() {
+            Ok(x) if x.provenance == Provenance::Extrapolated => {
+                let fit = match measured.tail() {
                     Ok(t) => format!(
-                        "no miss in {} ({} deadlines), shorter than the {} target: extrapolated from a generalized Pareto tail above {} ({} samples, shape {:.2})",
-                        fmt_s(observed.mttf_s),
-                        observed.deadlines,
-                        fmt_s(target),
+                        "a generalized Pareto tail above {} ({} samples, shape {:.2})",
                         fmt_ns(t.threshold_ns as i64),
                         t.exceedances,
                         t.fit.gpd.shape
                     ),
-                    Err(_) => "extrapolated".to_string(),
+                    Err(_) => "the fitted tail".to_string(),
                 };
+                let limit = if x.lower_bound {
+                    format!(
+                        "; rarer than one miss in {} runs of this length, which is as far as the model may reach: at least {}",
+                        super::limits::MAX_EXTRAPOLATION,
+                        fmt_s(x.mttf_s)
+                    )
+                } else {
+                    String::new()
+                };
+                let note = format!(
+                    "{} of {} {unit} later than the slack ({}; counting {counting}): extrapolated from {fit}{limit}",
+                    observed.misses,
+                    observed.deadlines,
+                    fmt_ns(observed.slack_ns),
+                );
                 (x, note)
+            }
+            Ok(x) => {
+                let note = observed_note(&x);
+                (x, note)
+            }
+            Err(_) if observed.misses > 0 => {
+                let note = observed_note(&observed);
+                (observed, note)
             }
             Err(e) => {
                 let note = format!(
-                    "no miss in {} ({} deadlines), shorter than the {} target, and no extrapolation: {e}",
+                    "no miss in {} ({} {unit}), shorter than the {} target, and no extrapolation: {e}",
                     fmt_s(observed.mttf_s),
                     observed.deadlines,
                     fmt_s(target)

@@ -20,10 +20,21 @@
 //! `u + σ/ξ ((N ζ θ)^ξ − 1)` (Coles 2001, chapter 5).
 //!
 //! The per-second timeline is the finest time order a run keeps. Two
-//! clusters in the same second read as one, which makes `θ` too small when
-//! exceedances are frequent; [`Clusters::resolved`] says whether they are
-//! rare enough (at most [`MAX_BUSY_FRACTION`] of the seconds hold one) for
-//! the count to be trusted.
+//! clusters in the same second read as one, which makes the runs estimator
+//! too small when exceedances are frequent; [`Clusters::resolved`] says
+//! whether they are rare enough (at most [`MAX_BUSY_FRACTION`] of the
+//! seconds hold one) for the count to be trusted.
+//!
+//! The forecasts use [`estimate_extremal_index`], which corrects for that
+//! merging: if clusters arrive as a Poisson process of μ per second, a
+//! fraction `1 − e^{−μ}` of the seconds holds at least one, so the `B`
+//! busy seconds of `S` give `μ̂ = −ln(1 − B/S)` and `θ̂ = min(1, μ̂ S / k)`.
+//! Independent exceedances then give θ̂ ≈ 1 whatever their rate, and a
+//! stall that the corrected series sees as five late deadlines gives 1/5.
+//! A cluster that spans several seconds counts once per second it touches,
+//! which makes θ̂ too large, never too small: return levels and miss rates
+//! come out higher, the safe side. The estimate is taken at the forecast's
+//! threshold, or higher where more than half the seconds would be busy.
 
 use serde::Serialize;
 
@@ -152,6 +163,65 @@ impl Clusters {
     }
 }
 
+/// Fewest busy seconds an extremal index is estimated from.
+pub const MIN_BUSY_SECONDS: usize = 10;
+/// Largest fraction of busy seconds the Poisson correction is trusted at.
+pub const MAX_CORRECTED_BUSY_FRACTION: f64 = 0.5;
+
+/// The extremal index the forecasts use (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExtremalIndex {
+    /// Where it was estimated: samples strictly above this (ns).
+    pub threshold_ns: u64,
+    /// θ̂, in (0, 1].
+    pub theta: f64,
+    /// Samples above the threshold (k).
+    pub exceedances: u64,
+    /// Seconds holding at least one (B), of `seconds` (S).
+    pub busy_seconds: usize,
+    pub seconds: usize,
+    /// Clusters by runs declustering with a run length of one second.
+    pub clusters: usize,
+}
+
+/// θ̂ of `series` (per-second maxima, one series per CPU) for the samples of
+/// `h` above `from` or, where more than half the seconds hold one, above
+/// the median of the per-second maxima. `None` with fewer than
+/// [`MIN_BUSY_SECONDS`] busy seconds: too few to tell.
+pub fn estimate_extremal_index(
+    series: &[&[u64]],
+    h: &crate::histogram::Histogram,
+    from: u64,
+) -> Option<ExtremalIndex> {
+    let mut all: Vec<u64> = series.iter().flat_map(|s| s.iter().copied()).collect();
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_unstable();
+    let seconds = all.len();
+    let busy_at = |u: u64| seconds - all.partition_point(|&m| m <= u);
+    let mut threshold = from;
+    if busy_at(threshold) as f64 > MAX_CORRECTED_BUSY_FRACTION * seconds as f64 {
+        threshold = threshold.max(all[seconds / 2]);
+    }
+    let k = h.count_above(threshold);
+    let c = Clusters::find(series, threshold, DEFAULT_RUN_LENGTH, k);
+    if c.busy_seconds < MIN_BUSY_SECONDS || c.exceedances == 0 {
+        return None;
+    }
+    let busy = c.busy_seconds as f64 / seconds as f64;
+    let mu = -(1.0 - busy.min(MAX_CORRECTED_BUSY_FRACTION)).ln();
+    let theta = (mu * seconds as f64 / c.exceedances as f64).min(1.0);
+    Some(ExtremalIndex {
+        threshold_ns: threshold,
+        theta,
+        exceedances: c.exceedances,
+        busy_seconds: c.busy_seconds,
+        seconds,
+        clusters: c.count(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,6 +292,69 @@ mod tests {
         println!("{stalls} stalls, {} clusters, θ = {theta:.3}", c.count());
         assert!((theta - 0.2).abs() <= 0.03, "θ = {theta}");
         assert_eq!(c.maxima()[0], 5_000_000);
+    }
+
+    /// The same run as above: the corrected estimate is also a fifth, and
+    /// independent exceedances at 0.4 per second (a third of the seconds
+    /// busy, many holding two) give about 1, where the runs estimator
+    /// merges them (same second, or neighbours) and gives about a half.
+    #[test]
+    fn the_poisson_corrected_index_is_a_fifth_for_bursts_and_one_for_independent_exceedances() {
+        let mut rng = crate::forecast::test_rng::Rng(7);
+        let mut uniform = move || rng.uniform();
+        let mut h = crate::histogram::Histogram::new();
+        let mut maxima = vec![0u64; 3600];
+        let mut burst = 0u64;
+        let mut indep = crate::histogram::Histogram::new();
+        let mut indep_maxima = vec![0u64; 3600];
+        for i in 0..3_600_000usize {
+            let base = 20_000 + (-uniform().ln() * 5_000.0) as u64;
+            let v = if burst > 0 {
+                burst -= 1;
+                (burst + 1) * 1_000_000
+            } else if uniform() < 0.02 / 1000.0 {
+                burst = 4;
+                5_000_000
+            } else {
+                base
+            };
+            h.record(v);
+            maxima[i / 1000] = maxima[i / 1000].max(v);
+            let w = if uniform() < 0.4 / 1000.0 {
+                1_000_000 + (uniform() * 1_000_000.0) as u64
+            } else {
+                base
+            };
+            indep.record(w);
+            indep_maxima[i / 1000] = indep_maxima[i / 1000].max(w);
+        }
+        let b = estimate_extremal_index(&[&maxima], &h, 500_000).unwrap();
+        println!("bursts: {b:?}");
+        assert!((b.theta - 0.2).abs() <= 0.03, "θ = {}", b.theta);
+        let i = estimate_extremal_index(&[&indep_maxima], &indep, 500_000).unwrap();
+        let runs = Clusters::find(&[&indep_maxima], 500_000, 1, i.exceedances)
+            .extremal_index()
+            .unwrap();
+        println!("independent: {i:?}, runs estimator {runs:.3}");
+        assert!(i.theta >= 0.9, "θ = {}", i.theta);
+        assert!(runs < 0.85, "the runs estimator merges: {runs}");
+        // Too few busy seconds: no estimate.
+        let quiet = vec![0u64; 100];
+        assert!(estimate_extremal_index(&[&quiet], &h, 500_000).is_none());
+    }
+
+    #[test]
+    fn a_busy_threshold_is_raised_to_the_median_second() {
+        // Every second is above 100; the maxima are 1..=100 µs.
+        let maxima: Vec<u64> = (1..=100).map(|i| i * 1_000).collect();
+        let mut h = crate::histogram::Histogram::new();
+        for &m in &maxima {
+            h.record(m);
+        }
+        let e = estimate_extremal_index(&[&maxima], &h, 100).unwrap();
+        assert_eq!(e.threshold_ns, 51_000);
+        assert_eq!(e.busy_seconds, 49);
+        assert!(e.theta <= 1.0);
     }
 
     #[test]

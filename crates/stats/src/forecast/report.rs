@@ -20,8 +20,9 @@ use latscope_model::{metric, CpuId, Nanos};
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
+use super::diagnostics::{diagnose, CpuSeconds, Diagnostics};
 use super::{
-    AppPreset, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
+    AppPreset, Losses, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
     Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
     PERMISSIBLE_MISS_INTERVALS,
 };
@@ -60,6 +61,24 @@ pub struct Pooled {
     pub measured: Nanos,
     /// One CPU's seconds after another's.
     pub timeline: Vec<SecondStats>,
+    /// Which CPU each stretch of `timeline` belongs to, and its length, in
+    /// order.
+    pub parts: Vec<(Option<u32>, usize)>,
+}
+
+impl Pooled {
+    /// The timeline cut back into its CPUs.
+    pub fn per_cpu(&self) -> Vec<CpuSeconds<'_>> {
+        let mut at = 0;
+        self.parts
+            .iter()
+            .map(|&(cpu, len)| {
+                let seconds = &self.timeline[at..at + len];
+                at += len;
+                CpuSeconds { cpu, seconds }
+            })
+            .collect()
+    }
 }
 
 /// Pools the CPUs of metric `name` in `cell`: histograms merged, measured
@@ -74,6 +93,7 @@ pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -
     let mut corrected: Option<Histogram> = None;
     let mut cpus = Vec::new();
     let mut timeline: Vec<SecondStats> = Vec::new();
+    let mut stretches = Vec::new();
     for m in &parts {
         pooled.histogram.merge(&m.histogram);
         if let Some(c) = &m.corrected {
@@ -87,6 +107,7 @@ pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -
             .find(|t| t.cell == cell.meta.index && t.metric == name && t.cpu == m.cpu)
         {
             timeline.extend_from_slice(t.seconds);
+            stretches.push((m.cpu.map(|c| c.0), t.seconds.len()));
         }
     }
     pooled.corrected = corrected;
@@ -97,6 +118,7 @@ pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -
         measured: Nanos(cell.meta.duration_ns.0.saturating_mul(ncpu)),
         cpus,
         timeline,
+        parts: stretches,
     })
 }
 
@@ -245,6 +267,9 @@ pub struct MetricForecast {
     /// Why the tail could not be fitted, when it could not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tail: Option<String>,
+    /// The checks behind the wake-up forecasts (threshold ladder, clusters,
+    /// independence, stationarity, block maxima, out-of-sample test).
+    pub diagnostics: Diagnostics,
 }
 
 /// The worst case per hour, day and week.
@@ -327,8 +352,14 @@ fn metric_forecast(
     if p.measured == Nanos::ZERO || p.metric.histogram.is_empty() {
         return Ok(None);
     }
-    let wake = Measured::wakeups(&p.metric, p.measured, &options.tail)?;
-    let dl = Measured::deadlines(&p.metric, p.measured, &options.tail)?;
+    let cpus = p.per_cpu();
+    let series: Vec<Vec<u64>> = cpus
+        .iter()
+        .map(|c| c.seconds.iter().map(|s| s.max).collect())
+        .collect();
+    let series: Vec<&[u64]> = series.iter().map(Vec::as_slice).collect();
+    let wake = Measured::wakeups(&p.metric, p.measured, &options.tail)?.with_timeline(&series);
+    let dl = Measured::deadlines(&p.metric, p.measured, &options.tail)?.with_timeline(&series);
     let usage = &options.usage;
     let worst_case = WorstCases {
         hour: wake.worst_case(Horizon::Hour, usage, &p.timeline),
@@ -341,6 +372,7 @@ fn metric_forecast(
         .collect();
     let ex = wake.exceedance();
     let step = (ex.len() / EXCEEDANCE_POINTS).max(1);
+    let diagnostics = diagnose(&wake, &cpus, &worst_case.hour);
     Ok(Some(MetricForecast {
         name: name.to_string(),
         cpus: p.cpus.clone(),
@@ -352,9 +384,17 @@ fn metric_forecast(
         worst_case,
         pseudo_worst_case: PseudoWorstCases(pseudo),
         buffering: options.scheme.as_ref().map(|s| dl.mttf_best(s)),
-        verdicts: options.apps.iter().map(|a| dl.verdict(a)).collect(),
+        verdicts: options
+            .apps
+            .iter()
+            .map(|a| match a.losses {
+                Losses::PerStall => wake.verdict(a),
+                Losses::PerDeadline => dl.verdict(a),
+            })
+            .collect(),
         grid: mttf_grid(&dl, &options.grid).ok(),
         tail: wake.tail().err().map(|e| e.to_string()),
+        diagnostics,
     }))
 }
 

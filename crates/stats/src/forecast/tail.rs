@@ -3,17 +3,20 @@
 //!
 //! # Threshold
 //!
-//! [`Threshold::Auto`] takes the highest of the 99.99th, 99.9th and 99th
-//! percentiles that leaves at least [`PREFERRED_EXCEEDANCES`] (1000) samples
-//! above it; failing that the 99th percentile if it leaves at least
-//! `min_exceedances` (default [`MIN_EXCEEDANCES`], 100); otherwise there is no
-//! fit ([`ForecastError::TooFewTailSamples`]). The ladder moves the threshold
-//! further into the tail as runs get longer, which keeps the GPD
-//! approximation (an asymptotic result for high thresholds) honest, while
-//! 1000 excesses keep the shape's standard error near `(1 + ξ)/√1000 ≈ 0.03`.
-//! With 10⁵ samples that is the 99th percentile, with 10⁶ the 99.9th, with
-//! 10⁷ and more the 99.99th. A run of fewer than 10⁴ samples has no tail to
-//! fit.
+//! [`Threshold::Auto`] chooses the threshold from the data by parameter
+//! stability ([`super::stability::choose_threshold`]): a ladder of
+//! thresholds from the 90th percentile up, a fit at each, and the lowest
+//! rung above which the fitted shape stays inside its own interval. The
+//! ladder, the choice and any second regime it found are kept with the fit
+//! ([`TailFit::choice`]) for the diagnostics. Fewer than
+//! [`super::stability::MIN_RUNG_EXCEEDANCES`] samples above the 90th
+//! percentile (a run of fewer than 500 samples) give no fit
+//! ([`ForecastError::TooFewTailSamples`]).
+//!
+//! [`TailFit::from_samples`] keeps the older fixed ladder of percentiles:
+//! the highest of the 99.99th, 99.9th and 99th that leaves at least
+//! [`PREFERRED_EXCEEDANCES`] (1000) samples above it, failing that the 99th
+//! if it leaves at least `min_exceedances`.
 //!
 //! # Grouped data
 //!
@@ -45,6 +48,7 @@ use crate::layout::{highest_of, index_of, HIGHEST_TRACKABLE};
 
 use super::gpd::{fit_weighted, profile_return_level, return_excess, GpdFit};
 use super::special::{bisect, chi2_1_quantile};
+use super::stability::{choose_threshold, ThresholdChoice, MIN_RUNG_EXCEEDANCES};
 use super::{positive, ForecastError, Interval, LatencyEstimate, Provenance};
 
 /// Fewest excesses a tail fit accepts by default.
@@ -57,7 +61,8 @@ pub const AUTO_QUANTILES: [f64; 3] = [0.9999, 0.999, 0.99];
 /// How the threshold of a tail fit is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub enum Threshold {
-    /// The ladder described in the module documentation.
+    /// Chosen by parameter stability (histograms) or the fixed ladder of
+    /// percentiles (raw samples): see the module documentation.
     Auto,
     /// This quantile of the data (0 < q < 1).
     Quantile(f64),
@@ -122,6 +127,10 @@ pub struct TailFit {
     pub fit: GpdFit,
     /// Confidence level of the intervals.
     pub confidence: f64,
+    /// The threshold ladder and the choice on it, for automatic thresholds
+    /// of histograms.
+    #[serde(skip)]
+    pub choice: Option<ThresholdChoice>,
     /// The excesses as weighted points, kept for profile likelihoods.
     #[serde(skip)]
     points: Vec<(f64, f64)>,
@@ -152,8 +161,18 @@ impl TailFit {
             let u = h.quantile(q).map_or(max, |v| v.0);
             (u as f64, h.count_above(u))
         };
+        let mut choice = None;
+        let mut needed = options.min_exceedances;
         let (u, k, quantile) = match options.threshold {
-            Threshold::Auto => auto_threshold(at_quantile, options.min_exceedances)?,
+            Threshold::Auto => {
+                let c = choose_threshold(h, options.confidence)?;
+                let r = c.chosen();
+                let u = r.threshold_ns;
+                let k = h.count_above(u as u64);
+                choice = Some(c);
+                needed = MIN_RUNG_EXCEEDANCES;
+                (u, k, None)
+            }
             Threshold::Quantile(q) => {
                 let (u, k) = at_quantile(q);
                 (u, k, Some(q))
@@ -167,7 +186,7 @@ impl TailFit {
                 (u as f64, h.count_above(u), None)
             }
         };
-        check_count(k, options.min_exceedances, u)?;
+        check_count(k, needed, u)?;
         let uf = u;
         // Thresholds are bucket edges (integers below 2^53), so this is exact.
         let u = uf as u64;
@@ -192,6 +211,7 @@ impl TailFit {
             zeta: k as f64 / n as f64,
             fit,
             confidence: options.confidence,
+            choice,
             points,
         })
     }
@@ -240,6 +260,7 @@ impl TailFit {
             zeta: k as f64 / n as f64,
             fit,
             confidence: options.confidence,
+            choice: None,
             points,
         })
     }

@@ -55,17 +55,22 @@ fn return_levels_lie_within_their_intervals() {
         h.record(x.round() as u64);
     }
     let opts = TailOptions::default();
-    for fit in [
-        TailFit::from_histogram(&h, &opts).unwrap(),
-        TailFit::from_samples(&xs, &opts).unwrap(),
-    ] {
-        // 10⁵ samples: the ladder settles on the 99th percentile.
-        assert_eq!(fit.threshold_quantile, Some(0.99));
-        assert!(
-            (990..=1010).contains(&fit.exceedances),
-            "{}",
-            fit.exceedances
-        );
+    let grouped = TailFit::from_histogram(&h, &opts).unwrap();
+    // The histogram's threshold is chosen by stability: a rung of the
+    // ladder, with its diagnostics kept.
+    assert_eq!(grouped.threshold_quantile, None);
+    let choice = grouped.choice.as_ref().unwrap();
+    assert_eq!(choice.chosen().threshold_ns, grouped.threshold_ns);
+    assert!(grouped.exceedances >= 50, "{}", grouped.exceedances);
+    let raw = TailFit::from_samples(&xs, &opts).unwrap();
+    // 10⁵ raw samples: the fixed ladder settles on the 99th percentile.
+    assert_eq!(raw.threshold_quantile, Some(0.99));
+    assert!(
+        (990..=1010).contains(&raw.exceedances),
+        "{}",
+        raw.exceedances
+    );
+    for fit in [grouped, raw] {
         assert!((fit.fit.gpd.shape - 0.2).abs() < 0.15, "{:?}", fit.fit);
         for p in [1e-4, 1e-6, 1e-8] {
             let true_level = 10_000.0 + truth.isf(p);
@@ -90,13 +95,13 @@ fn return_levels_lie_within_their_intervals() {
 #[test]
 fn too_few_tail_samples_is_an_error_not_a_guess() {
     let mut h = Histogram::new();
-    for i in 0..5_000u64 {
-        h.record(10_000 + i);
+    for i in 0..400u64 {
+        h.record(10_000 + 10 * i);
     }
     let err = TailFit::from_histogram(&h, &TailOptions::default()).unwrap_err();
-    // About 1 % of 5000 above the 99th percentile (bucket rounding moves it).
+    // About 10 % of 400 above the 90th percentile, the lowest rung.
     assert!(
-        matches!(err, ForecastError::TooFewTailSamples { exceedances, needed: 100, .. } if exceedances < 100),
+        matches!(err, ForecastError::TooFewTailSamples { exceedances, needed: 50, .. } if exceedances < 50),
         "{err:?}"
     );
     let m = Measured::new(&h, Nanos::from_secs(5), false, &TailOptions::default()).unwrap();
@@ -130,12 +135,12 @@ fn synthetic_run(seconds: u64, seed: u64) -> (Histogram, Vec<crate::SecondStats>
 
 #[test]
 fn worst_case_per_horizon_is_labelled() {
-    // 20 minutes at 1 kHz: 1.2 × 10⁶ wake-ups.
-    let (h, timeline) = synthetic_run(1200, 3);
-    let m = Measured::new(&h, Nanos::from_secs(1200), false, &TailOptions::default()).unwrap();
+    // 30 minutes at 1 kHz: 1.8 × 10⁶ wake-ups.
+    let (h, timeline) = synthetic_run(1800, 3);
+    let m = Measured::new(&h, Nanos::from_secs(1800), false, &TailOptions::default()).unwrap();
     assert!((m.rate_hz() - 1000.0).abs() < 1e-9);
     let tail = m.tail().unwrap();
-    assert_eq!(tail.threshold_quantile, Some(0.999));
+    assert!(tail.choice.is_some());
 
     // Ten minutes: inside the run, observed, with window maxima.
     let w10 = m.worst_case(Horizon::Seconds(600.0), &UsageModel::CONTINUOUS, &timeline);
@@ -143,7 +148,7 @@ fn worst_case_per_horizon_is_labelled() {
     assert_eq!(e.provenance, Provenance::Observed);
     assert_eq!(w10.events, 600_000.0);
     let windows = w10.windows.unwrap();
-    assert_eq!(windows.windows, 2);
+    assert_eq!(windows.windows, 3);
     assert_eq!(windows.worst_ns, h.max().unwrap().0);
     assert!(windows.median_ns <= windows.worst_ns);
     // Once in 600 000 means 2 expected in the run: at most the run's max.
@@ -175,7 +180,9 @@ fn worst_case_per_horizon_is_labelled() {
         ew.interval
     );
 
-    // Pseudo worst case: once per 10 minutes is observed, once per day not.
+    // Pseudo worst case: once per 10 minutes is observed, once per hour
+    // extrapolated, once per day beyond ten times the run: refused, with
+    // the data it would need (a day needs 144 minutes: 114 more).
     let (name, secs) = PERMISSIBLE_MISS_INTERVALS[0];
     assert_eq!(name, "10min");
     assert_eq!(
@@ -183,9 +190,16 @@ fn worst_case_per_horizon_is_labelled() {
         Provenance::Observed
     );
     assert_eq!(
-        m.exceeded_once_per(86_400.0).unwrap().provenance,
+        m.exceeded_once_per(3600.0).unwrap().provenance,
         Provenance::Extrapolated
     );
+    let day = m.exceeded_once_per(86_400.0).unwrap_err();
+    assert_eq!(day.to_string(), "needs 114 more minutes of data");
+    let cont_week = m.worst_case(Horizon::Week, &UsageModel::CONTINUOUS, &timeline);
+    assert!(matches!(
+        cont_week.estimate,
+        Err(ForecastError::Refused(super::limits::Refusal::NeedsMoreData { .. }))
+    ));
     assert!(m.exceeded_once_in(0.0).is_err());
 }
 
@@ -225,7 +239,13 @@ fn interferer_gives_consistent_mttf_and_bounds() {
         mttf.interval_s.low < truth && mttf.interval_s.high.unwrap() > truth,
         "{truth} outside {mttf:?}"
     );
-    assert_eq!(m.mttf_best(&s), mttf);
+    // The MTTF the forecasts use comes from the fitted tail above its
+    // threshold (one curve in the slack), and still holds the truth.
+    let best = m.mttf_best(&s);
+    assert!(
+        best.interval_s.low <= truth && best.interval_s.high.is_none_or(|h| truth <= h),
+        "{truth} outside {best:?}"
+    );
 
     // Slack 600 µs: no sample ever exceeds it: a lower bound of N·t = 600 s.
     let s = BufferScheme::new(1_000_000, 2, Compute::Nanos(400_000)).unwrap();
@@ -240,10 +260,11 @@ fn interferer_gives_consistent_mttf_and_bounds() {
     let end = tail.threshold_ns + tail.fit.gpd.upper_endpoint().unwrap();
     assert!((480_000.0..560_000.0).contains(&end), "{end}");
     // Asked to extrapolate beyond that end: no miss is predicted, which is
-    // no number of seconds, so the answer stays the finite observed bound.
+    // no number of seconds; the answer is the finite bound the limit of
+    // extrapolation allows, ten times N·t.
     let x = m.mttf_extrapolated(&s).unwrap();
     assert!(x.lower_bound && x.mttf_s.is_finite(), "{x:?}");
-    assert_eq!(x, mttf);
+    assert!((x.mttf_s - 6000.0).abs() < 1e-6, "{x:?}");
 }
 
 #[test]
@@ -251,8 +272,15 @@ fn extrapolated_mttf_matches_a_known_tail() {
     let (h, _) = synthetic_run(300, 5);
     let m = Measured::new(&h, Nanos::from_secs(300), true, &TailOptions::default()).unwrap();
     let max = h.max().unwrap().0;
-    // A slack beyond everything measured: observed says only "> N·t".
-    let slack = max + 200_000;
+    // Far beyond everything measured, rarer than one miss in ten runs: the
+    // model may not say how rare, only "at least 10·N·t".
+    let far = BufferScheme::new(max + 200_000, 2, Compute::Nanos(0)).unwrap();
+    let x = m.mttf_extrapolated(&far).unwrap();
+    assert!(x.lower_bound, "{x:?}");
+    assert!((x.mttf_s - 10.0 * h.count() as f64 * far.period_s()).abs() < 1e-6);
+    // A slack of 460 µs, near the run's maximum (about 390 µs): the true
+    // P(miss) is 8e-7, within ten runs of 300 000 deadlines.
+    let slack = 460_000;
     let s = BufferScheme::new(slack, 2, Compute::Nanos(0)).unwrap();
     let obs = m.mttf(&s);
     assert!(obs.lower_bound);
@@ -409,10 +437,14 @@ fn verdicts_pass_fail_and_say_why() {
     );
     assert_eq!(v.pass, v.mttf_s >= v.target_s);
     assert!(!v.conclusive, "{v:?}");
-    // With 256 frames the slack is 2.67 ms: P(miss) ≈ 2e-13, a clear PASS.
+    // With 256 frames the slack is 2.67 ms: P(miss) ≈ 2e-13, but five
+    // minutes may not be stretched to a day: at least ten runs' worth
+    // (10 × 300 000 × 5.33 ms, 4.4 h), short of the target, and no verdict
+    // can be had without more data.
     let v = m.verdict(AppPreset::find("pro-audio-256").unwrap());
     assert_eq!(v.basis.provenance, Provenance::Extrapolated);
-    assert!(v.pass && v.conclusive, "{v:?}");
+    assert!(v.lower_bound && !v.pass && !v.conclusive, "{v:?}");
+    assert!(v.note.contains("as far as the model may reach"), "{}", v.note);
 }
 
 #[test]
