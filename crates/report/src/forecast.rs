@@ -118,16 +118,18 @@ pub fn diagnostics_text(d: &Diagnostics) -> String {
     }
     if let Some(g) = &d.gev {
         let high = g
-            .hour_interval
+            .level_interval
             .high
             .map_or("-".to_string(), |h| Nanos(h.round() as u64).to_string());
         out.push_str(&format!(
-            "  block maxima ({} blocks of {} s): worst case per hour {} (interval {} - {high}), {} the tail fit\n",
+            "  block maxima ({} blocks of {} s): worst case per {} {} (interval {} - {high}), {} the tail fit ({})\n",
             g.blocks,
             g.block_seconds,
-            Nanos(g.hour_ns.round() as u64),
-            Nanos(g.hour_interval.low.max(0.0).round() as u64),
-            if g.agrees { "agrees with" } else { "DISAGREES with" }
+            seconds_text(g.period_s),
+            Nanos(g.level_ns.round() as u64),
+            Nanos(g.level_interval.low.max(0.0).round() as u64),
+            if g.agrees { "agrees with" } else { "DISAGREES with" },
+            Nanos(g.pot_ns)
         ));
     }
     match (&d.validation, &d.validation_skipped) {

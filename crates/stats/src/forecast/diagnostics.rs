@@ -31,7 +31,7 @@ use super::gev::{block_maxima, block_seconds, GevFit};
 use super::special::poisson_cdf;
 use super::stability::{Rung, ThresholdChoice};
 use super::tail::{TailFit, TailOptions, Threshold};
-use super::{HorizonForecast, Interval, Measured, Provenance};
+use super::{Interval, Measured, Provenance};
 
 /// Fewest seconds in the first part of a run for the validation.
 pub const VALIDATION_MIN_SECONDS: usize = 100;
@@ -97,12 +97,16 @@ pub struct GevCheck {
     pub location_ns: f64,
     pub scale_ns: f64,
     pub shape: f64,
-    /// The worst case per hour from the block maxima, with its interval.
-    pub hour_ns: f64,
-    pub hour_interval: Interval<f64>,
+    /// The horizon compared: an hour, or ten times the run when that is
+    /// shorter (the limit of extrapolation).
+    pub period_s: f64,
+    /// The worst case over `period_s` from the block maxima, with its
+    /// interval.
+    pub level_ns: f64,
+    pub level_interval: Interval<f64>,
     /// The peaks-over-threshold figure it is compared with.
-    pub pot_hour_ns: u64,
-    pub pot_hour_interval: Interval<u64>,
+    pub pot_ns: u64,
+    pub pot_interval: Interval<u64>,
     /// Whether the two intervals overlap.
     pub agrees: bool,
 }
@@ -185,9 +189,8 @@ pub struct CpuSeconds<'a> {
 }
 
 /// Computes the diagnostics of a wake-up distribution `m` (already given
-/// its timeline, [`Measured::with_timeline`]) and its per-CPU seconds;
-/// `hour` is the forecast the block-maxima model is compared with.
-pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>], hour: &HorizonForecast) -> Diagnostics {
+/// its timeline, [`Measured::with_timeline`]) and its per-CPU seconds.
+pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
     let mut d = Diagnostics::default();
     let tail = m.tail().ok();
     if let Some(c) = tail.and_then(|t| t.choice.as_ref()) {
@@ -223,7 +226,9 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>], hour: &HorizonForecas
             .map(|(&v, _)| (v.max(1) as f64).ln())
             .collect();
         let checks = check_series(&logs);
-        let cpu = c.cpu.map_or("the system".to_string(), |n| format!("CPU {n}"));
+        let cpu = c
+            .cpu
+            .map_or("the system".to_string(), |n| format!("CPU {n}"));
         if checks.independent == Some(false) {
             if let Some(lb) = &checks.ljung_box {
                 d.warnings.push(format!(
@@ -232,10 +237,11 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>], hour: &HorizonForecas
                 ));
             }
         }
+        let whole = std::iter::once(0..logs.len()).collect::<Vec<_>>();
         let parts = if checks.stationary == Some(false) {
             segments(&logs)
         } else {
-            vec![0..logs.len()]
+            whole
         };
         let segs: Vec<Segment> = parts
             .iter()
@@ -273,14 +279,15 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>], hour: &HorizonForecas
             segments: segs,
         });
     }
-    d.gev = gev_check(&maxima, m.confidence(), hour);
+    d.gev = gev_check(m, &maxima);
     if let Some(g) = &d.gev {
         if !g.agrees {
             d.warnings.push(format!(
-                "the block-maxima model disagrees: worst case per hour {} from {}-second maxima against {} from the tail fit; their intervals do not overlap",
-                super::apps::fmt_ns(g.hour_ns as i64),
+                "the block-maxima model disagrees: worst case per {} s {} from {}-second maxima against {} from the tail fit; their intervals do not overlap",
+                g.period_s,
+                super::apps::fmt_ns(g.level_ns as i64),
                 g.block_seconds,
-                super::apps::fmt_ns(g.pot_hour_ns as i64)
+                super::apps::fmt_ns(g.pot_ns as i64)
             ));
         }
     }
@@ -299,14 +306,18 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>], hour: &HorizonForecas
     d
 }
 
-fn gev_check(maxima: &[Vec<u64>], confidence: f64, hour: &HorizonForecast) -> Option<GevCheck> {
-    let pot = hour.estimate.as_ref().ok()?;
+fn gev_check(m: &Measured<'_>, maxima: &[Vec<u64>]) -> Option<GevCheck> {
+    let period_s = (m.duration_s() * super::limits::MAX_EXTRAPOLATION)
+        .min(3600.0)
+        .floor();
+    let pot = m.exceeded_once_per(period_s).ok()?;
+    let confidence = m.confidence();
     let seconds: usize = maxima.iter().map(Vec::len).sum();
     let block = block_seconds(seconds / maxima.len().max(1));
     let blocks: Vec<f64> = maxima.iter().flat_map(|s| block_maxima(s, block)).collect();
     let fit = GevFit::fit(&blocks, block, confidence).ok()?;
-    let hour_ns = fit.level_once_in(3600.0)?;
-    let iv = fit.level_interval(3600.0)?;
+    let level_ns = fit.level_once_in(period_s)?;
+    let iv = fit.level_interval(period_s)?;
     let pot_iv = pot.interval;
     let agrees = iv.low <= pot_iv.high.map_or(f64::INFINITY, |h| h as f64)
         && pot_iv.low as f64 <= iv.high.unwrap_or(f64::INFINITY);
@@ -316,10 +327,11 @@ fn gev_check(maxima: &[Vec<u64>], confidence: f64, hour: &HorizonForecast) -> Op
         location_ns: fit.gev.location,
         scale_ns: fit.gev.scale,
         shape: fit.gev.shape,
-        hour_ns,
-        hour_interval: iv,
-        pot_hour_ns: pot.latency_ns,
-        pot_hour_interval: pot_iv,
+        period_s,
+        level_ns,
+        level_interval: iv,
+        pot_ns: pot.latency_ns,
+        pot_interval: pot_iv,
         agrees,
     })
 }
@@ -376,10 +388,10 @@ pub fn validate(cpus: &[CpuSeconds<'_>], confidence: f64) -> Result<Validation, 
         .return_level(p)
         .unwrap_or(fit.threshold_ns)
         .max(fit.threshold_ns);
-    let tail_p = fit.tail_probability(level).unwrap_or(fit.zeta);
-    let predicted = tail_p * n_later;
     let level_ns = level.ceil() as u64;
-    let observed = later.iter().filter(|&&v| v as f64 > level).count() as u64;
+    let tail_p = fit.tail_probability(level_ns as f64).unwrap_or(fit.zeta);
+    let predicted = tail_p * n_later;
+    let observed = later.iter().filter(|&&v| v > level_ns).count() as u64;
     let p_value = poisson_two_sided(observed, predicted);
     Ok(Validation {
         fit_seconds: first.len(),

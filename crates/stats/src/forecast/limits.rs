@@ -56,7 +56,7 @@ impl Refusal {
     pub fn describe(&self) -> String {
         match self {
             Refusal::NeedsMoreData { more_minutes, .. } => {
-                format!("needs {more_minutes} more minutes of data")
+                format!("needs {more_minutes} more CPU-minutes of data")
             }
             Refusal::HeavyTail { shape, shape_high } => {
                 let high = shape_high.map_or("unbounded".to_string(), |h| format!("{h:.2}"));
@@ -106,7 +106,7 @@ mod tests {
             })
         );
         let week = check_horizon(1_200.0, 7.0 * 86_400.0).unwrap_err();
-        assert_eq!(week.describe(), "needs 988 more minutes of data");
+        assert_eq!(week.describe(), "needs 988 more CPU-minutes of data");
         // A fraction of a minute still asks for one.
         assert!(matches!(
             check_horizon(359.0, 3_600.0),

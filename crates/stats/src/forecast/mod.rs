@@ -44,6 +44,8 @@ pub mod stability;
 mod tail;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod test_rng;
 #[cfg(test)]
 mod tests;
@@ -54,9 +56,9 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::results::MetricResult;
 
+use crate::timeline::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
 use limits::{check_horizon, check_shape, Refusal, MAX_EXTRAPOLATION};
-use crate::timeline::SecondStats;
 
 pub use apps::{verdict, AppPreset, Basis, Losses, Origin, TailSummary, Verdict, APP_PRESETS};
 pub use exceedance::{exceedance, level_exceeded_at_most, observed_level, p_exceed};
@@ -202,8 +204,7 @@ impl<'a> Measured<'a> {
     /// busy seconds, θ stays 1 (every exceedance counts).
     pub fn with_timeline(mut self, series: &[&[u64]]) -> Measured<'a> {
         if let Ok(t) = &self.tail {
-            self.extremal =
-                estimate_extremal_index(series, self.histogram, t.threshold_ns as u64);
+            self.extremal = estimate_extremal_index(series, self.histogram, t.threshold_ns as u64);
         }
         self
     }
@@ -311,7 +312,7 @@ impl<'a> Measured<'a> {
         let effective = events * self.theta();
         if let Some(mut e) = observed_level(self.histogram, effective, self.confidence) {
             e.events = events;
-            return Ok(e);
+            return Ok(self.at_least_seen(e));
         }
         let tail = self.tail.as_ref().map_err(Clone::clone)?;
         if let Some(r) = self.heavy_tail() {
@@ -324,7 +325,19 @@ impl<'a> Measured<'a> {
             ))
         })?;
         e.events = events;
-        Ok(e)
+        Ok(self.at_least_seen(e))
+    }
+
+    /// A horizon at least as long as the run is never forecast below what
+    /// the run saw: its maximum happened within that time.
+    fn at_least_seen(&self, mut e: LatencyEstimate) -> LatencyEstimate {
+        if e.events >= self.samples() as f64 {
+            if let Some(max) = self.histogram.max() {
+                e.latency_ns = e.latency_ns.max(max.0);
+                e.interval.high = e.interval.high.map(|h| h.max(max.0));
+            }
+        }
+        e
     }
 
     /// The pseudo worst case for a permissible miss rate of one per

@@ -22,8 +22,8 @@ use serde::Serialize;
 
 use super::diagnostics::{diagnose, CpuSeconds, Diagnostics};
 use super::{
-    AppPreset, Losses, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
-    Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
+    AppPreset, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
+    Losses, Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
     PERMISSIBLE_MISS_INTERVALS,
 };
 use crate::histogram::Histogram;
@@ -372,7 +372,7 @@ fn metric_forecast(
         .collect();
     let ex = wake.exceedance();
     let step = (ex.len() / EXCEEDANCE_POINTS).max(1);
-    let diagnostics = diagnose(&wake, &cpus, &worst_case.hour);
+    let diagnostics = diagnose(&wake, &cpus);
     Ok(Some(MetricForecast {
         name: name.to_string(),
         cpus: p.cpus.clone(),

@@ -39,6 +39,8 @@ use super::{positive, ForecastError, Interval, SHAPE_MAX, SHAPE_MIN};
 pub const MIN_RUNG_EXCEEDANCES: u64 = 50;
 /// The fraction of samples above the lowest rung.
 pub const LADDER_START: f64 = 0.1;
+/// Fewest excesses of a rung that may be chosen or veto a lower one.
+pub const MIN_VOTING_EXCEEDANCES: u64 = 100;
 /// Most rungs.
 pub const MAX_RUNGS: usize = 24;
 
@@ -216,9 +218,17 @@ pub fn choose_threshold(h: &Histogram, confidence: f64) -> Result<ThresholdChoic
             threshold_ns: u,
         });
     }
-    let chosen = (0..rungs.len())
-        .find(|&i| rungs[i..].iter().all(|r| r.admits(rungs[i].shape)))
-        .unwrap_or(rungs.len() - 1);
+    // Rungs with fewer than MIN_VOTING_EXCEEDANCES excesses are shown but
+    // neither chosen nor allowed to veto: their shape rests on a few dozen
+    // points (on a VM, the few largest stalls), and the top rung, having no
+    // rung above it, would otherwise always qualify.
+    let voting = rungs
+        .iter()
+        .rposition(|r| r.exceedances >= MIN_VOTING_EXCEEDANCES)
+        .map_or(rungs.len(), |i| i + 1);
+    let chosen = (0..voting)
+        .find(|&i| rungs[i..voting].iter().all(|r| r.admits(rungs[i].shape)))
+        .unwrap_or(voting - 1);
     let mixture = mixture(h, &rungs, chosen);
     let mean_excess_shape = mean_excess_shape(&rungs[chosen..]);
     Ok(ThresholdChoice {

@@ -194,11 +194,13 @@ fn worst_case_per_horizon_is_labelled() {
         Provenance::Extrapolated
     );
     let day = m.exceeded_once_per(86_400.0).unwrap_err();
-    assert_eq!(day.to_string(), "needs 114 more minutes of data");
+    assert_eq!(day.to_string(), "needs 114 more CPU-minutes of data");
     let cont_week = m.worst_case(Horizon::Week, &UsageModel::CONTINUOUS, &timeline);
     assert!(matches!(
         cont_week.estimate,
-        Err(ForecastError::Refused(super::limits::Refusal::NeedsMoreData { .. }))
+        Err(ForecastError::Refused(
+            super::limits::Refusal::NeedsMoreData { .. }
+        ))
     ));
     assert!(m.exceeded_once_in(0.0).is_err());
 }
@@ -444,7 +446,11 @@ fn verdicts_pass_fail_and_say_why() {
     let v = m.verdict(AppPreset::find("pro-audio-256").unwrap());
     assert_eq!(v.basis.provenance, Provenance::Extrapolated);
     assert!(v.lower_bound && !v.pass && !v.conclusive, "{v:?}");
-    assert!(v.note.contains("as far as the model may reach"), "{}", v.note);
+    assert!(
+        v.note.contains("as far as the model may reach"),
+        "{}",
+        v.note
+    );
 }
 
 #[test]
