@@ -1,7 +1,8 @@
 //! The forecast: for each cell's forecast metrics, the worst case per hour,
 //! day and week, the mean time to buffer underrun against buffer size, one
 //! line per number of buffers (the data of Cota-Robles & Held's Figures 6
-//! and 7), and PASS/FAIL verdicts for the application presets.
+//! and 7), PASS/FAIL verdicts for the application presets, and, after the
+//! worst cases, the checks behind them ([`super::diagnostics`]).
 //!
 //! Everything shown comes from the [`ForecastReport`] `latscope forecast`
 //! prints, computed by the same function with the same defaults: the CPUs
@@ -17,6 +18,7 @@ use latscope_stats::forecast::{
 };
 use latscope_stats::RunResult;
 
+use super::diagnostics::diagnostics_section;
 use super::escape::escape;
 use super::page::{figure, para, seconds_text, table};
 use super::svg::{Mark, Plot, Scale, Series};
@@ -44,13 +46,19 @@ pub fn report_forecast(run: &RunResult, timelines: &[Timeline]) -> Option<Foreca
 }
 
 pub(super) fn forecast_section(run: &RunResult, timelines: &[Timeline]) -> String {
+    match report_forecast(run, timelines) {
+        Some(report) => report_section(&report),
+        None => String::new(),
+    }
+}
+
+/// The forecast section's content for a computed `report`: one part per
+/// cell and forecast metric.
+pub(super) fn report_section(report: &ForecastReport) -> String {
     let mut out = String::new();
-    let Some(report) = report_forecast(run, timelines) else {
-        return out;
-    };
     for c in &report.cells {
         for m in &c.metrics {
-            metric_section(&mut out, c, m, &report);
+            metric_section(&mut out, c, m, report);
         }
     }
     out
@@ -84,6 +92,7 @@ fn metric_section(out: &mut String, c: &CellForecast, m: &MetricForecast, r: &Fo
         Some("note"),
     ));
     out.push_str(&worst_cases(m, r));
+    out.push_str(&diagnostics_section(c.index, &m.name, &m.diagnostics));
     if let Some(grid) = &m.grid {
         out.push_str(&mttf_figure(c.index, &m.name, grid));
         out.push_str(&grid_table(grid));

@@ -14,6 +14,7 @@
 
 mod bars;
 mod cell;
+mod diagnostics;
 mod episodes;
 mod escape;
 mod forecast;

@@ -302,3 +302,164 @@ fn the_page_and_the_forecast_json_agree() {
         assert!(html.contains(&row), "missing grid row {row}");
     }
 }
+
+/// Diagnostics with every part filled: a ladder of three rungs (the top
+/// one's interval open), return levels observed then extrapolated, dots,
+/// a Q-Q series, a passed validation and two warnings, one with markup.
+fn full_diagnostics() -> latscope_stats::forecast::diagnostics::Diagnostics {
+    use latscope_stats::forecast::diagnostics::{
+        Diagnostics, ReturnLevel, ThresholdDiagnostics, Validation,
+    };
+    use latscope_stats::forecast::stability::Rung;
+    use latscope_stats::forecast::{Interval, Provenance};
+
+    let rung = |u: f64, xi: f64, high: Option<f64>| Rung {
+        threshold_ns: u,
+        exceedances: 1_000,
+        shape: xi,
+        shape_interval: Interval {
+            low: xi - 0.2,
+            high,
+            confidence: 0.95,
+        },
+        scale: 5_000.0,
+        modified_scale: 5_000.0 - xi * u,
+        mean_excess: 6_000.0,
+    };
+    let rungs = vec![
+        rung(20_000.0, 1.4, Some(1.7)),
+        rung(50_000.0, 0.1, Some(0.4)),
+        rung(200_000.0, 0.2, None),
+    ];
+    let level = |s: f64, ns: u64, p: Provenance, high: Option<u64>| ReturnLevel {
+        seconds: s,
+        latency_ns: ns,
+        provenance: p,
+        interval: Interval {
+            low: ns * 9 / 10,
+            high,
+            confidence: 0.95,
+        },
+    };
+    Diagnostics {
+        threshold: Some(ThresholdDiagnostics {
+            threshold_ns: rungs[1].threshold_ns,
+            shape: rungs[1].shape,
+            shape_interval: rungs[1].shape_interval,
+            rungs,
+            chosen: 1,
+            mean_excess_shape: Some(0.12),
+            mixture: None,
+        }),
+        validation: Some(Validation {
+            fit_seconds: 4_800,
+            test_seconds: 2_400,
+            level_ns: 90_000,
+            predicted: 10.0,
+            observed: 9,
+            p_value: 0.87,
+            passed: true,
+        }),
+        return_levels: vec![
+            level(1.0, 40_000, Provenance::Observed, Some(41_000)),
+            level(60.0, 60_000, Provenance::Observed, Some(70_000)),
+            level(3_600.0, 300_000, Provenance::Extrapolated, Some(900_000)),
+            level(604_800.0, 2_000_000, Provenance::Extrapolated, None),
+        ],
+        observed_points: vec![(7_200.0, 3_000_000), (3_600.0, 41_000), (1.0, 40_000)],
+        qq: (1..=20)
+            .map(|i| (i as f64 * 1_000.0, i as f64 * 1_100.0))
+            .collect(),
+        warnings: vec![
+            "not stationary: CPU 0 changed (Pettitt p < 0.01) <script>".to_string(),
+            "clustered & heavy".to_string(),
+        ],
+        ..Diagnostics::default()
+    }
+}
+
+/// The forecast of `run(false)` with its first metric's diagnostics
+/// replaced by `d`, rendered as the forecast section.
+fn forecast_with(d: latscope_stats::forecast::diagnostics::Diagnostics) -> String {
+    let (r, t) = run(false);
+    let mut report = report_forecast(&r, &t).unwrap();
+    report.cells[0].metrics[0].diagnostics = d;
+    forecast::report_section(&report)
+}
+
+#[test]
+fn forecast_diagnostics_show_warnings_validation_and_three_plots() {
+    let html = forecast_with(full_diagnostics());
+    let block = &html[html.find("<h4>Forecast diagnostics</h4>").unwrap()..];
+    // The block comes before the MTTF figure, after the worst cases.
+    assert!(html.find("Worst cases: hour, day, week").unwrap() < html.len() - block.len());
+    assert!(block
+        .contains("<li>not stationary: CPU 0 changed (Pettitt p &lt; 0.01) &lt;script&gt;</li>"));
+    assert!(block.contains("<li>clustered &amp; heavy</li>"));
+    assert!(!html.contains("<script>") && !html.contains("All checks passed."));
+    let line = full_diagnostics()
+        .validation
+        .map(|v| v.describe())
+        .unwrap_or_default();
+    assert!(line.starts_with("validated: above ") && line.ends_with("observed 9, p = 0.87"));
+    assert!(block.contains(&format!("<p class=\"pass\">{}</p>", escape(&line))));
+    let end = block.find("</div>").unwrap();
+    let block = &block[..end];
+    assert_eq!(block.matches("<svg class=\"plot\"").count(), 3, "{block}");
+    for want in [
+        "threshold stability",
+        "ξ = 1: infinite mean",
+        "chosen threshold",
+        "The chosen threshold (ringed), 50.0µs",
+        "ξ̂ = 0.10, interval -0.10 to 0.40",
+        "return levels",
+        "return level, observed",
+        "return level, extrapolated",
+        "per-second maxima",
+        "Q-Q plot of the excesses",
+        "y = x",
+        "95 % interval",
+    ] {
+        assert!(block.contains(want), "missing {want}");
+    }
+    // The infinite-mean line, the extrapolated levels and the diagonal are
+    // dashed, each in its plot and its legend.
+    assert_eq!(
+        block.matches("stroke-dasharray=\"6 4\"").count(),
+        6,
+        "{block}"
+    );
+    assert!(!block.contains("too few"));
+    // Deterministic: the same data give the same page.
+    assert_eq!(html, forecast_with(full_diagnostics()));
+}
+
+#[test]
+fn empty_forecast_diagnostics_say_why_each_plot_is_missing() {
+    let html = forecast_with(latscope_stats::forecast::diagnostics::Diagnostics::default());
+    let block = &html[html.find("<h4>Forecast diagnostics</h4>").unwrap()..];
+    let block = &block[..block.find("</div>").unwrap()];
+    assert!(block.contains("<p class=\"pass\">All checks passed.</p>"));
+    assert!(!block.contains("<svg"), "{block}");
+    for want in [
+        "No threshold stability plot: too few",
+        "No return-level plot: too few",
+        "No Q-Q plot: too few",
+    ] {
+        assert!(block.contains(want), "missing {want}");
+    }
+    assert!(!block.contains("validat"));
+
+    // A skipped validation says why instead.
+    let d = latscope_stats::forecast::diagnostics::Diagnostics {
+        validation_skipped: Some("not validated: the run has <10> seconds".to_string()),
+        ..Default::default()
+    };
+    assert!(forecast_with(d)
+        .contains("<p class=\"note\">not validated: the run has &lt;10&gt; seconds</p>"));
+
+    // The diagnostics the forecast computes itself render on the page too.
+    let (r, t) = run(false);
+    let page = html_report(&r, &t);
+    assert_eq!(page.matches("<h4>Forecast diagnostics</h4>").count(), 1);
+}
