@@ -64,7 +64,13 @@ fn a_long_enough_run_is_validated_on_its_own_later_part() {
         "--quiet",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = latscope(&["forecast", "latest", "--store", store.to_str().unwrap(), "--json"]);
+    let o = latscope(&[
+        "forecast",
+        "latest",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let m = doc["cells"][0]["metrics"]
@@ -75,11 +81,7 @@ fn a_long_enough_run_is_validated_on_its_own_later_part() {
         .unwrap();
     let d = &m["diagnostics"];
     let v = &d["validation"];
-    assert!(
-        v.is_object(),
-        "no validation: {}",
-        d["validation_skipped"]
-    );
+    assert!(v.is_object(), "no validation: {}", d["validation_skipped"]);
     let maxima = stored_maxima(&store);
     let (mut fit, mut later) = (0usize, Vec::new());
     for cpu in &maxima {
