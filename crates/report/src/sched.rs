@@ -87,8 +87,22 @@ pub fn sched_text(file: &str, r: &SchedReport) -> String {
         };
         let cpu = s.cpu.map(|c| format!(", CPU {c}")).unwrap_or_default();
         let how = if l.basis == PseudoBasis::RunMax {
+            let why = s
+                .no_extrapolation
+                .as_ref()
+                .map(|w| format!("; not extrapolated: {w}"))
+                .unwrap_or_default();
             format!(
-                "bounded by the run's max ({} measured, less than {}: a longer run may raise it)",
+                "bounded by the run's max ({} measured, less than {}: a longer run may raise it{why})",
+                s.measured,
+                interval_text(r.miss_interval)
+            )
+        } else if s.basis == PseudoBasis::Extrapolated {
+            let high = s
+                .interval_high
+                .map_or("unbounded".to_string(), |h| h.to_string());
+            format!(
+                "extrapolated from the tail model ({} measured, less than {}; interval up to {high})",
                 s.measured,
                 interval_text(r.miss_interval)
             )
@@ -263,7 +277,7 @@ mod tests {
         let r = sched_report(&run(), tasks(), None, "1/hour", Nanos::from_secs(3600)).unwrap();
         let want = "schedulability of control.toml (3 tasks, explicit priorities) with run 1
 pseudo worst case of timer.latency for a miss rate of 1/hour (exceeded at most once per 1h):
-  FIFO 95    52.6µs  bounded by the run's max (3.00s measured, less than 1h: a longer run may raise it); cell 0, workload none, CPU 0, per deadline
+  FIFO 95    52.6µs  bounded by the run's max (3.00s measured, less than 1h: a longer run may raise it; not extrapolated: needs 6 more CPU-minutes of data); cell 0, workload none, CPU 0, per deadline
 every task's release jitter J and blocking B = the pseudo worst case at its priority
 
 task     period    WCET  deadline  prio    J = B  response   slack  verdict

@@ -511,6 +511,10 @@ pub enum PseudoBasis {
     /// exceeded once per interval, which a longer run (or an extrapolation)
     /// may raise.
     RunMax,
+    /// The run was shorter than one miss interval, and the forecasts'
+    /// checked tail model (within ten times the run) gave the latency
+    /// exceeded once per interval; never below the run's maximum.
+    Extrapolated,
 }
 
 impl PseudoBasis {
@@ -518,6 +522,7 @@ impl PseudoBasis {
         match self {
             PseudoBasis::Observed => "observed",
             PseudoBasis::RunMax => "bounded by the run's max",
+            PseudoBasis::Extrapolated => "extrapolated",
         }
     }
 }

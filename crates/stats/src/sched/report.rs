@@ -13,6 +13,7 @@ use super::{
     pseudo_worst_case, Analysis, PriorityOrder, PseudoBasis, PseudoWorstCase, Response, SchedError,
     Task, TaskSet,
 };
+use crate::forecast::{ForecastError, LatencyEstimate, Measured, Provenance, TailOptions};
 use crate::results::RunResult;
 
 /// Why a sched report could not be made.
@@ -59,6 +60,13 @@ pub struct PseudoSource {
     /// Whether the per-deadline (coordinated-omission corrected) histogram
     /// was used.
     pub corrected: bool,
+    /// The upper end of the extrapolated figure's interval (`None`: not
+    /// extrapolated, or unbounded).
+    #[serde(rename = "interval_high_ns", skip_serializing_if = "Option::is_none")]
+    pub interval_high: Option<Nanos>,
+    /// Why a figure bounded by the run's max was not extrapolated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_extrapolation: Option<String>,
 }
 
 impl PseudoSource {
@@ -160,6 +168,7 @@ fn basis_key<S: Serializer>(b: &PseudoBasis, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(match b {
         PseudoBasis::Observed => "observed",
         PseudoBasis::RunMax => "run_max",
+        PseudoBasis::Extrapolated => "extrapolated",
     })
 }
 
@@ -214,6 +223,16 @@ pub fn pseudo_sources(
             let Some(pwc) = pseudo_worst_case(h, cell.meta.duration_ns, miss_interval) else {
                 continue;
             };
+            let checked = if pwc.basis == PseudoBasis::RunMax {
+                Some(checked_pseudo(
+                    h,
+                    cell.meta.duration_ns,
+                    corrected,
+                    miss_interval,
+                ))
+            } else {
+                None
+            };
             out.push(source(
                 cell.meta.index,
                 &cell.meta.workload,
@@ -223,6 +242,7 @@ pub fn pseudo_sources(
                 cell.meta.duration_ns,
                 h.count(),
                 pwc,
+                checked,
             ));
         }
     }
@@ -246,22 +266,50 @@ fn source(
     measured: Nanos,
     samples: u64,
     pwc: PseudoWorstCase,
+    checked: Option<Result<LatencyEstimate, ForecastError>>,
 ) -> PseudoSource {
+    let (mut latency, mut basis, mut interval_high, mut no_extrapolation) =
+        (pwc.latency, pwc.basis, None, None);
+    match checked {
+        Some(Ok(e)) if e.provenance == Provenance::Extrapolated => {
+            latency = Nanos(e.latency_ns.max(pwc.latency.0));
+            basis = PseudoBasis::Extrapolated;
+            interval_high = e.interval.high.map(|h| Nanos(h.max(latency.0)));
+        }
+        Some(Err(why)) => no_extrapolation = Some(why.to_string()),
+        _ => {}
+    }
     PseudoSource {
         cell,
         workload: workload.to_string(),
         cpu,
         policy: policy.to_string(),
         priority,
-        latency: pwc.latency,
-        basis: pwc.basis,
+        latency,
+        basis,
         exceedances: pwc.exceedances,
         allowed: pwc.allowed,
         samples,
         measured,
         wakeups_per_second: pwc.wakeups_per_second,
         corrected,
+        interval_high,
+        no_extrapolation,
     }
+}
+
+/// The latency exceeded once per `miss_interval` from the forecasts'
+/// checked tail model (threshold by stability, at most ten times the run,
+/// no figure from a shape that may reach 1): the same model `latscope
+/// forecast` uses, for a run shorter than the interval.
+fn checked_pseudo(
+    h: &crate::histogram::Histogram,
+    measured: Nanos,
+    per_deadline: bool,
+    miss_interval: Nanos,
+) -> Result<LatencyEstimate, ForecastError> {
+    let m = Measured::new(h, measured, per_deadline, &TailOptions::default())?;
+    m.exceeded_once_per(miss_interval.0 as f64 / 1e9)
 }
 
 /// The measured level for a task, and its figure: the highest measured
@@ -283,12 +331,14 @@ pub fn assign(sources: &[PseudoSource], priority: Option<u32>) -> (Nanos, Latenc
     let mut worst = 0usize;
     let mut latency = Nanos::ZERO;
     let mut bounded_by_max = false;
+    let mut extrapolated = false;
     let mut first = true;
     for (i, s) in sources.iter().enumerate() {
         if s.priority != level {
             continue;
         }
         bounded_by_max |= s.basis == PseudoBasis::RunMax;
+        extrapolated |= s.basis == PseudoBasis::Extrapolated;
         if first || s.latency > latency {
             latency = s.latency;
             worst = i;
@@ -306,6 +356,8 @@ pub fn assign(sources: &[PseudoSource], priority: Option<u32>) -> (Nanos, Latenc
         workload: src.map(|s| s.workload.clone()),
         basis: if bounded_by_max {
             PseudoBasis::RunMax
+        } else if extrapolated {
+            PseudoBasis::Extrapolated
         } else {
             PseudoBasis::Observed
         },
@@ -429,6 +481,8 @@ mod tests {
             measured: Nanos::from_secs(1),
             wakeups_per_second: 1000.0,
             corrected: false,
+            interval_high: None,
+            no_extrapolation: None,
         }
     }
 
@@ -526,6 +580,35 @@ mod tests {
         assert_eq!(cell_policy(&r.cells[0].meta), ("other".to_string(), 0));
         let r = run_with("fifo", 80);
         assert_eq!(cell_policy(&r.cells[0].meta), ("fifo".to_string(), 80));
+    }
+
+    #[test]
+    fn a_run_shorter_than_the_interval_is_extrapolated_within_ten_times() {
+        // Ten minutes at 1 kHz, latencies spread over 10-110 µs: one miss
+        // per hour lies within ten times the run, so the checked tail model
+        // answers, and never below the run's maximum.
+        let mut r = run_with("fifo", 95);
+        let cell = &mut r.cells[0];
+        cell.meta.duration_ns = Nanos::from_secs(600);
+        let m = &mut cell.metrics[0];
+        m.histogram = crate::histogram::Histogram::new();
+        for i in 0..600_000u64 {
+            m.histogram.record(10_000 + (i * 7919) % 100_000);
+        }
+        let max = m.histogram.max().unwrap();
+        let s = pseudo_sources(&r, None, Nanos::from_secs(3600)).unwrap();
+        assert_eq!(s[0].basis, PseudoBasis::Extrapolated, "{:?}", s[0]);
+        assert!(s[0].latency >= max, "{:?} below {max}", s[0].latency);
+        assert!(s[0].no_extrapolation.is_none());
+        let (_, src) = assign(&s, Some(95));
+        assert_eq!(src.basis, PseudoBasis::Extrapolated);
+        // One miss per day is beyond ten times ten minutes: the run's max,
+        // and why it was not extrapolated.
+        let day = pseudo_sources(&r, None, Nanos::from_secs(86_400)).unwrap();
+        assert_eq!(day[0].basis, PseudoBasis::RunMax);
+        assert_eq!(day[0].latency, max);
+        let why = day[0].no_extrapolation.as_deref().unwrap();
+        assert!(why.contains("more CPU-minutes"), "{why}");
     }
 
     #[test]
