@@ -5,7 +5,8 @@
 use latscope_model::Nanos;
 use latscope_stats::forecast::diagnostics::Diagnostics;
 use latscope_stats::forecast::{
-    ForecastError, ForecastReport, HorizonForecast, LatencyEstimate, MetricForecast, Mttf, MttfGrid,
+    ForecastError, ForecastReport, HorizonForecast, LatencyEstimate, MetricForecast, Mttf,
+    MttfGrid, Provenance,
 };
 
 use crate::Table;
@@ -42,14 +43,27 @@ pub fn forecast_text(report: &ForecastReport, with_grid: bool) -> String {
 }
 
 fn metric_text(out: &mut String, m: &MetricForecast, with_grid: bool) {
+    let check = validation_tag(&m.diagnostics);
+    let tagged = |e: &Result<LatencyEstimate, ForecastError>| match e {
+        Ok(est) if est.provenance == Provenance::Extrapolated => check.clone(),
+        _ => String::new(),
+    };
     out.push_str("  worst case (exceeded on average once in the horizon):\n");
     for (h, f) in m.worst_case.iter() {
-        out.push_str(&format!("    per {h:<5} {}\n", horizon_text(h, f)));
+        out.push_str(&format!(
+            "    per {h:<5} {}{}\n",
+            horizon_text(h, f),
+            tagged(&f.estimate)
+        ));
     }
     out.push_str(&diagnostics_text(&m.diagnostics));
     out.push_str("  pseudo worst case (for schedulability), one miss per:\n");
     for (label, e) in &m.pseudo_worst_case.0 {
-        out.push_str(&format!("    {label:<6} {}\n", estimate_text(e)));
+        out.push_str(&format!(
+            "    {label:<6} {}{}\n",
+            estimate_text(e),
+            tagged(e)
+        ));
     }
     if let Some(b) = &m.buffering {
         out.push_str(&buffering_text(b));
@@ -141,6 +155,18 @@ pub fn diagnostics_text(d: &Diagnostics) -> String {
         out.push_str(&format!("  ! {w}\n"));
     }
     out
+}
+
+/// What the out-of-sample test says, for the end of every extrapolated
+/// figure: ` [validated, p = 0.47]`, ` [validation failed, p = 0.001]` or
+/// ` [not validated]` (the reason is printed under the worst cases).
+fn validation_tag(d: &Diagnostics) -> String {
+    match &d.validation {
+        Some(v) if v.passed => format!(" [validated, p = {:.2}]", v.p_value),
+        Some(v) => format!(" [validation failed, p = {:.2e}]", v.p_value),
+        None if d.validation_skipped.is_some() => " [not validated]".to_string(),
+        None => String::new(),
+    }
 }
 
 /// One horizon's worst case, with the observed window maxima beside it.
@@ -464,6 +490,42 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
         );
         let text = forecast_text(&report(), false);
         assert_eq!(text, want, "got:\n{text}");
+    }
+
+    #[test]
+    fn extrapolated_figures_carry_the_out_of_sample_verdict() {
+        use latscope_stats::forecast::diagnostics::Validation;
+        let mut r = report();
+        r.cells[0].metrics[0].diagnostics.validation = Some(Validation {
+            fit_seconds: 200,
+            test_seconds: 100,
+            level_ns: 509_378,
+            predicted: 10.0,
+            observed: 9,
+            p_value: 0.47,
+            passed: true,
+        });
+        let text = forecast_text(&r, false);
+        assert!(
+            text.contains(
+                "per hour  812µs (extrapolated; interval 700µs - 990µs) [validated, p = 0.47]\n"
+            ),
+            "{text}"
+        );
+        // Observed figures carry no tag.
+        assert!(text.contains("interval 19.0µs - 21.0µs); observed over 2 whole weeks: median 30.0µs worst 40.0µs\n"), "{text}");
+        assert!(text.contains(
+            "  validated: above 509.4 µs in the last third, predicted 10.0 seconds, observed 9, p = 0.47\n"
+        ), "{text}");
+        let v = r.cells[0].metrics[0]
+            .diagnostics
+            .validation
+            .as_mut()
+            .unwrap();
+        v.passed = false;
+        v.p_value = 0.001;
+        let text = forecast_text(&r, false);
+        assert!(text.contains("[validation failed, p = 1.00e-3]"), "{text}");
     }
 
     #[test]

@@ -327,12 +327,15 @@ pub struct Verdict {
 /// [`Losses::PerDeadline`], the wake-ups ([`Measured::wakeups`], one sample
 /// per stall) for [`Losses::PerStall`]. The note says which was counted.
 ///
-/// * Misses observed: the observed MTTF decides.
 /// * No miss, and the run's deadlines span the target (`N·t ≥ target`):
 ///   PASS on the observed lower bound.
-/// * No miss in a shorter run: the MTTF extrapolated from the tail fit
-///   decides; without a fit the verdict is FAIL and inconclusive, saying the
-///   run was too short — a pass is never claimed without evidence.
+/// * Otherwise the MTTF of [`Measured::mttf_extrapolated`]: the data at or
+///   below the tail fit's threshold, the fitted tail above it (whether or
+///   not misses were seen there, so that verdicts and the MTTF grid agree),
+///   capped at ten runs' worth of deadlines (a lower bound beyond); the
+///   observed MTTF when the tail gives no extrapolation and misses were
+///   seen; else FAIL and inconclusive, saying why — a pass is never claimed
+///   without evidence.
 ///
 /// `conclusive` is whether the target lies outside the MTTF's interval.
 pub fn verdict(preset: &AppPreset, measured: &Measured<'_>) -> Verdict {

@@ -24,6 +24,14 @@
 //! An extrapolation is never labelled observed, and when the tail has too
 //! few samples to fit, the answer is an error that says so, never a guess.
 //!
+//! The model is checked (docs/forecast-method.md): its threshold is chosen
+//! by parameter stability ([`stability`]), clusters count once
+//! ([`decluster`]), it reaches at most ten times the run and gives no figure
+//! from a shape that may reach 1 ([`limits`]), and every forecast carries
+//! its [`diagnostics`]: the threshold ladder, a second regime, independence
+//! and stationarity ([`checks`]), a block-maxima model ([`gev`]) and an
+//! out-of-sample test.
+//!
 //! Everything here is pure and deterministic (no random numbers: intervals
 //! come from profile likelihoods and exact Poisson limits).
 
@@ -55,7 +63,6 @@ use serde::Serialize;
 
 use crate::histogram::Histogram;
 use crate::results::MetricResult;
-
 use crate::timeline::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
 use limits::{check_horizon, check_shape, Refusal, MAX_EXTRAPOLATION};
@@ -384,20 +391,18 @@ impl<'a> Measured<'a> {
     }
 
     /// The MTTF from the fitted tail, labelled extrapolated. When the slack
-    /// lies at or below the fit's threshold, at least `min_exceedances`
-    /// samples exceed it and the observed MTTF is returned instead (labelled
-    /// observed). When the fitted tail is bounded (ξ < 0) and ends below the
-    /// slack, the MTTF is a lower bound: `t` over the upper end of the
-    /// interval of `P(miss)`, or, when even that is 0 (no tail reaching the
-    /// slack is compatible with the data), the observed lower bound `N·t`
-    /// (labelled observed; [`Gpd::upper_endpoint`] tells where the fitted
-    /// tail ends).
+    /// lies at or below the fit's threshold, the data answer and the
+    /// observed MTTF is returned instead (labelled observed).
     ///
     /// Two limits of the checked model apply: a tail whose shape may be 1
     /// or more gives no extrapolation ([`ForecastError::Refused`]), and a
     /// miss rarer than one in [`limits::MAX_EXTRAPOLATION`] runs is not
     /// quantified: the MTTF is then the lower bound of that many runs,
     /// `10·N·t` (`lower_bound`), which is what the data and the limit allow.
+    /// The same bound stands when the fitted tail is bounded (ξ < 0) and no
+    /// tail reaching the slack is compatible with the data
+    /// ([`Gpd::upper_endpoint`] tells where the fitted tail ends), so that
+    /// the MTTF stays monotone in the slack.
     pub fn mttf_extrapolated(&self, scheme: &BufferScheme) -> Result<Mttf, ForecastError> {
         let tail = self.tail.as_ref().map_err(Clone::clone)?;
         if let Some(r) = self.heavy_tail() {
