@@ -182,8 +182,8 @@ fn a_disk_full_during_a_run_keeps_the_store_and_rescues_the_whole_run() {
     // The summary of the whole run is still printed.
     assert!(stdout(&o).contains("timer.latency"), "{}", stdout(&o));
 
-    // The rescue file: named in the line, in the current directory (the
-    // store's own directory is full), the whole run as `--json` writes it.
+    // The rescue file: named in the line, the whole run as `--json` writes
+    // it.
     let named = line
         .split("the whole run is in ")
         .nth(1)
@@ -191,15 +191,29 @@ fn a_disk_full_during_a_run_keeps_the_store_and_rescues_the_whole_run() {
     let rescue = PathBuf::from(named);
     assert!(rescue.is_absolute(), "{named}");
     assert!(rescue.is_file(), "no rescue file at {}", rescue.display());
-    assert_eq!(
-        rescue.canonicalize().unwrap().parent().unwrap(),
-        cwd.path().canonicalize().unwrap(),
-        "the rescue file falls back to the current directory"
-    );
+    // Beside the store when it fits there, else in the current directory.
+    // Which one depends on how much the failed checkpoint left free: the
+    // 128 KiB the store held back is released for the run's end, and seen
+    // once in CI, the rescue file then fitted beside the store.
+    let parent = rescue
+        .canonicalize()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let beside = fs.path().canonicalize().unwrap();
+    let fallback = cwd.path().canonicalize().unwrap();
     assert!(
-        rescue_files(fs.path()).is_empty(),
-        "nothing left on the full disk"
+        parent == beside || parent == fallback,
+        "rescue file in {}",
+        parent.display()
     );
+    if parent == fallback {
+        assert!(
+            rescue_files(fs.path()).is_empty(),
+            "nothing left on the full disk"
+        );
+    }
     let doc = read_json(&rescue);
     assert_eq!(read_json(&json), doc, "--json holds the same run");
     assert_eq!(doc["schema"], "latscope.run.v1");

@@ -329,10 +329,10 @@ pub struct Verdict {
 ///
 /// * No miss, and the run's deadlines span the target (`N·t ≥ target`):
 ///   PASS on the observed lower bound.
-/// * Otherwise the MTTF of [`Measured::mttf_extrapolated`]: the data at or
-///   below the tail fit's threshold, the fitted tail above it (whether or
-///   not misses were seen there, so that verdicts and the MTTF grid agree),
-///   capped at ten runs' worth of deadlines (a lower bound beyond); the
+/// * Otherwise the MTTF of [`Measured::mttf_extrapolated`] (as the MTTF
+///   grid): the data at or below the tail fit's threshold or where they
+///   hold at least ten misses, the capped tail model beyond, at most ten
+///   runs' worth of deadlines (a lower bound beyond); the
 ///   observed MTTF when the tail gives no extrapolation and misses were
 ///   seen; else FAIL and inconclusive, saying why — a pass is never claimed
 ///   without evidence.

@@ -84,6 +84,11 @@ pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };
 
+/// Fewest misses of a buffering scheme for which the MTTF is read from the
+/// data: a Poisson count of 10 is known to about ±60 % at 95 %, and beyond
+/// it the data are left to the tail model ([`Measured::mttf_extrapolated`]).
+pub const MIN_OBSERVED_MISSES: u64 = 10;
+
 /// Permissible miss intervals of the study (§5.2) for pseudo worst cases:
 /// one miss per ten minutes (conferencing audio), per hour (soft modem), per
 /// day (high-reliability devices); `(name, seconds)`.
@@ -391,8 +396,13 @@ impl<'a> Measured<'a> {
     }
 
     /// The MTTF from the fitted tail, labelled extrapolated. When the slack
-    /// lies at or below the fit's threshold, the data answer and the
-    /// observed MTTF is returned instead (labelled observed).
+    /// lies at or below the fit's threshold, or at least
+    /// [`MIN_OBSERVED_MISSES`] measured deadlines exceeded it, the data
+    /// answer and the observed MTTF is returned instead (labelled
+    /// observed). Beyond that the model's `P(miss)` is capped at
+    /// `MIN_OBSERVED_MISSES / N`, the smallest probability the data give
+    /// directly, so that `P(miss)` never rises with the slack: the MTTF
+    /// never falls as a buffer grows or buffers are added.
     ///
     /// Two limits of the checked model apply: a tail whose shape may be 1
     /// or more gives no extrapolation ([`ForecastError::Refused`]), and a
@@ -405,15 +415,15 @@ impl<'a> Measured<'a> {
     /// the MTTF stays monotone in the slack.
     pub fn mttf_extrapolated(&self, scheme: &BufferScheme) -> Result<Mttf, ForecastError> {
         let tail = self.tail.as_ref().map_err(Clone::clone)?;
+        let slack = scheme.slack_ns();
+        let observed = self.mttf(scheme);
+        if slack as f64 <= tail.threshold_ns || observed.misses >= MIN_OBSERVED_MISSES {
+            return Ok(observed);
+        }
         if let Some(r) = self.heavy_tail() {
             return Err(ForecastError::Refused(r));
         }
-        let slack = scheme.slack_ns();
-        if slack as f64 <= tail.threshold_ns {
-            return Ok(self.mttf(scheme));
-        }
         let x = slack as f64;
-        let observed = self.mttf(scheme);
         let (p, iv) = match (tail.tail_probability(x), tail.tail_probability_interval(x)) {
             (Some(p), Some(iv)) => (p, iv),
             _ => {
@@ -453,6 +463,9 @@ impl<'a> Measured<'a> {
             high: (iv.low > 0.0).then(|| t / iv.low),
             confidence: iv.confidence,
         };
+        // Where the data hold MIN_OBSERVED_MISSES misses they answer; beyond,
+        // the model may not say a miss is more likely than there.
+        let p = p.min(MIN_OBSERVED_MISSES as f64 / n);
         let (mttf_s, lower_bound) = if p >= reach {
             (t / p, false)
         } else {
@@ -478,16 +491,15 @@ impl<'a> Measured<'a> {
         })
     }
 
-    /// The MTTF the forecasts use: from the fitted tail above its
-    /// threshold and from the data below it ([`Measured::mttf_extrapolated`]),
+    /// The MTTF the forecasts use: [`Measured::mttf_extrapolated`] (the
+    /// data where they hold enough misses, the capped tail model beyond),
     /// else (no fit, or a refused one) the observed MTTF.
     ///
-    /// The model is used above the threshold even where the run saw misses,
-    /// so that the MTTF is one function of the slack: `P(miss)` never rises
-    /// as the slack grows, and the MTTF never falls as a buffer grows or
-    /// buffers are added. (Switching to the observed count wherever a miss
-    /// was seen made the curve zigzag: 0.1 s at 0.25 ms buffers, 60 s at
-    /// 2 ms, 17 s at 4 ms.)
+    /// One function of the slack: `P(miss)` never rises as the slack
+    /// grows, and the MTTF never falls as a buffer grows or buffers are
+    /// added. (Switching to the observed count wherever a single miss was
+    /// seen made the curve zigzag: 0.1 s at 0.25 ms buffers, 60 s at 2 ms,
+    /// 17 s at 4 ms.)
     pub fn mttf_best(&self, scheme: &BufferScheme) -> Mttf {
         self.mttf_extrapolated(scheme)
             .unwrap_or_else(|_| self.mttf(scheme))
