@@ -485,6 +485,18 @@ mod tests {
             .collect()
     }
 
+    /// The validation of one CPU's per-second maxima.
+    fn validate_one(maxima: &[u64]) -> Result<Validation, String> {
+        let s = seconds_of(maxima);
+        validate(
+            &[CpuSeconds {
+                cpu: Some(0),
+                seconds: &s,
+            }],
+            0.95,
+        )
+    }
+
     #[test]
     fn poisson_p_values() {
         assert_eq!(poisson_two_sided(0, 0.0), 1.0);
@@ -507,15 +519,7 @@ mod tests {
             let maxima: Vec<u64> = (0..1800)
                 .map(|_| 50_000 + (-rng.uniform().ln() * 20_000.0) as u64)
                 .collect();
-            let s = seconds_of(&maxima);
-            let v = validate(
-                &[CpuSeconds {
-                    cpu: Some(0),
-                    seconds: &s,
-                }],
-                0.95,
-            )
-            .unwrap();
+            let v = validate_one(&maxima).unwrap();
             assert_eq!((v.fit_seconds, v.test_seconds), (1200, 600));
             assert!((v.predicted - 10.0).abs() < 3.0, "{v:?}");
             passed += usize::from(v.passed);
@@ -532,30 +536,14 @@ mod tests {
                 }
             })
             .collect();
-        let s = seconds_of(&maxima);
-        let v = validate(
-            &[CpuSeconds {
-                cpu: Some(0),
-                seconds: &s,
-            }],
-            0.95,
-        )
-        .unwrap();
+        let v = validate_one(&maxima).unwrap();
         assert!(!v.passed, "{v:?}");
         assert!(v.describe().starts_with("validation failed"));
     }
 
     #[test]
     fn a_short_run_says_how_much_it_lacks() {
-        let s = seconds_of(&[10_000; 60]);
-        let why = validate(
-            &[CpuSeconds {
-                cpu: Some(0),
-                seconds: &s,
-            }],
-            0.95,
-        )
-        .unwrap_err();
+        let why = validate_one(&[10_000; 60]).unwrap_err();
         assert!(why.contains("needs 150"), "{why}");
     }
 
