@@ -219,12 +219,15 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
         .map(|c| c.seconds.iter().map(|s| s.max).collect())
         .collect();
     for (c, series) in cpus.iter().zip(&maxima) {
-        let logs: Vec<f64> = series
+        // (second from the cell's start, maximum) of the seconds with samples.
+        let kept: Vec<(usize, u64)> = series
             .iter()
             .zip(c.seconds)
-            .filter(|(_, s)| s.count > 0)
-            .map(|(&v, _)| (v.max(1) as f64).ln())
+            .enumerate()
+            .filter(|(_, (_, s))| s.count > 0)
+            .map(|(i, (&v, _))| (i, v))
             .collect();
+        let logs: Vec<f64> = kept.iter().map(|&(_, v)| (v.max(1) as f64).ln()).collect();
         let checks = check_series(&logs);
         let cpu = c
             .cpu
@@ -237,22 +240,21 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
                 ));
             }
         }
-        let whole = std::iter::once(0..logs.len()).collect::<Vec<_>>();
-        let parts = if checks.stationary == Some(false) {
+        let parts: Vec<(usize, usize)> = if checks.stationary == Some(false) {
             segments(&logs)
+                .into_iter()
+                .map(|r| (r.start, r.end))
+                .collect()
         } else {
-            whole
+            vec![(0, kept.len())]
         };
         let segs: Vec<Segment> = parts
             .iter()
-            .map(|r| Segment {
-                from_s: r.start,
-                to_s: r.end,
-                max_ns: logs[r.clone()]
-                    .iter()
-                    .map(|&l| l.exp().round() as u64)
-                    .max()
-                    .unwrap_or(0),
+            .filter(|&&(a, b)| a < b)
+            .map(|&(a, b)| Segment {
+                from_s: kept[a].0,
+                to_s: kept[b - 1].0 + 1,
+                max_ns: kept[a..b].iter().map(|&(_, v)| v).max().unwrap_or(0),
             })
             .collect();
         if checks.stationary == Some(false) {
@@ -545,6 +547,60 @@ mod tests {
     fn a_short_run_says_how_much_it_lacks() {
         let why = validate_one(&[10_000; 60]).unwrap_err();
         assert!(why.contains("needs 150"), "{why}");
+    }
+
+    /// A run whose per-second maxima rise tenfold at second 300 is cut
+    /// there; the parts are in seconds from the start (an empty second
+    /// does not shift them) and carry their own maxima.
+    #[test]
+    fn a_changed_run_is_cut_into_parts_in_seconds_from_the_start() {
+        let mut rng = Rng(5);
+        let mut seconds: Vec<SecondStats> = (0..600)
+            .map(|i| {
+                let x = 50_000 + (-rng.uniform().ln() * 10_000.0) as u64;
+                SecondStats {
+                    count: 1000,
+                    max: if i >= 300 { x * 10 } else { x },
+                    above: 0,
+                }
+            })
+            .collect();
+        seconds[10] = SecondStats::default();
+        let mut h = crate::histogram::Histogram::new();
+        for s in &seconds {
+            h.record(s.max.max(1));
+        }
+        let m = Measured::new(
+            &h,
+            latscope_model::Nanos::from_secs(600),
+            false,
+            &TailOptions::default(),
+        )
+        .unwrap();
+        let d = diagnose(
+            &m,
+            &[CpuSeconds {
+                cpu: Some(1),
+                seconds: &seconds,
+            }],
+        );
+        let segs = &d.checks[0].segments;
+        assert!(segs.len() >= 2, "{segs:?}");
+        assert_eq!(segs[0].from_s, 0);
+        assert_eq!(segs[segs.len() - 1].to_s, 600);
+        assert!(segs.iter().any(|s| s.from_s == 300), "{segs:?}");
+        for s in segs {
+            let want = seconds[s.from_s..s.to_s]
+                .iter()
+                .map(|x| x.max)
+                .max()
+                .unwrap();
+            assert_eq!(s.max_ns, want, "{s:?}");
+        }
+        assert!(d
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("not stationary: CPU 1")));
     }
 
     #[test]
