@@ -45,6 +45,7 @@ mod liveness;
 mod noise;
 mod reserve;
 mod schema;
+mod snapshots;
 mod timer;
 mod trace;
 mod udp;
@@ -61,6 +62,7 @@ pub use checkpoint::Checkpoint;
 pub use error::StoreError;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
+pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 
 use codec::{cpu_from_sql, cpu_to_sql, decode_timeline, encode_timeline};
 use error::classify;
@@ -866,6 +868,7 @@ pub(crate) fn write_progress(
     timeline: &[TimelineChunk],
     now_unix: Nanos,
 ) -> Result<()> {
+    let cell_time = duration;
     let duration = to_sql(duration.0, "the cell's duration")?;
     let now = to_sql(now_unix.0, "the checkpoint time")?;
     let err = |action| move |e| classify(path, action, e);
@@ -937,6 +940,7 @@ pub(crate) fn write_progress(
                     .map_err(err("saving a corrected metric"))?;
             }
         }
+        snapshots::write_snapshot(tx, path, cell, cell_time, metrics)?;
         let mut chunk_insert = tx
             .prepare_cached(
                 "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, \

@@ -37,6 +37,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "typed_settings",
         include_str!("../migrations/0007_typed_settings.sql"),
     ),
+    (
+        8,
+        "metric_snapshots",
+        include_str!("../migrations/0008_metric_snapshots.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

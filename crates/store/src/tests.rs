@@ -221,9 +221,11 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "cells",
             "episode_windows",
             "episodes",
+            "metric_snapshots",
             "metrics",
             "noise_stats",
             "runs",
+            "snapshot_schedule",
             "systems",
             "timeline_chunks",
             "timer_stats",
@@ -238,6 +240,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "capabilities",
         "cells",
         "metrics",
+        "metric_snapshots",
+        "snapshot_schedule",
         "timeline_chunks",
         "episodes",
         "episode_windows",
@@ -257,8 +261,9 @@ fn migrations_build_the_schema_on_an_empty_file() {
     .collect();
     for (t, target) in fk_targets {
         let want = match t.as_str() {
-            "metrics" | "timeline_chunks" | "episodes" | "trace_summaries" | "noise_stats"
-            | "udp_stats" | "workload_stats" | "workload_seconds" => "cells",
+            "metrics" | "metric_snapshots" | "snapshot_schedule" | "timeline_chunks"
+            | "episodes" | "trace_summaries" | "noise_stats" | "udp_stats" | "workload_stats"
+            | "workload_seconds" => "cells",
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -2885,3 +2890,4 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 mod checkpoint;
+mod snapshots;

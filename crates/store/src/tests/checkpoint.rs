@@ -78,6 +78,9 @@ fn a_failing_checkpoint_leaves_the_previous_one_whole() {
         .load_timeline(cell_id, "timer.latency", Some(CpuId(0)))
         .unwrap();
     assert_eq!(tl.len(), 10, "no chunk of the refused checkpoint");
+    let kept = store.load_snapshots(cell_id).unwrap();
+    assert_eq!(kept.len(), 1, "no snapshot of the refused checkpoint");
+    assert_eq!(kept[0].at, Nanos::from_secs(10));
 }
 
 #[test]
