@@ -89,6 +89,35 @@ impl Histogram {
         self.max = self.max.max(other.max);
     }
 
+    /// The samples recorded after `earlier`, when this histogram continues
+    /// it (every bucket at least as full): the part of a run between two
+    /// cumulative snapshots. Counts and the sum are exact; the minimum and
+    /// maximum are the bounds of the lowest and highest non-empty buckets,
+    /// except that the maximum is exact when it was recorded after
+    /// `earlier` (it exceeds `earlier`'s). `None` when `earlier` is not an
+    /// earlier state of this histogram.
+    pub fn since(&self, earlier: &Histogram) -> Option<Histogram> {
+        let mut counts = Vec::with_capacity(self.counts.len());
+        for (&a, &b) in self.counts.iter().zip(&earlier.counts) {
+            counts.push(a.checked_sub(b)?);
+        }
+        let sum = self.sum.checked_sub(earlier.sum)?;
+        let first = counts.iter().position(|&c| c > 0);
+        let last = counts.iter().rposition(|&c| c > 0);
+        let (min, max) = match (first, last) {
+            (Some(f), Some(l)) => {
+                let max = if earlier.is_empty() || self.max > earlier.max {
+                    self.max
+                } else {
+                    highest_of(l).min(self.max)
+                };
+                (lowest_of(f).max(self.min).min(max), max)
+            }
+            _ => (u64::MAX, 0),
+        };
+        Some(Histogram::from_parts(counts, sum, min, max))
+    }
+
     pub fn count(&self) -> u64 {
         self.total
     }
@@ -306,6 +335,38 @@ mod tests {
         assert_eq!(h.max(), None);
         assert_eq!(h.mean(), None);
         assert_eq!(h.quantile(0.5), None);
+    }
+
+    /// The part after a snapshot has exactly the later samples' counts and
+    /// sum, its own maximum when it set a new one, and the earlier state is
+    /// refused when it is not one.
+    #[test]
+    fn since_gives_the_later_part() {
+        let mut earlier = Histogram::new();
+        for v in [1_000, 5_000, 900_000] {
+            earlier.record(v);
+        }
+        let mut now = earlier.clone();
+        let mut later = Histogram::new();
+        for v in [2_000, 3_000, 1_500_000] {
+            now.record(v);
+            later.record(v);
+        }
+        let part = now.since(&earlier).unwrap();
+        assert_eq!(part.count(), 3);
+        assert_eq!(part.sum(), later.sum());
+        assert_eq!(part.max(), Some(Nanos(1_500_000)));
+        assert_eq!(part.count_above(2_500), later.count_above(2_500));
+        assert!(part.min().unwrap().0 <= 2_000 && part.min().unwrap().0 >= 1_990);
+        // A later part below the earlier maximum: bucket resolution.
+        let mut quiet = earlier.clone();
+        quiet.record(7_000);
+        let q = quiet.since(&earlier).unwrap();
+        let max = q.max().unwrap().0;
+        assert!((7_000..=7_010).contains(&max), "{max}");
+        assert!(earlier.since(&now).is_none());
+        assert!(now.since(&now).unwrap().is_empty());
+        assert_eq!(now.since(&Histogram::new()).unwrap(), now);
     }
 
     #[test]
