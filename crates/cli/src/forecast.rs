@@ -5,7 +5,8 @@
 //! buffer sizes and counts), and verdicts for application presets.
 //!
 //! Glue only: the arguments become [`ForecastOptions`] (checked by
-//! [`ForecastOptions::from_request`]), the run and its timelines come from
+//! [`ForecastOptions::from_request`]), the run, its timelines and the
+//! histograms kept at its checkpoints come from
 //! the store, `latscope_stats` computes the
 //! [`latscope_stats::forecast::ForecastReport`] (the CPUs of a cell pooled
 //! as one longer run of one CPU, the same report the HTML page shows) and
@@ -16,8 +17,8 @@ use std::io::Write;
 use anyhow::Context;
 use latscope_model::CpuId;
 use latscope_stats::forecast::{
-    forecast_report, CpuTimeline, ForecastOptions, ForecastRequest, ForecastRequestError,
-    FORECAST_METRICS,
+    forecast_report, CellSnapshot, CpuTimeline, ForecastOptions, ForecastRequest,
+    ForecastRequestError, FORECAST_METRICS,
 };
 use latscope_stats::SecondStats;
 
@@ -52,6 +53,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     // worst case of whole hours; a timeline that cannot be read only loses
     // that column.
     let mut loaded: Vec<(u32, &str, Option<CpuId>, Vec<SecondStats>)> = Vec::new();
+    let mut snapshots: Vec<CellSnapshot> = Vec::new();
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
         if options
             .cells
@@ -68,6 +70,16 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
                 loaded.push((cell.meta.index, name, m.cpu, t));
             }
         }
+        // The histograms kept at the cell's checkpoints, for the
+        // out-of-sample test and the forecast per part; unreadable ones
+        // only lose those checks.
+        if let Ok(kept) = store.load_snapshots(cell_id) {
+            snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
+                cell: cell.meta.index,
+                at: s.at,
+                metrics: s.metrics,
+            }));
+        }
     }
     let timelines: Vec<CpuTimeline<'_>> = loaded
         .iter()
@@ -78,7 +90,8 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             seconds,
         })
         .collect();
-    let report = forecast_report(&run, &timelines, &options).context("cannot forecast")?;
+    let report =
+        forecast_report(&run, &timelines, &snapshots, &options).context("cannot forecast")?;
     // Only the one application asked for decides the exit code, and only
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();

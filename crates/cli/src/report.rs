@@ -1,7 +1,7 @@
 //! `latscope report RUN [--html FILE]`: the run as one self-contained HTML
 //! page. This module loads the run and the per-second timelines of the
-//! metrics the page plots ([`is_plotted`]) from the store and writes the
-//! page; `latscope_report` renders it.
+//! metrics the page plots ([`is_plotted`]) and the histograms kept at the
+//! cells' checkpoints from the store and writes the page; `latscope_report` renders it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
+use latscope_stats::forecast::CellSnapshot;
 use latscope_store::Store;
 
 use crate::args::ReportArgs;
@@ -20,7 +21,17 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let run = store.load_run(id)?;
     let cell_ids = store.cell_ids(id)?;
     let mut timelines = Vec::new();
+    let mut snapshots = Vec::new();
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
+        // The histograms kept at the cell's checkpoints (for the forecast's
+        // checks); unreadable ones only lose those checks.
+        if let Ok(kept) = store.load_snapshots(cell_id) {
+            snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
+                cell: cell.meta.index,
+                at: s.at,
+                metrics: s.metrics,
+            }));
+        }
         for m in cell.metrics.iter().filter(|m| is_plotted(&m.name)) {
             let seconds = store
                 .load_timeline(cell_id, &m.name, m.cpu)
@@ -35,7 +46,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
             }
         }
     }
-    let page = latscope_report::html_report(&run, &timelines);
+    let page = latscope_report::html_report(&run, &timelines, &snapshots);
     let path = args
         .html
         .clone()

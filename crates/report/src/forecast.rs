@@ -3,7 +3,8 @@
 //! CSV, all from one [`ForecastReport`] (computed in `latscope_stats`).
 
 use latscope_model::Nanos;
-use latscope_stats::forecast::diagnostics::Diagnostics;
+use latscope_stats::forecast::diagnostics::{Diagnostics, GevCheck};
+use latscope_stats::forecast::history::PartForecast;
 use latscope_stats::forecast::{
     ForecastError, ForecastReport, HorizonForecast, LatencyEstimate, MetricForecast, Mttf,
     MttfGrid, Provenance,
@@ -131,20 +132,7 @@ pub fn diagnostics_text(d: &Diagnostics) -> String {
         }
     }
     if let Some(g) = &d.gev {
-        let high = g
-            .level_interval
-            .high
-            .map_or("-".to_string(), |h| Nanos(h.round() as u64).to_string());
-        out.push_str(&format!(
-            "  block maxima ({} blocks of {} s): worst case per {} {} (interval {} - {high}), {} the tail fit ({})\n",
-            g.blocks,
-            g.block_seconds,
-            seconds_text(g.period_s),
-            Nanos(g.level_ns.round() as u64),
-            Nanos(g.level_interval.low.max(0.0).round() as u64),
-            if g.agrees { "agrees with" } else { "DISAGREES with" },
-            Nanos(g.pot_ns)
-        ));
+        out.push_str(&gev_text(g));
     }
     match (&d.validation, &d.validation_skipped) {
         (Some(v), _) if v.passed => out.push_str(&format!("  {}\n", v.describe())),
@@ -153,6 +141,60 @@ pub fn diagnostics_text(d: &Diagnostics) -> String {
     }
     for w in &d.warnings {
         out.push_str(&format!("  ! {w}\n"));
+    }
+    out.push_str(&parts_text(&d.parts));
+    out
+}
+
+/// The block-maxima cross-check: one line per horizon compared.
+fn gev_text(g: &GevCheck) -> String {
+    let mut out = format!(
+        "  block maxima ({} blocks of {} s, shape {:.2}):\n",
+        g.blocks, g.block_seconds, g.shape
+    );
+    for l in &g.levels {
+        let high = l
+            .level_interval
+            .high
+            .map_or("-".to_string(), |h| Nanos(h.round() as u64).to_string());
+        out.push_str(&format!(
+            "    worst case per {} {} (interval {} - {high}), {} the tail fit ({})\n",
+            seconds_text(l.period_s),
+            Nanos(l.level_ns.round() as u64),
+            Nanos(l.level_interval.low.max(0.0).round() as u64),
+            if l.agrees {
+                "agrees with"
+            } else {
+                "DISAGREES with"
+            },
+            Nanos(l.pot_ns)
+        ));
+    }
+    out
+}
+
+/// The forecasts of the parts of a run that changed, one line each.
+fn parts_text(parts: &[PartForecast]) -> String {
+    if parts.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("  the run changed; forecast per part (cut at stored checkpoints):\n");
+    for p in parts {
+        let tail = match (p.threshold_ns, p.shape) {
+            (Some(u), Some(xi)) => format!("tail above {} shape {xi:.2}", Nanos(u.round() as u64)),
+            _ => "no tail fit".to_string(),
+        };
+        out.push_str(&format!(
+            "    {:.0}-{:.0} s: {} samples, max {}, {tail}\n",
+            p.from_s,
+            p.to_s,
+            p.samples,
+            Nanos(p.max_ns)
+        ));
+        for (label, e) in &p.pseudo_worst_case.0 {
+            out.push_str(&format!("      once per {label:<6} {}\n", estimate_text(e)));
+        }
     }
     out
 }
@@ -494,9 +536,10 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
 
     #[test]
     fn extrapolated_figures_carry_the_out_of_sample_verdict() {
-        use latscope_stats::forecast::diagnostics::Validation;
+        use latscope_stats::forecast::diagnostics::{Validation, ValidationMethod};
         let mut r = report();
         r.cells[0].metrics[0].diagnostics.validation = Some(Validation {
+            method: ValidationMethod::SecondMaxima,
             fit_seconds: 200,
             test_seconds: 100,
             level_ns: 509_378,
@@ -515,7 +558,7 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
         // Observed figures carry no tag.
         assert!(text.contains("interval 19.0µs - 21.0µs); observed over 2 whole weeks: median 30.0µs worst 40.0µs\n"), "{text}");
         assert!(text.contains(
-            "  validated: above 509.4 µs in the last third, predicted 10.0 seconds, observed 9, p = 0.47\n"
+            "  validated: per-second maxima of the first 200 seconds; seconds of the other 100 above 509.4 µs: predicted 10.0, observed 9, p = 0.47\n"
         ), "{text}");
         let v = r.cells[0].metrics[0]
             .diagnostics
@@ -526,6 +569,71 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
         v.p_value = 0.001;
         let text = forecast_text(&r, false);
         assert!(text.contains("[validation failed, p = 1.00e-3]"), "{text}");
+    }
+
+    /// The block-maxima check prints a line per horizon, and a run that
+    /// changed prints its parts with their own pseudo worst cases.
+    #[test]
+    fn block_maxima_levels_and_parts_are_printed() {
+        use latscope_stats::forecast::diagnostics::{Diagnostics, GevCheck, GevLevel};
+        use latscope_stats::forecast::history::PartForecast;
+        use latscope_stats::forecast::PseudoWorstCases;
+        let level = |period_s: f64, ns: f64, agrees: bool| GevLevel {
+            period_s,
+            level_ns: ns,
+            level_interval: Interval {
+                low: ns * 0.8,
+                high: Some(ns * 1.5),
+                confidence: 0.95,
+            },
+            pot_ns: 900_000,
+            pot_interval: Interval {
+                low: 800_000,
+                high: Some(1_000_000),
+                confidence: 0.95,
+            },
+            agrees,
+        };
+        let part = |from_s: f64, to_s: f64, max_ns: u64| PartForecast {
+            from_s,
+            to_s,
+            samples: 1000,
+            max_ns,
+            threshold_ns: Some(50_000.0),
+            shape: Some(0.1),
+            pseudo_worst_case: PseudoWorstCases(vec![(
+                "10min",
+                Ok(estimate(
+                    max_ns,
+                    Provenance::Extrapolated,
+                    max_ns / 2,
+                    Some(max_ns * 2),
+                )),
+            )]),
+        };
+        let d = Diagnostics {
+            gev: Some(GevCheck {
+                block_seconds: 60,
+                blocks: 120,
+                location_ns: 1.0,
+                scale_ns: 1.0,
+                shape: 0.05,
+                levels: vec![
+                    level(3600.0, 1_000_000.0, true),
+                    level(86_400.0, 3_000_000.0, false),
+                ],
+                agrees: false,
+            }),
+            parts: vec![part(0.0, 300.0, 100_000), part(300.0, 600.0, 2_000_000)],
+            ..Diagnostics::default()
+        };
+        let text = diagnostics_text(&d);
+        assert!(text.contains("  block maxima (120 blocks of 60 s, shape 0.05):\n    worst case per 1.0 h 1.00ms (interval 800µs - 1.50ms), agrees with the tail fit (900µs)\n    worst case per 1.0 d 3.00ms (interval 2.40ms - 4.50ms), DISAGREES with the tail fit (900µs)\n"), "{text}");
+        assert!(text.contains("  the run changed; forecast per part (cut at stored checkpoints):\n    0-300 s: 1000 samples, max 100µs, tail above 50.0µs shape 0.10\n      once per 10min  100µs (extrapolated; interval"), "{text}");
+        assert!(
+            text.contains("    300-600 s: 1000 samples, max 2.00ms"),
+            "{text}"
+        );
     }
 
     #[test]

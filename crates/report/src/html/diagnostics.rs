@@ -14,11 +14,14 @@
 use std::fmt::Write as _;
 
 use latscope_model::Nanos;
-use latscope_stats::forecast::diagnostics::{Diagnostics, ReturnLevel, ThresholdDiagnostics};
-use latscope_stats::forecast::Provenance;
+use latscope_stats::forecast::diagnostics::{
+    Diagnostics, GevCheck, ReturnLevel, ThresholdDiagnostics,
+};
+use latscope_stats::forecast::history::PartForecast;
+use latscope_stats::forecast::{ForecastError, LatencyEstimate, Provenance};
 
 use super::escape::escape;
-use super::page::{figure, para, us};
+use super::page::{figure, para, seconds_text, table, us};
 use super::svg::{Axis, Mark, Plot, Scale, Series};
 
 /// The dash pattern of reference lines and extrapolated curves.
@@ -34,6 +37,8 @@ const SMALL_LEGEND_ROOM: f64 = 0.25;
 pub(super) fn diagnostics_section(cell: u32, name: &str, d: &Diagnostics) -> String {
     let mut out = String::from("<div class=\"diagnostics\"><h4>Forecast diagnostics</h4>");
     out.push_str(&checks(d));
+    out.push_str(&parts_table(&d.parts));
+    out.push_str(&gev_table(d.gev.as_ref()));
     out.push_str(&threshold_figure(cell, name, d.threshold.as_ref()));
     out.push_str(&return_level_figure(
         cell,
@@ -67,6 +72,103 @@ fn checks(d: &Diagnostics) -> String {
         (None, Some(why)) => out.push_str(&para(why, Some("note"))),
         (None, None) => {}
     }
+    out
+}
+
+/// `812µs (700µs - 990µs, extrapolated)` or `n/a: why`.
+fn estimate_cell(e: &Result<LatencyEstimate, ForecastError>) -> String {
+    match e {
+        Ok(e) => format!(
+            "{} ({} - {}, {})",
+            Nanos(e.latency_ns),
+            Nanos(e.interval.low),
+            e.interval
+                .high
+                .map_or("-".to_string(), |h| Nanos(h).to_string()),
+            e.provenance.as_str()
+        ),
+        Err(why) => format!("n/a: {why}"),
+    }
+}
+
+/// The forecasts of the parts of a run that changed, when it did.
+fn parts_table(parts: &[PartForecast]) -> String {
+    let Some(first) = parts.first() else {
+        return String::new();
+    };
+    let mut header = vec!["part".to_string(), "samples".to_string(), "max".to_string()];
+    header.extend(
+        first
+            .pseudo_worst_case
+            .0
+            .iter()
+            .map(|(label, _)| format!("once per {label}")),
+    );
+    let rows: Vec<Vec<String>> = parts
+        .iter()
+        .map(|p| {
+            let mut row = vec![
+                format!("{:.0}-{:.0} s", p.from_s, p.to_s),
+                p.samples.to_string(),
+                Nanos(p.max_ns).to_string(),
+            ];
+            row.extend(p.pseudo_worst_case.0.iter().map(|(_, e)| estimate_cell(e)));
+            row
+        })
+        .collect();
+    let mut out = String::from("<h5>Forecast per part</h5>");
+    out.push_str(&para(
+        "The run changed (see the warnings): each part between its change points, moved to the nearest stored checkpoint, has its own checked model.",
+        Some("note"),
+    ));
+    out.push_str(&table(&header, &rows, 1));
+    out
+}
+
+/// The block-maxima model against the tail fit, per horizon.
+fn gev_table(g: Option<&GevCheck>) -> String {
+    let Some(g) = g else {
+        return String::new();
+    };
+    let rows: Vec<Vec<String>> = g
+        .levels
+        .iter()
+        .map(|l| {
+            vec![
+                format!("per {}", seconds_text(l.period_s)),
+                format!(
+                    "{} ({} - {})",
+                    Nanos(l.level_ns.round() as u64),
+                    Nanos(l.level_interval.low.max(0.0).round() as u64),
+                    l.level_interval
+                        .high
+                        .map_or("-".to_string(), |h| Nanos(h.round() as u64).to_string())
+                ),
+                format!(
+                    "{} ({} - {})",
+                    Nanos(l.pot_ns),
+                    Nanos(l.pot_interval.low),
+                    l.pot_interval
+                        .high
+                        .map_or("-".to_string(), |h| Nanos(h).to_string())
+                ),
+                if l.agrees { "agree" } else { "DISAGREE" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = String::from("<h5>Block maxima against the tail fit</h5>");
+    out.push_str(&para(
+        &format!(
+            "A generalized extreme value fit to {} maxima of {} s blocks (shape {:.2}) beside the peaks-over-threshold model; their intervals should overlap.",
+            g.blocks, g.block_seconds, g.shape
+        ),
+        Some("note"),
+    ));
+    out.push_str(&table(
+        &["horizon", "block maxima", "tail fit", "models"],
+        &rows,
+        1,
+    ));
     out
 }
 

@@ -13,8 +13,8 @@ use std::fmt::Write as _;
 
 use latscope_model::Nanos;
 use latscope_stats::forecast::{
-    forecast_report, AppPreset, CellForecast, CpuTimeline, ForecastOptions, ForecastReport,
-    MetricForecast, MttfGrid, Verdict, APP_PRESETS,
+    forecast_report, AppPreset, CellForecast, CellSnapshot, CpuTimeline, ForecastOptions,
+    ForecastReport, MetricForecast, MttfGrid, Verdict, APP_PRESETS,
 };
 use latscope_stats::RunResult;
 
@@ -28,7 +28,11 @@ use super::Timeline;
 /// continuous usage model, the standard MTTF grid) with a verdict for every
 /// application preset. The same function computes both, so the page and
 /// the terminal show the same figures.
-pub fn report_forecast(run: &RunResult, timelines: &[Timeline]) -> Option<ForecastReport> {
+pub fn report_forecast(
+    run: &RunResult,
+    timelines: &[Timeline],
+    snapshots: &[CellSnapshot],
+) -> Option<ForecastReport> {
     let borrowed: Vec<CpuTimeline<'_>> = timelines
         .iter()
         .map(|t| CpuTimeline {
@@ -42,11 +46,15 @@ pub fn report_forecast(run: &RunResult, timelines: &[Timeline]) -> Option<Foreca
         apps: APP_PRESETS.iter().collect(),
         ..ForecastOptions::new()
     };
-    forecast_report(run, &borrowed, &options).ok()
+    forecast_report(run, &borrowed, snapshots, &options).ok()
 }
 
-pub(super) fn forecast_section(run: &RunResult, timelines: &[Timeline]) -> String {
-    match report_forecast(run, timelines) {
+pub(super) fn forecast_section(
+    run: &RunResult,
+    timelines: &[Timeline],
+    snapshots: &[CellSnapshot],
+) -> String {
+    match report_forecast(run, timelines, snapshots) {
         Some(report) => report_section(&report),
         None => String::new(),
     }

@@ -25,6 +25,7 @@ pub mod svg;
 use std::fmt::Write as _;
 
 use latscope_model::{metric, CpuId, Nanos, Severity};
+use latscope_stats::forecast::CellSnapshot;
 use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
 
 pub use cell::is_plotted;
@@ -45,8 +46,9 @@ pub struct Timeline {
 
 /// The report of `run` as a complete HTML document. `timelines` holds the
 /// per-second maxima the store has for the run's metrics (any subset; a
-/// metric without one has no time plot).
-pub fn html_report(run: &RunResult, timelines: &[Timeline]) -> String {
+/// metric without one has no time plot), `snapshots` the histograms it kept
+/// at the cells' checkpoints (any subset; the forecast's checks use them).
+pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSnapshot]) -> String {
     let mut body = String::new();
     let mut toc: Vec<(String, String)> = Vec::new();
     let mut section = |id: &str, title: &str, content: String, toc: &mut Vec<(String, String)>| {
@@ -90,7 +92,7 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline]) -> String {
     section(
         "forecast",
         "Forecast: buffering and applications",
-        forecast::forecast_section(run, timelines),
+        forecast::forecast_section(run, timelines, snapshots),
         &mut toc,
     );
 

@@ -128,7 +128,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
 #[test]
 fn sections_follow_the_data() {
     let (plain, timelines) = run(false);
-    let html = html_report(&plain, &timelines);
+    let html = html_report(&plain, &timelines, &[]);
     for want in [
         "id=\"system\"",
         "id=\"matrix\"",
@@ -156,7 +156,7 @@ fn sections_follow_the_data() {
     assert!(first < second && second < usize::MAX, "{hourly}");
 
     let (traced, timelines) = run(true);
-    let html = html_report(&traced, &timelines);
+    let html = html_report(&traced, &timelines, &[]);
     for want in [
         "id=\"findings\"",
         "Decomposition of the wake-up (traced)",
@@ -174,7 +174,7 @@ fn sections_follow_the_data() {
 #[test]
 fn text_from_the_run_is_escaped() {
     let (r, t) = run(true);
-    let html = html_report(&r, &t);
+    let html = html_report(&r, &t, &[]);
     assert!(html.contains("lab&lt;1&gt;"));
     assert!(html.contains("cpu &lt;&amp;&gt;"));
     assert!(!html.contains("lab<1>") && !html.contains("<&>"));
@@ -203,7 +203,7 @@ fn a_udp_cell_shows_its_counts() {
         checked: 1_980,
         ..UdpStats::default()
     });
-    let html = html_report(&r, &t);
+    let html = html_report(&r, &t, &[]);
     for want in [
         "<h3>UDP datagrams</h3>",
         "udp over veth: sender CPU 0 → receiver CPU 1, 64-byte payload every 10.0ms.",
@@ -224,7 +224,7 @@ fn a_udp_cell_shows_its_counts() {
     if let Some(u) = &mut r.cells[0].udp {
         u.inconsistent = 2;
     }
-    let html = html_report(&r, &t);
+    let html = html_report(&r, &t, &[]);
     assert!(html.contains("2 of 1980 checked"));
     assert!(html.contains("class=\"fail\">Some paths were shorter than their send"));
 }
@@ -257,11 +257,11 @@ fn the_page_and_the_forecast_json_agree() {
             seconds: &t.seconds,
         })
         .collect();
-    let report = forecast_report(&r, &borrowed, &ForecastOptions::new()).unwrap();
+    let report = forecast_report(&r, &borrowed, &[], &ForecastOptions::new()).unwrap();
     let json = crate::forecast_json(&report).unwrap();
     let m = &json["cells"][0]["metrics"][0];
     assert_eq!(m["cpus"], serde_json::json!([0, 1]));
-    let html = html_report(&r, &timelines);
+    let html = html_report(&r, &timelines, &[]);
 
     for h in ["hour", "day", "week"] {
         let w = &m["worst_case"][h];
@@ -308,7 +308,7 @@ fn the_page_and_the_forecast_json_agree() {
 /// a Q-Q series, a passed validation and two warnings, one with markup.
 fn full_diagnostics() -> latscope_stats::forecast::diagnostics::Diagnostics {
     use latscope_stats::forecast::diagnostics::{
-        Diagnostics, ReturnLevel, ThresholdDiagnostics, Validation,
+        Diagnostics, ReturnLevel, ThresholdDiagnostics, Validation, ValidationMethod,
     };
     use latscope_stats::forecast::stability::Rung;
     use latscope_stats::forecast::{Interval, Provenance};
@@ -352,6 +352,7 @@ fn full_diagnostics() -> latscope_stats::forecast::diagnostics::Diagnostics {
             mixture: None,
         }),
         validation: Some(Validation {
+            method: ValidationMethod::TailFit,
             fit_seconds: 4_800,
             test_seconds: 2_400,
             level_ns: 90_000,
@@ -382,7 +383,7 @@ fn full_diagnostics() -> latscope_stats::forecast::diagnostics::Diagnostics {
 /// replaced by `d`, rendered as the forecast section.
 fn forecast_with(d: latscope_stats::forecast::diagnostics::Diagnostics) -> String {
     let (r, t) = run(false);
-    let mut report = report_forecast(&r, &t).unwrap();
+    let mut report = report_forecast(&r, &t, &[]).unwrap();
     report.cells[0].metrics[0].diagnostics = d;
     forecast::report_section(&report)
 }
@@ -401,7 +402,10 @@ fn forecast_diagnostics_show_warnings_validation_and_three_plots() {
         .validation
         .map(|v| v.describe())
         .unwrap_or_default();
-    assert!(line.starts_with("validated: above ") && line.ends_with("observed 9, p = 0.87"));
+    assert_eq!(
+        line,
+        "validated: the tail model refitted to the first 4800 CPU-seconds; seconds of the other 2400 above 90.0 µs: predicted 10.0, observed 9, p = 0.87"
+    );
     assert!(block.contains(&format!("<p class=\"pass\">{}</p>", escape(&line))));
     let end = block.find("</div>").unwrap();
     let block = &block[..end];
@@ -460,6 +464,74 @@ fn empty_forecast_diagnostics_say_why_each_plot_is_missing() {
 
     // The diagnostics the forecast computes itself render on the page too.
     let (r, t) = run(false);
-    let page = html_report(&r, &t);
+    let page = html_report(&r, &t, &[]);
     assert_eq!(page.matches("<h4>Forecast diagnostics</h4>").count(), 1);
+}
+
+/// A run that changed shows a table of its parts, and the block-maxima
+/// model a row per horizon, a disagreement marked.
+#[test]
+fn forecast_diagnostics_show_parts_and_block_maxima() {
+    use latscope_stats::forecast::diagnostics::{GevCheck, GevLevel};
+    use latscope_stats::forecast::history::PartForecast;
+    use latscope_stats::forecast::{ForecastError, Interval, PseudoWorstCases};
+    let iv = |low: f64, high: f64| Interval {
+        low,
+        high: Some(high),
+        confidence: 0.95,
+    };
+    let mut d = full_diagnostics();
+    d.gev = Some(GevCheck {
+        block_seconds: 10,
+        blocks: 60,
+        location_ns: 1.0,
+        scale_ns: 1.0,
+        shape: 0.1,
+        levels: vec![GevLevel {
+            period_s: 3600.0,
+            level_ns: 1_000_000.0,
+            level_interval: iv(800_000.0, 1_500_000.0),
+            pot_ns: 3_000_000,
+            pot_interval: Interval {
+                low: 2_500_000,
+                high: None,
+                confidence: 0.95,
+            },
+            agrees: false,
+        }],
+        agrees: false,
+    });
+    d.parts = vec![PartForecast {
+        from_s: 0.0,
+        to_s: 300.0,
+        samples: 300_000,
+        max_ns: 80_000,
+        threshold_ns: None,
+        shape: None,
+        pseudo_worst_case: PseudoWorstCases(vec![("10min", Err(ForecastError::EmptyHistogram))]),
+    }];
+    let html = forecast_with(d);
+    let block = &html[html.find("<h4>Forecast diagnostics</h4>").unwrap()..];
+    assert!(block.contains("<h5>Forecast per part</h5>"), "{block}");
+    assert!(
+        block.contains("<th class=\"num\">once per 10min</th>"),
+        "{block}"
+    );
+    assert!(
+        block.contains("0-300 s") && block.contains("n/a: no samples"),
+        "{block}"
+    );
+    assert!(
+        block.contains("<h5>Block maxima against the tail fit</h5>"),
+        "{block}"
+    );
+    assert!(
+        block.contains("60 maxima of 10 s blocks (shape 0.10)"),
+        "{block}"
+    );
+    assert!(
+        block.contains("1.00ms (800µs - 1.50ms)") && block.contains("3.00ms (2.50ms - -)"),
+        "{block}"
+    );
+    assert!(block.contains("DISAGREE"), "{block}");
 }

@@ -10,8 +10,11 @@
 //!
 //! # Out-of-sample validation
 //!
-//! The run keeps its time order only as per-second maxima, so the check is
-//! made on those: the same method (a generalized Pareto tail above a high
+//! Where the store kept the run's checkpoints, the checked tail model itself
+//! is refitted to the first two thirds and tested on the rest
+//! ([`super::history::validate_fit`]). Otherwise the run keeps its time
+//! order only as per-second maxima, and the check is made on those: the
+//! same method (a generalized Pareto tail above a high
 //! threshold, [`TailFit::from_samples`]) is fitted to the per-second maxima
 //! of the first two thirds of every CPU's seconds, predicts how many seconds
 //! of the last third have a maximum above a level `L`, and the count seen
@@ -28,6 +31,7 @@ use crate::timeline::SecondStats;
 use super::checks::{check_series, segments, SeriesChecks, ALPHA};
 use super::decluster::ExtremalIndex;
 use super::gev::{block_maxima, block_seconds, GevFit};
+use super::history::{cut_points, part_forecasts, validate_fit, History, PartForecast};
 use super::special::poisson_cdf;
 use super::stability::{Rung, ThresholdChoice};
 use super::tail::{TailFit, TailOptions, Threshold};
@@ -97,8 +101,17 @@ pub struct GevCheck {
     pub location_ns: f64,
     pub scale_ns: f64,
     pub shape: f64,
-    /// The horizon compared: an hour, or ten times the run when that is
-    /// shorter (the limit of extrapolation).
+    /// The horizons compared: an hour, a day and a week where they lie
+    /// within the limit of extrapolation, else ten times the run.
+    pub levels: Vec<GevLevel>,
+    /// Whether the two models agree at every horizon.
+    pub agrees: bool,
+}
+
+/// The two models' worst case over one horizon.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GevLevel {
+    /// The horizon (seconds per CPU).
     pub period_s: f64,
     /// The worst case over `period_s` from the block maxima, with its
     /// interval.
@@ -111,15 +124,29 @@ pub struct GevCheck {
     pub agrees: bool,
 }
 
+/// Which model the out-of-sample test checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValidationMethod {
+    /// The checked tail model itself, refitted to the histogram stored at a
+    /// checkpoint ([`super::history::validate_fit`]).
+    TailFit,
+    /// A tail fitted to the per-second maxima ([`validate`]), for runs
+    /// without stored checkpoints.
+    SecondMaxima,
+}
+
 /// The out-of-sample test (see the module documentation).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Validation {
-    /// Seconds fitted (the first two thirds) and tested (the rest).
+    pub method: ValidationMethod,
+    /// CPU-seconds fitted (about the first two thirds) and seconds with
+    /// samples tested (the rest).
     pub fit_seconds: usize,
     pub test_seconds: usize,
     /// The level tested.
     pub level_ns: u64,
-    /// Seconds of the later part expected above the level.
+    /// Seconds of the later part expected to hold a sample above the level.
     pub predicted: f64,
     /// Seconds of the later part seen above it.
     pub observed: u64,
@@ -131,13 +158,24 @@ pub struct Validation {
 impl Validation {
     /// "validated: predicted 12.0, observed 9, p = 0.47" (or "failed").
     pub fn describe(&self) -> String {
+        let what = match self.method {
+            ValidationMethod::TailFit => format!(
+                "the tail model refitted to the first {} CPU-seconds",
+                self.fit_seconds
+            ),
+            ValidationMethod::SecondMaxima => format!(
+                "per-second maxima of the first {} seconds",
+                self.fit_seconds
+            ),
+        };
         format!(
-            "{}: above {} in the last third, predicted {:.1} seconds, observed {}, p = {:.2}",
+            "{}: {what}; seconds of the other {} above {}: predicted {:.1}, observed {}, p = {:.2}",
             if self.passed {
                 "validated"
             } else {
                 "validation failed"
             },
+            self.test_seconds,
             super::apps::fmt_ns(self.level_ns as i64),
             self.predicted,
             self.observed,
@@ -178,6 +216,11 @@ pub struct Diagnostics {
     pub observed_points: Vec<(f64, u64)>,
     /// Q-Q points of the excesses over the threshold: `(model, data)`.
     pub qq: Vec<(f64, f64)>,
+    /// The forecasts of the parts of a run that changed (cut at its change
+    /// points, moved to stored checkpoints); empty when it did not, or
+    /// when no checkpoints were stored.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartForecast>,
     /// Each failed check in words.
     pub warnings: Vec<String>,
 }
@@ -189,8 +232,13 @@ pub struct CpuSeconds<'a> {
 }
 
 /// Computes the diagnostics of a wake-up distribution `m` (already given
-/// its timeline, [`Measured::with_timeline`]) and its per-CPU seconds.
-pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
+/// its timeline, [`Measured::with_timeline`]), its per-CPU seconds and,
+/// where the store kept them, its checkpoints.
+pub fn diagnose(
+    m: &Measured<'_>,
+    cpus: &[CpuSeconds<'_>],
+    history: Option<&History<'_>>,
+) -> Diagnostics {
     let mut d = Diagnostics::default();
     let tail = m.tail().ok();
     if let Some(c) = tail.and_then(|t| t.choice.as_ref()) {
@@ -281,19 +329,32 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
             segments: segs,
         });
     }
+    if let Some(h) = history {
+        let mut cuts: Vec<usize> = d
+            .checks
+            .iter()
+            .flat_map(|c| c.segments.iter().skip(1).map(|s| s.from_s))
+            .collect();
+        cuts.sort_unstable();
+        d.parts = part_forecasts(m, cpus, h, &cut_points(h, &cuts));
+    }
     d.gev = gev_check(m, &maxima);
     if let Some(g) = &d.gev {
-        if !g.agrees {
+        for l in g.levels.iter().filter(|l| !l.agrees) {
             d.warnings.push(format!(
                 "the block-maxima model disagrees: worst case per {} s {} from {}-second maxima against {} from the tail fit; their intervals do not overlap",
-                g.period_s,
-                super::apps::fmt_ns(g.level_ns as i64),
+                l.period_s,
+                super::apps::fmt_ns(l.level_ns as i64),
                 g.block_seconds,
-                super::apps::fmt_ns(g.pot_ns as i64)
+                super::apps::fmt_ns(l.pot_ns as i64)
             ));
         }
     }
-    match validate(cpus, m.confidence()) {
+    let validation = match history {
+        Some(h) => validate_fit(m, cpus, h),
+        None => validate(cpus, m.confidence()),
+    };
+    match validation {
         Ok(v) => {
             if !v.passed {
                 d.warnings.push(v.describe());
@@ -308,33 +369,54 @@ pub fn diagnose(m: &Measured<'_>, cpus: &[CpuSeconds<'_>]) -> Diagnostics {
     d
 }
 
+/// The horizons the two models are compared at (seconds per CPU).
+const GEV_HORIZONS_S: [f64; 3] = [3600.0, 86_400.0, 604_800.0];
+
 fn gev_check(m: &Measured<'_>, maxima: &[Vec<u64>]) -> Option<GevCheck> {
-    let period_s = (m.duration_s() * super::limits::MAX_EXTRAPOLATION)
-        .min(3600.0)
-        .floor();
-    let pot = m.exceeded_once_per(period_s).ok()?;
+    let reach = (m.duration_s() * super::limits::MAX_EXTRAPOLATION).floor();
+    let mut periods: Vec<f64> = GEV_HORIZONS_S
+        .iter()
+        .copied()
+        .filter(|&p| p <= reach)
+        .collect();
+    if periods.is_empty() {
+        periods.push(reach);
+    }
     let confidence = m.confidence();
     let seconds: usize = maxima.iter().map(Vec::len).sum();
     let block = block_seconds(seconds / maxima.len().max(1));
     let blocks: Vec<f64> = maxima.iter().flat_map(|s| block_maxima(s, block)).collect();
     let fit = GevFit::fit(&blocks, block, confidence).ok()?;
-    let level_ns = fit.level_once_in(period_s)?;
-    let iv = fit.level_interval(period_s)?;
-    let pot_iv = pot.interval;
-    let agrees = iv.low <= pot_iv.high.map_or(f64::INFINITY, |h| h as f64)
-        && pot_iv.low as f64 <= iv.high.unwrap_or(f64::INFINITY);
+    let levels: Vec<GevLevel> = periods
+        .iter()
+        .filter_map(|&period_s| {
+            let pot = m.exceeded_once_per(period_s).ok()?;
+            let level_ns = fit.level_once_in(period_s)?;
+            let iv = fit.level_interval(period_s)?;
+            let pot_iv = pot.interval;
+            let agrees = iv.low <= pot_iv.high.map_or(f64::INFINITY, |h| h as f64)
+                && pot_iv.low as f64 <= iv.high.unwrap_or(f64::INFINITY);
+            Some(GevLevel {
+                period_s,
+                level_ns,
+                level_interval: iv,
+                pot_ns: pot.latency_ns,
+                pot_interval: pot_iv,
+                agrees,
+            })
+        })
+        .collect();
+    if levels.is_empty() {
+        return None;
+    }
     Some(GevCheck {
         block_seconds: block,
         blocks: blocks.len(),
         location_ns: fit.gev.location,
         scale_ns: fit.gev.scale,
         shape: fit.gev.shape,
-        period_s,
-        level_ns,
-        level_interval: iv,
-        pot_ns: pot.latency_ns,
-        pot_interval: pot_iv,
-        agrees,
+        agrees: levels.iter().all(|l| l.agrees),
+        levels,
     })
 }
 
@@ -396,6 +478,7 @@ pub fn validate(cpus: &[CpuSeconds<'_>], confidence: f64) -> Result<Validation, 
     let observed = later.iter().filter(|&&v| v > level_ns).count() as u64;
     let p_value = poisson_two_sided(observed, predicted);
     Ok(Validation {
+        method: ValidationMethod::SecondMaxima,
         fit_seconds: first.len(),
         test_seconds: later.len(),
         level_ns,
@@ -583,6 +666,7 @@ mod tests {
                 cpu: Some(1),
                 seconds: &seconds,
             }],
+            None,
         );
         let segs = &d.checks[0].segments;
         assert!(segs.len() >= 2, "{segs:?}");

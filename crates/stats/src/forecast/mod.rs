@@ -30,7 +30,9 @@
 //! from a shape that may reach 1 ([`limits`]), and every forecast carries
 //! its [`diagnostics`]: the threshold ladder, a second regime, independence
 //! and stationarity ([`checks`]), a block-maxima model ([`gev`]) and an
-//! out-of-sample test.
+//! out-of-sample test; where the store kept the run's checkpoints, the test
+//! refits the model itself and a run that changed is forecast per part
+//! ([`history`]).
 //!
 //! Everything here is pure and deterministic (no random numbers: intervals
 //! come from profile likelihoods and exact Poisson limits).
@@ -42,6 +44,7 @@ pub mod diagnostics;
 mod exceedance;
 pub mod gev;
 mod gpd;
+pub mod history;
 mod horizon;
 pub mod limits;
 mod mttf;
@@ -75,9 +78,9 @@ pub use horizon::{
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
 pub use report::{
-    forecast_report, mttf_grid, pool_cpus, CellForecast, CpuTimeline, ForecastOptions,
-    ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases, UsageReport, WorstCases,
-    FORECAST_METRICS, FORECAST_SCHEMA,
+    forecast_report, mttf_grid, pool_cpus, CellForecast, CellSnapshot, CpuTimeline,
+    ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases,
+    UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
 };
 pub use request::{ForecastRequest, ForecastRequestError};
 pub use tail::{

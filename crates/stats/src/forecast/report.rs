@@ -21,6 +21,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::diagnostics::{diagnose, CpuSeconds, Diagnostics};
+use super::history::History;
 use super::{
     AppPreset, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
     Losses, Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
@@ -50,6 +51,17 @@ pub struct CpuTimeline<'a> {
     pub seconds: &'a [SecondStats],
 }
 
+/// The cumulative histograms of a cell's metrics at one of its checkpoints,
+/// as the store kept them (see [`super::history`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CellSnapshot {
+    /// The cell's index in the run.
+    pub cell: u32,
+    /// The cell's measured time at the checkpoint.
+    pub at: Nanos,
+    pub metrics: Vec<MetricResult>,
+}
+
 /// A metric of one cell with its CPUs pooled as one longer run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pooled {
@@ -64,6 +76,9 @@ pub struct Pooled {
     /// Which CPU each stretch of `timeline` belongs to, and its length, in
     /// order.
     pub parts: Vec<(Option<u32>, usize)>,
+    /// The pooled per-wake-up histogram at each stored checkpoint that
+    /// holds every pooled CPU, ascending in cell time.
+    pub snapshots: Vec<(Nanos, Histogram)>,
 }
 
 impl Pooled {
@@ -83,8 +98,15 @@ impl Pooled {
 
 /// Pools the CPUs of metric `name` in `cell`: histograms merged, measured
 /// time summed, timelines (from `timelines`, any subset) concatenated in the
-/// order the cell lists its CPUs. `None` when the cell has no such metric.
-pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -> Option<Pooled> {
+/// order the cell lists its CPUs, and the checkpoints of `snapshots` (any
+/// subset) that hold all of them pooled the same way. `None` when the cell
+/// has no such metric.
+pub fn pool_cpus(
+    cell: &CellResult,
+    name: &str,
+    timelines: &[CpuTimeline<'_>],
+    snapshots: &[CellSnapshot],
+) -> Option<Pooled> {
     let parts: Vec<&MetricResult> = cell.metrics.iter().filter(|m| m.name == name).collect();
     if parts.is_empty() {
         return None;
@@ -111,6 +133,21 @@ pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -
         }
     }
     pooled.corrected = corrected;
+    let mut pooled_snapshots: Vec<(Nanos, Histogram)> = Vec::new();
+    for s in snapshots.iter().filter(|s| s.cell == cell.meta.index) {
+        let mut h = Histogram::new();
+        let mut all = true;
+        for m in &parts {
+            match s.metrics.iter().find(|x| x.name == name && x.cpu == m.cpu) {
+                Some(x) => h.merge(&x.histogram),
+                None => all = false,
+            }
+        }
+        if all && s.at < cell.meta.duration_ns {
+            pooled_snapshots.push((s.at, h));
+        }
+    }
+    pooled_snapshots.sort_by_key(|(at, _)| *at);
     // A system-wide metric (no CPU) still measured for the cell's duration.
     let ncpu = cpus.len().max(1) as u64;
     Some(Pooled {
@@ -119,6 +156,7 @@ pub fn pool_cpus(cell: &CellResult, name: &str, timelines: &[CpuTimeline<'_>]) -
         cpus,
         timeline,
         parts: stretches,
+        snapshots: pooled_snapshots,
     })
 }
 
@@ -293,7 +331,7 @@ impl WorstCases {
 
 /// The pseudo worst cases for the permissible miss intervals
 /// ([`PERMISSIBLE_MISS_INTERVALS`]), in their order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PseudoWorstCases(pub Vec<(&'static str, Result<LatencyEstimate, ForecastError>)>);
 
 impl PseudoWorstCases {
@@ -304,10 +342,14 @@ impl PseudoWorstCases {
 
 /// Computes the forecast of `run`. `timelines` holds the per-second maxima
 /// the caller has (any subset; without them the observed per-window maxima
-/// are left out). Cells and metrics without samples are skipped.
+/// are left out), `snapshots` the histograms stored at checkpoints (any
+/// subset; without them the out-of-sample test uses the per-second maxima
+/// and no part forecasts are made). Cells and metrics without samples are
+/// skipped.
 pub fn forecast_report(
     run: &RunResult,
     timelines: &[CpuTimeline<'_>],
+    snapshots: &[CellSnapshot],
     options: &ForecastOptions,
 ) -> Result<ForecastReport, ForecastError> {
     let mut cells = Vec::new();
@@ -319,7 +361,7 @@ pub fn forecast_report(
         }
         let mut metrics = Vec::new();
         for name in FORECAST_METRICS {
-            let Some(p) = pool_cpus(cell, name, timelines) else {
+            let Some(p) = pool_cpus(cell, name, timelines, snapshots) else {
                 continue;
             };
             if let Some(m) = metric_forecast(&p, name, options)? {
@@ -372,7 +414,16 @@ fn metric_forecast(
         .collect();
     let ex = wake.exceedance();
     let step = (ex.len() / EXCEEDANCE_POINTS).max(1);
-    let diagnostics = diagnose(&wake, &cpus);
+    // The checkpoints only help where the timeline places the change
+    // points and the seconds tested.
+    let cell_duration = Nanos(p.measured.0 / p.cpus.len().max(1) as u64);
+    let history = History {
+        snapshots: &p.snapshots,
+        cell_duration,
+        tail: &options.tail,
+    };
+    let history = (!p.snapshots.is_empty() && !p.timeline.is_empty()).then_some(&history);
+    let diagnostics = diagnose(&wake, &cpus, history);
     Ok(Some(MetricForecast {
         name: name.to_string(),
         cpus: p.cpus.clone(),
@@ -665,7 +716,7 @@ mod tests {
                 seconds: &one,
             },
         ];
-        let p = pool_cpus(&c, metric::TIMER_LATENCY, &timelines).unwrap();
+        let p = pool_cpus(&c, metric::TIMER_LATENCY, &timelines, &[]).unwrap();
         assert_eq!(p.cpus, vec![1, 0]);
         assert_eq!(p.measured, Nanos::from_secs(20));
         assert_eq!(p.metric.histogram.count(), 151);
@@ -675,13 +726,13 @@ mod tests {
         assert_eq!(p.metric.corrected.as_ref().map(Histogram::count), Some(100));
         let maxima: Vec<u64> = p.timeline.iter().map(|s| s.max).collect();
         assert_eq!(maxima, vec![11_000, 11_000, 11_000, 22_000, 22_000]);
-        assert!(pool_cpus(&c, metric::NOISE_GAP, &timelines).is_none());
+        assert!(pool_cpus(&c, metric::NOISE_GAP, &timelines, &[]).is_none());
     }
 
     #[test]
     fn pooling_without_timelines_keeps_the_histograms() {
         let c = cell(0, Nanos::from_secs(2), vec![metric_on(0, &[(5, 3)], false)]);
-        let p = pool_cpus(&c, metric::TIMER_LATENCY, &[]).unwrap();
+        let p = pool_cpus(&c, metric::TIMER_LATENCY, &[], &[]).unwrap();
         assert!(p.timeline.is_empty());
         assert_eq!(p.metric.histogram.count(), 3);
         assert_eq!(p.measured, Nanos::from_secs(2));
@@ -768,7 +819,7 @@ mod tests {
         ];
         let mut options = ForecastOptions::new();
         options.scheme = Some(BufferScheme::new(1_000_000, 2, Compute::Nanos(0)).unwrap());
-        let r = forecast_report(&run_of(vec![c]), &timelines, &options).unwrap();
+        let r = forecast_report(&run_of(vec![c]), &timelines, &[], &options).unwrap();
         assert_eq!(r.run_id, 3);
         let m = &r.cells[0].metrics[0];
         assert_eq!(m.samples, 3_600_000);
@@ -788,7 +839,7 @@ mod tests {
         assert_eq!(g.buffers, GridSpec::standard().buffers);
         // A cell left out is not in the report.
         options.cells = Some(vec![1]);
-        let none = forecast_report(&run_of(Vec::new()), &[], &options).unwrap();
+        let none = forecast_report(&run_of(Vec::new()), &[], &[], &options).unwrap();
         assert!(none.cells.is_empty());
     }
 }
