@@ -200,12 +200,22 @@ fn parts_text(parts: &[PartForecast]) -> String {
 }
 
 /// What the out-of-sample test says, for the end of every extrapolated
-/// figure: ` [validated, p = 0.47]`, ` [validation failed, p = 0.001]` or
-/// ` [not validated]` (the reason is printed under the worst cases).
+/// figure: ` [validated at 509µs, p = 0.47]`, ` [validation failed at
+/// 509µs, p = 1.00e-3]` or ` [not validated]` (the reason is printed under
+/// the worst cases). The level says how far up the tail the model was
+/// tested: a figure far above it rests on the model alone.
 fn validation_tag(d: &Diagnostics) -> String {
     match &d.validation {
-        Some(v) if v.passed => format!(" [validated, p = {:.2}]", v.p_value),
-        Some(v) => format!(" [validation failed, p = {:.2e}]", v.p_value),
+        Some(v) if v.passed => format!(
+            " [validated at {}, p = {:.2}]",
+            Nanos(v.level_ns),
+            v.p_value
+        ),
+        Some(v) => format!(
+            " [validation failed at {}, p = {:.2e}]",
+            Nanos(v.level_ns),
+            v.p_value
+        ),
         None if d.validation_skipped.is_some() => " [not validated]".to_string(),
         None => String::new(),
     }
@@ -551,7 +561,7 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
         let text = forecast_text(&r, false);
         assert!(
             text.contains(
-                "per hour  812µs (extrapolated; interval 700µs - 990µs) [validated, p = 0.47]\n"
+                "per hour  812µs (extrapolated; interval 700µs - 990µs) [validated at 509µs, p = 0.47]\n"
             ),
             "{text}"
         );
@@ -568,7 +578,10 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
         v.passed = false;
         v.p_value = 0.001;
         let text = forecast_text(&r, false);
-        assert!(text.contains("[validation failed, p = 1.00e-3]"), "{text}");
+        assert!(
+            text.contains("[validation failed at 509µs, p = 1.00e-3]"),
+            "{text}"
+        );
     }
 
     /// The block-maxima check prints a line per horizon, and a run that

@@ -142,8 +142,14 @@ pub fn validate_fit(
     })?;
     let theta = fitted.theta();
     let n_later = later.count() as f64;
-    let later_maxima = maxima_between(cpus, cut, usize::MAX);
-    let late_seconds: Vec<u64> = later_maxima.iter().flatten().copied().collect();
+    // The seconds of the rest that hold samples (an empty one can hold no
+    // exceedance, and is no trial).
+    let late_seconds: Vec<u64> = cpus
+        .iter()
+        .flat_map(|c| c.seconds.iter().skip(cut))
+        .filter(|s| s.count > 0)
+        .map(|s| s.max)
+        .collect();
     let s_later = late_seconds.len() as f64;
     if n_later <= 0.0 || s_later <= 0.0 {
         return Err("not validated: the rest of the run holds no samples".to_string());
