@@ -20,6 +20,7 @@ pub mod hazards;
 mod mount;
 pub mod net;
 pub mod perf;
+pub mod primitives;
 pub mod process;
 pub mod procstat;
 mod sched;

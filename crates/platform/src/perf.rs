@@ -754,7 +754,46 @@ impl PerfEventAttr {
     pub fn get_read_format(&self) -> u64 {
         self.raw.read_format
     }
+
+    /// Any event counted, not sampled (type [`PERF_TYPE_SOFTWARE`],
+    /// [`PERF_TYPE_HARDWARE`] or [`PERF_TYPE_HW_CACHE`] with its config),
+    /// read with [`PerfEvent::read_count`]; enabled from the moment it is
+    /// opened, counting user and kernel mode alike (as Chen et al. report
+    /// every count: the total for all protection rings).
+    pub fn counter(type_: u32, config: u64) -> PerfEventAttr {
+        let mut a = PerfEventAttr::tracepoint_counter(0);
+        a.raw.type_ = type_;
+        a.raw.config = config;
+        a
+    }
 }
+
+/// `perf_event_attr.type` of the hardware cache events.
+pub const PERF_TYPE_HW_CACHE: u32 = 3;
+
+/// `PERF_TYPE_SOFTWARE` configs of the microbenchmarks' counters (enum
+/// perf_sw_ids).
+pub const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
+pub const PERF_COUNT_SW_CONTEXT_SWITCHES: u64 = 3;
+pub const PERF_COUNT_SW_CPU_MIGRATIONS: u64 = 4;
+pub const PERF_COUNT_SW_PAGE_FAULTS_MIN: u64 = 5;
+pub const PERF_COUNT_SW_PAGE_FAULTS_MAJ: u64 = 6;
+
+/// `PERF_TYPE_HARDWARE` configs (enum perf_hw_id): they need a PMU.
+pub const PERF_COUNT_HW_CPU_CYCLES: u64 = 0;
+pub const PERF_COUNT_HW_INSTRUCTIONS: u64 = 1;
+pub const PERF_COUNT_HW_CACHE_REFERENCES: u64 = 2;
+pub const PERF_COUNT_HW_CACHE_MISSES: u64 = 3;
+pub const PERF_COUNT_HW_BRANCH_MISSES: u64 = 5;
+
+/// `PERF_TYPE_HW_CACHE` config of a read miss in `cache` (3: dTLB, 4:
+/// iTLB): `cache | op << 8 | result << 16` with op read (0), result miss
+/// (1).
+pub const fn hw_cache_read_miss(cache: u64) -> u64 {
+    cache | (1 << 16)
+}
+pub const PERF_COUNT_HW_CACHE_DTLB: u64 = 3;
+pub const PERF_COUNT_HW_CACHE_ITLB: u64 = 4;
 
 impl PerfEvent {
     /// The event's count so far (read_format 0: one u64). For counters

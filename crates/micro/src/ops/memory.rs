@@ -1,0 +1,178 @@
+//! Memory access time against the working set (Chen et al. §4.3, lmbench's
+//! `lat_mem_rd`): a pointer chase through a buffer of the given size, each
+//! load's address the value of the last, so loads cannot overlap. Two
+//! orders: a fixed 128-byte stride (which the prefetcher learns) and a
+//! random cyclic permutation of 128-byte slots (which it cannot). One
+//! operation is one load.
+
+use std::hint::black_box;
+
+use super::Benchmark;
+use crate::bench::{BenchError, Operation};
+
+/// Bytes between the slots of the chase: two cache lines, so that the
+/// adjacent-line prefetcher does not fetch the next slot with this one.
+pub const STRIDE: usize = 128;
+/// The smallest working set of the curve.
+pub const SMALLEST: u64 = 512;
+
+/// A chase through `slots` slots of [`STRIDE`] bytes.
+pub struct Chase {
+    /// `buf[slot * STRIDE / 8]` holds the next slot's word index.
+    buf: Vec<usize>,
+    at: usize,
+}
+
+impl Chase {
+    /// A chase over `bytes` (at least two slots), in slot order or in a
+    /// random single cycle (Sattolo's algorithm, seeded: the same order
+    /// every run).
+    pub fn new(bytes: u64, random: bool) -> Chase {
+        let words_per_slot = STRIDE / std::mem::size_of::<usize>();
+        let slots = ((bytes as usize) / STRIDE).max(2);
+        let mut order: Vec<usize> = (0..slots).collect();
+        if random {
+            let mut seed = 0x2545_F491_4F6C_DD1Du64;
+            for i in (1..slots).rev() {
+                seed = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = seed;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                z ^= z >> 31;
+                // Sattolo: j < i, so the permutation is one cycle.
+                let j = (z % i as u64) as usize;
+                order.swap(i, j);
+            }
+        }
+        let mut buf = vec![0usize; slots * words_per_slot];
+        for k in 0..slots {
+            let from = order[k];
+            let to = order[(k + 1) % slots];
+            buf[from * words_per_slot] = to * words_per_slot;
+        }
+        Chase {
+            buf,
+            at: order[0] * words_per_slot,
+        }
+    }
+
+    /// How many loads one trip round the whole cycle takes.
+    pub fn slots(&self) -> usize {
+        self.buf.len() / (STRIDE / std::mem::size_of::<usize>())
+    }
+}
+
+impl Operation for Chase {
+    fn run(&mut self, ops: u64) -> Result<(), BenchError> {
+        let mut p = self.at;
+        for _ in 0..ops {
+            // In bounds by construction: every stored value is the word
+            // index of a slot.
+            p = self.buf[p];
+        }
+        self.at = black_box(p);
+        Ok(())
+    }
+}
+
+/// Working sets from [`SMALLEST`] to at least `largest`, two per octave
+/// (2^k and 1.5 × 2^k).
+pub fn curve_sizes(largest: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = SMALLEST;
+    loop {
+        v.push(s);
+        if s >= largest {
+            break;
+        }
+        v.push(s + s / 2);
+        s *= 2;
+    }
+    v
+}
+
+/// `512B`, `48K`, `8M`: a working set's name.
+pub fn size_name(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 19) {
+        let m = bytes as f64 / (1u64 << 20) as f64;
+        if m.fract() == 0.0 {
+            format!("{m:.0}M")
+        } else {
+            format!("{m:.1}M")
+        }
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 9) {
+        let k = bytes as f64 / 1024.0;
+        if k.fract() == 0.0 {
+            format!("{k:.0}K")
+        } else {
+            format!("{k:.1}K")
+        }
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// The curve's benchmarks up to `largest` bytes: `memory.stride128_<size>`
+/// and `memory.random_<size>`.
+pub fn benchmarks(largest: u64) -> Vec<Benchmark> {
+    let mut v = Vec::new();
+    for random in [false, true] {
+        for bytes in curve_sizes(largest) {
+            let kind = if random { "random" } else { "stride128" };
+            v.push(Benchmark::new(
+                "memory",
+                format!("{kind}_{}", size_name(bytes)),
+                format!(
+                    "one dependent load, {} over {}",
+                    if random {
+                        "random order"
+                    } else {
+                        "128-byte stride"
+                    },
+                    size_name(bytes)
+                ),
+                false,
+                move |_| Ok(Box::new(Chase::new(bytes, random))),
+            ));
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both orders visit every slot once per trip round the cycle.
+    #[test]
+    fn the_chase_is_one_cycle_through_every_slot() {
+        for random in [false, true] {
+            let mut c = Chase::new(64 * STRIDE as u64, random);
+            assert_eq!(c.slots(), 64);
+            let start = c.at;
+            let mut seen = std::collections::BTreeSet::new();
+            for _ in 0..64 {
+                assert!(seen.insert(c.at), "slot visited twice");
+                c.run(1).unwrap();
+            }
+            assert_eq!(c.at, start, "back at the start after 64 loads");
+        }
+        // The random order is not the stride order.
+        let a = Chase::new(64 * STRIDE as u64, false);
+        let b = Chase::new(64 * STRIDE as u64, true);
+        assert_ne!(a.buf, b.buf);
+    }
+
+    #[test]
+    fn sizes_are_two_per_octave_and_named() {
+        let s = curve_sizes(4096);
+        assert_eq!(s, vec![512, 768, 1024, 1536, 2048, 3072, 4096]);
+        assert_eq!(size_name(512), "512B");
+        assert_eq!(size_name(768), "768B");
+        assert_eq!(size_name(48 << 10), "48K");
+        assert_eq!(size_name(1536), "1.5K");
+        assert_eq!(size_name(12 << 20), "12M");
+        assert_eq!(size_name(3 << 19), "1.5M");
+        assert_eq!(benchmarks(4096).len(), 14);
+    }
+}

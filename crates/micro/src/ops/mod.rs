@@ -1,0 +1,126 @@
+//! The benchmarks, by group: each a named [`Operation`] built on demand,
+//! so that a run builds (and sets up) only the ones asked for.
+//!
+//! Groups built so far: `null` (the time sources, the study's *Null*
+//! benchmark), `syscall` (the cheapest system calls), `ctxswitch` (a token
+//! through pipes between two threads, on one CPU and across two) and
+//! `memory` (a pointer chase against the working set's size).
+
+mod ctxswitch;
+pub mod memory;
+mod null;
+mod syscall;
+
+use crate::bench::{BenchError, Operation};
+
+/// Where a benchmark runs: the CPU of the measuring thread and, for those
+/// that need one, a second CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub cpu: u32,
+    pub other_cpu: Option<u32>,
+}
+
+/// Builds a benchmark's operation where it will run.
+pub type Build = Box<dyn Fn(Placement) -> Result<Box<dyn Operation>, BenchError>>;
+
+/// One benchmark.
+pub struct Benchmark {
+    pub group: &'static str,
+    pub name: String,
+    /// What one operation is, for tables.
+    pub operation: String,
+    /// Whether it needs a second CPU.
+    pub two_cpus: bool,
+    pub build: Build,
+}
+
+impl Benchmark {
+    /// A benchmark of `group` named `name`.
+    pub fn new(
+        group: &'static str,
+        name: impl Into<String>,
+        operation: impl Into<String>,
+        two_cpus: bool,
+        build: impl Fn(Placement) -> Result<Box<dyn Operation>, BenchError> + 'static,
+    ) -> Benchmark {
+        Benchmark {
+            group,
+            name: name.into(),
+            operation: operation.into(),
+            two_cpus,
+            build: Box::new(build),
+        }
+    }
+
+    /// `group.name`, as tables and JSON spell it.
+    pub fn id(&self) -> String {
+        format!("{}.{}", self.group, self.name)
+    }
+}
+
+/// The largest working set of the memory curve: four times the largest
+/// data cache sysfs lists for CPU 0, at least 8 MiB; 64 MiB when sysfs lists
+/// none.
+pub fn memory_limit() -> u64 {
+    let caches = crate::caches::data_levels(&crate::caches::read_caches(0));
+    match caches.iter().map(|c| c.bytes).max() {
+        Some(b) => (4 * b).max(8 << 20),
+        None => 64 << 20,
+    }
+}
+
+/// Every benchmark, in the order tables list them.
+pub fn all() -> Vec<Benchmark> {
+    let mut v = null::benchmarks();
+    v.extend(syscall::benchmarks());
+    v.extend(ctxswitch::benchmarks());
+    v.extend(memory::benchmarks(memory_limit()));
+    v
+}
+
+/// The group names, in order.
+pub fn groups() -> Vec<&'static str> {
+    let mut g: Vec<&'static str> = Vec::new();
+    for b in all() {
+        if !g.contains(&b.group) {
+            g.push(b.group);
+        }
+    }
+    g
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_groups_ordered() {
+        let all = all();
+        let mut names: Vec<String> = all.iter().map(Benchmark::id).collect();
+        let n = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), n);
+        assert_eq!(groups(), vec!["null", "syscall", "ctxswitch", "memory"]);
+    }
+
+    /// Every benchmark builds and runs a few operations on CPU 0 (and 1,
+    /// where it needs two and the machine has them).
+    #[test]
+    fn every_benchmark_runs() {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        for b in all() {
+            if b.two_cpus && cpus < 2 {
+                continue;
+            }
+            let mut op = (b.build)(Placement {
+                cpu: 0,
+                other_cpu: Some(1),
+            })
+            .unwrap_or_else(|e| panic!("{}.{}: {e}", b.group, b.name));
+            op.run(10)
+                .unwrap_or_else(|e| panic!("{}.{}: {e}", b.group, b.name));
+        }
+    }
+}
