@@ -13,7 +13,8 @@
 //!   iterations with the counters read around each and the interrupts
 //!   counted over all, the *Null* correction;
 //! * [`ops`]: the benchmarks of the groups `null`, `syscall`,
-//!   `ctxswitch` (threads) and `memory`;
+//!   `ctxswitch` (threads), `sync` (futex, eventfd, condition variable;
+//!   not yet the priority-inversion scenario) and `memory`;
 //! * [`caches`]: the caches sysfs lists, beside the levels the memory
 //!   curve shows;
 //! * [`counters`]: the perf counters of the measuring thread, a counter the

@@ -3,12 +3,15 @@
 //!
 //! Groups built so far: `null` (the time sources, the study's *Null*
 //! benchmark), `syscall` (the cheapest system calls), `ctxswitch` (a token
-//! through pipes between two threads, on one CPU and across two) and
-//! `memory` (a pointer chase against the working set's size).
+//! through pipes between two threads, on one CPU and across two), `sync`
+//! (a round trip of wake-ups through a futex, an eventfd and a condition
+//! variable) and `memory` (a pointer chase against the working set's
+//! size).
 
 mod ctxswitch;
 pub mod memory;
 mod null;
+mod sync;
 mod syscall;
 
 use crate::bench::{BenchError, Operation};
@@ -75,6 +78,7 @@ pub fn all() -> Vec<Benchmark> {
     let mut v = null::benchmarks();
     v.extend(syscall::benchmarks());
     v.extend(ctxswitch::benchmarks());
+    v.extend(sync::benchmarks());
     v.extend(memory::benchmarks(memory_limit()));
     v
 }
@@ -102,7 +106,10 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), n);
-        assert_eq!(groups(), vec!["null", "syscall", "ctxswitch", "memory"]);
+        assert_eq!(
+            groups(),
+            vec!["null", "syscall", "ctxswitch", "sync", "memory"]
+        );
     }
 
     /// Every benchmark builds and runs a few operations on CPU 0 (and 1,
