@@ -20,6 +20,8 @@
 
 use serde::Serialize;
 
+use crate::stats::median_sorted as median;
+
 /// Smallest ratio between the latencies of two levels.
 pub const MIN_STEP: f64 = 1.25;
 /// Fewest points a flat stretch needs to be a level rather than a ramp.
@@ -144,14 +146,6 @@ fn mean(v: &[f64]) -> f64 {
         0.0
     } else {
         v.iter().sum::<f64>() / v.len() as f64
-    }
-}
-
-fn median(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
     }
 }
 

@@ -420,6 +420,19 @@ fn gev_check(m: &Measured<'_>, maxima: &[Vec<u64>]) -> Option<GevCheck> {
     })
 }
 
+/// The level a validation tests: where `fit` puts an exceedance
+/// probability of `p`, never below its threshold (a level in the tail it
+/// describes); and the probability the fit gives that level.
+pub(crate) fn validation_level(fit: &TailFit, p: f64) -> (u64, f64) {
+    let level = fit
+        .return_level(p.min(fit.zeta))
+        .unwrap_or(fit.threshold_ns)
+        .max(fit.threshold_ns);
+    let level_ns = level.ceil() as u64;
+    let tail_p = fit.tail_probability(level_ns as f64).unwrap_or(fit.zeta);
+    (level_ns, tail_p)
+}
+
 /// Two-sided exact Poisson p-value of `k` for mean `lambda`.
 pub(crate) fn poisson_two_sided(k: u64, lambda: f64) -> f64 {
     if lambda <= 0.0 {
@@ -467,13 +480,7 @@ pub fn validate(cpus: &[CpuSeconds<'_>], confidence: f64) -> Result<Validation, 
     let fit = TailFit::from_samples(&first, &options)
         .map_err(|e| format!("not validated: no fit to the first two thirds ({e})"))?;
     let n_later = later.len() as f64;
-    let p = (VALIDATION_EXPECTED / n_later).min(fit.zeta);
-    let level = fit
-        .return_level(p)
-        .unwrap_or(fit.threshold_ns)
-        .max(fit.threshold_ns);
-    let level_ns = level.ceil() as u64;
-    let tail_p = fit.tail_probability(level_ns as f64).unwrap_or(fit.zeta);
+    let (level_ns, tail_p) = validation_level(&fit, VALIDATION_EXPECTED / n_later);
     let predicted = tail_p * n_later;
     let observed = later.iter().filter(|&&v| v > level_ns).count() as u64;
     let p_value = poisson_two_sided(observed, predicted);

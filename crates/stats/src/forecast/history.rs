@@ -30,7 +30,8 @@ use crate::histogram::Histogram;
 
 use super::checks::ALPHA;
 use super::diagnostics::{
-    poisson_two_sided, CpuSeconds, Validation, ValidationMethod, VALIDATION_EXPECTED,
+    poisson_two_sided, validation_level, CpuSeconds, Validation, ValidationMethod,
+    VALIDATION_EXPECTED,
 };
 use super::report::PseudoWorstCases;
 use super::{Measured, TailOptions, PERMISSIBLE_MISS_INTERVALS};
@@ -155,13 +156,7 @@ pub fn validate_fit(
         return Err("not validated: the rest of the run holds no samples".to_string());
     }
     // The level about VALIDATION_EXPECTED clusters of the rest exceed.
-    let p = (VALIDATION_EXPECTED / (theta * n_later)).min(fit.zeta);
-    let level = fit
-        .return_level(p)
-        .unwrap_or(fit.threshold_ns)
-        .max(fit.threshold_ns);
-    let level_ns = level.ceil() as u64;
-    let tail_p = fit.tail_probability(level_ns as f64).unwrap_or(fit.zeta);
+    let (level_ns, tail_p) = validation_level(fit, VALIDATION_EXPECTED / (theta * n_later));
     let clusters = theta * n_later * tail_p;
     // Clusters arrive as a Poisson process: a second holds at least one
     // with probability 1 − e^(−c/S), as the extremal index assumes.

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn open_with_cell(dir: &Path) -> (Store, RunId, CellId) {
+pub(super) fn open_with_cell(dir: &Path) -> (Store, RunId, CellId) {
     let mut store = Store::open(&dir.join("s.db")).unwrap();
     store.set_liveness_probe(always_alive);
     let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();

@@ -1,15 +1,8 @@
 //! The histograms kept at checkpoints: what is stored, how many, and that
 //! they read back as written.
 
+use super::checkpoint::open_with_cell;
 use super::*;
-
-fn open_with_cell(dir: &Path) -> (Store, RunId, CellId) {
-    let mut store = Store::open(&dir.join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let cell_id = store.add_cell(run, &cell(0)).unwrap();
-    (store, run, cell_id)
-}
 
 fn at(store: &mut Store, run: RunId, c: CellId, ms: u64, scale: u64) {
     store
