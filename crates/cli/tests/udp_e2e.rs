@@ -12,7 +12,6 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::control::too_noisy;
 use common::*;
 use serde_json::Value;
 
@@ -397,12 +396,29 @@ fn bad_udp_settings_are_one_line_usage_errors() {
     assert!(!store.exists(), "no run was stored for bad settings");
 }
 
-fn p99(doc: &Value, name: &str) -> u64 {
-    metric(doc, name)["p99_ns"].as_u64().unwrap()
+/// The `udp.recv` episodes of a run as (their `NET_RX` share, their deliver
+/// phase) in ns.
+fn net_rx_and_deliver(doc: &Value) -> Vec<(u64, u64)> {
+    doc["episodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["metric"] == "udp.recv")
+        .map(|e| {
+            let net_rx = e["breakdown"]["causes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["kind"] == "softirq" && c["name"] == "NET_RX")
+                .map(|c| c["duration_ns"].as_u64().unwrap())
+                .sum();
+            (net_rx, e["breakdown"]["irq_ns"].as_u64().unwrap())
+        })
+        .collect()
 }
 
 #[test]
-fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
+fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for the net workload and tracepoints");
@@ -433,54 +449,48 @@ fn a_flood_on_the_same_path_raises_recv_and_episodes_name_net_rx() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let flood = flood.unwrap();
-    let (q, f) = (p99(&quiet, "udp.recv"), p99(&flood, "udp.recv"));
-    let q50 = metric(&quiet, "udp.recv")["p50_ns"].as_u64().unwrap();
-    eprintln!("control (no workload): udp.recv p50 {q50} ns, p99 {q} ns");
-    eprintln!(
-        "under the net workload: udp.recv p50 {} ns, p99 {f} ns",
-        metric(&flood, "udp.recv")["p50_ns"]
-    );
-    // The control is this test's baseline: a host busy enough to stretch
-    // its tail beyond 2.5 times its median delivery (the test binary's
-    // latscope is a debug build: a median of 60-100 µs here) leaves nothing
-    // to compare the flood's tail with. Quiet controls in CI showed 1.8
-    // (flood p99 about 340 µs); one at 3.9 (p99 264 µs, the flood's 254 µs)
-    // could not tell.
-    if too_noisy(
-        "control: udp.recv p99 over its p50",
-        2.5,
-        q as f64 / q50.max(1) as f64,
-    )
-    .is_some()
-    {
-        return;
+    // What the flood adds is NET_RX work on the receiver's CPU, between
+    // its wake-up and its return to user code: the flood's sender runs the
+    // protocol stack there in its own softirq, and the receiver waits for
+    // the batch. Without a flood, the only NET_RX in an episode is the
+    // datagram's own, on the sender's CPU inside the deliver phase
+    // (receive stamp → receiver woken): never longer than that phase.
+    //
+    // The udp.recv percentiles cannot show the flood on this kind of host:
+    // the control's tail is the host waking an idle vCPU (CI saw control
+    // p99s of 125-430 µs and medians up to 282 µs), while the flood keeps
+    // both CPUs busy and so takes that cost away (its median falls to
+    // 30-60 µs). Comparing p99s failed in CI when the control was slow.
+    let beyond = |doc: &Value| {
+        net_rx_and_deliver(doc)
+            .iter()
+            .filter(|(net_rx, deliver)| net_rx > deliver)
+            .count()
+    };
+    let (q, f) = (beyond(&quiet), beyond(&flood));
+    for (label, doc, n) in [
+        ("control (no workload)", &quiet, q),
+        ("under the net workload", &flood, f),
+    ] {
+        let m = metric(doc, "udp.recv");
+        let eps = net_rx_and_deliver(doc);
+        eprintln!(
+            "{label}: udp.recv p50 {} ns, p99 {} ns; {} episodes, {} name NET_RX, {n} with NET_RX beyond their deliver phase",
+            m["p50_ns"],
+            m["p99_ns"],
+            eps.len(),
+            eps.iter().filter(|(net_rx, _)| *net_rx > 0).count(),
+        );
     }
-    assert!(f > q, "the flood did not raise udp.recv p99: {f} vs {q}");
-    assert!(f > 2 * q50, "{f}");
+    // Seen locally: 27-39 episodes under the flood, none in the control.
+    assert!(
+        f >= 3 && f > q,
+        "the flood added no NET_RX on the receiver's path: {f} episodes with NET_RX beyond delivery, {q} without it"
+    );
     // The decomposition parts exist under --trace.
     assert!(count(&flood, "udp.recv.deliver") > 0);
-    let eps = flood["episodes"].as_array().cloned().unwrap_or_default();
-    let net_rx: Vec<u64> = eps
-        .iter()
-        .filter(|e| e["metric"] == "udp.recv")
-        .filter_map(|e| {
-            e["breakdown"]["causes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|c| c["kind"] == "softirq" && c["name"] == "NET_RX")
-                .map(|c| c["duration_ns"].as_u64().unwrap())
-        })
-        .collect();
-    eprintln!(
-        "{} episodes, {} name NET_RX ({} ns in all)",
-        eps.len(),
-        net_rx.len(),
-        net_rx.iter().sum::<u64>()
-    );
-    assert!(!net_rx.is_empty(), "no episode names NET_RX");
     // Every episode's shares add up to its latency.
-    for e in &eps {
+    for e in flood["episodes"].as_array().into_iter().flatten() {
         let sum: u64 = e["breakdown"]["causes"]
             .as_array()
             .unwrap()
