@@ -63,6 +63,12 @@ impl EventFd {
     }
 }
 
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
 /// A futex word, shared between threads (`Arc<Futex>`).
 #[derive(Debug, Default)]
 pub struct Futex(AtomicU32);
