@@ -11,6 +11,7 @@ mod cpu;
 mod episode;
 mod hazard;
 pub mod metric;
+mod micro;
 mod noise;
 mod run;
 mod settings;
@@ -26,6 +27,7 @@ pub use episode::{
     WindowEvent,
 };
 pub use hazard::{Hazard, Severity, SeverityError};
+pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use settings::{

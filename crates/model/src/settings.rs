@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Nanos, UdpPath};
+use crate::{MicroSettings, Nanos, UdpPath};
 
 /// A scheduling policy as the settings record it (`fifo`, `rr`, `other`).
 #[derive(
@@ -283,6 +283,8 @@ pub enum CellSettings {
     Timer(TimerSettings),
     Noise(NoiseSettings),
     Udp(UdpSettings),
+    /// One microbenchmark (`latscope micro`).
+    Micro(MicroSettings),
     Sim(SimSettings),
 }
 
@@ -330,6 +332,7 @@ impl CellSettings {
             "timer" => CellSettings::Timer(TimerSettings::default()),
             "noise" => CellSettings::Noise(NoiseSettings::default()),
             "udp" => CellSettings::Udp(UdpSettings::default()),
+            "micro" => CellSettings::Micro(MicroSettings::default()),
             "sim" => CellSettings::Sim(SimSettings::default()),
             _ => return None,
         })
@@ -341,6 +344,7 @@ impl CellSettings {
             CellSettings::Timer(_) => "timer",
             CellSettings::Noise(_) => "noise",
             CellSettings::Udp(_) => "udp",
+            CellSettings::Micro(_) => "micro",
             CellSettings::Sim(_) => "sim",
         }
     }
@@ -350,6 +354,7 @@ impl CellSettings {
             CellSettings::Timer(s) => &s.common,
             CellSettings::Noise(s) => &s.common,
             CellSettings::Udp(s) => &s.common,
+            CellSettings::Micro(s) => &s.common,
             CellSettings::Sim(s) => &s.common,
         }
     }
@@ -359,6 +364,7 @@ impl CellSettings {
             CellSettings::Timer(s) => &mut s.common,
             CellSettings::Noise(s) => &mut s.common,
             CellSettings::Udp(s) => &mut s.common,
+            CellSettings::Micro(s) => &mut s.common,
             CellSettings::Sim(s) => &mut s.common,
         }
     }
@@ -370,7 +376,7 @@ impl CellSettings {
             CellSettings::Timer(s) => Some(s.period_ns),
             CellSettings::Udp(s) => Some(s.period_ns),
             CellSettings::Sim(s) => Some(s.period_ns),
-            CellSettings::Noise(_) => None,
+            CellSettings::Noise(_) | CellSettings::Micro(_) => None,
         }
     }
 
@@ -404,6 +410,7 @@ impl CellSettings {
             CellSettings::Sim(s) => s.period_ns.to_string(),
             CellSettings::Noise(s) => format!("{}/{}", s.runtime_ns, s.pause_ns),
             CellSettings::Udp(s) => format!("{} {}", s.path, s.period_ns),
+            CellSettings::Micro(s) => format!("{} on CPU {}", s.bench, s.cpu),
         };
         format!("{what}, {}", self.sched_label())
     }

@@ -42,6 +42,7 @@ mod checkpoint;
 mod codec;
 mod error;
 mod liveness;
+mod micro;
 mod noise;
 mod reserve;
 mod schema;
@@ -61,6 +62,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 pub use checkpoint::Checkpoint;
 pub use error::StoreError;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
+pub use micro::MicroRun;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 

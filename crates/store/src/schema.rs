@@ -42,6 +42,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "metric_snapshots",
         include_str!("../migrations/0008_metric_snapshots.sql"),
     ),
+    (9, "micro", include_str!("../migrations/0009_micro.sql")),
 ];
 
 /// The schema version this build writes and understands.

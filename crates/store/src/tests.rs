@@ -223,6 +223,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "episodes",
             "metric_snapshots",
             "metrics",
+            "micro_context",
+            "micro_results",
             "noise_stats",
             "runs",
             "snapshot_schedule",
@@ -250,6 +252,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "udp_stats",
         "workload_stats",
         "workload_seconds",
+        "micro_results",
+        "micro_context",
     ]
     .iter()
     .map(|t| {
@@ -263,7 +267,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
         let want = match t.as_str() {
             "metrics" | "metric_snapshots" | "snapshot_schedule" | "timeline_chunks"
             | "episodes" | "trace_summaries" | "noise_stats" | "udp_stats" | "workload_stats"
-            | "workload_seconds" => "cells",
+            | "workload_seconds" | "micro_results" => "cells",
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -2890,4 +2894,5 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 mod checkpoint;
+mod micro;
 mod snapshots;
