@@ -16,6 +16,7 @@ pub mod compare;
 pub mod forecast;
 mod histogram;
 mod layout;
+pub mod micro;
 mod results;
 pub mod sched;
 mod summary;
