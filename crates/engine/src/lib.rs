@@ -51,7 +51,10 @@ pub mod probes {
 /// CPUs it names.
 pub mod system {
     pub use crate::cpus::{cpus_in_order, select_cpus, udp_cpus, CpuChoiceError};
-    pub use latscope_platform::{online_cpus, sysinfo, PlatformError, SchedPolicy, StopSignals};
+    pub use latscope_platform::{
+        caps, monotonic_ns, online_cpus, realtime_ns, sysinfo, PlatformError, SchedPolicy,
+        StopSignals,
+    };
 }
 
 /// Workload names, for callers that check them.

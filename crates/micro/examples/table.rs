@@ -10,9 +10,9 @@
 
 use latscope_micro::bench::{measure, null, Options};
 use latscope_micro::counters::Counters;
-use latscope_micro::levels::{detect_levels, CurvePoint};
 use latscope_micro::ops::{all, Placement};
 use latscope_model::CpuId;
+use latscope_stats::micro::levels::{detect_levels, CurvePoint};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

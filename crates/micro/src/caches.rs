@@ -1,6 +1,6 @@
 //! What the kernel says about the CPU's caches
 //! (`/sys/devices/system/cpu/cpuN/cache/index*/{level,type,size}`), to set
-//! beside the levels the memory curve shows ([`crate::levels`]) and to size
+//! beside the levels the memory curve shows (`latscope_stats::micro::levels`) and to size
 //! the curve (to at least four times the last-level cache).
 
 use serde::Serialize;

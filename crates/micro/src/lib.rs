@@ -24,7 +24,6 @@
 //!
 //! * [`stats`]: per-operation statistics over iterations, with the
 //!   measurement overhead subtracted;
-//! * [`levels`]: the cache levels read from a memory-latency curve;
 //! * [`irq`]: interrupts and softirqs during a benchmark, from
 //!   `/proc/interrupts` and `/proc/softirqs`, the clock told apart.
 
@@ -32,6 +31,6 @@ pub mod bench;
 pub mod caches;
 pub mod counters;
 pub mod irq;
-pub mod levels;
 pub mod ops;
+pub mod session;
 pub mod stats;

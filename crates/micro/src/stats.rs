@@ -30,9 +30,9 @@ use serde::Serialize;
 /// last (the correction is then at most 0.1 % of it).
 pub const OVERHEAD_FACTOR: f64 = 1000.0;
 
-/// The shortest iteration aimed for, whatever the overhead (10 µs: well
+/// The shortest iteration aimed for, whatever the overhead (1 ms: well
 /// above the clock's resolution and a timer tick's share of noise).
-pub const MIN_ITERATION_NS: f64 = 10_000.0;
+pub const MIN_ITERATION_NS: f64 = 1_000_000.0;
 
 /// Why statistics could not be made.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -64,6 +64,9 @@ pub struct OpStats {
     /// The overhead as a share of the median iteration: how much of what
     /// was timed was the timing.
     pub overhead_share: f64,
+    /// Each iteration's corrected time per operation, in the order they
+    /// ran.
+    pub per_op_ns: Vec<f64>,
 }
 
 /// The statistics of iterations that took `elapsed_ns` each, running `ops`
@@ -79,10 +82,11 @@ pub fn op_stats(elapsed_ns: &[u64], ops: u64, overhead_ns: f64) -> Result<OpStat
         return Err(StatsError::BadOverhead(overhead_ns));
     }
     let n = ops as f64;
-    let mut per_op: Vec<f64> = elapsed_ns
+    let in_order: Vec<f64> = elapsed_ns
         .iter()
         .map(|&e| (e as f64 - overhead_ns).max(0.0) / n)
         .collect();
+    let mut per_op = in_order.clone();
     per_op.sort_by(f64::total_cmp);
     let mut raw: Vec<f64> = elapsed_ns.iter().map(|&e| e as f64).collect();
     raw.sort_by(f64::total_cmp);
@@ -109,18 +113,11 @@ pub fn op_stats(elapsed_ns: &[u64], ops: u64, overhead_ns: f64) -> Result<OpStat
         } else {
             0.0
         },
+        per_op_ns: in_order,
     })
 }
 
-/// The median of sorted values (the mean of the middle two for an even
-/// count); 0 for none.
-pub fn median_sorted(sorted: &[f64]) -> f64 {
-    match sorted.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => sorted[n / 2],
-        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-    }
-}
+pub use latscope_stats::micro::median_sorted;
 
 /// A counter's change per operation over an iteration of `ops` operations,
 /// less the change an empty iteration shows (`null_delta`, the counter's
@@ -202,10 +199,11 @@ mod tests {
 
     #[test]
     fn iterations_are_long_enough_to_dwarf_the_clock_read() {
-        // A 20 ns clock read: iterations of at least 20 µs.
-        assert_eq!(ops_per_iteration(50.0, 20.0), 400);
-        // A cheap clock: the 10 µs floor.
-        assert_eq!(ops_per_iteration(100.0, 1.0), 100);
+        // A 2 µs frame (a slow clock read and counter reads): iterations
+        // of at least 2 ms.
+        assert_eq!(ops_per_iteration(50.0, 2000.0), 40_000);
+        // A cheap clock: the 1 ms floor.
+        assert_eq!(ops_per_iteration(100.0, 1.0), 10_000);
         // A slow operation still runs once.
         assert_eq!(ops_per_iteration(1e9, 20.0), 1);
         assert_eq!(ops_per_iteration(0.0, 20.0), 1);

@@ -8,6 +8,7 @@ use std::io::{pipe, PipeReader, PipeWriter, Read, Write};
 use std::thread::JoinHandle;
 
 use latscope_model::CpuId;
+use latscope_platform::os_ops::EchoProcess;
 use latscope_platform::set_affinity;
 
 use super::{Benchmark, Placement};
@@ -94,6 +95,36 @@ impl Drop for PingPong {
     }
 }
 
+/// The same round trip with a child process as the partner (every switch
+/// changes address space).
+struct ProcessPingPong(EchoProcess);
+
+impl Operation for ProcessPingPong {
+    fn run(&mut self, ops: u64) -> Result<(), BenchError> {
+        for _ in 0..ops {
+            self.0.round_trip().map_err(|e| BenchError::Os {
+                what: "passing the token to the child process".into(),
+                source: e,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+fn process_partner(cpu: u32) -> Result<Box<dyn Operation>, BenchError> {
+    let mut p = ProcessPingPong(EchoProcess::start(cpu).map_err(|e| BenchError::Os {
+        what: "starting the partner process".into(),
+        source: e,
+    })?);
+    // A first round trip proves the child is there and pinned.
+    p.run(1).map_err(|_| {
+        BenchError::Setup(format!(
+            "the partner process could not be pinned to CPU {cpu}"
+        ))
+    })?;
+    Ok(Box::new(p))
+}
+
 pub(super) fn benchmarks() -> Vec<Benchmark> {
     vec![
         Benchmark::new(
@@ -113,6 +144,25 @@ pub(super) fn benchmarks() -> Vec<Benchmark> {
                     BenchError::Setup("needs a second CPU (give --cpus with two)".into())
                 })?;
                 Ok(Box::new(PingPong::new(other)?))
+            },
+        ),
+        Benchmark::new(
+            "ctxswitch",
+            "processes_same_cpu",
+            "one round trip through two pipes, two processes on one CPU",
+            false,
+            |p: Placement| process_partner(p.cpu),
+        ),
+        Benchmark::new(
+            "ctxswitch",
+            "processes_two_cpus",
+            "one round trip through two pipes, two processes on two CPUs",
+            true,
+            |p: Placement| {
+                let other = p.other_cpu.ok_or_else(|| {
+                    BenchError::Setup("needs a second CPU (give --cpus with two)".into())
+                })?;
+                process_partner(other)
             },
         ),
     ]

@@ -4,8 +4,17 @@
 //! orders: a fixed 128-byte stride (which the prefetcher learns) and a
 //! random cyclic permutation of 128-byte slots (which it cannot). One
 //! operation is one load.
+//!
+//! Both run on transparent huge pages, so that up to hundreds of megabytes
+//! stay within the TLB's reach and the curve shows the caches alone. A
+//! third curve, the random chase on 4 KiB pages only (`random_smallpages`),
+//! adds a TLB miss (on a VM, a two-dimensional page walk) wherever the
+//! working set outgrows the TLB: where it parts from the `random` curve is
+//! the TLB's reach.
 
 use std::hint::black_box;
+
+use latscope_platform::pages::PageBuffer;
 
 use super::Benchmark;
 use crate::bench::{BenchError, Operation};
@@ -16,18 +25,25 @@ pub const STRIDE: usize = 128;
 /// The smallest working set of the curve.
 pub const SMALLEST: u64 = 512;
 
+/// The curves: name, random order, on huge pages.
+pub const KINDS: [(&str, bool, bool); 3] = [
+    ("stride128", false, true),
+    ("random", true, true),
+    ("random_smallpages", true, false),
+];
+
 /// A chase through `slots` slots of [`STRIDE`] bytes.
 pub struct Chase {
     /// `buf[slot * STRIDE / 8]` holds the next slot's word index.
-    buf: Vec<usize>,
+    buf: PageBuffer,
     at: usize,
 }
 
 impl Chase {
     /// A chase over `bytes` (at least two slots), in slot order or in a
     /// random single cycle (Sattolo's algorithm, seeded: the same order
-    /// every run).
-    pub fn new(bytes: u64, random: bool) -> Chase {
+    /// every run), on huge pages or on base pages only.
+    pub fn new(bytes: u64, random: bool, huge: bool) -> Result<Chase, BenchError> {
         let words_per_slot = STRIDE / std::mem::size_of::<usize>();
         let slots = ((bytes as usize) / STRIDE).max(2);
         let mut order: Vec<usize> = (0..slots).collect();
@@ -44,31 +60,34 @@ impl Chase {
                 order.swap(i, j);
             }
         }
-        let mut buf = vec![0usize; slots * words_per_slot];
+        let mut buf = PageBuffer::new(slots * words_per_slot, huge)
+            .map_err(|e| BenchError::Setup(format!("cannot map {bytes} bytes: {e}")))?;
+        let words = buf.as_mut_slice();
         for k in 0..slots {
             let from = order[k];
             let to = order[(k + 1) % slots];
-            buf[from * words_per_slot] = to * words_per_slot;
+            words[from * words_per_slot] = to * words_per_slot;
         }
-        Chase {
+        Ok(Chase {
             buf,
             at: order[0] * words_per_slot,
-        }
+        })
     }
 
     /// How many loads one trip round the whole cycle takes.
     pub fn slots(&self) -> usize {
-        self.buf.len() / (STRIDE / std::mem::size_of::<usize>())
+        self.buf.as_slice().len() / (STRIDE / std::mem::size_of::<usize>())
     }
 }
 
 impl Operation for Chase {
     fn run(&mut self, ops: u64) -> Result<(), BenchError> {
         let mut p = self.at;
+        let buf = self.buf.as_slice();
         for _ in 0..ops {
             // In bounds by construction: every stored value is the word
             // index of a slot.
-            p = self.buf[p];
+            p = buf[p];
         }
         self.at = black_box(p);
         Ok(())
@@ -112,28 +131,31 @@ pub fn size_name(bytes: u64) -> String {
     }
 }
 
-/// The curve's benchmarks up to `largest` bytes: `memory.stride128_<size>`
-/// and `memory.random_<size>`.
+/// The curves' benchmarks up to `largest` bytes: `memory.<kind>_<size>`
+/// for each of [`KINDS`].
 pub fn benchmarks(largest: u64) -> Vec<Benchmark> {
     let mut v = Vec::new();
-    for random in [false, true] {
+    for (kind, random, huge) in KINDS {
         for bytes in curve_sizes(largest) {
-            let kind = if random { "random" } else { "stride128" };
-            v.push(Benchmark::new(
-                "memory",
-                format!("{kind}_{}", size_name(bytes)),
-                format!(
-                    "one dependent load, {} over {}",
-                    if random {
-                        "random order"
-                    } else {
-                        "128-byte stride"
-                    },
-                    size_name(bytes)
-                ),
-                false,
-                move |_| Ok(Box::new(Chase::new(bytes, random))),
-            ));
+            v.push(
+                Benchmark::new(
+                    "memory",
+                    format!("{kind}_{}", size_name(bytes)),
+                    format!(
+                        "one dependent load, {} over {}{}",
+                        if random {
+                            "random order"
+                        } else {
+                            "128-byte stride"
+                        },
+                        size_name(bytes),
+                        if huge { "" } else { " on 4 KiB pages" }
+                    ),
+                    false,
+                    move |_| Ok(Box::new(Chase::new(bytes, random, huge)?)),
+                )
+                .with_bytes(bytes),
+            );
         }
     }
     v
@@ -146,8 +168,8 @@ mod tests {
     /// Both orders visit every slot once per trip round the cycle.
     #[test]
     fn the_chase_is_one_cycle_through_every_slot() {
-        for random in [false, true] {
-            let mut c = Chase::new(64 * STRIDE as u64, random);
+        for (random, huge) in [(false, true), (true, true), (true, false)] {
+            let mut c = Chase::new(64 * STRIDE as u64, random, huge).unwrap();
             assert_eq!(c.slots(), 64);
             let start = c.at;
             let mut seen = std::collections::BTreeSet::new();
@@ -158,9 +180,9 @@ mod tests {
             assert_eq!(c.at, start, "back at the start after 64 loads");
         }
         // The random order is not the stride order.
-        let a = Chase::new(64 * STRIDE as u64, false);
-        let b = Chase::new(64 * STRIDE as u64, true);
-        assert_ne!(a.buf, b.buf);
+        let a = Chase::new(64 * STRIDE as u64, false, true).unwrap();
+        let b = Chase::new(64 * STRIDE as u64, true, true).unwrap();
+        assert_ne!(a.buf.as_slice(), b.buf.as_slice());
     }
 
     #[test]
@@ -173,6 +195,6 @@ mod tests {
         assert_eq!(size_name(1536), "1.5K");
         assert_eq!(size_name(12 << 20), "12M");
         assert_eq!(size_name(3 << 19), "1.5M");
-        assert_eq!(benchmarks(4096).len(), 14);
+        assert_eq!(benchmarks(4096).len(), 21);
     }
 }

@@ -1,18 +1,28 @@
 //! The benchmarks, by group: each a named [`Operation`] built on demand,
 //! so that a run builds (and sets up) only the ones asked for.
 //!
-//! Groups built so far: `null` (the time sources, the study's *Null*
-//! benchmark), `syscall` (the cheapest system calls), `ctxswitch` (a token
-//! through pipes between two threads, on one CPU and across two), `sync`
-//! (a round trip of wake-ups through a futex, an eventfd and a condition
-//! variable) and `memory` (a pointer chase against the working set's
-//! size).
+//! The groups: `null` (the time sources, the study's *Null* benchmark),
+//! `syscall` (the cheapest system calls), `ctxswitch` (a token through
+//! pipes between two threads or two processes, on one CPU and across two),
+//! `sync` (a round trip of wake-ups through a futex, an eventfd and a
+//! condition variable; priority inversion with and without inheritance),
+//! `process` (fork, exec of a static and a dynamic program, spawn, thread),
+//! `memory` (a pointer chase against the working set's size), `vm` (page
+//! faults, mmap), `io` (select, poll, epoll over many descriptors), `fs`
+//! (cached reads, file creation with and without fsync) and `net` (TCP
+//! throughput, TCP and UDP round trips over loopback). Not yet: `blit`.
 
 mod ctxswitch;
+mod fs;
+mod inversion;
+mod io;
 pub mod memory;
+mod net;
 mod null;
+mod process;
 mod sync;
 mod syscall;
+mod vm;
 
 use crate::bench::{BenchError, Operation};
 
@@ -35,6 +45,8 @@ pub struct Benchmark {
     pub operation: String,
     /// Whether it needs a second CPU.
     pub two_cpus: bool,
+    /// The working set of a memory benchmark (bytes).
+    pub bytes: Option<u64>,
     pub build: Build,
 }
 
@@ -52,8 +64,15 @@ impl Benchmark {
             name: name.into(),
             operation: operation.into(),
             two_cpus,
+            bytes: None,
             build: Box::new(build),
         }
+    }
+
+    /// The same benchmark with its working set recorded.
+    pub fn with_bytes(mut self, bytes: u64) -> Benchmark {
+        self.bytes = Some(bytes);
+        self
     }
 
     /// `group.name`, as tables and JSON spell it.
@@ -79,7 +98,13 @@ pub fn all() -> Vec<Benchmark> {
     v.extend(syscall::benchmarks());
     v.extend(ctxswitch::benchmarks());
     v.extend(sync::benchmarks());
+    v.extend(inversion::benchmarks());
+    v.extend(process::benchmarks());
     v.extend(memory::benchmarks(memory_limit()));
+    v.extend(vm::benchmarks());
+    v.extend(io::benchmarks());
+    v.extend(fs::benchmarks());
+    v.extend(net::benchmarks());
     v
 }
 
@@ -108,7 +133,18 @@ mod tests {
         assert_eq!(names.len(), n);
         assert_eq!(
             groups(),
-            vec!["null", "syscall", "ctxswitch", "sync", "memory"]
+            vec![
+                "null",
+                "syscall",
+                "ctxswitch",
+                "sync",
+                "process",
+                "memory",
+                "vm",
+                "io",
+                "fs",
+                "net"
+            ]
         );
     }
 
