@@ -14,6 +14,7 @@ pub mod html;
 mod json;
 mod list;
 mod matrix;
+mod micro;
 mod noise;
 pub mod perfetto;
 mod sched;
@@ -32,10 +33,13 @@ pub use forecast::{
 pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
 };
-pub use html::{html_report, Timeline};
+pub use html::{html_report, micro_html, Timeline};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};
 pub use matrix::suite_matrix;
+pub use micro::{
+    micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
+};
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
 pub use table::Table;

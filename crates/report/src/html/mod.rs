@@ -18,6 +18,7 @@ mod diagnostics;
 mod episodes;
 mod escape;
 mod forecast;
+mod micro;
 mod page;
 mod sources;
 pub mod svg;
@@ -31,6 +32,7 @@ use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
 pub use cell::is_plotted;
 pub use escape::escape;
 pub use forecast::report_forecast;
+pub use micro::micro_html;
 use page::{para, table};
 
 /// One metric's per-second timeline on one CPU of one cell, as the store
@@ -96,6 +98,18 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
         &mut toc,
     );
 
+    let note = format!(
+        "{} on {} · kernel {} · {} cell(s). All latencies are per CPU; plots use microseconds.",
+        crate::format_utc(run.meta.started_unix_ns),
+        run.meta.hostname,
+        run.system.kernel_release,
+        run.cells.len()
+    );
+    document(run, &note, &toc, &body)
+}
+
+/// The page around `body`: head, title, the one-line `note`, the contents.
+fn document(run: &RunResult, note: &str, toc: &[(String, String)], body: &str) -> String {
     let title = format!("latscope report · run {}", run.meta.id);
     let mut out = String::with_capacity(body.len() + 4096);
     let _ = write!(
@@ -108,20 +122,13 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
         page::STYLE,
         escape(&title)
     );
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">{} on {} · kernel {} · {} cell(s). All latencies are per CPU; plots use microseconds.</p>",
-        escape(&crate::format_utc(run.meta.started_unix_ns)),
-        escape(&run.meta.hostname),
-        escape(&run.system.kernel_release),
-        run.cells.len()
-    );
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     out.push_str("<nav><h2>Contents</h2><ul>");
-    for (id, t) in &toc {
+    for (id, t) in toc {
         let _ = write!(out, "<li><a href=\"#{id}\">{}</a></li>", escape(t));
     }
     out.push_str("</ul></nav>\n");
-    out.push_str(&body);
+    out.push_str(body);
     out.push_str("\n</body>\n</html>\n");
     out
 }
