@@ -41,6 +41,41 @@ pub enum Command {
     /// Write a run as one self-contained HTML page with plots (histograms,
     /// exceedance, maxima over time, causes, forecast).
     Report(ReportArgs),
+    /// Microbenchmarks: what the operating system's primitives cost on this
+    /// machine (system calls, context switches, wake-ups, memory...), with
+    /// counters and interrupts, stored as a run (Chen et al.).
+    Micro(Box<MicroArgs>),
+}
+
+#[derive(Args, Debug)]
+pub struct MicroArgs {
+    /// Benchmarks to run: groups (`syscall`), benchmarks
+    /// (`syscall.getppid`) or memory kinds (`memory.random`),
+    /// comma-separated. Default: all.
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',')]
+    pub bench: Vec<String>,
+    /// Timed iterations per benchmark (default 50, as in the study; 10 with
+    /// --quick).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub iterations: Option<u32>,
+    /// The measuring CPU, then the partner's CPU for the benchmarks across
+    /// two (default: the last online CPU and the one before it).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Fewer iterations and one memory size per octave: under a minute.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also write the results as JSON to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Print only errors (the table is still stored).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// List the benchmarks and exit.
+    #[arg(long)]
+    pub list: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -461,6 +496,10 @@ pub struct CompareArgs {
     /// than PCT percent and the exceedance test finds its tail worse.
     #[arg(long = "fail-if-worse", value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
+    /// Micro runs: exit with 3 when a benchmark of a compared run is
+    /// SLOWER than the baseline's by more than PCT percent.
+    #[arg(long = "fail-if-slower", value_name = "PCT")]
+    pub fail_if_slower: Option<f64>,
     /// Also write an HTML page with overlaid CCDF plots to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

@@ -16,7 +16,22 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
             )));
         }
     }
+    if let Some(pct) = args.fail_if_slower {
+        if !pct.is_finite() || pct < 0.0 {
+            return Err(Exit::usage(format!(
+                "--fail-if-slower wants a percentage of 0 or more, not {pct}"
+            )));
+        }
+    }
     let store = Store::open_existing(&args.store.store)?;
+    if let Some(code) = crate::micro_compare::compare_micro(args, &store)? {
+        return Ok(code);
+    }
+    if args.fail_if_slower.is_some() {
+        return Err(Exit::usage(
+            "--fail-if-slower compares micro runs; latency runs use --fail-if-worse",
+        ));
+    }
     let mut runs = Vec::with_capacity(args.runs.len());
     for spec in &args.runs {
         let id = store.resolve(spec)?;
@@ -34,12 +49,12 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
     }
     if args.json {
         let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;
-        println!("{text}");
+        crate::output::print(&format!("{text}\n"));
     } else {
-        print!(
-            "{}",
-            latscope_report::compare_text(&cmp, crate::colour::enabled())
-        );
+        crate::output::print(&latscope_report::compare_text(
+            &cmp,
+            crate::colour::enabled(),
+        ));
     }
 
     let Some(pct) = args.fail_if_worse else {

@@ -55,6 +55,28 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
+    if let Some(micro) = store.load_micro(id)? {
+        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let text = match args.format {
+            ExportFormat::Json => {
+                serde_json::to_string_pretty(&latscope_report::micro_json(
+                    &run,
+                    micro.context.as_ref(),
+                    &results,
+                ))
+                .context("cannot encode the run as JSON")?
+                    + "\n"
+            }
+            ExportFormat::Csv => latscope_report::micro_csv(&results),
+            _ => {
+                return Err(Exit::usage(format!(
+                    "run {id} is a micro run: it exports as --format json or csv (the other formats hold latency histograms)"
+                )))
+            }
+        };
+        write(&text, args.output.as_deref())?;
+        return Ok(exit::OK);
+    }
     let text = match args.format {
         ExportFormat::Json => {
             serde_json::to_string_pretty(&latscope_report::run_json(&run))

@@ -10,6 +10,8 @@ mod compare;
 mod exit;
 mod export;
 mod forecast;
+mod micro;
+mod micro_compare;
 mod observer;
 mod output;
 mod plan;
@@ -57,6 +59,7 @@ fn main() {
         Command::Forecast(a) => forecast::forecast(a),
         Command::Compare(a) => compare::compare(a),
         Command::Report(a) => report::report(a),
+        Command::Micro(a) => micro::micro(a),
     };
     let code = match result {
         Ok(code) => code,

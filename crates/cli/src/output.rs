@@ -70,3 +70,16 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no directory to write the rescue file in")))
 }
+
+/// Writes `text` to standard output. A reader that stopped early
+/// (`latscope list | head`) is not an error, and nor is any other failure
+/// to print what is already stored: it is said once on standard error,
+/// never a panic (which `print!` would be).
+pub fn print(text: &str) {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(e) => eprintln!("latscope: cannot write to standard output: {e}"),
+        Ok(()) => {}
+    }
+}

@@ -19,6 +19,11 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
+    if let Some(micro) = store.load_micro(id)? {
+        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let page = latscope_report::micro_html(&run, micro.context.as_ref(), &results);
+        return write_page(args, id.0, &page);
+    }
     let cell_ids = store.cell_ids(id)?;
     let mut timelines = Vec::new();
     let mut snapshots = Vec::new();
@@ -47,6 +52,12 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         }
     }
     let page = latscope_report::html_report(&run, &timelines, &snapshots);
+    write_page(args, id.0, &page)
+}
+
+/// Writes the page where `--html` says (default `latscope-report-<id>.html`;
+/// `-`: standard output).
+fn write_page(args: &ReportArgs, id: i64, page: &str) -> Result<i32, Exit> {
     let path = args
         .html
         .clone()

@@ -36,7 +36,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         output::write_json(&stored, path)?;
     }
     if !opts.quiet {
-        print!("{}", latscope_report::run_summary(&stored, opts.histogram));
+        crate::output::print(&latscope_report::run_summary(&stored, opts.histogram));
     }
     Ok(exit_code(status))
 }
@@ -110,10 +110,10 @@ pub fn run_cells(
                 .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))?;
         }
         if !opts.quiet {
-            print!(
-                "{}",
-                latscope_report::run_summary(&outcome.result, opts.histogram)
-            );
+            crate::output::print(&latscope_report::run_summary(
+                &outcome.result,
+                opts.histogram,
+            ));
         }
         return Err(Exit::from(anyhow::anyhow!(
             "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",

@@ -58,9 +58,9 @@ pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
     if args.json {
         let doc = latscope_report::sched_json(&report).map_err(anyhow::Error::from)?;
         let text = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
-        println!("{text}");
+        crate::output::print(&format!("{text}\n"));
     } else {
-        print!("{}", latscope_report::sched_text(&file, &report));
+        crate::output::print(&latscope_report::sched_text(&file, &report));
     }
     Ok(if report.schedulable {
         exit::OK

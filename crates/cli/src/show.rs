@@ -22,14 +22,14 @@ pub fn list(args: &ListArgs) -> Result<i32, Exit> {
     if args.json {
         let doc = latscope_report::list_json(&rows);
         let text = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
-        println!("{text}");
+        crate::output::print(&format!("{text}\n"));
         return Ok(exit::OK);
     }
     if runs.is_empty() {
-        println!("no runs in {}", args.store.store.display());
+        crate::output::print(&format!("no runs in {}\n", args.store.store.display()));
         return Ok(exit::OK);
     }
-    print!("{}", latscope_report::list_table(&rows));
+    crate::output::print(&latscope_report::list_table(&rows));
     Ok(exit::OK)
 }
 
@@ -37,6 +37,19 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
+    if let Some(micro) = store.load_micro(id)? {
+        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let context = micro.context.as_ref();
+        if args.json {
+            crate::micro::write_json(
+                &latscope_report::micro_json(&run, context, &results),
+                std::path::Path::new("-"),
+            )?;
+        } else {
+            crate::output::print(&latscope_report::micro_text(&run, context, &results));
+        }
+        return Ok(exit::OK);
+    }
     if args.json {
         output::write_json(&run, std::path::Path::new("-"))?;
     } else {
@@ -44,7 +57,7 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
         if args.episodes {
             text.push_str(&latscope_report::episodes_text(&run));
         }
-        print!("{text}");
+        crate::output::print(&text);
     }
     Ok(exit::OK)
 }

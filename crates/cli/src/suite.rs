@@ -141,17 +141,17 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         output::write_json(&stored, path)?;
     }
     if !args.quiet {
-        print!("{}", latscope_report::run_header(&stored));
-        print!("{}", latscope_report::suite_matrix(&stored.cells));
+        crate::output::print(&latscope_report::run_header(&stored));
+        crate::output::print(&latscope_report::suite_matrix(&stored.cells));
         let workloads = latscope_report::workload_table(&stored);
         if !workloads.is_empty() {
-            print!("\n{workloads}");
+            crate::output::print(&format!("\n{workloads}"));
         }
-        println!(
-            "\nEvery cell's tables: latscope show {} --store {}",
+        crate::output::print(&format!(
+            "\nEvery cell's tables: latscope show {} --store {}\n",
             stored.meta.id,
             args.store.store.display()
-        );
+        ));
     }
     Ok(exit_code(status))
 }

@@ -8,6 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use serde_json::Value;
 
+pub mod browser;
 pub mod control;
 
 /// Measurements on a 2-CPU machine disturb each other: tests that measure
