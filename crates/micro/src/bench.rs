@@ -67,6 +67,12 @@ pub struct Options {
     /// Operations per iteration; `None` to calibrate
     /// ([`ops_per_iteration`]).
     pub ops: Option<u64>,
+    /// The shortest iteration calibration aims for (ns).
+    pub min_iteration_ns: u64,
+    /// The shortest warm-up (ns): warm-up iterations go on until it has
+    /// passed, for operations that reach a steady state only after a while
+    /// (a TCP stream).
+    pub min_warmup_ns: u64,
 }
 
 impl Default for Options {
@@ -75,6 +81,8 @@ impl Default for Options {
             iterations: DEFAULT_ITERATIONS,
             warmup: DEFAULT_WARMUP,
             ops: None,
+            min_iteration_ns: crate::stats::MIN_ITERATION_NS as u64,
+            min_warmup_ns: 0,
         }
     }
 }
@@ -150,41 +158,56 @@ fn irq_tables() -> Option<(irq::IrqTable, irq::IrqTable)> {
     Some((irq::parse(&i).ok()?, irq::parse(&s).ok()?))
 }
 
-/// Runs `op` on the calling thread: calibration, warm-up, then the timed
-/// iterations. `cpus` are the CPUs whose interrupts count (the benchmark's
-/// own; all when empty).
+/// Runs `op` on the calling thread: calibration, warm-up, the timed
+/// iterations, then as many counted ones. `cpus` are the CPUs whose
+/// interrupts count (the benchmark's own; all when empty).
+///
+/// The times come from iterations with no counter open: a software perf
+/// event on a thread is switched out and in with it, which made a
+/// same-CPU pipe round trip 20–40 % slower here (`perf stat` on
+/// `perf bench sched pipe` shows the same). The counters are then opened
+/// for a second pass of the same iterations, read around each, and closed.
 pub fn measure(
     op: &mut dyn Operation,
-    counters: &Counters,
     null: &Null,
     options: &Options,
     cpus: &[u32],
 ) -> Result<Measurement, BenchError> {
     let ops = match options.ops {
         Some(n) => n.max(1),
-        None => calibrate(op, null.elapsed_ns)?,
+        None => calibrate(op, null.elapsed_ns, options.min_iteration_ns as f64)?,
     };
-    for _ in 0..options.warmup {
+    let warm_from = clock();
+    let mut warmed = 0;
+    while warmed < options.warmup || clock().saturating_sub(warm_from) < options.min_warmup_ns {
         op.run(ops)?;
+        warmed += 1;
     }
     let iterations = options.iterations.max(1);
     let mut elapsed = Vec::with_capacity(iterations);
-    let mut per_op: Vec<Vec<f64>> = vec![Vec::with_capacity(iterations); COUNTERS.len()];
     let irq_before = irq_tables();
     for _ in 0..iterations {
-        let c0 = counters.read();
         let t0 = clock();
         op.run(ops)?;
         let t1 = clock();
-        let c1 = counters.read();
         elapsed.push(t1.saturating_sub(t0));
-        for (i, d) in difference(&c0, &c1).iter().enumerate() {
-            if let (Some(d), Some(z)) = (d, null.counters.get(i).copied().flatten()) {
-                per_op[i].push(per_op_counter(*d, z, ops));
+    }
+    let irq_after = irq_tables();
+
+    let mut per_op: Vec<Vec<f64>> = vec![Vec::with_capacity(iterations); COUNTERS.len()];
+    {
+        let counters = Counters::open();
+        for _ in 0..iterations {
+            let c0 = counters.read();
+            op.run(ops)?;
+            let c1 = counters.read();
+            for (i, d) in difference(&c0, &c1).iter().enumerate() {
+                if let (Some(d), Some(z)) = (d, null.counters.get(i).copied().flatten()) {
+                    per_op[i].push(per_op_counter(*d, z, ops));
+                }
             }
         }
     }
-    let irq_after = irq_tables();
     let stats = op_stats(&elapsed, ops, null.elapsed_ns)?;
     let n = iterations as f64;
     let (int, non_timer, soft) = match (irq_before, irq_after) {
@@ -221,7 +244,11 @@ pub fn measure(
 /// Operations per iteration: one operation timed, then twice as many until
 /// a run lasts a millisecond (or 2^20 operations), giving an estimate of
 /// one operation; then [`ops_per_iteration`].
-fn calibrate(op: &mut dyn Operation, overhead_ns: f64) -> Result<u64, BenchError> {
+fn calibrate(
+    op: &mut dyn Operation,
+    overhead_ns: f64,
+    min_iteration_ns: f64,
+) -> Result<u64, BenchError> {
     let mut n = 1u64;
     loop {
         let t0 = clock();
@@ -229,7 +256,11 @@ fn calibrate(op: &mut dyn Operation, overhead_ns: f64) -> Result<u64, BenchError
         let t = clock().saturating_sub(t0) as f64;
         if t >= 1_000_000.0 || n >= 1 << 20 {
             let estimate = (t - overhead_ns).max(0.0) / n as f64;
-            return Ok(ops_per_iteration(estimate.max(0.1), overhead_ns));
+            return Ok(ops_per_iteration(
+                estimate.max(0.1),
+                overhead_ns,
+                min_iteration_ns,
+            ));
         }
         n *= 2;
     }
@@ -264,7 +295,7 @@ mod tests {
             null.elapsed_ns > 0.0 && null.elapsed_ns < 100_000.0,
             "{null:?}"
         );
-        let m = measure(&mut Spin(2_000), &counters, &null, &Options::default(), &[]).unwrap();
+        let m = measure(&mut Spin(2_000), &null, &Options::default(), &[]).unwrap();
         eprintln!("{:?}", m.stats);
         assert_eq!(m.stats.iterations, DEFAULT_ITERATIONS);
         assert!(m.stats.ops_per_iteration >= 5, "{:?}", m.stats);
@@ -285,7 +316,6 @@ mod tests {
 
     #[test]
     fn fixed_operations_are_used_as_given() {
-        let counters = Counters::none("test");
         let null = Null {
             elapsed_ns: 0.0,
             counters: vec![None; COUNTERS.len()],
@@ -294,8 +324,9 @@ mod tests {
             iterations: 3,
             warmup: 0,
             ops: Some(7),
+            ..Options::default()
         };
-        let m = measure(&mut Spin(100), &counters, &null, &options, &[]).unwrap();
+        let m = measure(&mut Spin(100), &null, &options, &[]).unwrap();
         assert_eq!(m.stats.ops_per_iteration, 7);
         assert_eq!(m.stats.iterations, 3);
         assert!(m.counters.iter().all(|c| c.per_op.is_none()));

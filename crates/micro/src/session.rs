@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use latscope_model::{CacheInfo, CpuId, MicroContext, MicroCounter, MicroResult};
 
 use crate::bench::{measure, null, Measurement, Null, Options, DEFAULT_ITERATIONS, DEFAULT_WARMUP};
-use crate::counters::Counters;
+use crate::counters::{Availability, Counters};
 use crate::ops::{all, Benchmark, Placement};
 
 /// Iterations and warm-up of `--quick`.
@@ -98,7 +98,7 @@ fn matches(b: &Benchmark, name: &str) -> bool {
 }
 
 /// The context of a session: the Null frame, sysfs's caches, the counters.
-pub fn context(null: &Null, counters: &Counters, cpu: u32, quick: bool) -> MicroContext {
+pub fn context(null: &Null, counters: &[Availability], cpu: u32, quick: bool) -> MicroContext {
     MicroContext {
         null_ns: null.elapsed_ns,
         caches: crate::caches::read_caches(cpu)
@@ -110,8 +110,8 @@ pub fn context(null: &Null, counters: &Counters, cpu: u32, quick: bool) -> Micro
             })
             .collect(),
         counters: counters
-            .availability()
-            .into_iter()
+            .iter()
+            .cloned()
             .map(|a| MicroCounter {
                 name: a.name.to_string(),
                 per_op: None,
@@ -122,11 +122,12 @@ pub fn context(null: &Null, counters: &Counters, cpu: u32, quick: bool) -> Micro
     }
 }
 
-/// A measuring session: the thread pinned, the counters open, the Null
-/// frame measured.
+/// A measuring session: the thread pinned, the Null frame measured, the
+/// counters' availability known (each benchmark opens them for its counted
+/// pass only: see [`measure`]).
 pub struct Session {
     options: SessionOptions,
-    counters: Counters,
+    counters: Vec<Availability>,
     null: Null,
 }
 
@@ -142,7 +143,7 @@ impl Session {
         let null = null(&counters);
         Ok(Session {
             options,
-            counters,
+            counters: counters.availability(),
             null,
         })
     }
@@ -167,12 +168,14 @@ impl Session {
         done: &mut dyn FnMut(&Benchmark, MicroResult) -> Result<(), E>,
     ) -> Result<(), E> {
         let o = &self.options;
-        let options = Options {
-            iterations: o.iterations,
-            warmup: o.warmup,
-            ops: None,
-        };
         for b in benchmarks {
+            let options = Options {
+                iterations: o.iterations,
+                warmup: o.warmup,
+                ops: None,
+                min_iteration_ns: b.min_iteration_ns,
+                min_warmup_ns: b.min_warmup_ns,
+            };
             if stop.load(Ordering::Acquire) {
                 break;
             }
@@ -196,9 +199,8 @@ impl Session {
                 continue;
             }
             let cpus: Vec<u32> = std::iter::once(o.cpu).chain(placement.other_cpu).collect();
-            let measured = (b.build)(placement).and_then(|mut op| {
-                measure(op.as_mut(), &self.counters, &self.null, &options, &cpus)
-            });
+            let measured = (b.build)(placement)
+                .and_then(|mut op| measure(op.as_mut(), &self.null, &options, &cpus));
             match measured {
                 Ok(m) => fill(&mut result, m, &self.counters),
                 Err(e) => result.skipped = Some(e.to_string()),
@@ -210,7 +212,7 @@ impl Session {
 }
 
 /// `m`'s figures into `r`.
-fn fill(r: &mut MicroResult, m: Measurement, counters: &Counters) {
+fn fill(r: &mut MicroResult, m: Measurement, counters: &[Availability]) {
     let s = m.stats;
     r.iterations = u32::try_from(s.iterations).unwrap_or(u32::MAX);
     r.ops_per_iteration = s.ops_per_iteration;
@@ -223,11 +225,7 @@ fn fill(r: &mut MicroResult, m: Measurement, counters: &Counters) {
     r.uncorrected_median_ns = s.uncorrected_median_ns;
     r.overhead_share = s.overhead_share;
     r.per_iteration_ns = s.per_op_ns;
-    let why: Vec<Option<String>> = counters
-        .availability()
-        .into_iter()
-        .map(|a| a.unavailable)
-        .collect();
+    let why: Vec<Option<String>> = counters.iter().map(|a| a.unavailable.clone()).collect();
     r.counters = m
         .counters
         .into_iter()

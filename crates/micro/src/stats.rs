@@ -130,10 +130,11 @@ pub fn per_op_counter(delta: u64, null_delta: f64, ops: u64) -> f64 {
 }
 
 /// How many operations an iteration needs to last at least
-/// [`OVERHEAD_FACTOR`] times `overhead_ns` and [`MIN_ITERATION_NS`], given
+/// [`OVERHEAD_FACTOR`] times `overhead_ns` and `min_iteration_ns`
+/// ([`MIN_ITERATION_NS`] unless a benchmark asks for more), given
 /// a first estimate of one operation's cost; at least 1.
-pub fn ops_per_iteration(estimate_op_ns: f64, overhead_ns: f64) -> u64 {
-    let target = (OVERHEAD_FACTOR * overhead_ns.max(0.0)).max(MIN_ITERATION_NS);
+pub fn ops_per_iteration(estimate_op_ns: f64, overhead_ns: f64, min_iteration_ns: f64) -> u64 {
+    let target = (OVERHEAD_FACTOR * overhead_ns.max(0.0)).max(min_iteration_ns);
     if !estimate_op_ns.is_finite() || estimate_op_ns <= 0.0 {
         return 1;
     }
@@ -201,13 +202,14 @@ mod tests {
     fn iterations_are_long_enough_to_dwarf_the_clock_read() {
         // A 2 µs frame (a slow clock read and counter reads): iterations
         // of at least 2 ms.
-        assert_eq!(ops_per_iteration(50.0, 2000.0), 40_000);
-        // A cheap clock: the 1 ms floor.
-        assert_eq!(ops_per_iteration(100.0, 1.0), 10_000);
+        assert_eq!(ops_per_iteration(50.0, 2000.0, MIN_ITERATION_NS), 40_000);
+        // A cheap clock: the 1 ms floor, or the benchmark's own.
+        assert_eq!(ops_per_iteration(100.0, 1.0, MIN_ITERATION_NS), 10_000);
+        assert_eq!(ops_per_iteration(100.0, 1.0, 2e7), 200_000);
         // A slow operation still runs once.
-        assert_eq!(ops_per_iteration(1e9, 20.0), 1);
-        assert_eq!(ops_per_iteration(0.0, 20.0), 1);
-        assert_eq!(ops_per_iteration(f64::NAN, 20.0), 1);
+        assert_eq!(ops_per_iteration(1e9, 20.0, MIN_ITERATION_NS), 1);
+        assert_eq!(ops_per_iteration(0.0, 20.0, MIN_ITERATION_NS), 1);
+        assert_eq!(ops_per_iteration(f64::NAN, 20.0, MIN_ITERATION_NS), 1);
     }
 
     proptest! {

@@ -47,6 +47,9 @@ pub struct Benchmark {
     pub two_cpus: bool,
     /// The working set of a memory benchmark (bytes).
     pub bytes: Option<u64>,
+    /// The shortest iteration and warm-up it needs (ns).
+    pub min_iteration_ns: u64,
+    pub min_warmup_ns: u64,
     pub build: Build,
 }
 
@@ -65,6 +68,8 @@ impl Benchmark {
             operation: operation.into(),
             two_cpus,
             bytes: None,
+            min_iteration_ns: crate::stats::MIN_ITERATION_NS as u64,
+            min_warmup_ns: 0,
             build: Box::new(build),
         }
     }
@@ -72,6 +77,14 @@ impl Benchmark {
     /// The same benchmark with its working set recorded.
     pub fn with_bytes(mut self, bytes: u64) -> Benchmark {
         self.bytes = Some(bytes);
+        self
+    }
+
+    /// The same benchmark with longer iterations and a warm-up of at least
+    /// `min_warmup_ns`: for operations whose steady state takes a while.
+    pub fn with_pace(mut self, min_iteration_ns: u64, min_warmup_ns: u64) -> Benchmark {
+        self.min_iteration_ns = min_iteration_ns;
+        self.min_warmup_ns = min_warmup_ns;
         self
     }
 
