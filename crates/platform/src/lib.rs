@@ -31,6 +31,7 @@ mod signals;
 pub mod sysinfo;
 pub mod timers;
 pub mod tsc;
+pub mod veth;
 pub mod wake;
 
 pub use clock::{clock_read_cost, monotonic_ns, realtime_ns, spin_until, thread_cpu_ns};

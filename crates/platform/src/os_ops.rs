@@ -284,6 +284,26 @@ impl Drop for Mapping {
     }
 }
 
+/// Drops `file`'s clean pages from the page cache
+/// (`POSIX_FADV_DONTNEED`): its next read comes from the disk. Dirty pages
+/// stay (write them back first); on tmpfs nothing is dropped.
+pub fn evict_from_page_cache(file: BorrowedFd<'_>) -> io::Result<()> {
+    // SAFETY: an advisory call on an open descriptor borrowed for the
+    // call; no memory is passed.
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(r))
+    }
+}
+
+/// Writes every file system's dirty data back (`sync(2)`).
+pub fn sync_all_file_systems() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() }
+}
+
 /// Raises the soft limit of open descriptors to the hard one; returns the
 /// new soft limit.
 pub fn raise_nofile_limit() -> io::Result<u64> {
