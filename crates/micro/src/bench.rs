@@ -57,6 +57,12 @@ impl BenchError {
 pub trait Operation {
     /// Runs `ops` operations.
     fn run(&mut self, ops: u64) -> Result<(), BenchError>;
+
+    /// Prepares the next iteration of `ops` operations, outside the
+    /// timing (a cold read evicts the files it is about to read).
+    fn before_iteration(&mut self, _ops: u64) -> Result<(), BenchError> {
+        Ok(())
+    }
 }
 
 /// How a benchmark is run.
@@ -187,6 +193,7 @@ pub fn measure(
     let mut elapsed = Vec::with_capacity(iterations);
     let irq_before = irq_tables();
     for _ in 0..iterations {
+        op.before_iteration(ops)?;
         let t0 = clock();
         op.run(ops)?;
         let t1 = clock();
@@ -198,6 +205,7 @@ pub fn measure(
     {
         let counters = Counters::open();
         for _ in 0..iterations {
+            op.before_iteration(ops)?;
             let c0 = counters.read();
             op.run(ops)?;
             let c1 = counters.read();
@@ -251,6 +259,7 @@ fn calibrate(
 ) -> Result<u64, BenchError> {
     let mut n = 1u64;
     loop {
+        op.before_iteration(n)?;
         let t0 = clock();
         op.run(n)?;
         let t = clock().saturating_sub(t0) as f64;

@@ -1,12 +1,13 @@
-//! Networking over loopback, with a partner thread on the second CPU:
+//! Networking with a partner thread on the second CPU, over loopback and
+//! over a veth pair between two private network namespaces (the way two
+//! containers talk; it adds the veth transmit and a second stack
+//! traversal, and needs root):
 //!
 //! * TCP throughput with 256 KB socket buffers (the study's `ttcp` test):
 //!   one operation is 256 KB written; the partner reads and discards. The
 //!   throughput is 256 KB over the time per operation.
 //! * A TCP round trip (`TCP_NODELAY`) and a UDP round trip: one byte there
 //!   and back.
-//!
-//! Not yet: the same over a veth pair between two private namespaces.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -14,8 +15,10 @@ use std::os::fd::AsFd;
 use std::thread::JoinHandle;
 
 use latscope_model::CpuId;
+use latscope_platform::net::NetNs;
 use latscope_platform::os_ops::set_socket_buffers;
 use latscope_platform::set_affinity;
+use latscope_platform::veth::{self, VethEnd};
 
 use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
@@ -38,23 +41,87 @@ fn os(what: &str) -> impl Fn(std::io::Error) -> BenchError + '_ {
     }
 }
 
+/// The way between the two sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Way {
+    Loopback,
+    Veth,
+}
+
+const NEAR: VethEnd = VethEnd {
+    name: "lsmic0",
+    mac: "02:6c:73:00:01:01",
+    ip: Ipv4Addr::new(10, 199, 1, 1),
+};
+const FAR: VethEnd = VethEnd {
+    name: "lsmic1",
+    mac: "02:6c:73:00:01:02",
+    ip: Ipv4Addr::new(10, 199, 1, 2),
+};
+
+/// Where each side's socket is made: the namespaces (veth) and addresses.
+struct Sides {
+    /// Kept for as long as the sockets (they hold the namespaces anyway).
+    namespaces: Vec<NetNs>,
+    near_ip: Ipv4Addr,
+    far_ip: Ipv4Addr,
+}
+
+impl Sides {
+    fn new(way: Way) -> Result<Sides, BenchError> {
+        match way {
+            Way::Loopback => Ok(Sides {
+                namespaces: Vec::new(),
+                near_ip: Ipv4Addr::LOCALHOST,
+                far_ip: Ipv4Addr::LOCALHOST,
+            }),
+            Way::Veth => {
+                let [near, far] = veth::create(NEAR, FAR).map_err(|e| {
+                    BenchError::Setup(format!("needs root and ip (iproute2) for veth: {e}"))
+                })?;
+                Ok(Sides {
+                    namespaces: vec![near, far],
+                    near_ip: NEAR.ip,
+                    far_ip: FAR.ip,
+                })
+            }
+        }
+    }
+
+    /// Makes a socket on the near side (`far` false) or the far one.
+    fn make<T: Send>(
+        &self,
+        far: bool,
+        f: impl FnOnce(Ipv4Addr) -> std::io::Result<T> + Send,
+    ) -> std::io::Result<T> {
+        let ip = if far { self.far_ip } else { self.near_ip };
+        match self.namespaces.get(usize::from(far)) {
+            Some(ns) => ns.run(|| f(ip)),
+            None => f(ip),
+        }
+    }
+}
+
 fn partner_cpu(p: Placement) -> Result<u32, BenchError> {
     p.other_cpu
         .ok_or_else(|| BenchError::Setup("needs a second CPU (give --cpus with two)".into()))
 }
 
-/// A TCP connection over loopback whose far end a partner thread serves.
+/// A TCP connection whose far end a partner thread serves.
 struct Tcp {
     stream: Option<TcpStream>,
     partner: Option<JoinHandle<()>>,
     buf: Vec<u8>,
+    _sides: Sides,
 }
 
 impl Tcp {
     /// `echo`: the partner echoes each byte; else it reads and discards.
-    fn new(cpu: u32, echo: bool) -> Result<Tcp, BenchError> {
-        let listener =
-            TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(os("binding a TCP listener"))?;
+    fn new(cpu: u32, echo: bool, way: Way) -> Result<Tcp, BenchError> {
+        let sides = Sides::new(way)?;
+        let listener = sides
+            .make(true, |ip| TcpListener::bind((ip, 0)))
+            .map_err(os("binding a TCP listener"))?;
         let addr = listener.local_addr().map_err(os("reading the address"))?;
         // On the listener, so that the accepted socket has them from its
         // SYN on (as iperf3 -w does).
@@ -79,7 +146,9 @@ impl Tcp {
                 }
             })
             .map_err(os("starting the partner thread"))?;
-        let stream = TcpStream::connect(addr).map_err(os("connecting over loopback"))?;
+        let stream = sides
+            .make(false, |_| TcpStream::connect(addr))
+            .map_err(os("connecting"))?;
         if echo {
             stream.set_nodelay(true).map_err(os("TCP_NODELAY"))?;
         }
@@ -88,6 +157,7 @@ impl Tcp {
             stream: Some(stream),
             partner: Some(partner),
             buf: vec![9u8; if echo { 1 } else { CHUNK }],
+            _sides: sides,
         })
     }
 }
@@ -138,13 +208,19 @@ struct UdpRoundTrip {
     socket: UdpSocket,
     partner_addr: SocketAddr,
     partner: Option<JoinHandle<()>>,
+    _sides: Sides,
 }
 
 impl UdpRoundTrip {
-    fn new(cpu: u32) -> Result<UdpRoundTrip, BenchError> {
-        let far = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(os("binding UDP"))?;
+    fn new(cpu: u32, way: Way) -> Result<UdpRoundTrip, BenchError> {
+        let sides = Sides::new(way)?;
+        let far = sides
+            .make(true, |ip| UdpSocket::bind((ip, 0)))
+            .map_err(os("binding UDP"))?;
         let partner_addr = far.local_addr().map_err(os("reading the address"))?;
-        let socket = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).map_err(os("binding UDP"))?;
+        let socket = sides
+            .make(false, |ip| UdpSocket::bind((ip, 0)))
+            .map_err(os("binding UDP"))?;
         socket.connect(partner_addr).map_err(os("connecting UDP"))?;
         // A datagram lost on loopback would otherwise hang the benchmark.
         socket
@@ -167,6 +243,7 @@ impl UdpRoundTrip {
             socket,
             partner_addr,
             partner: Some(partner),
+            _sides: sides,
         })
     }
 }
@@ -194,28 +271,47 @@ impl Drop for UdpRoundTrip {
 }
 
 pub(super) fn benchmarks() -> Vec<Benchmark> {
-    vec![
-        Benchmark::new(
-            "net",
-            "tcp_throughput_256K",
-            "256 KB written to a TCP connection over loopback (256 KB buffers)",
-            true,
-            |p: Placement| Ok(Box::new(Throughput(Tcp::new(partner_cpu(p)?, false)?))),
-        )
-        .with_pace(STREAM_ITERATION_NS, STREAM_WARMUP_NS),
-        Benchmark::new(
-            "net",
-            "tcp_round_trip",
-            "one byte there and back over TCP on loopback",
-            true,
-            |p: Placement| Ok(Box::new(TcpRoundTrip(Tcp::new(partner_cpu(p)?, true)?))),
+    let mut v = Vec::new();
+    for (way, suffix, over) in [
+        (Way::Loopback, "", "over loopback"),
+        (
+            Way::Veth,
+            "_veth",
+            "over a veth pair between two namespaces",
         ),
-        Benchmark::new(
+    ] {
+        v.push(
+            Benchmark::new(
+                "net",
+                format!("tcp_throughput_256K{suffix}"),
+                format!("256 KB written to a TCP connection {over} (256 KB buffers)"),
+                true,
+                move |p: Placement| {
+                    Ok(Box::new(Throughput(Tcp::new(partner_cpu(p)?, false, way)?)))
+                },
+            )
+            .with_pace(STREAM_ITERATION_NS, STREAM_WARMUP_NS),
+        );
+        v.push(Benchmark::new(
             "net",
-            "udp_round_trip",
-            "one byte there and back over UDP on loopback",
+            format!("tcp_round_trip{suffix}"),
+            format!("one byte there and back over TCP {over}"),
             true,
-            |p: Placement| Ok(Box::new(UdpRoundTrip::new(partner_cpu(p)?)?)),
-        ),
-    ]
+            move |p: Placement| {
+                Ok(Box::new(TcpRoundTrip(Tcp::new(
+                    partner_cpu(p)?,
+                    true,
+                    way,
+                )?)))
+            },
+        ));
+        v.push(Benchmark::new(
+            "net",
+            format!("udp_round_trip{suffix}"),
+            format!("one byte there and back over UDP {over}"),
+            true,
+            move |p: Placement| Ok(Box::new(UdpRoundTrip::new(partner_cpu(p)?, way)?)),
+        ));
+    }
+    v
 }
