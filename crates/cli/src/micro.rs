@@ -13,7 +13,7 @@ use latscope_micro::ops::Benchmark;
 use latscope_micro::session::{select, Session, SessionOptions};
 use latscope_model::{
     CellMeta, CellSettings, CommonSettings, CpuId, MicroResult, MicroSettings, Nanos, Policy,
-    RunId, RunMeta, RunStatus,
+    RunStatus,
 };
 use latscope_store::Store;
 
@@ -44,21 +44,8 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let stop = Stop::from_signals(&signals);
 
     let system = sysinfo::snapshot();
-    let meta = RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(realtime_ns()),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
-        command_line: std::env::args().collect(),
-        pid: std::process::id(),
-        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
-        hostname: system.hostname.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        notes: Vec::new(),
-    };
+    let meta =
+        latscope_engine::running_meta(Nanos(realtime_ns()), std::env::args().collect(), &system);
     let run = store.create_run(&meta, &system, &caps::detect())?;
     let session = match Session::start(options.clone()) {
         Ok(s) => s,

@@ -35,7 +35,7 @@ mod workload_list;
 pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan, TracePlanError};
 pub use error::EngineError;
 pub use observer::{Observer, Quiet};
-pub use run::{run, Env, RunOutcome};
+pub use run::{run, running_meta, Env, RunOutcome};
 pub use sink::{CellKey, MemorySink, Sink, SinkError};
 pub use stop::Stop;
 

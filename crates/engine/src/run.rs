@@ -152,21 +152,11 @@ pub fn run(
     }
 
     let system = env.system.unwrap_or_else(sysinfo::snapshot);
-    let meta = RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(env.clock.realtime_ns()),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
-        command_line: config.command_line.clone(),
-        pid: std::process::id(),
-        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default(),
-        hostname: system.hostname.clone(),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        notes: Vec::new(),
-    };
+    let meta = running_meta(
+        Nanos(env.clock.realtime_ns()),
+        config.command_line.clone(),
+        &system,
+    );
     // A sink that cannot even record the run fails it before anything is
     // measured: there would be nowhere to put the results.
     let run_id = sink
@@ -261,4 +251,28 @@ pub fn run(
         result,
         sink_error: ctx.sink_error,
     })
+}
+
+/// The metadata of a run that starts now: `Running`, this process, this
+/// boot, this host and version.
+pub fn running_meta(
+    started_unix_ns: Nanos,
+    command_line: Vec<String>,
+    system: &latscope_model::SystemInfo,
+) -> RunMeta {
+    RunMeta {
+        id: RunId(0),
+        started_unix_ns,
+        ended_unix_ns: None,
+        checkpoint_unix_ns: None,
+        status: RunStatus::Running,
+        command_line,
+        pid: std::process::id(),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        hostname: system.hostname.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        notes: Vec::new(),
+    }
 }

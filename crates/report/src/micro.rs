@@ -92,28 +92,11 @@ pub fn curve(results: &[MicroResult], kind: &str) -> Vec<CurvePoint> {
 
 /// Bytes as the curve names sizes (`32K`, `1.5M`).
 pub fn size(bytes: u64) -> String {
-    let b = bytes as f64;
-    if bytes >= 1 << 20 {
-        let m = b / (1u64 << 20) as f64;
-        if m.fract() == 0.0 {
-            format!("{m:.0}M")
-        } else {
-            format!("{m:.1}M")
-        }
-    } else if bytes >= 1 << 10 {
-        let k = b / 1024.0;
-        if k.fract() == 0.0 {
-            format!("{k:.0}K")
-        } else {
-            format!("{k:.1}K")
-        }
-    } else {
-        format!("{bytes}B")
-    }
+    latscope_stats::micro::size_name(bytes)
 }
 
 /// "32K (1.2ns) → 384K (4.1ns) → memory (95ns)".
-fn levels_line(levels: &[Level]) -> String {
+pub(crate) fn levels_line(levels: &[Level]) -> String {
     levels
         .iter()
         .map(|l| match l.capacity_bytes {

@@ -110,26 +110,7 @@ pub fn curve_sizes(largest: u64) -> Vec<u64> {
     v
 }
 
-/// `512B`, `48K`, `8M`: a working set's name.
-pub fn size_name(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 19) {
-        let m = bytes as f64 / (1u64 << 20) as f64;
-        if m.fract() == 0.0 {
-            format!("{m:.0}M")
-        } else {
-            format!("{m:.1}M")
-        }
-    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 9) {
-        let k = bytes as f64 / 1024.0;
-        if k.fract() == 0.0 {
-            format!("{k:.0}K")
-        } else {
-            format!("{k:.1}K")
-        }
-    } else {
-        format!("{bytes}B")
-    }
-}
+pub use latscope_stats::micro::size_name;
 
 /// The curves' benchmarks up to `largest` bytes: `memory.<kind>_<size>`
 /// for each of [`KINDS`].

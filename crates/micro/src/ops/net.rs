@@ -171,16 +171,23 @@ impl Drop for Tcp {
     }
 }
 
-struct Throughput(Tcp);
-impl Operation for Throughput {
-    fn run(&mut self, ops: u64) -> Result<(), BenchError> {
-        let t = &mut self.0;
-        let s = t
+impl Tcp {
+    /// The stream and the buffer, while the connection is open.
+    fn parts(&mut self) -> Result<(&mut TcpStream, &mut [u8]), BenchError> {
+        let s = self
             .stream
             .as_mut()
             .ok_or_else(|| BenchError::Setup("closed".into()))?;
+        Ok((s, &mut self.buf))
+    }
+}
+
+struct Throughput(Tcp);
+impl Operation for Throughput {
+    fn run(&mut self, ops: u64) -> Result<(), BenchError> {
+        let (s, buf) = self.0.parts()?;
         for _ in 0..ops {
-            s.write_all(&t.buf).map_err(os("writing 256 KB"))?;
+            s.write_all(buf).map_err(os("writing 256 KB"))?;
         }
         Ok(())
     }
@@ -189,14 +196,10 @@ impl Operation for Throughput {
 struct TcpRoundTrip(Tcp);
 impl Operation for TcpRoundTrip {
     fn run(&mut self, ops: u64) -> Result<(), BenchError> {
-        let t = &mut self.0;
-        let s = t
-            .stream
-            .as_mut()
-            .ok_or_else(|| BenchError::Setup("closed".into()))?;
+        let (s, buf) = self.0.parts()?;
         for _ in 0..ops {
-            s.write_all(&t.buf[..1]).map_err(os("sending a byte"))?;
-            s.read_exact(&mut t.buf[..1])
+            s.write_all(&buf[..1]).map_err(os("sending a byte"))?;
+            s.read_exact(&mut buf[..1])
                 .map_err(os("receiving the byte back"))?;
         }
         Ok(())

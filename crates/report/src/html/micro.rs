@@ -3,17 +3,14 @@
 //! and the memory curve (time per load against the working set, log-log)
 //! with the levels detected in it and the caches sysfs lists.
 
-use std::fmt::Write as _;
-
 use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::micro::levels::detect_levels;
 use latscope_stats::RunResult;
 
 use super::bars::{stacked_bars, StackedBar};
-use super::escape::escape;
 use super::page::{figure, para, table};
 use super::svg::{Mark, Plot, Scale, Series};
-use crate::micro::{curve, op_time, size};
+use crate::micro::{curve, levels_line, op_time, size};
 
 /// The page of a micro run.
 pub fn micro_html(
@@ -21,21 +18,9 @@ pub fn micro_html(
     context: Option<&MicroContext>,
     results: &[MicroResult],
 ) -> String {
-    let mut body = String::new();
-    let mut toc: Vec<(String, String)> = Vec::new();
-    let mut section = |id: &str, title: &str, content: String| {
-        if content.is_empty() {
-            return;
-        }
-        toc.push((id.to_string(), title.to_string()));
-        let _ = write!(
-            body,
-            "<section id=\"{id}\"><h2>{}</h2>{content}</section>",
-            escape(title)
-        );
-    };
-    section("system", "Run and system", super::run_and_system(run));
-    section("table", "Benchmarks", benchmark_table(context, results));
+    let mut page = super::Sections::default();
+    page.add("system", "Run and system", super::run_and_system(run));
+    page.add("table", "Benchmarks", benchmark_table(context, results));
     let mut groups: Vec<&str> = Vec::new();
     for r in results {
         if !groups.contains(&r.group.as_str()) {
@@ -43,13 +28,13 @@ pub fn micro_html(
         }
     }
     for g in groups.iter().filter(|g| **g != "memory") {
-        section(
+        page.add(
             &format!("group-{g}"),
             &format!("Group {g}"),
             group_bars(g, results),
         );
     }
-    section("memory", "Memory hierarchy", memory(context, results));
+    page.add("memory", "Memory hierarchy", memory(context, results));
     let note = format!(
         "{} on {} · kernel {} · {} benchmark(s). Times are per operation, the Null frame subtracted.",
         crate::format_utc(run.meta.started_unix_ns),
@@ -57,7 +42,7 @@ pub fn micro_html(
         run.system.kernel_release,
         results.len()
     );
-    super::document(run, &note, &toc, &body)
+    super::document(run, &note, &page.toc, &page.body)
 }
 
 fn count(v: Option<f64>) -> String {
@@ -186,17 +171,7 @@ fn memory(context: Option<&MicroContext>, results: &[MicroResult]) -> String {
         for l in &levels {
             level_segments.push(vec![(l.from_bytes as f64, l.ns), (l.to_bytes as f64, l.ns)]);
         }
-        levels_text.push(format!(
-            "{label}: {}",
-            levels
-                .iter()
-                .map(|l| match l.capacity_bytes {
-                    Some(c) => format!("{} at {}", size(c), op_time(l.ns)),
-                    None => format!("memory at {}", op_time(l.ns)),
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        levels_text.push(format!("{label}: {}", levels_line(&levels)));
     }
     if series.is_empty() {
         return String::new();

@@ -51,51 +51,23 @@ pub struct Timeline {
 /// metric without one has no time plot), `snapshots` the histograms it kept
 /// at the cells' checkpoints (any subset; the forecast's checks use them).
 pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSnapshot]) -> String {
-    let mut body = String::new();
-    let mut toc: Vec<(String, String)> = Vec::new();
-    let mut section = |id: &str, title: &str, content: String, toc: &mut Vec<(String, String)>| {
-        if content.is_empty() {
-            return;
-        }
-        toc.push((id.to_string(), title.to_string()));
-        let _ = write!(
-            body,
-            "<section id=\"{id}\"><h2>{}</h2>{content}</section>",
-            escape(title)
-        );
-    };
-    section("system", "Run and system", run_and_system(run), &mut toc);
-    section(
-        "findings",
-        "Latency hazards (check)",
-        findings(run),
-        &mut toc,
-    );
-    section(
-        "workloads",
-        "Workload characterization",
-        workloads(run),
-        &mut toc,
-    );
-    section(
-        "matrix",
-        "Worst case per metric and workload",
-        matrix(run),
-        &mut toc,
-    );
+    let mut page = Sections::default();
+    page.add("system", "Run and system", run_and_system(run));
+    page.add("findings", "Latency hazards (check)", findings(run));
+    page.add("workloads", "Workload characterization", workloads(run));
+    page.add("matrix", "Worst case per metric and workload", matrix(run));
     for c in &run.cells {
         let id = format!("cell-{}", c.meta.index);
         let title = format!(
             "Cell {} · {} probe · workload {}",
             c.meta.index, c.meta.probe, c.meta.workload
         );
-        section(&id, &title, cell::cell_section(c, timelines), &mut toc);
+        page.add(&id, &title, cell::cell_section(c, timelines));
     }
-    section(
+    page.add(
         "forecast",
         "Forecast: buffering and applications",
         forecast::forecast_section(run, timelines, snapshots),
-        &mut toc,
     );
 
     let note = format!(
@@ -105,7 +77,30 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
         run.system.kernel_release,
         run.cells.len()
     );
-    document(run, &note, &toc, &body)
+    document(run, &note, &page.toc, &page.body)
+}
+
+/// A page's sections as they are added, and its table of contents.
+#[derive(Default)]
+pub(super) struct Sections {
+    pub body: String,
+    pub toc: Vec<(String, String)>,
+}
+
+impl Sections {
+    /// Adds a section with an entry in the contents; an empty one is left
+    /// out.
+    pub fn add(&mut self, id: &str, title: &str, content: String) {
+        if content.is_empty() {
+            return;
+        }
+        self.toc.push((id.to_string(), title.to_string()));
+        let _ = write!(
+            self.body,
+            "<section id=\"{id}\"><h2>{}</h2>{content}</section>",
+            escape(title)
+        );
+    }
 }
 
 /// The page around `body`: head, title, the one-line `note`, the contents.
