@@ -22,6 +22,7 @@ pub mod net;
 pub mod os_ops;
 pub mod pages;
 pub mod perf;
+pub mod perf_self;
 pub mod primitives;
 pub mod process;
 pub mod procstat;

@@ -153,9 +153,11 @@ pub fn micro_text(
         header.extend(counters.iter().map(|c| format!("{}/op", counter_column(c))));
         header.extend(["irq/iter", "non-clock", "softirq"].map(String::from));
         let mut t = Table::new(header);
+        let mut skipped = String::new();
         for r in results.iter().filter(|r| r.group == g) {
             if let Some(why) = &r.skipped {
-                t.row([r.bench.clone(), format!("skipped: {why}")]);
+                // Below the table: a reason is a sentence, not a column.
+                skipped.push_str(&format!("{} skipped: {why}\n", r.bench));
                 continue;
             }
             let mut row = vec![
@@ -179,7 +181,10 @@ pub fn micro_text(
             row.push(count(r.softirqs_per_iteration));
             t.row(row);
         }
-        out.push_str(&t.render());
+        if !t.is_empty() {
+            out.push_str(&t.render());
+        }
+        out.push_str(&skipped);
     }
     let mut any = false;
     for (kind, _) in MEMORY_KINDS {

@@ -4,6 +4,7 @@
 
 use std::hint::black_box;
 
+use latscope_platform::perf_self::SelfCounter;
 use latscope_platform::primitives::{
     clock_gettime_syscall, clock_gettime_vdso, gettimeofday_us, rdtscp,
 };
@@ -32,6 +33,18 @@ impl Operation for CounterReads {
     fn run(&mut self, ops: u64) -> Result<(), BenchError> {
         for _ in 0..ops {
             black_box(self.0.read_task_clock());
+        }
+        Ok(())
+    }
+}
+
+/// Reads a hardware counter with `rdpmc` (no system call).
+struct RdpmcReads(SelfCounter);
+
+impl Operation for RdpmcReads {
+    fn run(&mut self, ops: u64) -> Result<(), BenchError> {
+        for _ in 0..ops {
+            black_box(self.0.read());
         }
         Ok(())
     }
@@ -73,6 +86,18 @@ pub(super) fn benchmarks() -> Vec<Benchmark> {
                     return Err(BenchError::Setup(format!("no perf counter: {why}")));
                 }
                 Ok(Box::new(CounterReads(c)))
+            },
+        ),
+        Benchmark::new(
+            "null",
+            "perf_rdpmc",
+            "one read of a hardware counter by rdpmc through its mmap page",
+            false,
+            |_| {
+                let c = SelfCounter::open().map_err(|why| {
+                    BenchError::Setup(format!("needs a hardware counter readable by rdpmc: {why}"))
+                })?;
+                Ok(Box::new(RdpmcReads(c)))
             },
         ),
     ]
