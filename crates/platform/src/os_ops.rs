@@ -298,6 +298,21 @@ pub fn evict_from_page_cache(file: BorrowedFd<'_>) -> io::Result<()> {
     }
 }
 
+/// Whether `path` lies on a tmpfs (`statfs` type `TMPFS_MAGIC`), whose
+/// pages cannot be evicted from the page cache.
+pub fn is_tmpfs(path: &std::path::Path) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    // SAFETY: all-zero is a valid statfs, which the call fills in.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statfs,
+    // both alive for the call.
+    check(unsafe { libc::statfs(c.as_ptr(), &mut st) })?;
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    Ok(st.f_type as i64 == TMPFS_MAGIC)
+}
+
 /// Writes every file system's dirty data back (`sync(2)`).
 pub fn sync_all_file_systems() {
     // SAFETY: sync takes no arguments and cannot fail.
@@ -438,6 +453,16 @@ pub fn set_socket_buffers(socket: BorrowedFd<'_>, bytes: u32) -> io::Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tmpfs_is_told_from_a_disk() {
+        // /dev/shm is a tmpfs on every Linux with glibc's shm_open.
+        if std::path::Path::new("/dev/shm").exists() {
+            assert!(is_tmpfs(std::path::Path::new("/dev/shm")).unwrap());
+        }
+        assert!(!is_tmpfs(std::path::Path::new("/proc")).unwrap());
+        assert!(is_tmpfs(std::path::Path::new("/no/such/dir")).is_err());
+    }
     use crate::wake::EventFd;
 
     #[test]

@@ -31,7 +31,7 @@ pub fn op_time(ns: f64) -> String {
 }
 
 /// A count per operation or iteration.
-fn count(v: Option<f64>) -> String {
+pub(crate) fn count(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
         Some(0.0) => "0".into(),
@@ -39,6 +39,25 @@ fn count(v: Option<f64>) -> String {
         Some(v) if v < 10.0 => format!("{v:.2}"),
         Some(v) => format!("{v:.0}"),
     }
+}
+
+/// A counter's figure per operation for `r`; `None` when it was not read.
+pub(crate) fn per_op(r: &MicroResult, name: &str) -> Option<f64> {
+    r.counters
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.per_op)
+}
+
+/// The groups of `results`, in the order they ran.
+pub(crate) fn groups_in_order(results: &[MicroResult]) -> Vec<&str> {
+    let mut groups: Vec<&str> = Vec::new();
+    for r in results {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    groups
 }
 
 /// Short column names of the counters.
@@ -138,13 +157,7 @@ pub fn micro_text(
         }
     }
     let counters = counted(results);
-    let mut groups: Vec<&str> = Vec::new();
-    for r in results {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
-    for g in groups {
+    for g in groups_in_order(results) {
         out.push('\n');
         let mut header: Vec<String> = ["benchmark", "time/op", "min", "max", "sd", "ops/iter"]
             .into_iter()
@@ -169,12 +182,7 @@ pub fn micro_text(
                 r.ops_per_iteration.to_string(),
             ];
             for c in &counters {
-                row.push(count(
-                    r.counters
-                        .iter()
-                        .find(|x| &x.name == c)
-                        .and_then(|x| x.per_op),
-                ));
+                row.push(count(per_op(r, c)));
             }
             row.push(count(r.interrupts_per_iteration));
             row.push(count(r.non_timer_interrupts_per_iteration));

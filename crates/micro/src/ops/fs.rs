@@ -24,8 +24,9 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use latscope_platform::os_ops::{evict_from_page_cache, sync_all_file_systems};
+use latscope_platform::os_ops::{evict_from_page_cache, is_tmpfs, sync_all_file_systems};
 
+use super::scratch::Dir;
 use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
@@ -35,24 +36,6 @@ fn os(what: impl Fn() -> String) -> impl Fn(std::io::Error) -> BenchError {
     move |e| BenchError::Os {
         what: what(),
         source: e,
-    }
-}
-
-/// A private directory under the temporary one, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Result<Dir, BenchError> {
-        let p = std::env::temp_dir().join(format!("latscope-micro-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).map_err(os(|| format!("creating {}", p.display())))?;
-        Ok(Dir(p))
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 
@@ -68,7 +51,7 @@ const BIG: usize = 128 << 10;
 impl ReadCached {
     fn new() -> Result<ReadCached, BenchError> {
         let dir = Dir::new("read")?;
-        let path = dir.0.join("128K");
+        let path = dir.path().join("128K");
         let mut f = File::create(&path).map_err(os(|| format!("creating {}", path.display())))?;
         f.write_all(&vec![3u8; BIG])
             .map_err(os(|| format!("writing {}", path.display())))?;
@@ -138,7 +121,7 @@ fn small_files(name: &str) -> Result<(Dir, Vec<PathBuf>), BenchError> {
     let data = vec![5u8; SMALL];
     let mut paths = Vec::with_capacity(SMALL_FILES);
     for d in 0..SMALL_DIRS {
-        let sub = dir.0.join(format!("d{d:02}"));
+        let sub = dir.path().join(format!("d{d:02}"));
         fs::create_dir(&sub).map_err(os(|| format!("creating {}", sub.display())))?;
         for f in 0..SMALL_FILES / SMALL_DIRS {
             let p = sub.join(format!("f{f:03}"));
@@ -186,17 +169,11 @@ struct ReadCold {
 impl ReadCold {
     fn new(shared: &Shared) -> Result<ReadCold, BenchError> {
         let many = ReadMany::new(shared)?;
-        if let Ok(out) = std::process::Command::new("stat")
-            .args(["-f", "-c", "%T"])
-            .arg(&many.files.dir.0)
-            .output()
-        {
-            if String::from_utf8_lossy(&out.stdout).trim() == "tmpfs" {
-                return Err(BenchError::Setup(format!(
-                    "needs a disk-backed temporary directory ({} is on tmpfs: set TMPDIR)",
-                    many.files.dir.0.display()
-                )));
-            }
+        if is_tmpfs(many.files.dir.path()).unwrap_or(false) {
+            return Err(BenchError::Setup(format!(
+                "needs a disk-backed temporary directory ({} is on tmpfs: set TMPDIR)",
+                many.files.dir.path().display()
+            )));
         }
         // Written back, so that eviction can drop every page.
         sync_all_file_systems();
@@ -239,8 +216,10 @@ impl CreateDelete {
     fn new(fsync: bool) -> Result<CreateDelete, BenchError> {
         let dir = Dir::new(if fsync { "create-fsync" } else { "create" })?;
         let dir_handle =
-            File::open(&dir.0).map_err(os(|| format!("opening {}", dir.0.display())))?;
-        let names = (0..128).map(|i| dir.0.join(format!("z{i:03}"))).collect();
+            File::open(dir.path()).map_err(os(|| format!("opening {}", dir.path().display())))?;
+        let names = (0..128)
+            .map(|i| dir.path().join(format!("z{i:03}")))
+            .collect();
         Ok(CreateDelete {
             names,
             dir_handle,

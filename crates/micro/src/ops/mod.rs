@@ -23,6 +23,7 @@ pub mod memory;
 mod net;
 mod null;
 mod process;
+mod scratch;
 mod sync;
 mod syscall;
 mod vm;

@@ -12,6 +12,7 @@ use std::process::Command;
 
 use latscope_platform::os_ops::{fork_exec_wait, fork_exit_wait, Program};
 
+use super::scratch::Dir;
 use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
@@ -20,8 +21,8 @@ const TRUE_DYNAMIC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/true_dynam
 
 /// An embedded program written out to a private directory, removed on drop.
 struct Installed {
-    dir: PathBuf,
     path: PathBuf,
+    _dir: Dir,
 }
 
 impl Installed {
@@ -31,13 +32,13 @@ impl Installed {
                 "the {name} program was not built (no C compiler or static C library when latscope was built)"
             )));
         }
-        let dir =
-            std::env::temp_dir().join(format!("latscope-micro-{}-{}", std::process::id(), name));
-        let os = |what: String| move |e| BenchError::Os { what, source: e };
-        std::fs::create_dir_all(&dir).map_err(os(format!("creating {}", dir.display())))?;
-        let path = dir.join(name);
-        write_executable(&path, bytes).map_err(os(format!("writing {}", path.display())))?;
-        Ok(Installed { dir, path })
+        let dir = Dir::new(name)?;
+        let path = dir.path().join(name);
+        write_executable(&path, bytes).map_err(|e| BenchError::Os {
+            what: format!("writing {}", path.display()),
+            source: e,
+        })?;
+        Ok(Installed { path, _dir: dir })
     }
 }
 
@@ -52,12 +53,6 @@ fn write_executable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .open(path)?;
     f.write_all(bytes)?;
     f.sync_all()
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 fn exited(status: std::io::Result<i32>, what: &str) -> Result<(), BenchError> {

@@ -11,10 +11,10 @@
 
 use std::io::Write;
 use std::os::fd::AsFd;
-use std::path::PathBuf;
 
 use latscope_platform::os_ops::{page_size, Mapping};
 
+use super::scratch::Dir;
 use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
@@ -50,13 +50,13 @@ impl Operation for AnonFault {
 struct FileFault {
     page: usize,
     file: std::fs::File,
-    path: PathBuf,
+    _dir: Dir,
 }
 
 impl FileFault {
     fn new(page: usize) -> Result<FileFault, BenchError> {
-        let path =
-            std::env::temp_dir().join(format!("latscope-micro-{}-fault", std::process::id()));
+        let dir = Dir::new("fault")?;
+        let path = dir.path().join("pages");
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -66,7 +66,11 @@ impl FileFault {
             .map_err(os("creating the file to map"))?;
         file.write_all(&vec![1u8; REGION_PAGES * page])
             .map_err(os("writing the file to map"))?;
-        Ok(FileFault { page, file, path })
+        Ok(FileFault {
+            page,
+            file,
+            _dir: dir,
+        })
     }
 }
 
@@ -80,12 +84,6 @@ impl Operation for FileFault {
             left -= n;
         }
         Ok(())
-    }
-}
-
-impl Drop for FileFault {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -115,7 +113,7 @@ pub(super) fn benchmarks() -> Vec<Benchmark> {
         Benchmark::new(
             "vm",
             "fault_file",
-            "first touch of a page of a cached file (with 1/256 of its region's mmap and munmap)",
+            "first touch of a page of a cached file (one fault maps up to 16 pages: fault-around), with 1/256 of its region's mmap and munmap",
             false,
             |_: Placement| Ok(Box::new(FileFault::new(page_size())?)),
         ),

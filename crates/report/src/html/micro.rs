@@ -10,7 +10,7 @@ use latscope_stats::RunResult;
 use super::bars::{stacked_bars, StackedBar};
 use super::page::{figure, para, table};
 use super::svg::{Mark, Plot, Scale, Series};
-use crate::micro::{curve, levels_line, op_time, size};
+use crate::micro::{count, curve, groups_in_order, levels_line, op_time, per_op, size};
 
 /// The page of a micro run.
 pub fn micro_html(
@@ -21,13 +21,7 @@ pub fn micro_html(
     let mut page = super::Sections::default();
     page.add("system", "Run and system", super::run_and_system(run));
     page.add("table", "Benchmarks", benchmark_table(context, results));
-    let mut groups: Vec<&str> = Vec::new();
-    for r in results {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
-        }
-    }
-    for g in groups.iter().filter(|g| **g != "memory") {
+    for g in groups_in_order(results).iter().filter(|g| **g != "memory") {
         page.add(
             &format!("group-{g}"),
             &format!("Group {g}"),
@@ -43,10 +37,6 @@ pub fn micro_html(
         results.len()
     );
     super::document(run, &note, &page.toc, &page.body)
-}
-
-fn count(v: Option<f64>) -> String {
-    v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
 fn benchmark_table(context: Option<&MicroContext>, results: &[MicroResult]) -> String {
@@ -90,14 +80,7 @@ fn benchmark_table(context: Option<&MicroContext>, results: &[MicroResult]) -> S
         "non-clock irq/iter",
         "softirq/iter",
     ];
-    let counter = |r: &MicroResult, n: &str| {
-        count(
-            r.counters
-                .iter()
-                .find(|c| c.name == n)
-                .and_then(|c| c.per_op),
-        )
-    };
+    let counter = |r: &MicroResult, n: &str| count(per_op(r, n));
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|r| match &r.skipped {
