@@ -56,7 +56,7 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
     if let Some(micro) = store.load_micro(id)? {
-        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let results = micro.results();
         let text = match args.format {
             ExportFormat::Json => {
                 serde_json::to_string_pretty(&latscope_report::micro_json(

@@ -2,8 +2,6 @@
 //! cell per benchmark, each stored as soon as it is measured (so Ctrl-C
 //! keeps every finished one), then printed in the study's style.
 
-use std::path::Path;
-
 use anyhow::Context;
 use latscope_engine::system::{
     caps, cpus_in_order, monotonic_ns, online_cpus, realtime_ns, sysinfo, StopSignals,
@@ -117,14 +115,11 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let stored = store.load_run(run)?;
     let micro = store.load_micro(run)?;
     let (context, results): (_, Vec<MicroResult>) = match &micro {
-        Some(m) => (
-            m.context.as_ref(),
-            m.cells.iter().map(|(_, r)| r.clone()).collect(),
-        ),
+        Some(m) => (m.context.as_ref(), m.results()),
         None => (None, Vec::new()),
     };
     if let Some(path) = &args.json {
-        write_json(
+        crate::output::write_json_doc(
             &latscope_report::micro_json(&stored, context, &results),
             path,
         )?;
@@ -161,17 +156,4 @@ fn choose_cpus(text: Option<&str>) -> Result<(u32, Option<u32>), Exit> {
         }
     };
     Ok((chosen[0].0, chosen.get(1).map(|c| c.0)))
-}
-
-/// Writes a JSON document to `path` (`-`: standard output) through a
-/// temporary name.
-pub fn write_json<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n";
-    if path == Path::new("-") {
-        crate::output::print(&text);
-        return Ok(());
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", path.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -33,9 +33,7 @@ pub fn compare_micro(args: &CompareArgs, store: &Store) -> Result<Option<i32>, E
     let mut runs: Vec<(i64, Option<Vec<MicroResult>>)> = Vec::new();
     for spec in &args.runs {
         let id = store.resolve(spec)?;
-        let micro = store
-            .load_micro(id)?
-            .map(|m| m.cells.into_iter().map(|(_, r)| r).collect());
+        let micro = store.load_micro(id)?.map(|m| m.results());
         runs.push((id.0, micro));
     }
     let micro_count = runs.iter().filter(|(_, m)| m.is_some()).count();
@@ -71,7 +69,7 @@ pub fn compare_micro(args: &CompareArgs, store: &Store) -> Result<Option<i32>, E
         });
     }
     if args.json {
-        crate::micro::write_json(&doc, std::path::Path::new("-"))?;
+        crate::output::write_json_doc(&doc, std::path::Path::new("-"))?;
     }
     let Some(pct) = args.fail_if_slower else {
         return Ok(Some(exit::OK));

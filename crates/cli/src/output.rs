@@ -8,18 +8,21 @@ use std::path::Path;
 use anyhow::Context;
 use latscope_stats::RunResult;
 
-/// Writes the run's JSON to `path` (`-`: standard output). The file is
-/// written to a temporary name and renamed, so a reader never sees half.
+/// Writes the run's JSON to `path` (`-`: standard output).
 pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
-    let doc = serde_json::to_string_pretty(&latscope_report::run_json(run))
-        .context("cannot encode the run as JSON")?;
+    write_json_doc(&latscope_report::run_json(run), path)
+}
+
+/// Writes a JSON document to `path` (`-`: standard output). The file is
+/// written to a temporary name and renamed, so a reader never sees half.
+pub fn write_json_doc<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n";
     if path == Path::new("-") {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{doc}").context("cannot write JSON to standard output")?;
+        print(&text);
         return Ok(());
     }
     let tmp = path.with_extension("json.tmp");
-    fs::write(&tmp, doc + "\n").with_context(|| format!("cannot write {}", tmp.display()))?;
+    fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -20,7 +20,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
     if let Some(micro) = store.load_micro(id)? {
-        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let results = micro.results();
         let page = latscope_report::micro_html(&run, micro.context.as_ref(), &results);
         return write_page(args, id.0, &page);
     }

@@ -38,10 +38,10 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
     if let Some(micro) = store.load_micro(id)? {
-        let results: Vec<_> = micro.cells.iter().map(|(_, r)| r.clone()).collect();
+        let results = micro.results();
         let context = micro.context.as_ref();
         if args.json {
-            crate::micro::write_json(
+            crate::output::write_json_doc(
                 &latscope_report::micro_json(&run, context, &results),
                 std::path::Path::new("-"),
             )?;

@@ -1,16 +1,23 @@
 //! Running one benchmark: calibrate the operations per iteration, warm up,
-//! then time the iterations with the counters read around each and the
-//! interrupts counted over all of them.
+//! time the iterations with no counter open and the interrupts counted
+//! over all of them, then run as many iterations again with the counters
+//! open and read around each.
 //!
-//! One iteration, as measured:
+//! A timed iteration, and a counted one:
 //!
 //! ```text
-//! counters.read()      ┐
-//! t0 = clock()         │ the Null iteration measures exactly this
-//!   op.run(ops)        │ frame with no operation inside, and its time
-//! t1 = clock()         │ and counter deltas are subtracted
-//! counters.read()      ┘ (stats::op_stats, stats::per_op_counter)
+//! op.before_iteration()    op.before_iteration()
+//! t0 = clock()             c0 = counters.read()
+//!   op.run(ops)              op.run(ops)
+//! t1 = clock()             c1 = counters.read()
 //! ```
+//!
+//! The *Null* iteration (`null`) measures the frame around nothing: its
+//! time (two back-to-back clock reads) is subtracted from every timed
+//! iteration, its counter deltas from every counted one
+//! (`stats::op_stats`, `stats::per_op_counter`). Counters are kept out of
+//! the timed pass because a perf event on the thread is switched with it
+//! and slows what switches (`docs/micro.md`).
 //!
 //! The calling thread is expected to be pinned to its CPU already (the
 //! caller's business: benchmarks across CPUs pin their own helpers).

@@ -6,15 +6,14 @@
 //! *Null* benchmark) measured and subtracted, and the statistics taken over
 //! iterations rather than over single operations.
 //!
-//! Built so far (issue 14 is not finished: the `latscope micro` command,
-//! storing, reports, comparison and most groups are still to come):
-//!
+//! * [`session`]: a whole `latscope micro` run — the benchmarks chosen by
+//!   name, the thread pinned, the *Null* frame measured once, each
+//!   benchmark measured in turn and handed over as a `MicroResult`;
 //! * [`bench`]: running one benchmark — calibration, warm-up, the timed
-//!   iterations with the counters read around each and the interrupts
-//!   counted over all, the *Null* correction;
-//! * [`ops`]: the benchmarks of the groups `null`, `syscall`,
-//!   `ctxswitch` (threads), `sync` (futex, eventfd, condition variable;
-//!   not yet the priority-inversion scenario) and `memory`;
+//!   iterations (no counter open) with the interrupts counted over all,
+//!   then as many counted iterations, the *Null* correction;
+//! * [`ops`]: the benchmarks of the groups `null`, `syscall`, `ctxswitch`,
+//!   `sync`, `process`, `memory`, `vm`, `io`, `fs`, `net` and `blit`;
 //! * [`caches`]: the caches sysfs lists, beside the levels the memory
 //!   curve shows;
 //! * [`counters`]: the perf counters of the measuring thread, a counter the
@@ -26,6 +25,9 @@
 //!   measurement overhead subtracted;
 //! * [`irq`]: interrupts and softirqs during a benchmark, from
 //!   `/proc/interrupts` and `/proc/softirqs`, the clock told apart.
+//!
+//! The cache levels and the comparison of two runs are in
+//! `latscope_stats::micro`.
 
 pub mod bench;
 pub mod caches;

@@ -15,6 +15,13 @@ pub struct MicroRun {
     pub cells: Vec<(CellMeta, MicroResult)>,
 }
 
+impl MicroRun {
+    /// The benchmarks' results, in cell order.
+    pub fn results(&self) -> Vec<MicroResult> {
+        self.cells.iter().map(|(_, r)| r.clone()).collect()
+    }
+}
+
 impl Store {
     /// Records the run's micro context (replacing an earlier one).
     pub fn set_micro_context(&mut self, run: RunId, context: &MicroContext) -> Result<()> {

@@ -44,7 +44,7 @@ fn benchmark_table(context: Option<&MicroContext>, results: &[MicroResult]) -> S
     if let Some(c) = context {
         out.push_str(&para(
             &format!(
-                "Each benchmark ran on its own CPU, warmed up, then timed over its iterations; the Null frame ({}: two back-to-back clock reads, between the counter reads) was subtracted from every iteration before dividing by the operations in it.",
+                "Each benchmark ran on its own CPU, warmed up, then timed over its iterations; the Null frame ({}: two back-to-back clock reads) was subtracted from every timed iteration before dividing by the operations in it; the counters come from a second pass of counted iterations.",
                 op_time(c.null_ns)
             ),
             Some("note"),
