@@ -145,7 +145,7 @@ def main():
          "iperf3 -w 256K -l 256K"),
         ("tcp-c", "net.tcp_throughput_256K", f"{c1},{c2}",
          lambda: c_stream_ns(c_stream, c1, c2, seconds),
-         "bench/tcp-stream.c (blocking write and read, a receiver thread)"),
+         "bench/tcp-stream.c (blocking writes, a receiver thread filling blocks)"),
     ]
     if a.only:
         comparisons = [c for c in comparisons if c[0] == a.only]

@@ -89,6 +89,18 @@ impl PageBuffer {
         }
     }
 
+    /// The words as bytes (page-aligned: what a copy's speed may depend on,
+    /// see bench/rep-movsb-alias.c).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        let bytes = self.words * std::mem::size_of::<usize>();
+        // SAFETY: the same range as as_mut_slice, viewed as bytes (any bit
+        // pattern is a valid u8, and u8 needs no alignment); &mut self makes
+        // this the only reference.
+        unsafe {
+            std::slice::from_raw_parts_mut(self.map.addr().cast::<u8>().add(self.offset), bytes)
+        }
+    }
+
     /// Whether huge pages were asked for.
     pub fn huge(&self) -> bool {
         self.huge
@@ -125,6 +137,18 @@ mod tests {
             assert_eq!(b.as_slice()[12345], 12345);
             assert_eq!(b.huge(), huge);
         }
+        // Viewed as bytes: the same memory, page-aligned, every byte.
+        let mut b = PageBuffer::new(32 << 10, false).unwrap(); // 256 KiB
+        b.as_mut_slice()[1] = 0x0102_0304;
+        let bytes = b.as_bytes_mut();
+        assert_eq!(bytes.len(), 256 << 10);
+        assert_eq!(bytes.as_ptr() as usize % 4096, 0);
+        assert_eq!(
+            u32::from_ne_bytes(bytes[8..12].try_into().unwrap()),
+            0x0102_0304
+        );
+        bytes[(256 << 10) - 1] = 7;
+        assert_eq!(b.as_slice()[(32 << 10) - 1] >> 56, 7);
         // Reading the backing never fails where /proc is mounted.
         assert!(PageBuffer::huge_pages_backing().is_some());
     }

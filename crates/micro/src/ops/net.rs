@@ -17,6 +17,7 @@ use std::thread::JoinHandle;
 use latscope_model::CpuId;
 use latscope_platform::net::NetNs;
 use latscope_platform::os_ops::set_socket_buffers;
+use latscope_platform::pages::PageBuffer;
 use latscope_platform::set_affinity;
 use latscope_platform::veth::{self, VethEnd};
 
@@ -138,11 +139,15 @@ impl Tcp {
                 if echo {
                     let _ = s.set_nodelay(true);
                 }
-                let mut b = vec![0u8; if echo { 1 } else { CHUNK }];
-                while let Ok(n) = s.read(&mut b) {
-                    if n == 0 || (echo && s.write_all(&b[..n]).is_err()) {
-                        return;
+                if echo {
+                    let mut b = [0u8; 1];
+                    while let Ok(n) = s.read(&mut b) {
+                        if n == 0 || s.write_all(&b[..n]).is_err() {
+                            return;
+                        }
                     }
+                } else {
+                    drain_in_blocks(&mut s);
                 }
             })
             .map_err(os("starting the partner thread"))?;
@@ -179,6 +184,35 @@ impl Tcp {
             .as_mut()
             .ok_or_else(|| BenchError::Setup("closed".into()))?;
         Ok((s, &mut self.buf))
+    }
+}
+
+/// The stream's reader: each 256 KB block is filled before the next one
+/// starts, a short read continuing where it stopped (as iperf3's `Nread`
+/// does), so the buffer keeps the stream's alignment. A reader that
+/// restarts every read at the buffer's start moves where the kernel's copy
+/// writes relative to where it reads, page by page; on AMD Zen 3 a
+/// `rep movsb` whose destination lies 1-31 bytes above its source (modulo
+/// 4096) runs 16 times slower (bench/rep-movsb-alias.c), and such a reader
+/// timed 1.7 times iperf3 (bench/README.md).
+fn drain_in_blocks(s: &mut TcpStream) {
+    // Page-aligned, as iperf3's buffers are: with a buffer from the heap
+    // (16 bytes past a page start) the stream was fast or 2-3 times slower
+    // from one connection to the next.
+    let Ok(mut page) = PageBuffer::new(CHUNK / std::mem::size_of::<usize>(), false) else {
+        return;
+    };
+    let b = page.as_bytes_mut();
+    loop {
+        let mut got = 0;
+        while got < CHUNK {
+            match s.read(&mut b[got..]) {
+                Ok(0) => return,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return,
+            }
+        }
     }
 }
 
