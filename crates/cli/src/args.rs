@@ -78,6 +78,29 @@ pub struct MicroArgs {
     pub store: StoreArg,
 }
 
+/// Latency limits for CI gates (cyclictest's `-b`, rtla's `-T`), on the
+/// probe's main figure: timer latency, noise gap, UDP path.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LimitArgs {
+    /// End the run at the first value above DURATION (checked every
+    /// 100 ms): the run is stored, the exit code is 3; with --trace the
+    /// value is an episode.
+    #[arg(
+        long = "stop-above",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
+    pub stop_above: Option<String>,
+    /// Measure to the end, then exit with 3 if any value exceeded
+    /// DURATION (the run is stored either way).
+    #[arg(
+        long = "fail-above",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
+    pub fail_above: Option<String>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct StoreArg {
     /// The SQLite store holding results.
@@ -260,6 +283,8 @@ pub struct RunArgs {
     #[arg(long = "episode-cap", value_name = "N", default_value_t = 1000)]
     pub episode_cap: usize,
     #[command(flatten)]
+    pub limits: LimitArgs,
+    #[command(flatten)]
     pub store: StoreArg,
 }
 
@@ -407,6 +432,8 @@ pub struct SuiteArgs {
     /// No progress bar and no summary on the terminal.
     #[arg(long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
     #[command(flatten)]
     pub store: StoreArg,
 }

@@ -127,7 +127,7 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     if !quiet {
         crate::output::print(&latscope_report::micro_text(&stored, context, &results));
     }
-    Ok(crate::run::exit_code(status))
+    Ok(crate::run::status_code(status))
 }
 
 /// The measuring CPU and the partner: `--cpus A,B`, or the last online CPU

@@ -27,6 +27,9 @@ pub struct RunPlan {
     pub workloads: Vec<String>,
     pub load_level: String,
     pub warmup: Nanos,
+    /// `--stop-above` and `--fail-above`.
+    pub stop_above: Option<Nanos>,
+    pub fail_above: Option<Nanos>,
 }
 
 /// One cell: the engine's [`CellSpec`]; its probe: the engine's
@@ -74,6 +77,29 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         .transpose()?;
     if (args.stacks || args.episode_cap != 1000) && !args.trace {
         return Err(Exit::usage("--stacks and --episode-cap need --trace"));
+    }
+    let limit = |flag: &str, text: &Option<String>| -> Result<Option<Nanos>, Exit> {
+        let Some(text) = text else { return Ok(None) };
+        let d = duration(flag, text)?;
+        if d.0 == 0 {
+            return Err(Exit::usage(format!("--{flag} must be greater than 0")));
+        }
+        Ok(Some(d))
+    };
+    let stop_above = limit("stop-above", &args.limits.stop_above)?;
+    let fail_above = limit("fail-above", &args.limits.fail_above)?;
+    // With --trace and --stop-above, the value that stops the run must be
+    // an episode: the episode threshold is at most the stop limit.
+    if let (true, Some(stop)) = (args.trace, stop_above) {
+        match threshold {
+            Some(t) if t > stop => {
+                return Err(Exit::usage(format!(
+                    "--threshold {t} is above --stop-above {stop}: the value that stops the run would not be an episode"
+                )))
+            }
+            Some(_) => {}
+            None => threshold = Some(TracePlan::DEFAULT_THRESHOLD.min(stop)),
+        }
     }
     // With --trace, the threshold (default TracePlan::DEFAULT_THRESHOLD)
     // is also every probe's.
@@ -238,5 +264,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         workloads,
         load_level: args.load_level.as_str().to_string(),
         warmup,
+        stop_above,
+        fail_above,
     })
 }

@@ -10,7 +10,7 @@ use anyhow::Context;
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
 use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
-use latscope_model::{CpuSet, RunStatus};
+use latscope_model::{CpuSet, Nanos, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -31,14 +31,14 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         quiet: args.quiet,
         histogram: args.histogram,
     };
-    let (stored, status) = run_cells(&opts, &plan, &cells, &online)?;
+    let ran = run_cells(&opts, &plan, &cells, &online)?;
     if let Some(path) = opts.json {
-        output::write_json(&stored, path)?;
+        output::write_json(&ran.stored, path)?;
     }
     if !opts.quiet {
-        crate::output::print(&latscope_report::run_summary(&stored, opts.histogram));
+        crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
     }
-    Ok(exit_code(status))
+    Ok(exit_code(&ran, &plan))
 }
 
 /// Options of `run` (and `suite`) that are not about what to measure.
@@ -50,12 +50,53 @@ pub struct RunOptions<'a> {
     pub histogram: bool,
 }
 
-pub fn exit_code(status: RunStatus) -> i32 {
+/// The exit code of a run's status alone: 1 failed, 130 interrupted.
+pub fn status_code(status: RunStatus) -> i32 {
     match status {
         RunStatus::Interrupted => exit::INTERRUPTED,
         RunStatus::Failed => exit::ERROR,
         _ => exit::OK,
     }
+}
+
+/// What a run gave back: the run as stored, its status, and what the
+/// limits need.
+pub struct Ran {
+    pub stored: RunResult,
+    pub status: RunStatus,
+    /// The largest value of the probes' main figure.
+    pub max_latency: Nanos,
+    /// The value that made `--stop-above` end the run.
+    pub stopped_above: Option<Nanos>,
+}
+
+/// The exit code, with the line that explains a 3 printed on stderr:
+/// a failure is 1; a signal is 130; a value above `--stop-above` or
+/// `--fail-above` is 3 (DESIGN.md's "threshold exceeded").
+pub fn exit_code(ran: &Ran, plan: &RunPlan) -> i32 {
+    let id = ran.stored.meta.id;
+    if ran.status == RunStatus::Failed || ran.stopped_above.is_none() {
+        let code = status_code(ran.status);
+        if code != exit::OK {
+            return code;
+        }
+    }
+    if let (Some(value), Some(limit)) = (ran.stopped_above, plan.stop_above) {
+        eprintln!(
+            "latscope: stopped: a value of {value} exceeded --stop-above {limit} (run {id} stored)"
+        );
+        return exit::THRESHOLD;
+    }
+    if let Some(limit) = plan.fail_above {
+        if ran.max_latency > limit {
+            eprintln!(
+                "latscope: the largest value, {}, exceeded --fail-above {limit} (run {id} stored)",
+                ran.max_latency
+            );
+            return exit::THRESHOLD;
+        }
+    }
+    exit::OK
 }
 
 /// Runs the cells one after the other in one stored run; returns the run
@@ -66,7 +107,7 @@ pub fn run_cells(
     plan: &RunPlan,
     cells: &[CellPlan],
     online: &CpuSet,
-) -> Result<(RunResult, RunStatus), Exit> {
+) -> Result<Ran, Exit> {
     // Open the store before measuring: an unusable path must fail now, not
     // after the user waited for the measurement.
     let mut store = Store::open(opts.store)?;
@@ -81,6 +122,7 @@ pub fn run_cells(
             ..Guards::ALL
         },
         command_line: std::env::args().collect(),
+        stop_above: plan.stop_above,
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
@@ -121,5 +163,10 @@ pub fn run_cells(
         )));
     }
     let stored = store.load_run(outcome.run_id)?;
-    Ok((stored, outcome.status))
+    Ok(Ran {
+        stored,
+        status: outcome.status,
+        max_latency: outcome.max_latency,
+        stopped_above: outcome.stopped_above,
+    })
 }

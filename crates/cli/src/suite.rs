@@ -57,6 +57,7 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
         stacks: false,
         stack_period: "200us".into(),
         episode_cap: 1000,
+        limits: args.limits.clone(),
         store: StoreArg {
             store: args.store.store.clone(),
         },
@@ -136,14 +137,15 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         quiet: args.quiet,
         histogram: false,
     };
-    let (stored, status) = run_cells(&opts, &base, &cells, &online)?;
+    let ran = run_cells(&opts, &base, &cells, &online)?;
+    let stored = &ran.stored;
     if let Some(path) = opts.json {
-        output::write_json(&stored, path)?;
+        output::write_json(stored, path)?;
     }
     if !args.quiet {
-        crate::output::print(&latscope_report::run_header(&stored));
+        crate::output::print(&latscope_report::run_header(stored));
         crate::output::print(&latscope_report::suite_matrix(&stored.cells));
-        let workloads = latscope_report::workload_table(&stored);
+        let workloads = latscope_report::workload_table(stored);
         if !workloads.is_empty() {
             crate::output::print(&format!("\n{workloads}"));
         }
@@ -153,5 +155,5 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
             args.store.store.display()
         ));
     }
-    Ok(exit_code(status))
+    Ok(exit_code(&ran, &base))
 }

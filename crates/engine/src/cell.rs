@@ -221,6 +221,8 @@ pub(crate) fn run_cell(
         session.as_ref(),
         &mut load,
     );
+    // The threads have ended: their final maximum.
+    ctx.max_latency = ctx.max_latency.max(running.progress().max_latency);
     let finished = running.finish();
     let trace_final = session.map(TraceSession::finish);
     let duration = measured(ctx, cell, cell_meta.monotonic_start_ns.0);
@@ -228,6 +230,11 @@ pub(crate) fn run_cell(
     let status = if let Some(e) = &finished.error {
         notes.push(format!("{label}measurement failed: {e}"));
         RunStatus::Failed
+    } else if let (Some(value), Some(limit)) = (ctx.stopped_above, ctx.config.stop_above) {
+        notes.push(format!(
+            "{label}stopped after {duration}: a value of {value} exceeded --stop-above {limit}"
+        ));
+        RunStatus::Interrupted
     } else if ctx.stop.stopped() {
         notes.push(format!(
             "{label}stopped by signal {} after {duration}",
@@ -385,7 +392,15 @@ fn housekeep(
             load.tick();
         }
         let elapsed = measured(ctx, cell, probe.start_ns());
-        ctx.observer.progress(cell, elapsed, probe.progress());
+        let progress = probe.progress();
+        ctx.max_latency = ctx.max_latency.max(progress.max_latency);
+        if let Some(limit) = ctx.config.stop_above {
+            if progress.max_latency > limit && !ctx.stop.stopped() {
+                ctx.stopped_above = Some(progress.max_latency);
+                ctx.stop.request(0);
+            }
+        }
+        ctx.observer.progress(cell, elapsed, progress);
         if now.saturating_sub(last_checkpoint) >= checkpoint {
             last_checkpoint = now;
             let cp = snapshot(ctx, probe, cell, session, load);

@@ -23,6 +23,11 @@ pub struct RunConfig {
     pub guards: Guards,
     /// The command line recorded with the run.
     pub command_line: Vec<String>,
+    /// `--stop-above`: end the run once the probe's main figure (timer
+    /// latency, noise gap, UDP path) exceeds this, as cyclictest's `-b`
+    /// and rtla's `-T` do. Checked by the housekeeping thread every 100 ms,
+    /// so the run ends within about 100 ms of that sample.
+    pub stop_above: Option<Nanos>,
 }
 
 /// Which system settings a run changes (each restored at its end). All on

@@ -30,6 +30,11 @@ pub struct RunOutcome {
     /// The sink's first failure, when part of the run could not be stored
     /// (the rest is in `result`).
     pub sink_error: Option<SinkError>,
+    /// The largest value of the probes' main figure over every cell
+    /// (timer latency, noise gap, UDP path): what `--fail-above` tests.
+    pub max_latency: Nanos,
+    /// When `--stop-above` ended the run: the value that exceeded it.
+    pub stopped_above: Option<Nanos>,
 }
 
 /// The machine-facing pieces of a run that tests replace.
@@ -60,6 +65,10 @@ pub(crate) struct RunCtx<'a, 'e> {
     /// The capability lines have been told (after the first cell's
     /// threads tried what they could get).
     pub told: bool,
+    /// The largest main figure seen so far, over every cell.
+    pub max_latency: Nanos,
+    /// Set when `--stop-above` stopped the run: the value that exceeded it.
+    pub stopped_above: Option<Nanos>,
 }
 
 impl RunCtx<'_, '_> {
@@ -181,6 +190,8 @@ pub fn run(
         clock_read_ns: latscope_platform::clock_read_cost(2_000),
         sink_error: None,
         told: false,
+        max_latency: Nanos::ZERO,
+        stopped_above: None,
     };
 
     let mut notes = Vec::new();
@@ -250,6 +261,8 @@ pub fn run(
         status,
         result,
         sink_error: ctx.sink_error,
+        max_latency: ctx.max_latency,
+        stopped_above: ctx.stopped_above,
     })
 }
 

@@ -235,6 +235,7 @@ fn child_run() {
         trace: None,
         guards: Guards::NONE,
         command_line: vec!["kill-test-child".into()],
+        stop_above: None,
     };
     let online: CpuSet = CPUS.iter().map(|&c| CpuId(c)).collect();
     let out = latscope_engine::run(

@@ -24,6 +24,7 @@ fn config(checkpoint_s: u64) -> RunConfig {
         trace: None,
         guards: Guards::NONE,
         command_line: vec!["test".into()],
+        stop_above: None,
     }
 }
 
@@ -68,6 +69,38 @@ fn sim_cell(
         warmup: Nanos::ZERO,
         cpus: online(),
     }
+}
+
+/// As [`sim_cell`] on CPU 0, but sample `spike_at` is late by 2 ms.
+fn spike_cell(
+    clock: &Arc<ScriptedClock>,
+    index: u32,
+    of: u32,
+    seconds: u64,
+    spike_at: u64,
+) -> CellSpec {
+    let mut cell = sim_cell(clock, index, of, &[0], seconds, None);
+    let clock: Arc<dyn Clock> = clock.clone();
+    let cfg = SimConfig {
+        cpus: vec![CpuId(0)],
+        period: Nanos(MS),
+        duration: Some(Nanos(seconds * S)),
+        threshold: Some(Nanos::from_micros(100)),
+        clock,
+        latency: Arc::new(move |_cpu, k| {
+            if k == spike_at {
+                Nanos(2 * MS)
+            } else {
+                Nanos(10_000 + (k % 100) * 1_000)
+            }
+        }),
+        fail_after: None,
+        handoff: 0,
+    };
+    if let ProbeSpec::Custom { build, .. } = &mut cell.probe {
+        *build = Arc::new(move || Ok(Box::new(SimProbe::new(cfg.clone())?) as _));
+    }
+    cell
 }
 
 fn online() -> CpuSet {
@@ -525,5 +558,87 @@ fn a_cell_that_cannot_start_after_the_sink_failed_still_returns_the_run() {
             .any(|n| n.contains("scripted start failure")),
         "{:?}",
         out.result.meta.notes
+    );
+}
+
+#[test]
+fn stop_above_ends_the_run_within_a_tick_of_the_first_sample_above_it() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let mut sink = Recorder::default();
+    let cells = [
+        spike_cell(&clock, 0, 2, 10, 4_321),
+        sim_cell(&clock, 1, 2, &[0], 10, None),
+    ];
+    let mut cfg = config(1);
+    cfg.stop_above = Some(Nanos(MS));
+    let out = latscope_engine::run(
+        &cfg,
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(out.stopped_above, Some(Nanos(2 * MS)));
+    assert_eq!(out.max_latency, Nanos(2 * MS));
+    assert_eq!(out.result.cells.len(), 1, "the second cell never started");
+    let d = out.result.cells[0].meta.duration_ns;
+    assert!(
+        d >= Nanos(4_321 * MS) && d <= Nanos(4_500 * MS),
+        "stopped at {d}, the spike was at 4.321 s"
+    );
+    let stored = sink.inner.run().unwrap();
+    assert_eq!(stored.meta.status, RunStatus::Interrupted);
+    assert!(
+        stored
+            .meta
+            .notes
+            .iter()
+            .any(|n| n.contains("a value of 2.00ms exceeded --stop-above 1.00ms")),
+        "{:?}",
+        stored.meta.notes
+    );
+    // Everything up to the stop is stored, the spike included.
+    let max = stored.cells[0]
+        .metrics
+        .iter()
+        .filter(|m| m.name == metric::TIMER_LATENCY)
+        .filter_map(|m| m.histogram.max())
+        .max()
+        .unwrap();
+    assert!(max >= Nanos(1_990_000), "{max}");
+}
+
+#[test]
+fn without_stop_above_the_run_completes_and_reports_its_maximum() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
+    let mut sink = Recorder::default();
+    let cells = [
+        sim_cell(&clock, 0, 2, &[0], 3, None),
+        spike_cell(&clock, 1, 2, 3, 1_500),
+    ];
+    let mut cfg = config(1);
+    // A limit the run never exceeds stops nothing.
+    cfg.stop_above = Some(Nanos(5 * MS));
+    let out = latscope_engine::run(
+        &cfg,
+        &cells,
+        &online(),
+        &mut sink,
+        env(&clock, &stop, &mut obs),
+    )
+    .unwrap();
+    assert_eq!(out.status, RunStatus::Complete);
+    assert_eq!(out.stopped_above, None);
+    assert_eq!(out.result.cells.len(), 2);
+    assert_eq!(
+        out.max_latency,
+        Nanos(2 * MS),
+        "the largest over both cells"
     );
 }
