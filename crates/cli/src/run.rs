@@ -123,6 +123,7 @@ pub fn run_cells(
         },
         command_line: std::env::args().collect(),
         stop_above: plan.stop_above,
+        unbounded: false,
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());

@@ -28,6 +28,11 @@ pub struct RunConfig {
     /// and rtla's `-T` do. Checked by the housekeeping thread every 100 ms,
     /// so the run ends within about 100 ms of that sample.
     pub stop_above: Option<Nanos>,
+    /// Runs of unbounded length (the monitor): the in-memory copy of the
+    /// run keeps no timeline seconds and no episodes, so memory stays
+    /// constant; the outcome's result then has none either (the store has
+    /// them).
+    pub unbounded: bool,
 }
 
 /// Which system settings a run changes (each restored at its end). All on

@@ -171,7 +171,11 @@ pub fn run(
     let run_id = sink
         .create_run(&meta, &system, &capabilities)
         .map_err(EngineError::Sink)?;
-    let mut mirror = MemorySink::new();
+    let mut mirror = if config.unbounded {
+        MemorySink::lean()
+    } else {
+        MemorySink::new()
+    };
     let mirror_run = mirror
         .create_run(&meta, &system, &capabilities)
         .map_err(EngineError::Sink)?;

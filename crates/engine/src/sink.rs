@@ -98,11 +98,25 @@ pub struct MemorySink {
     timelines: BTreeMap<(usize, String, Option<CpuId>), Vec<SecondStats>>,
     /// How many checkpoints each cell received.
     checkpoints: Vec<u32>,
+    /// Drop timeline seconds and episodes instead of keeping them (see
+    /// [`MemorySink::lean`]).
+    lean: bool,
 }
 
 impl MemorySink {
     pub fn new() -> MemorySink {
         MemorySink::default()
+    }
+
+    /// A mirror that keeps no timeline seconds and no episodes, so that
+    /// its memory stays constant however long the run: for the monitor,
+    /// which runs for weeks and whose seconds and episodes live in the
+    /// store.
+    pub fn lean() -> MemorySink {
+        MemorySink {
+            lean: true,
+            ..MemorySink::default()
+        }
     }
 
     /// The run as received so far.
@@ -186,6 +200,7 @@ impl Sink for MemorySink {
     }
 
     fn checkpoint(&mut self, _run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
+        let lean = self.lean;
         let c = self.cell_mut(cell)?;
         c.meta.duration_ns = cp.duration;
         c.metrics = cp.metrics.clone();
@@ -211,7 +226,7 @@ impl Sink for MemorySink {
         if cp.workload.is_some() {
             c.workload_stats = cp.workload.clone();
         }
-        for e in &cp.episodes {
+        for e in cp.episodes.iter().filter(|_| !lean) {
             match c.episodes.iter_mut().find(|x| x.seq == e.seq) {
                 Some(x) => *x = e.clone(),
                 None => c.episodes.push(e.clone()),
@@ -222,7 +237,7 @@ impl Sink for MemorySink {
             c.trace = cp.trace_summary.clone();
         }
         let index = usize::try_from(cell.0).unwrap_or(usize::MAX);
-        for chunk in &cp.timeline {
+        for chunk in cp.timeline.iter().filter(|_| !self.lean) {
             let seconds = self
                 .timelines
                 .entry((index, chunk.metric.clone(), chunk.cpu))

@@ -236,6 +236,7 @@ fn child_run() {
         guards: Guards::NONE,
         command_line: vec!["kill-test-child".into()],
         stop_above: None,
+        unbounded: false,
     };
     let online: CpuSet = CPUS.iter().map(|&c| CpuId(c)).collect();
     let out = latscope_engine::run(

@@ -25,6 +25,7 @@ fn config(checkpoint_s: u64) -> RunConfig {
         guards: Guards::NONE,
         command_line: vec!["test".into()],
         stop_above: None,
+        unbounded: false,
     }
 }
 

@@ -43,6 +43,7 @@ mod codec;
 mod error;
 mod liveness;
 mod micro;
+mod monitor;
 mod noise;
 mod reserve;
 mod schema;
@@ -63,6 +64,7 @@ pub use checkpoint::Checkpoint;
 pub use error::StoreError;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use micro::MicroRun;
+pub use monitor::{Span, Window};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 

@@ -43,6 +43,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         include_str!("../migrations/0008_metric_snapshots.sql"),
     ),
     (9, "micro", include_str!("../migrations/0009_micro.sql")),
+    (
+        10,
+        "monitor",
+        include_str!("../migrations/0010_monitor.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

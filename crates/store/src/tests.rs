@@ -225,6 +225,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "metrics",
             "micro_context",
             "micro_results",
+            "monitor_windows",
             "noise_stats",
             "runs",
             "snapshot_schedule",
@@ -254,6 +255,7 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "workload_seconds",
         "micro_results",
         "micro_context",
+        "monitor_windows",
     ]
     .iter()
     .map(|t| {
@@ -2895,4 +2897,5 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 
 mod checkpoint;
 mod micro;
+mod monitor;
 mod snapshots;
