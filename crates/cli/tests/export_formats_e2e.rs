@@ -36,6 +36,55 @@ fn export(s: &str, args: &[&str]) -> String {
     stdout(&o)
 }
 
+/// The samples of `timer.latency` on CPU 0 in the csv-buckets export whose
+/// recording bucket starts at or below `ns`: what Prometheus's bucket at
+/// `le` = `ns` counts.
+fn buckets_csv_counts(csv: &str, ns: u64) -> u64 {
+    csv.lines()
+        .filter(|l| l.contains(",timer.latency,0,"))
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .filter(|f| f[3].parse::<u64>().unwrap() <= ns)
+        .map(|f| f[5].parse::<u64>().unwrap())
+        .sum()
+}
+
+/// `promtool check metrics` reads `text` from standard input and reports
+/// no problem; without promtool, a visible skip notice.
+fn promtool_accepts(text: &str) {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            println!("skipped: needs promtool (apt-get install prometheus)");
+            return;
+        }
+        Err(e) => panic!("cannot run promtool: {e}"),
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let input = text.to_string();
+    // A thread writes, so that promtool's output can never block our write.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && printed.trim().is_empty(),
+        "promtool check metrics: {}\n{printed}",
+        out.status
+    );
+}
+
 #[test]
 fn every_run_format_exports_a_real_run() {
     let dir = tempfile::tempdir().unwrap();
@@ -64,8 +113,8 @@ fn every_run_format_exports_a_real_run() {
     assert!(count > 1000, "2 s at 1 ms: {count}");
 
     // csv-buckets: bucket counts add up to the summary's count
-    let buckets = export(&s, &["--format", "csv-buckets"]);
-    let sum: u64 = buckets
+    let buckets_csv = export(&s, &["--format", "csv-buckets"]);
+    let sum: u64 = buckets_csv
         .lines()
         .filter(|l| l.contains(",timer.latency,"))
         .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
@@ -87,14 +136,49 @@ fn every_run_format_exports_a_real_run() {
     assert_eq!(field("# Total:") + field("# Histogram Overflows:"), count);
     assert!(field("# Max Latencies:") >= field("# Avg Latencies:"));
 
-    // prometheus: _count matches, +Inf bucket too
+    // prometheus: one family per kind (source in labels, never in the
+    // name), _count and +Inf match, the documented bounds in seconds
     let prom = export(&s, &["--format", "prometheus"]);
     assert!(prom.contains("# TYPE latscope_timer_latency_seconds histogram\n"));
-    let wanted = format!(
-        "latscope_timer_latency_seconds_count{{cell=\"0\",probe=\"timer\",workload=\"none\",cpu=\"0\"}} {count}\n"
+    let types: Vec<&str> = prom.lines().filter(|l| l.starts_with("# TYPE ")).collect();
+    let helps = prom.lines().filter(|l| l.starts_with("# HELP ")).count();
+    assert_eq!(types.len(), helps);
+    for t in &types {
+        let family = t.split(' ').nth(2).unwrap();
+        assert!(
+            family.starts_with("latscope_")
+                && family.ends_with("_seconds")
+                && !family.chars().any(|c| c.is_ascii_digit()),
+            "{t}"
+        );
+    }
+    let series = "cell=\"0\",probe=\"timer\",workload=\"none\",cpu=\"0\"";
+    assert!(
+        prom.contains(&format!(
+            "latscope_timer_latency_seconds_count{{{series}}} {count}\n"
+        )),
+        "{prom}"
     );
-    assert!(prom.contains(&wanted), "{prom}");
-    assert!(prom.contains(&format!("le=\"+Inf\"}} {count}\n")));
+    let buckets: Vec<&str> = prom
+        .lines()
+        .filter(|l| l.starts_with(&format!("latscope_timer_latency_seconds_bucket{{{series},")))
+        .collect();
+    assert_eq!(buckets.len(), 52, "51 bounds and +Inf");
+    assert!(buckets[0].contains("le=\"0.000001\"}"));
+    assert!(buckets[1].contains("le=\"0.00000125\"}"));
+    assert!(buckets[50].contains("le=\"0.1\"}"));
+    assert_eq!(
+        buckets[51],
+        format!("latscope_timer_latency_seconds_bucket{{{series},le=\"+Inf\"}} {count}")
+    );
+    // the 20 µs bucket holds as many samples as the CSV buckets at or below 20 µs
+    let at_or_below_20us: u64 = buckets_csv_counts(&buckets_csv, 20_000);
+    assert!(
+        buckets[13].ends_with(&format!("le=\"0.00002\"}} {at_or_below_20us}")),
+        "{}",
+        buckets[13]
+    );
+    promtool_accepts(&prom);
 
     // hdr: to a file, with the interval-log header and a tagged interval
     let out = dir.path().join("run.hlog");

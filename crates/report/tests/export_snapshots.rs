@@ -143,89 +143,267 @@ fn cyclictest_snapshot() {
     );
 }
 
+/// The fixture with a third cell holding every kind of metric the
+/// Prometheus export names differently, a source that appears twice, a
+/// sample above the top bucket, a name the export does not know, and a
+/// workload name that needs escaping.
+fn prom_fixture() -> RunResult {
+    let mut run = fixture();
+    let mut c = cell(
+        2,
+        "say \"hi\" \\ then\nnewline",
+        122,
+        vec![
+            metric(
+                "softirq.delay.NET_RX",
+                None,
+                &[(3_000, 2), (150_000_000, 1)],
+            ),
+            metric("softirq.exec.NET_RX", None, &[(1_100, 4)]),
+            metric("irq.exec.24:eth0", None, &[(900, 1)]),
+            metric("irq.exec.24:eth0", None, &[(2_600, 1)]),
+            metric("irq.exec.vector:local_timer", None, &[(1_300, 3)]),
+            metric("workqueue.exec.vmstat_update", None, &[(20_000, 1)]),
+            metric("nmi.exec", None, &[(5_000, 1)]),
+            metric("noise.gap", Some(1), &[(10_000, 2), (1_000_000, 1)]),
+            metric("udp.send", Some(0), &[(8_000, 1)]),
+            metric("future.metric", Some(0), &[(1_000, 1)]),
+        ],
+    );
+    c.meta.probe = "noise".into();
+    run.cells.push(c);
+    run
+}
+
+/// The export's lines that start with `prefix`.
+fn lines_of<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines().filter(|l| l.starts_with(prefix)).collect()
+}
+
 #[test]
 fn prometheus_snapshot() {
-    let text = exports::prometheus_text(&fixture());
-    let expected_irq = "\
-# HELP latscope_irq_exec_24_eth0_seconds latscope metric irq.exec.24:eth0 of run 3 (seconds).
-# TYPE latscope_irq_exec_24_eth0_seconds histogram
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000001\"} 2
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000002\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000004\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000008\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000016\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000032\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000064\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000128\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000256\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.000512\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.001024\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.002048\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.004096\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.008192\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.016384\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.032768\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.065536\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.131072\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.262144\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"0.524288\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"1.048576\"} 3
-latscope_irq_exec_24_eth0_seconds_bucket{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",le=\"+Inf\"} 3
-latscope_irq_exec_24_eth0_seconds_sum{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\"} 0.0000028
-latscope_irq_exec_24_eth0_seconds_count{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\"} 3
-";
-    let irq: String = text
-        .lines()
-        .filter(|l| l.contains("irq_exec"))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(irq, expected_irq);
-    let expected_cell1 = "\
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000001\"} 0
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000002\"} 0
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000004\"} 2
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000008\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000016\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000032\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000064\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000128\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000256\"} 3
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.000512\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.001024\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.002048\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.004096\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.008192\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.016384\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.032768\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.065536\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.131072\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.262144\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"0.524288\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"1.048576\"} 4
-latscope_timer_latency_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"+Inf\"} 4
-latscope_timer_latency_seconds_sum{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\"} 0.000314
-latscope_timer_latency_seconds_count{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\"} 4
-";
-    let cell1: String = text
-        .lines()
-        .filter(|l| l.contains("timer_latency") && l.contains("cell=\"1\""))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    assert_eq!(cell1, expected_cell1);
-    // One HELP and TYPE per family, families in name order.
-    let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
+    let text = exports::prometheus_text(&prom_fixture());
+    // The whole export, so that any change to it shows up in review.
+    let expected = include_str!("fixtures/prometheus.prom");
+    if text != expected {
+        let first = text
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(text.lines().count().min(expected.lines().count()));
+        panic!(
+            "prometheus export differs from tests/fixtures/prometheus.prom at line {}:\n  got      {:?}\n  expected {:?}",
+            first + 1,
+            text.lines().nth(first),
+            expected.lines().nth(first)
+        );
+    }
+
+    // One family per kind, in name order, each with one HELP and TYPE.
     assert_eq!(
-        types,
+        lines_of(&text, "# TYPE"),
         [
-            "# TYPE latscope_irq_exec_24_eth0_seconds histogram",
+            "# TYPE latscope_future_metric_seconds histogram",
+            "# TYPE latscope_irq_exec_seconds histogram",
+            "# TYPE latscope_irq_vector_exec_seconds histogram",
+            "# TYPE latscope_nmi_exec_seconds histogram",
+            "# TYPE latscope_noise_gap_seconds histogram",
+            "# TYPE latscope_softirq_delay_seconds histogram",
+            "# TYPE latscope_softirq_exec_seconds histogram",
             "# TYPE latscope_timer_interval_seconds histogram",
             "# TYPE latscope_timer_latency_seconds histogram",
+            "# TYPE latscope_udp_send_seconds histogram",
+            "# TYPE latscope_workqueue_exec_seconds histogram",
         ]
     );
-    assert_eq!(text.lines().filter(|l| l.starts_with("# HELP")).count(), 3);
+    assert_eq!(
+        lines_of(&text, "# HELP latscope_irq_exec_seconds"),
+        ["# HELP latscope_irq_exec_seconds Hard IRQ handler run time, per interrupt line and handler (latscope irq.exec.<N>:<name>)."]
+    );
+    assert_eq!(lines_of(&text, "# HELP").len(), 11);
+
+    // irq.exec.24:eth0 in cell 0 (800 ns ×2, 1200 ns): the source in labels;
+    // 1 µs and 1.25 µs are the first two bounds.
+    let irq0 =
+        "cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"all\",irq=\"24\",handler=\"eth0\"";
+    let irq_lines = lines_of(&text, &format!("latscope_irq_exec_seconds_bucket{{{irq0},"));
+    assert_eq!(irq_lines.len(), 52, "51 bounds and +Inf");
+    assert_eq!(
+        irq_lines[..3],
+        [
+            format!("latscope_irq_exec_seconds_bucket{{{irq0},le=\"0.000001\"}} 2"),
+            format!("latscope_irq_exec_seconds_bucket{{{irq0},le=\"0.00000125\"}} 3"),
+            format!("latscope_irq_exec_seconds_bucket{{{irq0},le=\"0.0000016\"}} 3"),
+        ]
+    );
+    assert_eq!(
+        irq_lines[50..],
+        [
+            format!("latscope_irq_exec_seconds_bucket{{{irq0},le=\"0.1\"}} 3"),
+            format!("latscope_irq_exec_seconds_bucket{{{irq0},le=\"+Inf\"}} 3"),
+        ]
+    );
+    assert!(text.contains(&format!(
+        "latscope_irq_exec_seconds_sum{{{irq0}}} 0.0000028\n"
+    )));
+    assert!(text.contains(&format!("latscope_irq_exec_seconds_count{{{irq0}}} 3\n")));
+
+    // Cell 2 has irq.exec.24:eth0 twice (900 ns, 2600 ns): one series, merged.
+    let w = "workload=\"say \\\"hi\\\" \\\\ then\\nnewline\"";
+    let irq2 = format!("cell=\"2\",probe=\"noise\",{w},cpu=\"all\",irq=\"24\",handler=\"eth0\"");
+    for (le, n) in [("0.000001", 1), ("0.0000025", 1), ("0.0000032", 2)] {
+        let line = format!("latscope_irq_exec_seconds_bucket{{{irq2},le=\"{le}\"}} {n}\n");
+        assert!(text.contains(&line), "{line}");
+    }
+    assert!(text.contains(&format!(
+        "latscope_irq_exec_seconds_sum{{{irq2}}} 0.0000035\n"
+    )));
+    assert!(text.contains(&format!("latscope_irq_exec_seconds_count{{{irq2}}} 2\n")));
+    assert_eq!(
+        lines_of(&text, "latscope_irq_exec_seconds_count").len(),
+        2,
+        "one series per cell"
+    );
+
+    // softirq.delay.NET_RX (3 µs ×2, 150 ms): above 100 ms only +Inf counts.
+    let sd = format!("cell=\"2\",probe=\"noise\",{w},cpu=\"all\",vector=\"NET_RX\"");
+    for (le, n) in [("0.0000025", 0), ("0.0000032", 2), ("0.1", 2), ("+Inf", 3)] {
+        let line = format!("latscope_softirq_delay_seconds_bucket{{{sd},le=\"{le}\"}} {n}\n");
+        assert!(text.contains(&line), "{line}");
+    }
+    assert!(text.contains(&format!(
+        "latscope_softirq_delay_seconds_sum{{{sd}}} 0.150006\n"
+    )));
+
+    // timer.latency in cell 1 (4 µs ×2, 6 µs, 300 µs): a sample on a bound
+    // counts as at or below it.
+    let tl = "cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\"";
+    for (le, n) in [
+        ("0.0000032", 0),
+        ("0.000004", 2),
+        ("0.000005", 2),
+        ("0.0000063", 3),
+        ("0.00025", 3),
+        ("0.00032", 4),
+    ] {
+        let line = format!("latscope_timer_latency_seconds_bucket{{{tl},le=\"{le}\"}} {n}\n");
+        assert!(text.contains(&line), "{line}");
+    }
+
+    // The other kinds' source labels and the fallback's metric label.
+    for count in [
+        format!("latscope_softirq_exec_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"all\",vector=\"NET_RX\"}} 4"),
+        format!("latscope_irq_vector_exec_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"all\",vector=\"local_timer\"}} 3"),
+        format!("latscope_workqueue_exec_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"all\",function=\"vmstat_update\"}} 1"),
+        format!("latscope_nmi_exec_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"all\"}} 1"),
+        format!("latscope_noise_gap_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"1\"}} 3"),
+        format!("latscope_udp_send_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"0\"}} 1"),
+        format!("latscope_future_metric_seconds_count{{cell=\"2\",probe=\"noise\",{w},cpu=\"0\",metric=\"future.metric\"}} 1"),
+    ] {
+        assert!(text.contains(&format!("{count}\n")), "{count}");
+    }
+    // The empty timer.interval of cell 1 is still a series, all zero.
     assert!(text.contains(
-        "latscope_timer_latency_seconds_count{cell=\"0\",probe=\"timer\",workload=\"idle\",cpu=\"1\"} 7\n"
+        "latscope_timer_interval_seconds_bucket{cell=\"1\",probe=\"timer\",workload=\"cpu, heavy\",cpu=\"0\",le=\"+Inf\"} 0\n"
     ));
+}
+
+/// The series name and labels of a sample line (everything before the
+/// value), and its value.
+fn sample(line: &str) -> (&str, f64) {
+    let (series, value) = line.rsplit_once(' ').unwrap();
+    (series, value.parse().unwrap())
+}
+
+#[test]
+fn prometheus_families_are_contiguous_with_unique_monotonic_series() {
+    let text = exports::prometheus_text(&prom_fixture());
+    let mut families: Vec<&str> = Vec::new();
+    let mut series = std::collections::HashSet::new();
+    let mut current = "";
+    let mut last_bucket: Option<f64> = None;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let family = rest.split(' ').next().unwrap();
+            assert!(!families.contains(&family), "{family} twice");
+            families.push(family);
+            current = family;
+            continue;
+        }
+        if line.starts_with('#') {
+            assert_eq!(line, format!("# TYPE {current} histogram"));
+            continue;
+        }
+        let (name, value) = sample(line);
+        assert!(
+            name.starts_with(&format!("{current}_")),
+            "{line} outside its family {current}"
+        );
+        assert!(series.insert(name.to_string()), "duplicate series {name}");
+        // cumulative buckets never decrease, and +Inf equals _count
+        if name.contains("_bucket{") {
+            if let Some(prev) = last_bucket {
+                assert!(value >= prev, "{line}");
+            }
+            last_bucket = Some(value);
+        } else if name.contains("_count{") {
+            assert_eq!(Some(value), last_bucket, "{line}: +Inf ≠ count");
+            last_bucket = None;
+        }
+    }
+    assert_eq!(families.len(), 11);
+}
+
+/// `promtool check metrics` on `text` through its standard input:
+/// `None` where promtool is not installed, else its exit status and
+/// everything it printed.
+fn promtool_check(text: &str) -> Option<(std::process::ExitStatus, String)> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = match Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => panic!("cannot run promtool: {e}"),
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let input = text.to_string();
+    // A thread writes, so that promtool's output can never block our write.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status, printed))
+}
+
+#[test]
+fn prometheus_export_passes_promtool_check_metrics() {
+    let text = exports::prometheus_text(&prom_fixture());
+    let Some((status, printed)) = promtool_check(&text) else {
+        println!("skipped: needs promtool (apt-get install prometheus)");
+        return;
+    };
+    assert!(
+        status.success() && printed.trim().is_empty(),
+        "promtool check metrics: {status}\n{printed}"
+    );
+    // The check is not a rubber stamp: the same text with a family split
+    // in two is refused.
+    let split = format!(
+        "{text}{}",
+        lines_of(&text, "# HELP latscope_nmi").join("\n") + "\n"
+    );
+    let (status, printed) = promtool_check(&split).unwrap();
+    assert!(!status.success(), "{printed}");
 }
 
 #[test]
