@@ -285,11 +285,16 @@ fn parts_add_up(doc: &Value) {
             "CPU {cpu}: irq {} + sched {} + return {} = {parts:.0} ns; latency mean {whole:.0} ns ({n} samples decomposed)",
             irq["mean_ns"], sched["mean_ns"], ret["mean_ns"]
         );
-        // Samples that were not decomposed may move the latency mean a
-        // little; the decomposed ones add up exactly.
+        // The decomposed samples add up exactly; the few that were not
+        // decomposed (at most 1 %) move the latency mean by at most their
+        // share times the largest latency (on a noisy host those few are
+        // often the long ones: 2.3 µs of 33 µs once in CI).
+        let undecomposed = (all - n) as f64 / all as f64;
+        let max = lat["max_ns"].as_f64().unwrap();
+        let bound = 0.03 * whole + 300.0 + undecomposed * max;
         assert!(
-            (parts - whole).abs() <= 0.03 * whole + 300.0,
-            "{parts} vs {whole}"
+            (parts - whole).abs() <= bound,
+            "{parts} vs {whole} (bound {bound:.0}: {undecomposed:.4} of samples undecomposed, max {max})"
         );
     }
     assert!(checked >= 1, "no CPU had its samples decomposed to compare");
