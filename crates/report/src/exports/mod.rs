@@ -6,6 +6,7 @@
 
 mod csv;
 mod cyclictest;
+pub mod exposition;
 mod hdr;
 mod prometheus;
 
