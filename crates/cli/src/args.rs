@@ -45,6 +45,49 @@ pub enum Command {
     /// machine (system calls, context switches, wake-ups, memory...), with
     /// counters and interrupts, stored as a run (Chen et al.).
     Micro(Box<MicroArgs>),
+    /// Always-on monitoring: the timer probe on every CPU without end, a
+    /// Prometheus endpoint, per-minute and per-hour windows in the store.
+    Monitor(Box<MonitorArgs>),
+}
+
+/// `latscope monitor`: every option also has a key in the --config file
+/// (snake_case); the command line wins over the file.
+#[derive(Args, Debug)]
+pub struct MonitorArgs {
+    /// CPUs to measure (default: every online CPU).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Wake-up period (default 1ms).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub period: Option<String>,
+    /// Real-time priority of the measuring threads, 1-99 (default 95).
+    #[arg(long, value_name = "N")]
+    pub priority: Option<u32>,
+    /// Address of the /metrics endpoint (default 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Allow --listen on an address other than loopback (the endpoint has
+    /// no authentication).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// How often measurements are written to the store: what a crash can
+    /// lose at most (default 10s).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub persist: Option<String>,
+    /// Read kernel tracepoints and explain every sample above --threshold
+    /// as an episode.
+    #[arg(long)]
+    pub trace: bool,
+    /// Samples above it are counted (and with --trace explained); default
+    /// 500us.
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub threshold: Option<String>,
+    /// A TOML file with the same settings, re-read on SIGHUP.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The SQLite store (default latscope.db; or `store` in --config).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -12,6 +12,7 @@ mod export;
 mod forecast;
 mod micro;
 mod micro_compare;
+mod monitor;
 mod observer;
 mod output;
 mod plan;
@@ -60,6 +61,7 @@ fn main() {
         Command::Compare(a) => compare::compare(a),
         Command::Report(a) => report::report(a),
         Command::Micro(a) => micro::micro(a),
+        Command::Monitor(a) => monitor::monitor(a),
     };
     let code = match result {
         Ok(code) => code,

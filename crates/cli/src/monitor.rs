@@ -1,0 +1,39 @@
+//! `latscope monitor`: the command line as the daemon's top settings layer,
+//! the daemon's lines on stderr (the journal under systemd), its errors as
+//! exit codes.
+
+use std::sync::Arc;
+
+use latscope_model::RunStatus;
+use latscope_monitor::config::Layer;
+use latscope_monitor::daemon::{self, Start};
+
+use crate::args::MonitorArgs;
+use crate::exit::{self, Exit};
+
+pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
+    let cli = Layer {
+        cpus: args.cpus.clone(),
+        period: args.period.clone(),
+        priority: args.priority,
+        listen: args.listen.clone(),
+        allow_remote: args.allow_remote.then_some(true),
+        store: args.store.clone(),
+        persist: args.persist.clone(),
+        trace: args.trace.then_some(true),
+        threshold: args.threshold.clone(),
+        ..Layer::default()
+    };
+    let start = Start {
+        cli,
+        config: args.config.clone(),
+        command_line: std::env::args().collect(),
+        say: Arc::new(|line: &str| eprintln!("latscope monitor: {line}")),
+    };
+    match daemon::run(start) {
+        Ok(RunStatus::Complete) => Ok(exit::OK),
+        Ok(_) => Ok(exit::ERROR),
+        Err(e) if e.is_usage() => Err(Exit::usage(e)),
+        Err(e) => Err(Exit::from(anyhow::Error::from(e))),
+    }
+}

@@ -1,0 +1,400 @@
+//! End-to-end tests of `latscope monitor` on the real binary: the endpoint,
+//! the store (one run, per-minute and per-hour windows), SIGHUP with new
+//! settings, SIGTERM, kill -9, and bad settings.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A running daemon and the lines it wrote on stderr.
+struct Daemon {
+    child: Child,
+    addr: SocketAddr,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    fn start(args: &[&str]) -> Daemon {
+        let mut child = bin()
+            .arg("monitor")
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                eprintln!("daemon: {line}");
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let t0 = Instant::now();
+        let addr = loop {
+            let found = lines.lock().unwrap().iter().find_map(|l| {
+                let rest = l.split("metrics on http://").nth(1)?;
+                rest.split('/').next()?.parse::<SocketAddr>().ok()
+            });
+            if let Some(a) = found {
+                break a;
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the daemon exited with {status}: {:?}",
+                    lines.lock().unwrap()
+                );
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no address in {:?}",
+                lines.lock().unwrap()
+            );
+            sleep(Duration::from_millis(50));
+        };
+        Daemon { child, addr, lines }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([&format!("-{sig}"), &self.child.id().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{sig}");
+    }
+
+    /// Waits for the daemon to exit; its exit code.
+    fn wait(&mut self, within: Duration) -> Option<i32> {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            assert!(
+                t0.elapsed() < within,
+                "the daemon did not exit within {within:?}"
+            );
+            sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn said(&self, what: &str) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| l.contains(what))
+    }
+
+    fn wait_for_line(&self, what: &str, within: Duration) {
+        let t0 = Instant::now();
+        while !self.said(what) {
+            assert!(
+                t0.elapsed() < within,
+                "no '{what}' in {:?}",
+                self.lines.lock().unwrap()
+            );
+            sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// GET over a plain socket: (status, content type, body).
+fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let ctype = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+/// The value of the first sample line that starts with `prefix` and
+/// contains every one of `has`.
+fn sample(body: &str, prefix: &str, has: &[&str]) -> Option<f64> {
+    body.lines()
+        .filter(|l| l.starts_with(prefix) && has.iter().all(|h| l.contains(h)))
+        .find_map(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// The latest run as `show --json` prints it.
+fn show_json(store: &Path) -> serde_json::Value {
+    let o = latscope(&[
+        "show",
+        "latest",
+        "--json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn sqlite_count(store: &Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(store).unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+fn promtool_check(body: &str) {
+    let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    else {
+        eprintln!("skipped: needs promtool (apt-get install prometheus)");
+        return;
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let problems = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && problems.trim().is_empty(),
+        "promtool: {problems}"
+    );
+}
+
+#[test]
+fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let mut d = Daemon::start(&[
+        "--cpus",
+        "0",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    sleep(Duration::from_secs(5));
+    let (status, ctype, body) = get(d.addr, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(ctype.starts_with("text/plain"), "{ctype}");
+    let count = sample(
+        &body,
+        "latscope_timer_latency_seconds_count",
+        &["cpu=\"0\""],
+    )
+    .unwrap();
+    // 1 ms for 5 s, as of the last 1 s checkpoint.
+    assert!((2_500.0..=5_100.0).contains(&count), "{count} samples");
+    assert!(
+        body.contains("latscope_timer_latency_max_seconds{"),
+        "{body}"
+    );
+    assert!(body.contains("window=\"minute\""));
+    assert!(body.contains("latscope_info{"));
+    assert_eq!(sample(&body, "latscope_monitor_epoch", &[]), Some(0.0));
+    promtool_check(&body);
+    let (hs, _, hb) = get(d.addr, "/healthz");
+    assert_eq!(hs, 200, "{hb}");
+
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+    let runs = latscope(&["list", "--store", store.to_str().unwrap()]);
+    let listed = stdout(&runs);
+    assert!(listed.contains("complete"), "{listed}");
+    let shown = latscope(&["show", "latest", "--store", store.to_str().unwrap()]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert!(stdout(&shown).contains("timer.latency"));
+    // The windows: a minute and an hour (or two, across a boundary) of
+    // timer.latency on CPU 0 holding every sample stored.
+    let stored = sqlite_count(
+        &store,
+        "SELECT samples FROM metrics WHERE name = 'timer.latency' AND cpu = 0 AND kind = 'raw'",
+    );
+    let minutes = sqlite_count(
+        &store,
+        "SELECT sum(samples) FROM monitor_windows WHERE span = 'minute' AND name = 'timer.latency' AND cpu = 0",
+    );
+    let hours = sqlite_count(
+        &store,
+        "SELECT sum(samples) FROM monitor_windows WHERE span = 'hour' AND name = 'timer.latency' AND cpu = 0",
+    );
+    assert!(
+        stored >= count as i64,
+        "{stored} stored, {count} served before"
+    );
+    assert_eq!(minutes, stored, "the minutes hold every stored sample");
+    assert_eq!(hours, stored, "the hours too");
+}
+
+#[test]
+fn sighup_starts_a_new_epoch_with_the_new_period_and_keeps_what_was_measured() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let config = dir.path().join("monitor.toml");
+    std::fs::write(
+        &config,
+        "period = \"1ms\"\ncpus = \"0\"\npersist = \"1s\"\n",
+    )
+    .unwrap();
+    let mut d = Daemon::start(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    sleep(Duration::from_secs(3));
+    // A bad file changes nothing.
+    std::fs::write(&config, "period = \"soon\"\ncpus = \"0\"\n").unwrap();
+    d.signal("HUP");
+    d.wait_for_line("the running settings stay", Duration::from_secs(5));
+    std::fs::write(
+        &config,
+        "period = \"2ms\"\ncpus = \"0\"\npersist = \"1s\"\n",
+    )
+    .unwrap();
+    d.signal("HUP");
+    d.wait_for_line("SIGHUP: now monitoring", Duration::from_secs(10));
+    sleep(Duration::from_secs(4));
+    let (_, _, body) = get(d.addr, "/metrics");
+    assert_eq!(
+        sample(&body, "latscope_monitor_epoch", &[]),
+        Some(1.0),
+        "{body}"
+    );
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+
+    let doc = show_json(&store);
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2, "one cell per epoch");
+    for (cell, period_ms) in cells.iter().zip([1.0, 2.0]) {
+        let secs = cell["duration_ns"].as_u64().unwrap() as f64 / 1e9;
+        let n = cell["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == "timer.latency")
+            .unwrap()["count"]
+            .as_u64()
+            .unwrap() as f64;
+        let expected = secs * 1000.0 / period_ms;
+        assert!(secs > 2.0, "epoch of {secs} s");
+        assert!(
+            (n - expected).abs() <= 0.1 * expected + 5.0,
+            "{n} samples in {secs} s at {period_ms} ms"
+        );
+    }
+}
+
+#[test]
+fn kill_9_loses_at_most_one_persistence_interval() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let mut d = Daemon::start(&[
+        "--cpus",
+        "0",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let started = Instant::now();
+    sleep(Duration::from_secs(6));
+    d.signal("KILL");
+    let alive = started.elapsed().as_secs_f64();
+    let _ = d.wait(Duration::from_secs(5));
+    let doc = show_json(&store);
+    assert_eq!(doc["status"], "interrupted", "its process is gone");
+    let secs = doc["cells"][0]["duration_ns"].as_u64().unwrap() as f64 / 1e9;
+    // Alive for `alive` s from our clock, of which starting up (before the
+    // first sample) takes a moment: what is stored reaches within one
+    // persistence interval (1 s) and that start-up of the kill.
+    assert!(secs >= alive - 1.0 - 1.5, "stored {secs} s of {alive} s");
+}
+
+#[test]
+fn bad_settings_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let s = store.to_str().unwrap();
+    for (args, code, expect) in [
+        (
+            vec!["monitor", "--listen", "0.0.0.0:9464", "--store", s],
+            2,
+            "allow-remote",
+        ),
+        (
+            vec!["monitor", "--period", "fast", "--store", s],
+            2,
+            "period",
+        ),
+        (
+            vec![
+                "monitor",
+                "--config",
+                "/nonexistent/monitor.toml",
+                "--store",
+                s,
+            ],
+            2,
+            "cannot read the configuration",
+        ),
+        (vec!["monitor", "--cpus", "99", "--store", s], 2, "--cpus"),
+    ] {
+        let o = latscope(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    // A port another program holds: one line, exit 1.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap().to_string();
+    let o = latscope(&["monitor", "--listen", &addr, "--store", s]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot listen"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

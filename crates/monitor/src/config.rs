@@ -1,0 +1,265 @@
+//! The monitor's settings: built-in defaults, overridden by a TOML file
+//! (`--config`, re-read on SIGHUP), overridden by the command line. A bad
+//! file is one line naming the key; on SIGHUP a bad file leaves the
+//! running settings as they were.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use latscope_model::Nanos;
+use serde::Deserialize;
+
+/// One layer of settings: every field optional, as a TOML file or the
+/// command line gives them. Durations are text (`1ms`, `10s`, `7d`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    pub cpus: Option<String>,
+    pub period: Option<String>,
+    pub priority: Option<u32>,
+    pub listen: Option<String>,
+    /// Binding to an address other than loopback needs this on.
+    pub allow_remote: Option<bool>,
+    pub store: Option<PathBuf>,
+    pub persist: Option<String>,
+    pub trace: Option<bool>,
+    pub threshold: Option<String>,
+    pub retain_minutes: Option<String>,
+    pub retain_hours: Option<String>,
+    pub retain_seconds: Option<String>,
+    pub episodes_per_day: Option<u32>,
+}
+
+impl Layer {
+    /// `other`'s values where it has them, else this layer's.
+    pub fn under(self, other: &Layer) -> Layer {
+        Layer {
+            cpus: other.cpus.clone().or(self.cpus),
+            period: other.period.clone().or(self.period),
+            priority: other.priority.or(self.priority),
+            listen: other.listen.clone().or(self.listen),
+            allow_remote: other.allow_remote.or(self.allow_remote),
+            store: other.store.clone().or(self.store),
+            persist: other.persist.clone().or(self.persist),
+            trace: other.trace.or(self.trace),
+            threshold: other.threshold.clone().or(self.threshold),
+            retain_minutes: other.retain_minutes.clone().or(self.retain_minutes),
+            retain_hours: other.retain_hours.clone().or(self.retain_hours),
+            retain_seconds: other.retain_seconds.clone().or(self.retain_seconds),
+            episodes_per_day: other.episodes_per_day.or(self.episodes_per_day),
+        }
+    }
+
+    /// Reads a TOML file.
+    pub fn read(path: &Path) -> Result<Layer, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        toml::from_str(&text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            reason: e.message().to_string(),
+        })
+    }
+}
+
+/// A setting that cannot be used, as one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the configuration {}: {reason}", .path.display())]
+    Read { path: PathBuf, reason: String },
+    #[error("configuration {}: {reason}", .path.display())]
+    Parse { path: PathBuf, reason: String },
+    #[error("{key}: {reason}")]
+    Value { key: &'static str, reason: String },
+}
+
+/// The settings the daemon runs with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// CPUs to measure, as given (`None`: every online CPU).
+    pub cpus: Option<String>,
+    pub period: Nanos,
+    pub priority: u32,
+    pub listen: SocketAddr,
+    pub store: PathBuf,
+    /// How often what was measured is written to the store: what a crash
+    /// or `kill -9` can lose at most.
+    pub persist: Nanos,
+    pub trace: bool,
+    /// Samples above it are counted, and with `trace` explained as
+    /// episodes.
+    pub threshold: Nanos,
+    pub retain_minutes: Nanos,
+    pub retain_hours: Nanos,
+    pub retain_seconds: Nanos,
+    pub episodes_per_day: u32,
+}
+
+/// The defaults (docs/monitor.md says why each).
+pub fn defaults() -> Layer {
+    Layer {
+        cpus: None,
+        period: Some("1ms".into()),
+        priority: Some(95),
+        listen: Some("127.0.0.1:9464".into()),
+        allow_remote: Some(false),
+        store: Some(PathBuf::from("latscope.db")),
+        persist: Some("10s".into()),
+        trace: Some(false),
+        threshold: Some("500us".into()),
+        retain_minutes: Some("7d".into()),
+        retain_hours: Some("365d".into()),
+        retain_seconds: Some("1d".into()),
+        episodes_per_day: Some(1000),
+    }
+}
+
+fn duration(key: &'static str, text: Option<&String>) -> Result<Nanos, ConfigError> {
+    let text = text.ok_or(ConfigError::Value {
+        key,
+        reason: "missing".into(),
+    })?;
+    Nanos::parse_duration(text).map_err(|e| ConfigError::Value {
+        key,
+        reason: e.to_string(),
+    })
+}
+
+impl Settings {
+    /// The defaults under `layer` (the file's and the command line's
+    /// values, already merged), checked.
+    pub fn resolve(layer: &Layer) -> Result<Settings, ConfigError> {
+        let l = defaults().under(layer);
+        let value = |key, reason: String| ConfigError::Value { key, reason };
+        let listen_text = l.listen.clone().unwrap_or_default();
+        let listen: SocketAddr = listen_text.parse().map_err(|_| {
+            value(
+                "listen",
+                format!("'{listen_text}' is not an address:port such as 127.0.0.1:9464"),
+            )
+        })?;
+        if !listen.ip().is_loopback() && l.allow_remote != Some(true) {
+            return Err(value(
+                "listen",
+                format!(
+                    "{listen} is not a loopback address: the endpoint has no authentication, so binding it to a network needs allow-remote (--allow-remote)"
+                ),
+            ));
+        }
+        let period = duration("period", l.period.as_ref())?;
+        if period < Nanos::from_micros(50) || period > Nanos::from_secs(1) {
+            return Err(value("period", format!("{period} is outside 50us..1s")));
+        }
+        let priority = l.priority.unwrap_or(95);
+        if !(1..=99).contains(&priority) {
+            return Err(value("priority", format!("{priority} is outside 1..99")));
+        }
+        let persist = duration("persist", l.persist.as_ref())?;
+        if persist < Nanos::from_secs(1) || persist > Nanos::from_secs(60) {
+            return Err(value("persist", format!("{persist} is outside 1s..60s")));
+        }
+        let threshold = duration("threshold", l.threshold.as_ref())?;
+        if threshold.0 == 0 {
+            return Err(value("threshold", "must be greater than 0".into()));
+        }
+        let retain_minutes = duration("retain-minutes", l.retain_minutes.as_ref())?;
+        let retain_hours = duration("retain-hours", l.retain_hours.as_ref())?;
+        let retain_seconds = duration("retain-seconds", l.retain_seconds.as_ref())?;
+        if retain_minutes < Nanos::from_secs(3600) || retain_hours < Nanos::from_secs(86_400) {
+            return Err(value(
+                "retain-minutes",
+                "minutes must be kept at least an hour and hours at least a day".into(),
+            ));
+        }
+        Ok(Settings {
+            cpus: l.cpus.clone(),
+            period,
+            priority,
+            listen,
+            store: l
+                .store
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("latscope.db")),
+            persist,
+            trace: l.trace.unwrap_or(false),
+            threshold,
+            retain_minutes,
+            retain_hours,
+            retain_seconds,
+            episodes_per_day: l.episodes_per_day.unwrap_or(1000),
+        })
+    }
+
+    /// Whether going from `self` to `new` needs the measurement restarted
+    /// (a new epoch): anything the probe or tracer uses.
+    pub fn needs_new_epoch(&self, new: &Settings) -> bool {
+        self.cpus != new.cpus
+            || self.period != new.period
+            || self.priority != new.priority
+            || self.persist != new.persist
+            || self.trace != new.trace
+            || self.threshold != new.threshold
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_wins_over_the_file_which_wins_over_the_defaults() {
+        let file: Layer =
+            toml::from_str("period = \"2ms\"\npriority = 80\ntrace = true\n").unwrap();
+        let cli = Layer {
+            priority: Some(90),
+            ..Layer::default()
+        };
+        let s = Settings::resolve(&file.under(&cli)).unwrap();
+        assert_eq!(s.period, Nanos::from_millis(2));
+        assert_eq!(s.priority, 90);
+        assert!(s.trace);
+        assert_eq!(s.listen, "127.0.0.1:9464".parse().unwrap());
+        assert_eq!(s.persist, Nanos::from_secs(10));
+        assert_eq!(s.retain_minutes, Nanos::from_secs(7 * 86_400));
+    }
+
+    #[test]
+    fn bad_settings_are_one_line_naming_the_key() {
+        for (text, key) in [
+            ("period = \"fast\"", "period"),
+            ("period = \"10us\"", "period"),
+            ("priority = 0", "priority"),
+            ("listen = \"0.0.0.0:9464\"", "listen"),
+            ("listen = \"localhost\"", "listen"),
+            ("persist = \"5m\"", "persist"),
+            ("threshold = \"0us\"", "threshold"),
+        ] {
+            let layer: Layer = toml::from_str(text).unwrap();
+            let e = Settings::resolve(&layer).unwrap_err().to_string();
+            assert!(e.starts_with(key), "{text}: {e}");
+            assert_eq!(e.lines().count(), 1);
+        }
+        // An unknown key is refused by the parser, with its name.
+        let e = toml::from_str::<Layer>("perod = \"1ms\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("perod"), "{e}");
+        // A remote address is accepted when asked for explicitly.
+        let layer: Layer =
+            toml::from_str("listen = \"0.0.0.0:9464\"\nallow_remote = true").unwrap();
+        assert!(Settings::resolve(&layer).is_ok());
+    }
+
+    #[test]
+    fn only_measurement_settings_need_a_new_epoch() {
+        let a = Settings::resolve(&Layer::default()).unwrap();
+        let mut b = a.clone();
+        b.retain_minutes = Nanos::from_secs(86_400);
+        assert!(!a.needs_new_epoch(&b));
+        b.period = Nanos::from_millis(2);
+        assert!(a.needs_new_epoch(&b));
+    }
+}

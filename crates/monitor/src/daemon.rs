@@ -1,0 +1,347 @@
+//! The daemon: settings resolved, the store opened, the endpoint started,
+//! then one epoch after another until SIGTERM or SIGINT. An epoch is one
+//! engine run of the timer probe with no end, into the [`MonitorSink`]
+//! (every epoch a cell of the monitor's single run). SIGHUP re-reads the
+//! configuration file: settings the measurement uses end the epoch and
+//! start the next with them (nothing measured is lost: the ended epoch's
+//! last checkpoint is its final one); other changes apply at once; a bad
+//! file is reported and changes nothing.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use latscope_engine::probes::{Phase, Progress, RealClock, TimerApi, TimerConfig};
+use latscope_engine::system::{select_cpus, SchedPolicy};
+use latscope_engine::{
+    CellSpec, Env, Guards, Observer, ProbeSpec, RunConfig, SinkError, Stop, TracePlan,
+};
+use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
+use latscope_store::Store;
+
+use crate::config::{ConfigError, Layer, Settings};
+use crate::http::{Limits, Server};
+use crate::metrics::Endpoint;
+use crate::sink::{lock, MonitorSink, Shared};
+
+/// Why the daemon could not start or had to stop.
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Store(#[from] latscope_store::StoreError),
+    #[error("--cpus: {0}")]
+    Cpus(String),
+    #[error("{0}")]
+    Http(#[from] crate::http::HttpError),
+    #[error("{0}")]
+    Engine(#[from] latscope_engine::EngineError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("the monitor's store failed: {0}")]
+    Sink(SinkError),
+}
+
+impl MonitorError {
+    /// A mistake in the settings (exit 2) rather than a failure (exit 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, MonitorError::Config(_) | MonitorError::Cpus(_))
+    }
+}
+
+/// How the daemon was asked to run.
+pub struct Start {
+    /// The command line's settings (they win over the file's).
+    pub cli: Layer,
+    /// `--config`: re-read on SIGHUP.
+    pub config: Option<PathBuf>,
+    pub command_line: Vec<String>,
+    /// Where lines for the operator go (stderr in the CLI, the journal
+    /// under systemd).
+    pub say: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+/// The settings from the file (if any) under the command line's.
+fn load(start: &Start) -> Result<Settings, ConfigError> {
+    let file = match &start.config {
+        Some(p) => Layer::read(p)?,
+        None => Layer::default(),
+    };
+    Settings::resolve(&file.under(&start.cli))
+}
+
+/// SIGINT and SIGTERM stop (a second one exits at once with 130, for an
+/// operator who really wants out); SIGHUP asks for a reload.
+struct Signals {
+    term: Arc<AtomicBool>,
+    hup: Arc<AtomicBool>,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, MonitorError> {
+        let term = Arc::new(AtomicBool::new(false));
+        let hup = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&term))
+                .map_err(MonitorError::Signals)?;
+            signal_hook::flag::register(sig, Arc::clone(&term)).map_err(MonitorError::Signals)?;
+        }
+        signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup))
+            .map_err(MonitorError::Signals)?;
+        Ok(Signals { term, hup })
+    }
+}
+
+/// The engine's lines go to the operator; its progress tells the endpoint
+/// the measuring threads are alive.
+struct DaemonObserver<'a> {
+    say: &'a (dyn Fn(&str) + Send + Sync),
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Observer for DaemonObserver<'_> {
+    fn notice(&mut self, line: &str) {
+        (self.say)(line);
+    }
+    fn progress(&mut self, _cell: &CellSpec, _elapsed: Nanos, p: Progress) {
+        let mut s = lock(&self.shared);
+        s.samples = p.samples;
+        s.progress_at = Some(Nanos(latscope_engine::system::monotonic_ns()));
+    }
+    fn sink_failed(&mut self, e: &SinkError) {
+        (self.say)(&format!(
+            "the store failed ({e}); measuring goes on and the endpoint keeps serving; what could not be stored is kept in memory and retried"
+        ));
+    }
+}
+
+/// The cell of an epoch: the timer probe on the settings' CPUs, no end.
+fn cell(
+    settings: &Settings,
+    measured: &CpuSet,
+    online: &CpuSet,
+    epoch: u32,
+    trace: Option<&TracePlan>,
+) -> CellSpec {
+    let timer = TimerConfig {
+        cpus: measured.iter().collect(),
+        period: settings.period,
+        policy: SchedPolicy::Fifo,
+        priority: settings.priority,
+        api: TimerApi::ClockNanosleep,
+        phase: Phase::Fixed,
+        threshold: Some(settings.threshold),
+        duration: None,
+        handoff: trace.map_or(0, |t| t.timer_handoff(settings.period)),
+    };
+    CellSpec {
+        index: epoch,
+        of: 1,
+        probe: ProbeSpec::Timer(timer),
+        workload: "none".into(),
+        load_level: "normal".into(),
+        warmup: Nanos::ZERO,
+        cpus: online.clone(),
+    }
+}
+
+fn measured_cpus(settings: &Settings, online: &CpuSet) -> Result<CpuSet, MonitorError> {
+    match &settings.cpus {
+        None => Ok(online.clone()),
+        Some(text) => select_cpus(text, online).map_err(|e| MonitorError::Cpus(e.to_string())),
+    }
+}
+
+/// Starts the endpoint on the CPUs not measured (all when every CPU is).
+fn serve(
+    listen: SocketAddr,
+    shared: &Arc<Mutex<Shared>>,
+    measured: &CpuSet,
+    online: &CpuSet,
+) -> Result<Server, MonitorError> {
+    let housekeeping: Vec<CpuId> = online.iter().filter(|c| !measured.contains(*c)).collect();
+    let pin: Box<dyn FnOnce() + Send> = Box::new(move || {
+        if !housekeeping.is_empty() {
+            let _ = latscope_engine::system::set_affinity_set(&housekeeping);
+        }
+    });
+    Ok(Server::start(
+        listen,
+        Arc::new(Endpoint::new(Arc::clone(shared))),
+        Limits::default(),
+        pin,
+    )?)
+}
+
+/// Runs the daemon until SIGTERM or SIGINT; returns the run's final status.
+pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
+    let mut settings = load(&start)?;
+    let online =
+        latscope_engine::system::online_cpus().map_err(|e| MonitorError::Cpus(e.to_string()))?;
+    let mut measured = measured_cpus(&settings, &online)?;
+    let store = Store::open(&settings.store)?;
+    let signals = Signals::install()?;
+    let shared = Arc::new(Mutex::new(Shared::default()));
+    {
+        let mut s = lock(&shared);
+        s.settings = Some(settings.clone());
+        s.started = Nanos(latscope_engine::system::monotonic_ns());
+    }
+    let mut server = serve(settings.listen, &shared, &measured, &online)?;
+    (start.say)(&format!(
+        "monitoring CPUs {} every {} at FIFO {}; metrics on http://{}/metrics; store {}",
+        measured,
+        settings.period,
+        settings.priority,
+        server.local_addr(),
+        settings.store.display()
+    ));
+    let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
+    let mut epoch = 0u32;
+    let status = loop {
+        let trace = if settings.trace {
+            Some(
+                TracePlan::new(Some(settings.threshold), 1_000_000).map_err(|e| {
+                    ConfigError::Value {
+                        key: "threshold",
+                        reason: e.to_string(),
+                    }
+                })?,
+            )
+        } else {
+            None
+        };
+        let config = RunConfig {
+            checkpoint: settings.persist,
+            trace: trace.clone(),
+            guards: Guards::ALL,
+            command_line: start.command_line.clone(),
+            stop_above: None,
+            unbounded: true,
+        };
+        let cells = [cell(&settings, &measured, &online, epoch, trace.as_ref())];
+        let stop = Stop::new();
+        let reload: Arc<Mutex<Option<Settings>>> = Arc::new(Mutex::new(None));
+        let watcher = {
+            let stop = stop.clone();
+            let term = Arc::clone(&signals.term);
+            let hup = Arc::clone(&signals.hup);
+            let reload = Arc::clone(&reload);
+            let current = settings.clone();
+            let config = start.config.clone();
+            let cli = start.cli.clone();
+            let say = Arc::clone(&start.say);
+            thread::Builder::new()
+                .name("latscope-signals".into())
+                .spawn(move || watch(&stop, &term, &hup, &reload, &current, config, &cli, &*say))
+                .map_err(MonitorError::Signals)?
+        };
+        let mut observer = DaemonObserver {
+            say: start.say.as_ref(),
+            shared: Arc::clone(&shared),
+        };
+        let env = Env {
+            clock: Arc::new(RealClock),
+            stop: stop.clone(),
+            observer: &mut observer,
+            system: None,
+        };
+        let outcome = latscope_engine::run(&config, &cells, &online, &mut sink, env);
+        // The watcher ends once the epoch has: a stop it did not ask for
+        // (a failed cell) ends it too.
+        stop.request(0);
+        let _ = watcher.join();
+        let outcome = outcome?;
+        if outcome.status == RunStatus::Failed {
+            break RunStatus::Failed;
+        }
+        if signals.term.load(Ordering::Acquire) {
+            break RunStatus::Complete;
+        }
+        let next = reload.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match next {
+            Some(new) => {
+                if new.store != settings.store {
+                    (start.say)(&format!(
+                        "SIGHUP: the store cannot change while running; keeping {}",
+                        settings.store.display()
+                    ));
+                }
+                let new = Settings {
+                    store: settings.store.clone(),
+                    ..new
+                };
+                measured = measured_cpus(&new, &online)?;
+                if new.listen != settings.listen {
+                    server.shutdown();
+                    server = serve(new.listen, &shared, &measured, &online)?;
+                }
+                sink.retain(&new);
+                (start.say)(&format!(
+                    "SIGHUP: now monitoring CPUs {} every {} at FIFO {} (epoch {})",
+                    measured,
+                    new.period,
+                    new.priority,
+                    epoch + 1
+                ));
+                settings = new;
+                lock(&shared).settings = Some(settings.clone());
+                epoch += 1;
+            }
+            // The engine stopped without a reload or a signal: its
+            // outcome's notes say why; the daemon ends with it.
+            None => break outcome.status,
+        }
+    };
+    server.shutdown();
+    let note = match status {
+        RunStatus::Complete => Some("monitor stopped by SIGTERM or SIGINT".to_string()),
+        _ => None,
+    };
+    sink.close(status, Nanos(latscope_engine::system::realtime_ns()), note)
+        .map_err(MonitorError::Sink)?;
+    Ok(status)
+}
+
+/// The signal watcher of one epoch: every 100 ms, a stop signal ends the
+/// epoch; SIGHUP re-reads the file and ends the epoch when the new
+/// settings need a new measurement (they wait in `reload`); otherwise the
+/// changes that need no new epoch are applied by the next one.
+#[allow(clippy::too_many_arguments)]
+fn watch(
+    stop: &Stop,
+    term: &AtomicBool,
+    hup: &AtomicBool,
+    reload: &Mutex<Option<Settings>>,
+    current: &Settings,
+    config: Option<PathBuf>,
+    cli: &Layer,
+    say: &(dyn Fn(&str) + Send + Sync),
+) {
+    while !stop.stopped() {
+        if term.load(Ordering::Acquire) {
+            stop.request(signal_hook::consts::SIGTERM);
+            return;
+        }
+        if hup.swap(false, Ordering::AcqRel) {
+            let file = match &config {
+                Some(p) => Layer::read(p),
+                None => Ok(Layer::default()),
+            };
+            match file.and_then(|f| Settings::resolve(&f.under(cli))) {
+                Ok(new) if new != *current => {
+                    *reload.lock().unwrap_or_else(|p| p.into_inner()) = Some(new);
+                    stop.request(signal_hook::consts::SIGHUP);
+                    return;
+                }
+                Ok(_) => say("SIGHUP: the settings did not change"),
+                Err(e) => say(&format!("SIGHUP: {e}; the running settings stay")),
+            }
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+}

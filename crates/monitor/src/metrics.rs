@@ -1,0 +1,241 @@
+//! What `GET /metrics` and `GET /healthz` answer, built from the shared
+//! state under a short lock (the copy is encoded after the lock is
+//! released, so a scrape never holds up a checkpoint for longer than the
+//! copy takes).
+//!
+//! Families (names from `latscope_report`'s Prometheus mapping, the same
+//! as `latscope export --format prometheus`):
+//!
+//! * per metric kind, a histogram of every sample since the daemon started
+//!   (`latscope_timer_latency_seconds{cpu="1"}`, with `--trace` also
+//!   `latscope_timer_irq_seconds`, `latscope_irq_exec_seconds{irq,handler}`,
+//!   `latscope_softirq_delay_seconds{vector}`, ...);
+//! * per metric kind, a `_max` gauge per window:
+//!   `latscope_timer_latency_max_seconds{window="minute"|"hour"}`, the
+//!   largest value of the current minute and hour so far;
+//! * `latscope_timer_overruns_total{cpu}`, `latscope_episodes_total{cause}`
+//!   (with `--trace`), `latscope_episodes_not_stored_total`,
+//!   `latscope_trace_lost_records_total`;
+//! * `latscope_info{version,kernel,preemption} 1`, `latscope_monitor_epoch`,
+//!   `latscope_last_checkpoint_timestamp_seconds`.
+
+use std::sync::{Arc, Mutex};
+
+use latscope_model::{metric, Nanos};
+use latscope_report::exports::exposition::{self, Exposition, Kind, Value};
+use latscope_report::exports::{prometheus_family, prometheus_help};
+use latscope_stats::Histogram;
+
+use crate::http::Source;
+use crate::sink::{lock, Shared};
+
+/// The endpoint's view of the daemon.
+pub struct Endpoint {
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl Endpoint {
+    pub fn new(shared: Arc<Mutex<Shared>>) -> Endpoint {
+        Endpoint { shared }
+    }
+}
+
+/// `latscope_x_seconds` → `latscope_x_max_seconds`.
+fn max_name(family: &str) -> String {
+    match family.strip_suffix("_seconds") {
+        Some(stem) => format!("{stem}_max_seconds"),
+        None => format!("{family}_max"),
+    }
+}
+
+fn cpu_label(cpu: Option<latscope_model::CpuId>) -> String {
+    cpu.map_or_else(|| "all".to_string(), |c| c.0.to_string())
+}
+
+/// One series as copied for a scrape.
+struct SeriesCopy {
+    name: String,
+    labels: Vec<(String, String)>,
+    total: Histogram,
+    minute_max: Option<Nanos>,
+    hour_max: Option<Nanos>,
+    overruns: u64,
+}
+
+/// What is copied out of the shared state for one scrape.
+struct Copy {
+    series: Vec<SeriesCopy>,
+    episodes: Vec<(&'static str, u64)>,
+    not_stored: u64,
+    lost: u64,
+    epoch: u32,
+    last_checkpoint: Option<Nanos>,
+    kernel: String,
+    preemption: String,
+}
+
+impl Endpoint {
+    fn copy(&self) -> Copy {
+        let s = lock(&self.shared);
+        let series = s
+            .windows
+            .series()
+            .map(|((name, cpu), v)| {
+                let mut labels = vec![("cpu".to_string(), cpu_label(*cpu))];
+                let (_, source) = prometheus_family(name);
+                labels.extend(source.into_iter().map(|(k, v)| (k.to_string(), v)));
+                SeriesCopy {
+                    name: name.clone(),
+                    labels,
+                    total: v.total.clone(),
+                    minute_max: v.minute.1.max(),
+                    hour_max: v.hour.1.max(),
+                    overruns: v.overruns,
+                }
+            })
+            .collect();
+        Copy {
+            series,
+            episodes: s.episodes.iter().map(|(k, v)| (*k, *v)).collect(),
+            not_stored: s.episodes_not_stored,
+            lost: s.lost_records,
+            epoch: s.epoch,
+            last_checkpoint: s.last_checkpoint,
+            kernel: s.kernel.clone(),
+            preemption: s.preemption.clone(),
+        }
+    }
+}
+
+fn seconds(ns: Nanos) -> f64 {
+    ns.0 as f64 / 1e9
+}
+
+/// The exposition of a copy of the state.
+fn exposition(c: &Copy) -> Exposition<'_> {
+    let mut e = Exposition::default();
+    for x in &c.series {
+        let (family, _) = prometheus_family(&x.name);
+        e.add(
+            &family,
+            prometheus_help(&family),
+            Kind::Histogram,
+            x.labels.clone(),
+            Value::Histogram(&x.total),
+        );
+    }
+    for x in &c.series {
+        let (family, _) = prometheus_family(&x.name);
+        let max = max_name(&family);
+        for (window, value) in [("minute", x.minute_max), ("hour", x.hour_max)] {
+            let Some(v) = value else { continue };
+            let mut l = x.labels.clone();
+            l.push(("window".to_string(), window.to_string()));
+            e.add(
+                &max,
+                "The largest value of the current window (minute or hour) so far.",
+                Kind::Gauge,
+                l,
+                Value::Gauge(seconds(v)),
+            );
+        }
+    }
+    for x in c.series.iter().filter(|x| x.name == metric::TIMER_LATENCY) {
+        e.add(
+            "latscope_timer_overruns_total",
+            "Wake-ups later than the next deadline (periods skipped).",
+            Kind::Counter,
+            x.labels.clone(),
+            Value::Counter(x.overruns as f64),
+        );
+    }
+    for (cause, n) in &c.episodes {
+        e.add(
+            "latscope_episodes_total",
+            "Samples above the threshold explained by the tracer, by the class of their longest cause.",
+            Kind::Counter,
+            vec![("cause".to_string(), (*cause).to_string())],
+            Value::Counter(*n as f64),
+        );
+    }
+    e.add(
+        "latscope_episodes_not_stored_total",
+        "Episodes counted but not stored because the day's cap was reached.",
+        Kind::Counter,
+        Vec::new(),
+        Value::Counter(c.not_stored as f64),
+    );
+    e.add(
+        "latscope_trace_lost_records_total",
+        "Trace records the kernel lost (its ring was full).",
+        Kind::Counter,
+        Vec::new(),
+        Value::Counter(c.lost as f64),
+    );
+    e.add(
+        "latscope_info",
+        "The monitor's version and the kernel it measures.",
+        Kind::Gauge,
+        vec![
+            ("version".to_string(), env!("CARGO_PKG_VERSION").to_string()),
+            ("kernel".to_string(), c.kernel.clone()),
+            ("preemption".to_string(), c.preemption.clone()),
+        ],
+        Value::Gauge(1.0),
+    );
+    e.add(
+        "latscope_monitor_epoch",
+        "The current epoch: it grows by one each time SIGHUP changes how the monitor measures.",
+        Kind::Gauge,
+        Vec::new(),
+        Value::Gauge(f64::from(c.epoch)),
+    );
+    if let Some(t) = c.last_checkpoint {
+        e.add(
+            "latscope_last_checkpoint_timestamp_seconds",
+            "When the monitor last stored what it measured (Unix time).",
+            Kind::Gauge,
+            Vec::new(),
+            Value::Gauge(seconds(t)),
+        );
+    }
+    e
+}
+
+impl Source for Endpoint {
+    fn metrics(&self, accept: Option<&str>) -> (String, Vec<u8>) {
+        let copy = self.copy();
+        let e = exposition(&copy);
+        let format = exposition::negotiate(accept);
+        let body = match format {
+            exposition::Format::Protobuf => exposition::encode_protobuf(&e),
+            exposition::Format::Text => exposition::encode_text(&e).into_bytes(),
+        };
+        (format.content_type().to_string(), body)
+    }
+
+    fn health(&self) -> (bool, String) {
+        let s = lock(&self.shared);
+        let now = latscope_engine::system::monotonic_ns();
+        let persist = s.settings.as_ref().map_or(10_000_000_000, |x| x.persist.0);
+        if let Some(e) = &s.store_error {
+            return (false, format!("the store is failing: {e}"));
+        }
+        match s.progress_at {
+            Some(t) if now.saturating_sub(t.0) <= 5_000_000_000 => (
+                true,
+                format!("ok: epoch {}, {} samples in it", s.epoch, s.samples),
+            ),
+            Some(t) => (
+                false,
+                format!(
+                    "the measuring threads have not reported for {}",
+                    Nanos(now.saturating_sub(t.0))
+                ),
+            ),
+            // Starting: healthy for one persistence interval's grace.
+            None if now.saturating_sub(s.started.0) < persist => (true, "starting".into()),
+            None => (false, "the measuring threads have not started".into()),
+        }
+    }
+}

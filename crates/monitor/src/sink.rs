@@ -1,0 +1,280 @@
+//! Where the monitor's measurements go: the engine's [`Sink`] for a run
+//! that lasts as long as the daemon. Every epoch (a settings change on
+//! SIGHUP) is a cell of that one run. Each checkpoint is stored as for any
+//! run (so `show`, `report`, `forecast` and `export` read a monitor like a
+//! run), feeds the rolling windows (stored per minute and per hour) and the
+//! state `/metrics` serves, and, once an hour, old windows, timeline seconds
+//! and episodes beyond the day's cap are deleted by the retention policy.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use latscope_engine::{CellKey, Sink, SinkError};
+use latscope_model::{
+    Capabilities, CauseKind, CellMeta, Episode, Nanos, RunId, RunMeta, RunStatus, SystemInfo,
+};
+use latscope_store::{CellId, Checkpoint, Span, Store};
+
+use crate::config::Settings;
+use crate::windows::Windows;
+
+/// The class an episode is counted under in `/metrics`: the kind of its
+/// longest share. The timer's own path (its interrupt, the wake-up and the
+/// return) counts as `thread`'s neighbour `own`, so that the five classes
+/// the issue names stay meaningful: `irq` (device interrupts and NMIs),
+/// `softirq`, `thread` (another thread ran), `idle` (late out of idle),
+/// `unexplained` (the hypervisor, or interrupts off), and `own`.
+pub fn episode_class(e: &Episode) -> &'static str {
+    match e.breakdown.causes.first().map(|c| c.kind) {
+        Some(CauseKind::Irq | CauseKind::Nmi) => "irq",
+        Some(CauseKind::Softirq) => "softirq",
+        Some(CauseKind::Thread) => "thread",
+        Some(CauseKind::Idle) => "idle",
+        Some(CauseKind::TimerIrq | CauseKind::Wakeup | CauseKind::Return) => "own",
+        Some(CauseKind::Unexplained) | None => "unexplained",
+    }
+}
+
+/// What the endpoint reads: kept by the sink, read under a short lock.
+#[derive(Debug, Default)]
+pub struct Shared {
+    pub windows: Windows,
+    /// Episodes per class since the daemon started (those beyond the day's
+    /// cap included: they are counted, not stored).
+    pub episodes: BTreeMap<&'static str, u64>,
+    /// Episodes not stored because the day's cap was reached.
+    pub episodes_not_stored: u64,
+    /// Trace records the kernel lost, summed over epochs.
+    pub lost_records: u64,
+    /// Unix time of the last checkpoint stored.
+    pub last_checkpoint: Option<Nanos>,
+    /// The last checkpoint's write to the store failed (its error).
+    pub store_error: Option<String>,
+    /// The monitor's run in the store.
+    pub run: Option<RunId>,
+    /// The current epoch (cell index).
+    pub epoch: u32,
+    /// The settings measuring now.
+    pub settings: Option<Settings>,
+    /// What `latscope_info` says.
+    pub kernel: String,
+    pub preemption: String,
+    /// Timer samples of the current epoch so far, and when the engine last
+    /// reported progress (CLOCK_MONOTONIC): the measuring threads are
+    /// alive while it advances.
+    pub samples: u64,
+    pub progress_at: Option<Nanos>,
+    /// When the daemon started (CLOCK_MONOTONIC).
+    pub started: Nanos,
+    /// Lost-record count of the current epoch at its last checkpoint (the
+    /// trace summary is cumulative within an epoch).
+    epoch_lost: u64,
+}
+
+/// Locks the shared state; a thread that panicked while holding it left
+/// plain counters behind, which stay usable.
+pub fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The monitor's sink: the store, the windows, the retention.
+pub struct MonitorSink {
+    store: Store,
+    shared: Arc<Mutex<Shared>>,
+    retain_minutes: Nanos,
+    retain_hours: Nanos,
+    retain_seconds: Nanos,
+    episodes_per_day: u32,
+    run: Option<RunId>,
+    /// The current epoch's cell, and every cell with its start (Unix) for
+    /// the timeline's retention.
+    epoch: u32,
+    cells: Vec<(CellId, Nanos)>,
+    /// The day (Unix days) the episode count is of, and the count.
+    day: u64,
+    stored_today: u32,
+    last_prune: Option<Nanos>,
+    /// Notes of the epochs, written with the run when the daemon ends.
+    notes: Vec<String>,
+}
+
+impl MonitorSink {
+    pub fn new(store: Store, shared: Arc<Mutex<Shared>>, settings: &Settings) -> MonitorSink {
+        MonitorSink {
+            store,
+            shared,
+            retain_minutes: settings.retain_minutes,
+            retain_hours: settings.retain_hours,
+            retain_seconds: settings.retain_seconds,
+            episodes_per_day: settings.episodes_per_day,
+            run: None,
+            epoch: 0,
+            cells: Vec::new(),
+            day: 0,
+            stored_today: 0,
+            last_prune: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// New retention settings (a SIGHUP that changed only those).
+    pub fn retain(&mut self, settings: &Settings) {
+        self.retain_minutes = settings.retain_minutes;
+        self.retain_hours = settings.retain_hours;
+        self.retain_seconds = settings.retain_seconds;
+        self.episodes_per_day = settings.episodes_per_day;
+    }
+
+    /// Ends the monitor's run with its status and every epoch's notes.
+    pub fn close(
+        &mut self,
+        status: RunStatus,
+        ended: Nanos,
+        note: Option<String>,
+    ) -> Result<(), SinkError> {
+        let Some(run) = self.run else {
+            return Ok(());
+        };
+        self.notes.extend(note);
+        Ok(self.store.finish_run(run, status, ended, &self.notes)?)
+    }
+
+    /// The episodes of a checkpoint the day's cap lets through; the others
+    /// are counted.
+    fn cap_episodes(&mut self, now: Nanos, episodes: &[Episode]) -> (Vec<Episode>, u64) {
+        let day = now.0 / 86_400_000_000_000;
+        if day != self.day {
+            self.day = day;
+            self.stored_today = 0;
+        }
+        let room = self.episodes_per_day.saturating_sub(self.stored_today) as usize;
+        let kept: Vec<Episode> = episodes.iter().take(room).cloned().collect();
+        self.stored_today += kept.len() as u32;
+        let dropped = (episodes.len() - kept.len()) as u64;
+        (kept, dropped)
+    }
+
+    /// Deletes what the retention policy no longer keeps, at most once an
+    /// hour.
+    fn prune(&mut self, now: Nanos) -> Result<(), SinkError> {
+        if self
+            .last_prune
+            .is_some_and(|t| now.0.saturating_sub(t.0) < 3_600_000_000_000)
+        {
+            return Ok(());
+        }
+        self.last_prune = Some(now);
+        self.store.prune_windows(
+            Span::Minute,
+            Nanos(now.0.saturating_sub(self.retain_minutes.0)),
+        )?;
+        self.store
+            .prune_windows(Span::Hour, Nanos(now.0.saturating_sub(self.retain_hours.0)))?;
+        for &(cell, start) in &self.cells {
+            let keep_from = now.0.saturating_sub(self.retain_seconds.0);
+            let before_second = keep_from.saturating_sub(start.0) / 1_000_000_000;
+            if before_second > 0 {
+                self.store.prune_timeline(cell, before_second)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Sink for MonitorSink {
+    fn create_run(
+        &mut self,
+        meta: &RunMeta,
+        system: &SystemInfo,
+        caps: &Capabilities,
+    ) -> Result<RunId, SinkError> {
+        // Every epoch asks for a run: the first creates it, the others
+        // continue it.
+        if let Some(run) = self.run {
+            self.store.update_capabilities(run, caps)?;
+            return Ok(run);
+        }
+        let run = self.store.create_run(meta, system, caps)?;
+        self.run = Some(run);
+        let mut s = lock(&self.shared);
+        s.run = Some(run);
+        s.kernel = system.kernel_release.clone();
+        s.preemption = system.preemption_model.clone().unwrap_or_default();
+        Ok(run)
+    }
+
+    fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
+        Ok(self.store.update_capabilities(run, caps)?)
+    }
+
+    fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
+        let cell = self.store.add_cell(run, meta)?;
+        self.epoch = meta.index;
+        let start = Nanos(latscope_engine::system::realtime_ns());
+        self.cells.push((cell, start));
+        let mut s = lock(&self.shared);
+        s.epoch = meta.index;
+        s.epoch_lost = 0;
+        Ok(CellKey(cell.0))
+    }
+
+    fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
+        let now = cp.now_unix;
+        let classes: Vec<&'static str> = cp.episodes.iter().map(episode_class).collect();
+        let (kept, dropped) = self.cap_episodes(now, &cp.episodes);
+        let result = if dropped > 0 {
+            let mut capped = cp.clone();
+            let seqs: Vec<u32> = kept.iter().map(|e| e.seq).collect();
+            capped.windows.retain(|w| seqs.contains(&w.seq));
+            capped.episodes = kept;
+            self.store.write_checkpoint(run, CellId(cell.0), &capped)
+        } else {
+            self.store.write_checkpoint(run, CellId(cell.0), cp)
+        };
+        let windows = {
+            let mut s = lock(&self.shared);
+            for c in classes {
+                *s.episodes.entry(c).or_insert(0) += 1;
+            }
+            s.episodes_not_stored += dropped;
+            if let Some(t) = &cp.trace_summary {
+                let new = t.lost_records.saturating_sub(s.epoch_lost);
+                s.lost_records += new;
+                s.epoch_lost = t.lost_records;
+            }
+            let epoch = self.epoch;
+            s.windows.checkpoint(epoch, now, &cp.metrics)
+        };
+        let written = result.map_err(SinkError::from).and_then(|()| {
+            for w in &windows {
+                self.store.put_window(run, w)?;
+            }
+            self.prune(now)
+        });
+        let mut s = lock(&self.shared);
+        match &written {
+            Ok(()) => {
+                s.last_checkpoint = Some(now);
+                s.store_error = None;
+            }
+            Err(e) => s.store_error = Some(e.to_string()),
+        }
+        written
+    }
+
+    fn finish_run(
+        &mut self,
+        _run: RunId,
+        _status: RunStatus,
+        _ended_unix: Nanos,
+        notes: &[String],
+    ) -> Result<(), SinkError> {
+        // An epoch ended; the run goes on until the daemon closes it.
+        for n in notes {
+            if !self.notes.contains(n) {
+                self.notes.push(n.clone());
+            }
+        }
+        Ok(())
+    }
+}
