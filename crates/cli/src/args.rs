@@ -88,6 +88,22 @@ pub struct MonitorArgs {
     /// The SQLite store (default latscope.db; or `store` in --config).
     #[arg(long, value_name = "PATH")]
     pub store: Option<PathBuf>,
+    #[command(flatten)]
+    pub actions: ActionArgs,
+}
+
+/// Threshold actions (rtla's --on-threshold), on every episode: need
+/// --trace.
+#[derive(Args, Debug, Clone, Default)]
+pub struct ActionArgs {
+    /// On every episode: `exec:COMMAND` (run with `sh -c`, the episode as
+    /// JSON on stdin) or `snapshot[:DIR]` (its trace window as a Perfetto
+    /// file in DIR, default ./latscope-snapshots). Repeatable.
+    #[arg(long = "on-threshold", value_name = "ACTION")]
+    pub on_threshold: Vec<String>,
+    /// At most COUNT episodes get actions in any PERIOD (default 10/h).
+    #[arg(long = "action-limit", value_name = "COUNT/PERIOD")]
+    pub action_limit: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -328,6 +344,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
+    pub actions: ActionArgs,
+    #[command(flatten)]
     pub store: StoreArg,
 }
 
@@ -477,6 +495,8 @@ pub struct SuiteArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub limits: LimitArgs,
+    #[command(flatten)]
+    pub actions: ActionArgs,
     #[command(flatten)]
     pub store: StoreArg,
 }

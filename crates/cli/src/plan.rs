@@ -11,6 +11,7 @@ use latscope_model::{CpuSet, Nanos};
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
+use latscope_monitor::actions::{Action, Limit};
 
 /// What `latscope run` will do.
 pub struct RunPlan {
@@ -30,6 +31,9 @@ pub struct RunPlan {
     /// `--stop-above` and `--fail-above`.
     pub stop_above: Option<Nanos>,
     pub fail_above: Option<Nanos>,
+    /// `--on-threshold` and `--action-limit`.
+    pub actions: Vec<Action>,
+    pub action_limit: Limit,
 }
 
 /// One cell: the engine's [`CellSpec`]; its probe: the engine's
@@ -86,6 +90,20 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         }
         Ok(Some(d))
     };
+    let actions = args
+        .actions
+        .on_threshold
+        .iter()
+        .map(|a| Action::parse(a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(Exit::usage)?;
+    let action_limit = Limit::parse(args.actions.action_limit.as_deref().unwrap_or("10/h"))
+        .map_err(Exit::usage)?;
+    if !actions.is_empty() && !args.trace {
+        return Err(Exit::usage(
+            "--on-threshold acts on episodes: it needs --trace",
+        ));
+    }
     let stop_above = limit("stop-above", &args.limits.stop_above)?;
     let fail_above = limit("fail-above", &args.limits.fail_above)?;
     // With --trace and --stop-above, the value that stops the run must be
@@ -266,5 +284,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         warmup,
         stop_above,
         fail_above,
+        actions,
+        action_limit,
     })
 }

@@ -11,6 +11,7 @@ use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
 use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
 use latscope_model::{CpuSet, Nanos, RunStatus};
+use latscope_monitor::actions::{ActionSink, Actions};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -133,11 +134,35 @@ pub fn run_cells(
         observer: &mut observer,
         system: None,
     };
-    let mut outcome =
-        latscope_engine::run(&config, cells, online, &mut store, env).map_err(|e| match e {
-            EngineError::Config(line) => Exit::usage(line),
-            other => Exit::from(anyhow::Error::from(other)),
-        })?;
+    let actions = if plan.actions.is_empty() {
+        None
+    } else {
+        Some(
+            Actions::start(
+                plan.actions.clone(),
+                plan.action_limit,
+                Arc::new(|line: &str| eprintln!("latscope: {line}")),
+            )
+            .context("cannot start the threshold actions' thread")?,
+        )
+    };
+    let outcome = match &actions {
+        Some(a) => {
+            let mut sink = ActionSink {
+                inner: &mut store,
+                actions: a,
+            };
+            latscope_engine::run(&config, cells, online, &mut sink, env)
+        }
+        None => latscope_engine::run(&config, cells, online, &mut store, env),
+    };
+    if let Some(line) = actions.and_then(Actions::finish) {
+        eprintln!("latscope: {line}");
+    }
+    let mut outcome = outcome.map_err(|e| match e {
+        EngineError::Config(line) => Exit::usage(line),
+        other => Exit::from(anyhow::Error::from(other)),
+    })?;
     if let Some(e) = outcome.sink_error.take() {
         // Measured data outlives the store: the whole run goes to a rescue
         // file, and the user gets one line saying where. The file carries

@@ -58,6 +58,7 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
         stack_period: "200us".into(),
         episode_cap: 1000,
         limits: args.limits.clone(),
+        actions: args.actions.clone(),
         store: StoreArg {
             store: args.store.store.clone(),
         },

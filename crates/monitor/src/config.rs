@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use latscope_model::Nanos;
 use serde::Deserialize;
 
+use crate::actions::{Action, Limit};
+
 /// One layer of settings: every field optional, as a TOML file or the
 /// command line gives them. Durations are text (`1ms`, `10s`, `7d`).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
@@ -28,6 +30,10 @@ pub struct Layer {
     pub retain_hours: Option<String>,
     pub retain_seconds: Option<String>,
     pub episodes_per_day: Option<u32>,
+    /// Threshold actions (`exec:CMD`, `snapshot[:DIR]`); need `trace`.
+    pub on_threshold: Option<Vec<String>>,
+    /// `COUNT/PERIOD`, e.g. `10/h`.
+    pub action_limit: Option<String>,
 }
 
 impl Layer {
@@ -47,6 +53,8 @@ impl Layer {
             retain_hours: other.retain_hours.clone().or(self.retain_hours),
             retain_seconds: other.retain_seconds.clone().or(self.retain_seconds),
             episodes_per_day: other.episodes_per_day.or(self.episodes_per_day),
+            on_threshold: other.on_threshold.clone().or(self.on_threshold),
+            action_limit: other.action_limit.clone().or(self.action_limit),
         }
     }
 
@@ -94,6 +102,8 @@ pub struct Settings {
     pub retain_hours: Nanos,
     pub retain_seconds: Nanos,
     pub episodes_per_day: u32,
+    pub actions: Vec<Action>,
+    pub action_limit: Limit,
 }
 
 /// The defaults (docs/monitor.md says why each).
@@ -112,6 +122,8 @@ pub fn defaults() -> Layer {
         retain_hours: Some("365d".into()),
         retain_seconds: Some("1d".into()),
         episodes_per_day: Some(1000),
+        on_threshold: None,
+        action_limit: Some("10/h".into()),
     }
 }
 
@@ -172,6 +184,22 @@ impl Settings {
                 "minutes must be kept at least an hour and hours at least a day".into(),
             ));
         }
+        let actions = l
+            .on_threshold
+            .iter()
+            .flatten()
+            .map(|a| Action::parse(a))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| value("on-threshold", e.to_string()))?;
+        let action_limit = Limit::parse(l.action_limit.as_deref().unwrap_or("10/h"))
+            .map_err(|e| value("action-limit", e.to_string()))?;
+        let trace = l.trace.unwrap_or(false);
+        if !actions.is_empty() && !trace {
+            return Err(value(
+                "on-threshold",
+                "threshold actions act on episodes: they need trace (--trace)".into(),
+            ));
+        }
         Ok(Settings {
             cpus: l.cpus.clone(),
             period,
@@ -182,12 +210,14 @@ impl Settings {
                 .clone()
                 .unwrap_or_else(|| PathBuf::from("latscope.db")),
             persist,
-            trace: l.trace.unwrap_or(false),
+            trace,
             threshold,
             retain_minutes,
             retain_hours,
             retain_seconds,
             episodes_per_day: l.episodes_per_day.unwrap_or(1000),
+            actions,
+            action_limit,
         })
     }
 
@@ -236,6 +266,9 @@ mod tests {
             ("listen = \"localhost\"", "listen"),
             ("persist = \"5m\"", "persist"),
             ("threshold = \"0us\"", "threshold"),
+            ("on_threshold = [\"exec:true\"]", "on-threshold"),
+            ("trace = true\non_threshold = [\"mail\"]", "on-threshold"),
+            ("action_limit = \"lots\"", "action-limit"),
         ] {
             let layer: Layer = toml::from_str(text).unwrap();
             let e = Settings::resolve(&layer).unwrap_err().to_string();

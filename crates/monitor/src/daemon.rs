@@ -42,6 +42,8 @@ pub enum MonitorError {
     Engine(#[from] latscope_engine::EngineError),
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("cannot start a thread: {0}")]
+    Thread(std::io::Error),
     #[error("the monitor's store failed: {0}")]
     Sink(SinkError),
 }
@@ -177,6 +179,28 @@ fn serve(
     )?)
 }
 
+/// Starts the threshold actions the settings ask for (none: none).
+fn start_actions(
+    sink: &mut MonitorSink,
+    settings: &Settings,
+    shared: &Arc<Mutex<Shared>>,
+    say: &Arc<dyn Fn(&str) + Send + Sync>,
+) -> Result<(), MonitorError> {
+    if settings.actions.is_empty() {
+        lock(shared).actions = None;
+        return Ok(());
+    }
+    let actions = crate::actions::Actions::start(
+        settings.actions.clone(),
+        settings.action_limit,
+        Arc::clone(say),
+    )
+    .map_err(MonitorError::Thread)?;
+    lock(shared).actions = Some(Arc::clone(&actions.stats));
+    sink.actions = Some(actions);
+    Ok(())
+}
+
 /// Runs the daemon until SIGTERM or SIGINT; returns the run's final status.
 pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     let mut settings = load(&start)?;
@@ -201,6 +225,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         settings.store.display()
     ));
     let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
+    start_actions(&mut sink, &settings, &shared, &start.say)?;
     let mut epoch = 0u32;
     let status = loop {
         let trace = if settings.trace {
@@ -238,7 +263,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
             thread::Builder::new()
                 .name("latscope-signals".into())
                 .spawn(move || watch(&stop, &term, &hup, &reload, &current, config, &cli, &*say))
-                .map_err(MonitorError::Signals)?
+                .map_err(MonitorError::Thread)?
         };
         let mut observer = DaemonObserver {
             say: start.say.as_ref(),
@@ -281,6 +306,16 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
                     server = serve(new.listen, &shared, &measured, &online)?;
                 }
                 sink.retain(&new);
+                if new.actions != settings.actions || new.action_limit != settings.action_limit {
+                    if let Some(line) = sink
+                        .actions
+                        .take()
+                        .and_then(crate::actions::Actions::finish)
+                    {
+                        (start.say)(&line);
+                    }
+                    start_actions(&mut sink, &new, &shared, &start.say)?;
+                }
                 (start.say)(&format!(
                     "SIGHUP: now monitoring CPUs {} every {} at FIFO {} (epoch {})",
                     measured,

@@ -8,6 +8,7 @@
 //! * [`http`]: the read-only `/metrics` and `/healthz` endpoint, bounded in
 //!   connections, request size and time, on the housekeeping CPUs.
 
+pub mod actions;
 pub mod config;
 pub mod daemon;
 pub mod http;

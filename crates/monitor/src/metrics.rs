@@ -72,6 +72,8 @@ struct Copy {
     last_checkpoint: Option<Nanos>,
     kernel: String,
     preemption: String,
+    /// ok, failed, suppressed, dropped.
+    actions: Option<[u64; 4]>,
 }
 
 impl Endpoint {
@@ -103,6 +105,15 @@ impl Endpoint {
             last_checkpoint: s.last_checkpoint,
             kernel: s.kernel.clone(),
             preemption: s.preemption.clone(),
+            actions: s.actions.as_ref().map(|a| {
+                use std::sync::atomic::Ordering::Relaxed;
+                [
+                    a.ok.load(Relaxed),
+                    a.failed.load(Relaxed),
+                    a.suppressed.load(Relaxed),
+                    a.dropped.load(Relaxed),
+                ]
+            }),
         }
     }
 }
@@ -172,6 +183,17 @@ fn exposition(c: &Copy) -> Exposition<'_> {
         Vec::new(),
         Value::Counter(c.lost as f64),
     );
+    if let Some(counts) = c.actions {
+        for (result, n) in ["ok", "failed", "suppressed", "dropped"].iter().zip(counts) {
+            e.add(
+                "latscope_actions_total",
+                "Threshold actions by result: ok, failed, suppressed (over --action-limit), dropped (queue full).",
+                Kind::Counter,
+                vec![("result".to_string(), (*result).to_string())],
+                Value::Counter(n as f64),
+            );
+        }
+    }
     e.add(
         "latscope_info",
         "The monitor's version and the kernel it measures.",

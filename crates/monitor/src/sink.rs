@@ -15,6 +15,7 @@ use latscope_model::{
 };
 use latscope_store::{CellId, Checkpoint, Span, Store};
 
+use crate::actions::{ActionStats, Actions};
 use crate::config::Settings;
 use crate::windows::Windows;
 
@@ -56,6 +57,8 @@ pub struct Shared {
     pub epoch: u32,
     /// The settings measuring now.
     pub settings: Option<Settings>,
+    /// What the threshold actions did.
+    pub actions: Option<Arc<ActionStats>>,
     /// What `latscope_info` says.
     pub kernel: String,
     pub preemption: String,
@@ -96,6 +99,8 @@ pub struct MonitorSink {
     last_prune: Option<Nanos>,
     /// Notes of the epochs, written with the run when the daemon ends.
     notes: Vec<String>,
+    /// The threshold actions, when any were asked for.
+    pub actions: Option<Actions>,
 }
 
 impl MonitorSink {
@@ -114,6 +119,7 @@ impl MonitorSink {
             stored_today: 0,
             last_prune: None,
             notes: Vec::new(),
+            actions: None,
         }
     }
 
@@ -221,6 +227,9 @@ impl Sink for MonitorSink {
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
         let now = cp.now_unix;
         let classes: Vec<&'static str> = cp.episodes.iter().map(episode_class).collect();
+        if let Some(a) = &self.actions {
+            a.episodes(run, cell, &cp.episodes, &cp.windows);
+        }
         let (kept, dropped) = self.cap_episodes(now, &cp.episodes);
         let result = if dropped > 0 {
             let mut capped = cp.clone();
