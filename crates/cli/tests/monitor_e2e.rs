@@ -244,6 +244,18 @@ fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
     let shown = latscope(&["show", "latest", "--store", store.to_str().unwrap()]);
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
     assert!(stdout(&shown).contains("timer.latency"));
+    // The observed worst case from the hour windows: one (or two) hours
+    // measured, no complete day.
+    let text = stdout(&shown);
+    assert!(
+        text.contains("Observed worst case of timer.latency per hour, day and week"),
+        "{text}"
+    );
+    let day_row = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("day"))
+        .unwrap();
+    assert!(day_row.split_whitespace().nth(1) == Some("0"), "{day_row}");
     // The windows: a minute and an hour (or two, across a boundary) of
     // timer.latency on CPU 0 holding every sample stored.
     let stored = sqlite_count(

@@ -36,6 +36,12 @@ pub fn episode_class(e: &Episode) -> &'static str {
     }
 }
 
+/// Whether a metric's windows go to the store: the timer probe's own
+/// (`timer.latency`, `timer.interval`, and with `--trace` its parts).
+pub fn stored_window(metric: &str) -> bool {
+    metric.starts_with("timer.")
+}
+
 /// What the endpoint reads: kept by the sink, read under a short lock.
 #[derive(Debug, Default)]
 pub struct Shared {
@@ -255,7 +261,13 @@ impl Sink for MonitorSink {
             s.windows.checkpoint(epoch, now, &cp.metrics)
         };
         let written = result.map_err(SinkError::from).and_then(|()| {
-            for w in &windows {
+            // Only the timer's own metrics get stored windows: they answer
+            // "when, and how bad"; the per-source tables of --trace (an
+            // interrupt line, a softirq vector, a workqueue function, some
+            // 60 series here) stay in the epoch's cumulative metrics and in
+            // /metrics, and the episodes say why. Storing theirs would
+            // multiply the store's growth by six (docs/monitor.md, Bounds).
+            for w in windows.iter().filter(|w| stored_window(&w.metric)) {
                 self.store.put_window(run, w)?;
             }
             self.prune(now)

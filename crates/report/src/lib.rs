@@ -3,6 +3,7 @@
 //! `String` (or a serializable value); nothing here prints or touches files,
 //! so each output is easy to test.
 
+mod blocks;
 pub mod colour;
 mod compare;
 mod deferred;
@@ -24,6 +25,7 @@ mod time;
 mod udp;
 mod workload;
 
+pub use blocks::observed_blocks_text;
 pub use compare::{compare_html, compare_json, compare_text, compare_tripped, COMPARE_JSON_SCHEMA};
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_missing, episode_text, episodes_text};

@@ -12,6 +12,7 @@
 //! recorded value is known to within 0.1 %.
 
 mod atomic;
+pub mod blocks;
 pub mod compare;
 pub mod forecast;
 mod histogram;
