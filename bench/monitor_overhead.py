@@ -37,9 +37,15 @@ def die(msg):
     sys.exit(1)
 
 
+# The HTTP thread's run time per process, as last read.
+HTTP_NS = {}
+
+
 def process_runtime_ns(pid):
-    """Summed run time of every thread of pid, in ns."""
-    total = 0
+    """(all threads, measuring threads) summed run time of pid, in ns. The
+    measuring threads are latscope's lat-timer/N and every cyclictest
+    thread but its main one."""
+    total = measuring = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -47,10 +53,17 @@ def process_runtime_ns(pid):
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
+                ns = int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
         except (OSError, ValueError, IndexError):
             continue
-    return total
+        total += ns
+        if comm == "latscope-http":
+            HTTP_NS[pid] = ns
+        if comm.startswith("lat-timer/") or (comm == "cyclictest" and int(tid) != pid):
+            measuring += ns
+    return (total, measuring)
 
 
 def free_port():
@@ -86,6 +99,7 @@ def run_for(argv, seconds, scrape_port=None):
     a = process_runtime_ns(child.pid)
     time.sleep(seconds - 10)
     b = process_runtime_ns(child.pid)
+    http_ns = HTTP_NS.get(child.pid, 0)
     time.sleep(5)
     stop.set()
     child.send_signal(signal.SIGTERM)
@@ -98,7 +112,8 @@ def run_for(argv, seconds, scrape_port=None):
         t.join()
     if a is None or b is None:
         die(f"{' '.join(argv)} ended early: {err.decode(errors='replace')[-500:]}")
-    return (b - a), scrapes[0]
+    run_for.http_ns = http_ns
+    return (b[0] - a[0], b[1] - a[1]), scrapes[0]
 
 
 def monitor_argv(latscope, store, port, trace):
@@ -128,6 +143,7 @@ def main():
     ap.add_argument("--pairs", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--only", choices=["cpu", "scrape"], help="run one comparison only")
     a = ap.parse_args()
     if a.seconds < 15:
         die("--seconds must be at least 15 (5 s settle at each end)")
@@ -144,9 +160,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="latscope-overhead-")
     cyc = [cyclictest, "-m", "-p95", "--policy=fifo", "-i1000", "-t", "-a", "-q", f"-D{a.seconds + 5}s"]
 
-    for variant, trace in (("monitor", False), ("monitor --trace", True)):
-        say(f"\ncpu: {variant} against cyclictest -m -p95 -i1000 -t -a (CPU time of all threads over {a.seconds - 10} s)")
+    for variant, trace in (() if a.only == "scrape" else (("monitor", False), ("monitor --trace", True))):
+        say(f"\ncpu: {variant} against cyclictest -m -p95 -i1000 -t -a (CPU time over {a.seconds - 10} s: "
+            f"all threads, and the measuring threads alone)")
         ratios = []
+        mratios = []
         for p in range(a.pairs):
             order = ("latscope", "cyclictest") if p % 2 == 0 else ("cyclictest", "latscope")
             got = {}
@@ -157,15 +175,25 @@ def main():
                 else:
                     ns, _ = run_for(cyc, a.seconds)
                 got[who] = ns
-            r = got["latscope"] / got["cyclictest"]
+            r = got["latscope"][0] / got["cyclictest"][0]
+            m = got["latscope"][1] / got["cyclictest"][1]
             ratios.append(r)
-            say(f"  pair {p + 1} ({order[0]} first): latscope {got['latscope'] / 1e6:.1f} ms, "
-                f"cyclictest {got['cyclictest'] / 1e6:.1f} ms, ratio {r:.3f}")
-        say(f"  median ratio latscope/cyclictest {statistics.median(ratios):.3f} "
-            f"(pairs {min(ratios):.3f}-{max(ratios):.3f})")
+            mratios.append(m)
+            say(f"  pair {p + 1} ({order[0]} first): all threads: latscope {got['latscope'][0] / 1e6:.1f} ms, "
+                f"cyclictest {got['cyclictest'][0] / 1e6:.1f} ms, ratio {r:.3f}; measuring threads: "
+                f"{got['latscope'][1] / 1e6:.1f} ms, {got['cyclictest'][1] / 1e6:.1f} ms, ratio {m:.3f}")
+        say(f"  median ratio latscope/cyclictest, all threads {statistics.median(ratios):.3f} "
+            f"(pairs {min(ratios):.3f}-{max(ratios):.3f}); measuring threads {statistics.median(mratios):.3f} "
+            f"(pairs {min(mratios):.3f}-{max(mratios):.3f})")
 
+    if a.only == "cpu":
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write("\n".join(lines) + "\n")
+        return
     say(f"\nscrape: the monitor's median timer latency with /metrics scraped every 5 s against without")
     ratios = []
+    per_scrape = []
     for p in range(a.pairs):
         order = ("scraped", "alone") if p % 2 == 0 else ("alone", "scraped")
         got = {}
@@ -175,14 +203,18 @@ def main():
             _, n = run_for(monitor_argv(latscope, store, port, False), a.seconds,
                            scrape_port=port if who == "scraped" else None)
             got[who] = median_latency_us(latscope, store)
-            if who == "scraped" and n == 0:
-                die("no scrape succeeded")
+            if who == "scraped":
+                if n == 0:
+                    die("no scrape succeeded")
+                per_scrape.append(run_for.http_ns / n)
         r = got["scraped"] / got["alone"]
         ratios.append(r)
         say(f"  pair {p + 1} ({order[0]} first): scraped {got['scraped']:.2f} us, alone {got['alone']:.2f} us, ratio {r:.4f}")
     med = statistics.median(ratios)
     say(f"  median ratio scraped/alone {med:.4f} (pairs {min(ratios):.4f}-{max(ratios):.4f}): "
         f"{'within' if abs(med - 1) < 0.02 else 'outside'} 2%")
+    say(f"  the HTTP thread's CPU time per scrape (all of it, start to end of each scraped run): "
+        f"median {statistics.median(per_scrape) / 1e3:.0f} us (runs {min(per_scrape) / 1e3:.0f}-{max(per_scrape) / 1e3:.0f} us)")
     if a.out:
         with open(a.out, "w") as f:
             f.write("\n".join(lines) + "\n")
