@@ -100,16 +100,8 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
         acted.len(),
         bursts.len()
     );
-    if too_noisy(
-        "control: episodes above 300 µs in 5 s",
-        10.0,
-        ctl_eps.len() as f64,
-    )
-    .is_some()
-    {
-        return;
-    }
-    // Every episode gets its action once, in both runs.
+    // Every episode gets its action once, in both runs, whatever the host
+    // adds.
     let seqs = |v: &[Value], key: &dyn Fn(&Value) -> u64| {
         let mut s: Vec<u64> = v.iter().map(key).collect();
         s.sort_unstable();
@@ -125,14 +117,6 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
         seqs(eps, &|e| e["seq"].as_u64().unwrap()),
         "with the interferer"
     );
-    // The interferer's episodes: about 14 a second for 5 s; at least 20
-    // beyond the control's.
-    assert!(
-        acted.len() >= ctl_acted.len() + 20,
-        "{} actions with the interferer, {} without",
-        acted.len(),
-        ctl_acted.len()
-    );
     for a in acted {
         assert!(
             a["episode"]["latency_ns"].as_u64().unwrap() > 300_000,
@@ -144,6 +128,24 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
     assert!(
         err.contains("0 failed, 0 over --action-limit, 0 dropped"),
         "{err}"
+    );
+    // The interferer's episodes: about 14 a second for 5 s; at least 20
+    // beyond the control's, unless the host alone made so many that the
+    // difference says nothing (seen in CI: 21 in a control).
+    if too_noisy(
+        "control: episodes above 300 µs in 5 s",
+        30.0,
+        ctl_eps.len() as f64,
+    )
+    .is_some()
+    {
+        return;
+    }
+    assert!(
+        acted.len() >= ctl_acted.len() + 20,
+        "{} actions with the interferer, {} without",
+        acted.len(),
+        ctl_acted.len()
     );
 }
 

@@ -51,37 +51,13 @@ fn buckets_csv_counts(csv: &str, ns: u64) -> u64 {
 /// `promtool check metrics` reads `text` from standard input and reports
 /// no problem; without promtool, a visible skip notice.
 fn promtool_accepts(text: &str) {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
-    let mut child = match Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            println!("skipped: needs promtool (apt-get install prometheus)");
-            return;
-        }
-        Err(e) => panic!("cannot run promtool: {e}"),
+    let Some((status, printed)) = promtool_check(text) else {
+        println!("skipped: needs promtool (apt-get install prometheus)");
+        return;
     };
-    let mut stdin = child.stdin.take().unwrap();
-    let input = text.to_string();
-    // A thread writes, so that promtool's output can never block our write.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(
-        out.status.success() && printed.trim().is_empty(),
-        "promtool check metrics: {}\n{printed}",
-        out.status
+        status.success() && printed.trim().is_empty(),
+        "promtool check metrics: {status}\n{printed}"
     );
 }
 

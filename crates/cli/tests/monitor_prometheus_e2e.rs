@@ -24,7 +24,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -51,45 +51,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    // The API answers with a fixed length; a chunked answer is decoded.
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        let mut out = String::new();
-        let mut rest = body;
-        while let Some((size, tail)) = rest.split_once("\r\n") {
-            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-            if n == 0 {
-                break;
-            }
-            out.push_str(&tail[..n]);
-            rest = &tail[n + 2..];
-        }
-        out
-    } else {
-        body.to_string()
-    };
-    (status, body)
-}
-
 fn encode(q: &str) -> String {
     q.bytes()
         .map(|b| match b {
@@ -103,7 +64,7 @@ fn encode(q: &str) -> String {
 
 /// One scalar from an instant query (the first series' value).
 fn query(prom: SocketAddr, q: &str) -> Option<f64> {
-    let (status, body) = http_get(prom, &format!("/api/v1/query?query={}", encode(q)));
+    let (status, _, body) = http_get(prom, &format!("/api/v1/query?query={}", encode(q)));
     assert_eq!(status, 200, "{q}: {body}");
     let doc: Value = serde_json::from_str(&body).unwrap();
     let v = &doc["data"]["result"][0]["value"][1];
@@ -216,7 +177,7 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
     let p50 = query(prom_addr, &format!("histogram_quantile(0.5, {series})")).unwrap();
     let p99 = query(prom_addr, &format!("histogram_quantile(0.99, {series})")).unwrap();
     let scrapes = query(prom_addr, "count_over_time(up{job=\"latscope\"}[2m])").unwrap();
-    let (_, body) = http_get(addr, "/metrics");
+    let (_, _, body) = http_get(addr, "/metrics");
     let served = sample(&body, "latscope_timer_latency_seconds_count", "cpu=\"0\"").unwrap();
     drop(prom);
 

@@ -4,6 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod common;
+use common::promtool_check;
+
 use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
@@ -352,37 +355,6 @@ fn prometheus_families_are_contiguous_with_unique_monotonic_series() {
         }
     }
     assert_eq!(families.len(), 11);
-}
-
-/// `promtool check metrics` on `text` through its standard input:
-/// `None` where promtool is not installed, else its exit status and
-/// everything it printed.
-fn promtool_check(text: &str) -> Option<(std::process::ExitStatus, String)> {
-    use std::io::Write as _;
-    use std::process::{Command, Stdio};
-    let mut child = match Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => panic!("cannot run promtool: {e}"),
-    };
-    let mut stdin = child.stdin.take().unwrap();
-    let input = text.to_string();
-    // A thread writes, so that promtool's output can never block our write.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap().unwrap();
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some((out.status, printed))
 }
 
 #[test]
