@@ -102,6 +102,8 @@ pub struct MonitorSink {
     /// The day (Unix days) the episode count is of, and the count.
     day: u64,
     stored_today: u32,
+    /// Per cell, the highest episode number already counted.
+    last_seq: BTreeMap<CellKey, u32>,
     last_prune: Option<Nanos>,
     /// Notes of the epochs, written with the run when the daemon ends.
     notes: Vec<String>,
@@ -123,6 +125,7 @@ impl MonitorSink {
             cells: Vec::new(),
             day: 0,
             stored_today: 0,
+            last_seq: BTreeMap::new(),
             last_prune: None,
             notes: Vec::new(),
             actions: None,
@@ -153,17 +156,40 @@ impl MonitorSink {
 
     /// The episodes of a checkpoint the day's cap lets through; the others
     /// are counted.
-    fn cap_episodes(&mut self, now: Nanos, episodes: &[Episode]) -> (Vec<Episode>, u64) {
+    fn cap_episodes(
+        &mut self,
+        now: Nanos,
+        cell: CellKey,
+        episodes: &[Episode],
+    ) -> (Vec<Episode>, Vec<&'static str>, u64) {
         let day = now.0 / 86_400_000_000_000;
         if day != self.day {
             self.day = day;
             self.stored_today = 0;
         }
-        let room = self.episodes_per_day.saturating_sub(self.stored_today) as usize;
-        let kept: Vec<Episode> = episodes.iter().take(room).cloned().collect();
-        self.stored_today += kept.len() as u32;
-        let dropped = (episodes.len() - kept.len()) as u64;
-        (kept, dropped)
+        // A checkpoint the store refused comes again with the same episodes
+        // (the engine keeps them): those were counted and capped when first
+        // seen, and are only written again.
+        let last = self.last_seq.entry(cell).or_insert(0);
+        let before = *last;
+        let mut kept = Vec::with_capacity(episodes.len());
+        let mut classes = Vec::new();
+        let mut dropped = 0;
+        for e in episodes {
+            if e.seq <= before {
+                kept.push(e.clone());
+                continue;
+            }
+            *last = (*last).max(e.seq);
+            classes.push(episode_class(e));
+            if self.stored_today < self.episodes_per_day {
+                self.stored_today += 1;
+                kept.push(e.clone());
+            } else {
+                dropped += 1;
+            }
+        }
+        (kept, classes, dropped)
     }
 
     /// Deletes what the retention policy no longer keeps, at most once an
@@ -232,11 +258,10 @@ impl Sink for MonitorSink {
 
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
         let now = cp.now_unix;
-        let classes: Vec<&'static str> = cp.episodes.iter().map(episode_class).collect();
         if let Some(a) = &self.actions {
             a.episodes(run, cell, &cp.episodes, &cp.windows);
         }
-        let (kept, dropped) = self.cap_episodes(now, &cp.episodes);
+        let (kept, classes, dropped) = self.cap_episodes(now, cell, &cp.episodes);
         let result = if dropped > 0 {
             let mut capped = cp.clone();
             let seqs: Vec<u32> = kept.iter().map(|e| e.seq).collect();
@@ -297,5 +322,71 @@ impl Sink for MonitorSink {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::config::Layer;
+    use latscope_model::{CellSettings, CpuId};
+
+    fn episode(seq: u32) -> Episode {
+        Episode {
+            seq,
+            cpu: CpuId(0),
+            metric: "timer.latency".into(),
+            expiry_ns: Nanos(u64::from(seq) * 1_000_000),
+            offset_ns: Nanos(1),
+            latency_ns: Nanos(900_000),
+            breakdown: Default::default(),
+            stacks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn episodes_sent_again_are_counted_once_and_the_day_cap_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("m.db")).unwrap();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let layer = Layer {
+            episodes_per_day: Some(2),
+            ..Layer::default()
+        };
+        let settings = Settings::resolve(&layer).unwrap();
+        let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
+        let meta = latscope_engine::running_meta(Nanos(1), vec![], &SystemInfo::default());
+        let run = sink
+            .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
+            .unwrap();
+        let cell = sink
+            .add_cell(
+                run,
+                &CellMeta {
+                    index: 0,
+                    probe: "timer".into(),
+                    workload: "none".into(),
+                    settings: CellSettings::Timer(Default::default()),
+                    duration_ns: Nanos::ZERO,
+                    monotonic_start_ns: Nanos(1),
+                },
+            )
+            .unwrap();
+        let cp = |eps: Vec<Episode>| Checkpoint {
+            duration: Nanos::from_secs(1),
+            now_unix: Nanos::from_secs(1_700_000_000),
+            episodes: eps,
+            ..Checkpoint::default()
+        };
+        sink.checkpoint(run, cell, &cp(vec![episode(1)])).unwrap();
+        // The same episode again (as after a refused checkpoint), then two
+        // new ones: one fits the day's cap of 2, one does not.
+        sink.checkpoint(run, cell, &cp(vec![episode(1), episode(2), episode(3)]))
+            .unwrap();
+        let s = lock(&shared);
+        assert_eq!(s.episodes.values().sum::<u64>(), 3, "{:?}", s.episodes);
+        assert_eq!(s.episodes_not_stored, 1);
     }
 }
