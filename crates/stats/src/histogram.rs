@@ -146,6 +146,21 @@ impl Histogram {
         self.sum
     }
 
+    /// Replaces the sum of the values, for a histogram rebuilt from another
+    /// tool's buckets: placed at each bucket's edge, its samples sum to less
+    /// than the tool measured, and the tool's own average is the better
+    /// account of the mean. Refused (returning `false`, changing nothing)
+    /// for an empty histogram and for a sum no set of values between the
+    /// minimum and the maximum could have.
+    pub fn set_sum(&mut self, sum: u128) -> bool {
+        let n = u128::from(self.total);
+        if n == 0 || sum < n * u128::from(self.min) || sum > n * u128::from(self.max) {
+            return false;
+        }
+        self.sum = sum;
+        true
+    }
+
     /// Population standard deviation, from bucket midpoints (Jones & Regehr
     /// report it for callback spacing).
     pub fn stddev(&self) -> Option<f64> {
@@ -326,6 +341,28 @@ pub enum DecodeError {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn set_sum_takes_only_a_possible_sum() {
+        let mut h = Histogram::new();
+        assert!(!h.set_sum(10));
+        h.record_n(10_000, 3);
+        h.record(50_000);
+        assert_eq!(h.sum(), 80_000);
+        assert!(h.set_sum(82_000));
+        assert_eq!(h.mean(), Some(Nanos(20_500)));
+        assert_eq!(
+            (h.min(), h.max()),
+            (Some(Nanos(10_000)), Some(Nanos(50_000)))
+        );
+        // below 4 × min or above 4 × max: no set of values gives it
+        assert!(!h.set_sum(39_999));
+        assert!(!h.set_sum(200_001));
+        assert_eq!(h.sum(), 82_000);
+        assert!(h.set_sum(40_000) && h.set_sum(200_000));
+        let back = Histogram::from_bytes(&h.to_bytes()).unwrap();
+        assert_eq!(back.sum(), 200_000);
+    }
 
     #[test]
     fn empty_has_no_statistics() {
