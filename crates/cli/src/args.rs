@@ -82,6 +82,11 @@ pub struct MonitorArgs {
     /// 500us.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub threshold: Option<String>,
+    /// The noise probe beside the timer for a duty cycle ON/EVERY, e.g.
+    /// 1s/60s: one second of spinning a minute per CPU, the CPUs staggered,
+    /// the CPU's timer thread asleep meanwhile (default: off).
+    #[arg(long, value_name = "ON/EVERY")]
+    pub noise: Option<String>,
     /// A TOML file with the same settings, re-read on SIGHUP.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

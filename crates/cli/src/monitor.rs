@@ -22,6 +22,7 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
         persist: args.persist.clone(),
         trace: args.trace.then_some(true),
         threshold: args.threshold.clone(),
+        noise: args.noise.clone(),
         on_threshold: (!args.actions.on_threshold.is_empty())
             .then(|| args.actions.on_threshold.clone()),
         action_limit: args.actions.action_limit.clone(),

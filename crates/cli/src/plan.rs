@@ -169,6 +169,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         threshold,
         duration: Some(run_for),
         handoff: trace.as_ref().map_or(0, |t| t.timer_handoff(period)),
+        noise_duty: None,
     };
     // Period, duration, priority and phase are checked where the probe
     // defines them.
@@ -203,6 +204,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
                 duration: timer.duration,
                 handoff: trace.as_ref().map_or(0, TracePlan::noise_handoff),
                 force_vdso: false,
+                duty: None,
             };
             cfg.validate().map_err(Exit::usage)?;
             Some(cfg)

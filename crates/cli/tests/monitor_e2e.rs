@@ -324,6 +324,79 @@ fn kill_9_loses_at_most_one_persistence_interval() {
 }
 
 #[test]
+fn a_noise_duty_cycle_runs_beside_the_timer_and_the_machine_s_activity_is_served() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let mut d = Daemon::start(&[
+        "--cpus",
+        "0-1",
+        "--noise",
+        "200ms/1s",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert!(d.said("noise 200ms/1.00s per CPU"), "{:?}", d.lines);
+    sleep(Duration::from_secs(6));
+    let (status, _, body) = get(d.addr, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    // Each CPU spins 200 ms a second from about 1 s in (CPU 1 half a cycle
+    // later): by the last checkpoint, at least 3 active periods each.
+    for cpu in ["0", "1"] {
+        let l = format!("cpu=\"{cpu}\"");
+        let active = sample(&body, "latscope_noise_active_seconds_total", &[&l]).unwrap();
+        assert!((0.55..=1.05).contains(&active), "CPU {cpu}: {active} s");
+        assert!(sample(&body, "latscope_noise_gap_seconds_count", &[&l]).is_some());
+        assert!(sample(&body, "latscope_noise_interruptions_total", &[&l]).is_some());
+    }
+    for family in [
+        "latscope_workload_interrupts_total",
+        "latscope_workload_context_switches_total",
+        "latscope_workload_processes_total",
+    ] {
+        assert!(sample(&body, family, &[]).unwrap() > 0.0, "{family}");
+    }
+    assert!(sample(
+        &body,
+        "latscope_workload_softirqs_total",
+        &["vector=\"TIMER\""]
+    )
+    .is_some());
+    assert!(
+        sample(
+            &body,
+            "latscope_workload_cpu_seconds_total",
+            &["cpu=\"1\"", "mode=\"steal\""]
+        )
+        .is_some(),
+        "{body}"
+    );
+    promtool_accepts(&body);
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+    // The run keeps the duty cycle in its settings and its noise figures,
+    // and the minutes of noise.gap.
+    let doc = show_json(&store);
+    let cell = &doc["cells"][0];
+    assert_eq!(
+        cell["settings"]["noise_duty"]["on_ns"], 200_000_000,
+        "{cell}"
+    );
+    assert!(cell["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "noise.gap"));
+    let minutes = sqlite_count(
+        &store,
+        "SELECT count(*) FROM monitor_windows WHERE span = 'minute' AND name = 'noise.gap'",
+    );
+    assert!(minutes >= 2, "{minutes} minute windows of noise.gap");
+}
+
+#[test]
 fn bad_settings_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
@@ -351,6 +424,11 @@ fn bad_settings_are_one_line_errors() {
             "cannot read the configuration",
         ),
         (vec!["monitor", "--cpus", "99", "--store", s], 2, "--cpus"),
+        (
+            vec!["monitor", "--noise", "1s/1s", "--store", s],
+            2,
+            "noise",
+        ),
     ] {
         let o = latscope(&args);
         let err = stderr(&o);

@@ -52,8 +52,8 @@ pub mod probes {
 pub mod system {
     pub use crate::cpus::{cpus_in_order, select_cpus, udp_cpus, CpuChoiceError};
     pub use latscope_platform::{
-        caps, monotonic_ns, online_cpus, realtime_ns, set_affinity_set, sysinfo, PlatformError,
-        SchedPolicy, StopSignals,
+        caps, monotonic_ns, online_cpus, procstat, realtime_ns, set_affinity_set, sysinfo,
+        PlatformError, SchedPolicy, StopSignals,
     };
 }
 

@@ -33,6 +33,7 @@ pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
                 Phase::Random => PhaseName::Random,
                 Phase::Fixed => PhaseName::Fixed,
             },
+            noise_duty: t.noise_duty,
             common,
         }),
         ProbeSpec::Noise(n) => CellSettings::Noise(NoiseSettings {
@@ -98,6 +99,7 @@ mod tests {
             threshold: Some(Nanos::from_micros(80)),
             duration: Some(Nanos::from_secs(3)),
             handoff: 0,
+            noise_duty: None,
         }
     }
 
@@ -147,6 +149,7 @@ mod tests {
             duration: Some(Nanos::from_secs(10)),
             handoff: 0,
             force_vdso: false,
+            duty: None,
         };
         let c = cell(ProbeSpec::Noise(n), "cpu");
         assert_eq!(

@@ -261,6 +261,7 @@ mod tests {
             threshold: None,
             duration: Some(Nanos::from_secs(10)),
             handoff: 0,
+            noise_duty: None,
         }
     }
 

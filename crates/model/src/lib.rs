@@ -31,8 +31,9 @@ pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSetting
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use settings::{
-    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, SettingsError, SimSettings,
-    TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_PRIORITY, DEFAULT_UDP_PERIOD,
+    CellSettings, CommonSettings, NoiseDuty, NoiseSettings, PhaseName, Policy, SettingsError,
+    SimSettings, TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_PRIORITY,
+    DEFAULT_UDP_PERIOD,
 };
 pub use system::{Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};

@@ -181,8 +181,71 @@ pub struct TimerSettings {
     pub period_ns: Nanos,
     #[serde(default)]
     pub phase: PhaseName,
+    /// The monitor's noise duty cycle (`--noise 1s/60s`), when one ran
+    /// beside the timer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_duty: Option<NoiseDuty>,
     #[serde(flatten)]
     pub common: CommonSettings,
+}
+
+/// A noise-probe duty cycle beside the timer probe: `on` of spinning in
+/// every `every`, per CPU, the CPUs staggered over the cycle; while a CPU
+/// spins its timer thread sleeps (the two would otherwise measure each
+/// other).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct NoiseDuty {
+    pub on_ns: Nanos,
+    pub every_ns: Nanos,
+}
+
+impl NoiseDuty {
+    /// Reads `ON/EVERY` (`1s/60s`), each a duration with its unit.
+    pub fn parse(text: &str) -> Result<NoiseDuty, String> {
+        let (on, every) = text.trim().split_once('/').ok_or_else(|| {
+            format!(
+                "'{text}' is not ON/EVERY (for instance 1s/60s: one second of spinning a minute)"
+            )
+        })?;
+        let on = Nanos::parse_duration(on.trim()).map_err(|e| e.to_string())?;
+        let every = Nanos::parse_duration(every.trim()).map_err(|e| e.to_string())?;
+        let duty = NoiseDuty {
+            on_ns: on,
+            every_ns: every,
+        };
+        duty.validate()?;
+        Ok(duty)
+    }
+
+    /// On between 10 ms and 10 s, and at most half of the cycle (the timer
+    /// must measure most of the time), the cycle at most an hour.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.on_ns < Nanos::from_millis(10) || self.on_ns > Nanos::from_secs(10) {
+            return Err(format!(
+                "the noise duty's spinning time {} is outside 10ms-10s",
+                self.on_ns
+            ));
+        }
+        if self.every_ns.0 < self.on_ns.0.saturating_mul(2) {
+            return Err(format!(
+                "the noise duty's cycle {} must be at least twice its spinning time {}",
+                self.every_ns, self.on_ns
+            ));
+        }
+        if self.every_ns > Nanos::from_secs(3600) {
+            return Err(format!(
+                "the noise duty's cycle {} is over an hour",
+                self.every_ns
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for NoiseDuty {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.on_ns, self.every_ns)
+    }
 }
 
 /// What a record with none of the keys reads as (the CLI's defaults).
@@ -192,6 +255,7 @@ impl Default for TimerSettings {
             timer_api: TimerApiName::ClockNanosleep,
             period_ns: DEFAULT_PERIOD,
             phase: PhaseName::Fixed,
+            noise_duty: None,
             common: CommonSettings::default(),
         }
     }
@@ -457,6 +521,7 @@ mod tests {
             timer_api: TimerApiName::ClockNanosleep,
             period_ns: Nanos::from_millis(1),
             phase: PhaseName::Fixed,
+            noise_duty: None,
             common: CommonSettings {
                 policy: Policy::Fifo,
                 priority: 95,

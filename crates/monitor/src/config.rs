@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use latscope_model::Nanos;
+use latscope_model::{Nanos, NoiseDuty};
 use serde::Deserialize;
 
 use crate::actions::{Action, Limit};
@@ -26,6 +26,9 @@ pub struct Layer {
     pub persist: Option<String>,
     pub trace: Option<bool>,
     pub threshold: Option<String>,
+    /// The noise probe's duty cycle `ON/EVERY` (`1s/60s`); `off` or absent:
+    /// none.
+    pub noise: Option<String>,
     pub retain_minutes: Option<String>,
     pub retain_hours: Option<String>,
     pub retain_seconds: Option<String>,
@@ -49,6 +52,7 @@ impl Layer {
             persist: other.persist.clone().or(self.persist),
             trace: other.trace.or(self.trace),
             threshold: other.threshold.clone().or(self.threshold),
+            noise: other.noise.clone().or(self.noise),
             retain_minutes: other.retain_minutes.clone().or(self.retain_minutes),
             retain_hours: other.retain_hours.clone().or(self.retain_hours),
             retain_seconds: other.retain_seconds.clone().or(self.retain_seconds),
@@ -98,6 +102,8 @@ pub struct Settings {
     /// Samples above it are counted, and with `trace` explained as
     /// episodes.
     pub threshold: Nanos,
+    /// The noise probe beside the timer, `on` in every `every` per CPU.
+    pub noise: Option<NoiseDuty>,
     pub retain_minutes: Nanos,
     pub retain_hours: Nanos,
     pub retain_seconds: Nanos,
@@ -118,6 +124,7 @@ pub fn defaults() -> Layer {
         persist: Some("10s".into()),
         trace: Some(false),
         threshold: Some("500us".into()),
+        noise: None,
         retain_minutes: Some("7d".into()),
         retain_hours: Some("365d".into()),
         retain_seconds: Some("1d".into()),
@@ -175,6 +182,10 @@ impl Settings {
         if threshold.0 == 0 {
             return Err(value("threshold", "must be greater than 0".into()));
         }
+        let noise = match l.noise.as_deref().map(str::trim) {
+            None | Some("off") | Some("none") => None,
+            Some(text) => Some(NoiseDuty::parse(text).map_err(|e| value("noise", e))?),
+        };
         let retain_minutes = duration("retain-minutes", l.retain_minutes.as_ref())?;
         let retain_hours = duration("retain-hours", l.retain_hours.as_ref())?;
         let retain_seconds = duration("retain-seconds", l.retain_seconds.as_ref())?;
@@ -212,6 +223,7 @@ impl Settings {
             persist,
             trace,
             threshold,
+            noise,
             retain_minutes,
             retain_hours,
             retain_seconds,
@@ -230,6 +242,7 @@ impl Settings {
             || self.persist != new.persist
             || self.trace != new.trace
             || self.threshold != new.threshold
+            || self.noise != new.noise
     }
 }
 
@@ -269,6 +282,9 @@ mod tests {
             ("on_threshold = [\"exec:true\"]", "on-threshold"),
             ("trace = true\non_threshold = [\"mail\"]", "on-threshold"),
             ("action_limit = \"lots\"", "action-limit"),
+            ("noise = \"1s\"", "noise"),
+            ("noise = \"1s/1s\"", "noise"),
+            ("noise = \"1ms/60s\"", "noise"),
         ] {
             let layer: Layer = toml::from_str(text).unwrap();
             let e = Settings::resolve(&layer).unwrap_err().to_string();
@@ -294,5 +310,9 @@ mod tests {
         assert!(!a.needs_new_epoch(&b));
         b.period = Nanos::from_millis(2);
         assert!(a.needs_new_epoch(&b));
+        let mut c = a.clone();
+        c.noise = Some(NoiseDuty::parse("1s/60s").unwrap());
+        assert!(a.needs_new_epoch(&c));
+        assert_eq!(c.noise.unwrap().every_ns, Nanos::from_secs(60));
     }
 }

@@ -139,6 +139,7 @@ fn cell(
         threshold: Some(settings.threshold),
         duration: None,
         handoff: trace.map_or(0, |t| t.timer_handoff(settings.period)),
+        noise_duty: settings.noise,
     };
     CellSpec {
         index: epoch,
@@ -201,6 +202,14 @@ fn start_actions(
     Ok(())
 }
 
+/// ", noise 1s/60s per CPU" when the duty cycle runs.
+fn noise_text(settings: &Settings) -> String {
+    settings
+        .noise
+        .map(|d| format!(", noise {}/{} per CPU", d.on_ns, d.every_ns))
+        .unwrap_or_default()
+}
+
 /// Runs the daemon until SIGTERM or SIGINT; returns the run's final status.
 pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     let mut settings = load(&start)?;
@@ -214,13 +223,15 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         let mut s = lock(&shared);
         s.settings = Some(settings.clone());
         s.started = Nanos(latscope_engine::system::monotonic_ns());
+        s.measured = Some(measured.iter().map(|c| c.0).collect());
     }
     let mut server = serve(settings.listen, &shared, &measured, &online)?;
     (start.say)(&format!(
-        "monitoring CPUs {} every {} at FIFO {}; metrics on http://{}/metrics; store {}",
+        "monitoring CPUs {} every {} at FIFO {}{}; metrics on http://{}/metrics; store {}",
         measured,
         settings.period,
         settings.priority,
+        noise_text(&settings),
         server.local_addr(),
         settings.store.display()
     ));
@@ -317,14 +328,19 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
                     start_actions(&mut sink, &new, &shared, &start.say)?;
                 }
                 (start.say)(&format!(
-                    "SIGHUP: now monitoring CPUs {} every {} at FIFO {} (epoch {})",
+                    "SIGHUP: now monitoring CPUs {} every {} at FIFO {}{} (epoch {})",
                     measured,
                     new.period,
                     new.priority,
+                    noise_text(&new),
                     epoch + 1
                 ));
                 settings = new;
-                lock(&shared).settings = Some(settings.clone());
+                {
+                    let mut s = lock(&shared);
+                    s.settings = Some(settings.clone());
+                    s.measured = Some(measured.iter().map(|c| c.0).collect());
+                }
                 epoch += 1;
             }
             // The engine stopped without a reload or a signal: its

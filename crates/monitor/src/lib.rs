@@ -14,4 +14,5 @@ pub mod daemon;
 pub mod http;
 pub mod metrics;
 pub mod sink;
+pub mod system;
 pub mod windows;

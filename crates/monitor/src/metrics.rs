@@ -16,6 +16,17 @@
 //! * `latscope_timer_overruns_total{cpu}`, `latscope_episodes_total{cause}`
 //!   (with `--trace`), `latscope_episodes_not_stored_total`,
 //!   `latscope_trace_lost_records_total`;
+//! * with `--noise`, `latscope_noise_gap_seconds{cpu}` (a histogram as
+//!   above) and `latscope_noise_active_seconds_total{cpu}`,
+//!   `latscope_noise_interruptions_total{cpu}`,
+//!   `latscope_noise_seconds_total{cpu}` (time lost to interruptions);
+//! * the machine's activity, as the suite's workload characterization
+//!   counts it ([`crate::system`]): `latscope_workload_interrupts_total`,
+//!   `latscope_workload_context_switches_total`,
+//!   `latscope_workload_processes_total`,
+//!   `latscope_workload_softirqs_total{vector}`,
+//!   `latscope_workload_cpu_seconds_total{cpu,mode}` (measured CPUs),
+//!   `latscope_workload_procs_running`;
 //! * `latscope_info{version,kernel,preemption} 1`, `latscope_monitor_epoch`,
 //!   `latscope_last_checkpoint_timestamp_seconds`.
 
@@ -27,7 +38,8 @@ use latscope_report::exports::{prometheus_family, prometheus_help};
 use latscope_stats::Histogram;
 
 use crate::http::Source;
-use crate::sink::{lock, Shared};
+use crate::sink::{lock, NoiseTotals, Shared};
+use crate::system::{SystemCounters, USER_HZ};
 
 /// The endpoint's view of the daemon.
 pub struct Endpoint {
@@ -74,6 +86,11 @@ struct Copy {
     preemption: String,
     /// ok, failed, suppressed, dropped.
     actions: Option<[u64; 4]>,
+    noise: std::collections::BTreeMap<u32, NoiseTotals>,
+    /// The measured CPUs (`None`: all).
+    measured: Option<Vec<u32>>,
+    /// Read after the lock is released.
+    system: SystemCounters,
 }
 
 impl Endpoint {
@@ -114,6 +131,9 @@ impl Endpoint {
                     a.dropped.load(Relaxed),
                 ]
             }),
+            noise: s.noise(),
+            measured: s.measured.clone(),
+            system: SystemCounters::default(),
         }
     }
 }
@@ -194,6 +214,29 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             );
         }
     }
+    for (cpu, n) in &c.noise {
+        let l = vec![("cpu".to_string(), cpu.to_string())];
+        for (name, help, v) in [
+            (
+                "latscope_noise_active_seconds_total",
+                "Time the noise duty cycle spun (--noise).",
+                seconds(Nanos(n.active_ns)),
+            ),
+            (
+                "latscope_noise_interruptions_total",
+                "Interruptions of the noise duty cycle's spinning loop.",
+                n.interruptions as f64,
+            ),
+            (
+                "latscope_noise_seconds_total",
+                "Time the noise duty cycle's loop lost to interruptions.",
+                seconds(Nanos(n.noise_ns)),
+            ),
+        ] {
+            e.add(name, help, Kind::Counter, l.clone(), Value::Counter(v));
+        }
+    }
+    system_counters(&mut e, c);
     e.add(
         "latscope_info",
         "The monitor's version and the kernel it measures.",
@@ -224,9 +267,77 @@ fn exposition(c: &Copy) -> Exposition<'_> {
     e
 }
 
+/// The machine's activity counters ([`crate::system`]).
+fn system_counters(e: &mut Exposition<'_>, c: &Copy) {
+    let sys = &c.system;
+    for (name, help, v) in [
+        (
+            "latscope_workload_interrupts_total",
+            "Interrupts since boot, all sources and CPUs (/proc/stat intr).",
+            sys.interrupts,
+        ),
+        (
+            "latscope_workload_context_switches_total",
+            "Context switches since boot, all CPUs.",
+            sys.context_switches,
+        ),
+        (
+            "latscope_workload_processes_total",
+            "Tasks created since boot (every fork and clone).",
+            sys.processes,
+        ),
+    ] {
+        if let Some(v) = v {
+            e.add(
+                name,
+                help,
+                Kind::Counter,
+                Vec::new(),
+                Value::Counter(v as f64),
+            );
+        }
+    }
+    if let Some(v) = sys.procs_running {
+        e.add(
+            "latscope_workload_procs_running",
+            "Runnable tasks now.",
+            Kind::Gauge,
+            Vec::new(),
+            Value::Gauge(v as f64),
+        );
+    }
+    for (vector, n) in &sys.softirqs {
+        e.add(
+            "latscope_workload_softirqs_total",
+            "Softirqs run since boot, all CPUs, per vector.",
+            Kind::Counter,
+            vec![("vector".to_string(), vector.clone())],
+            Value::Counter(*n as f64),
+        );
+    }
+    for (cpu, ticks) in &sys.cpu_ticks {
+        if c.measured.as_ref().is_some_and(|m| !m.contains(cpu)) {
+            continue;
+        }
+        for (mode, t) in SystemCounters::modes(ticks) {
+            e.add(
+                "latscope_workload_cpu_seconds_total",
+                "Time each measured CPU spent per mode since boot (steal: the hypervisor ran something else).",
+                Kind::Counter,
+                vec![
+                    ("cpu".to_string(), cpu.to_string()),
+                    ("mode".to_string(), mode.to_string()),
+                ],
+                Value::Counter(t as f64 / USER_HZ),
+            );
+        }
+    }
+}
+
 impl Source for Endpoint {
     fn metrics(&self, accept: Option<&str>) -> (String, Vec<u8>) {
-        let copy = self.copy();
+        let mut copy = self.copy();
+        copy.system = SystemCounters::read(std::path::Path::new("/proc"));
         let e = exposition(&copy);
         let format = exposition::negotiate(accept);
         let body = match format {

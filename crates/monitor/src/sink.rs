@@ -37,9 +37,26 @@ pub fn episode_class(e: &Episode) -> &'static str {
 }
 
 /// Whether a metric's windows go to the store: the timer probe's own
-/// (`timer.latency`, `timer.interval`, and with `--trace` its parts).
+/// (`timer.latency`, `timer.interval`, and with `--trace` its parts), and
+/// the noise duty cycle's `noise.gap`.
 pub fn stored_window(metric: &str) -> bool {
-    metric.starts_with("timer.")
+    metric.starts_with("timer.") || metric == latscope_model::metric::NOISE_GAP
+}
+
+/// The noise duty cycle's figures of one CPU (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NoiseTotals {
+    pub active_ns: u64,
+    pub interruptions: u64,
+    pub noise_ns: u64,
+}
+
+impl NoiseTotals {
+    fn add(&mut self, o: &NoiseTotals) {
+        self.active_ns += o.active_ns;
+        self.interruptions += o.interruptions;
+        self.noise_ns += o.noise_ns;
+    }
 }
 
 /// What the endpoint reads: kept by the sink, read under a short lock.
@@ -75,9 +92,27 @@ pub struct Shared {
     pub progress_at: Option<Nanos>,
     /// When the daemon started (CLOCK_MONOTONIC).
     pub started: Nanos,
+    /// The measured CPUs (`None` until the daemon knows them).
+    pub measured: Option<Vec<u32>>,
     /// Lost-record count of the current epoch at its last checkpoint (the
     /// trace summary is cumulative within an epoch).
     epoch_lost: u64,
+    /// The noise duty cycle per CPU: the ended epochs' sums, and the
+    /// current epoch's figures at its last checkpoint (cumulative within
+    /// it).
+    noise_ended: BTreeMap<u32, NoiseTotals>,
+    noise_epoch: BTreeMap<u32, NoiseTotals>,
+}
+
+impl Shared {
+    /// The noise duty cycle's figures per CPU since the daemon started.
+    pub fn noise(&self) -> BTreeMap<u32, NoiseTotals> {
+        let mut out = self.noise_ended.clone();
+        for (cpu, t) in &self.noise_epoch {
+            out.entry(*cpu).or_default().add(t);
+        }
+        out
+    }
 }
 
 /// Locks the shared state; a thread that panicked while holding it left
@@ -253,6 +288,9 @@ impl Sink for MonitorSink {
         let mut s = lock(&self.shared);
         s.epoch = meta.index;
         s.epoch_lost = 0;
+        for (cpu, t) in std::mem::take(&mut s.noise_epoch) {
+            s.noise_ended.entry(cpu).or_default().add(&t);
+        }
         Ok(CellKey(cell.0))
     }
 
@@ -281,6 +319,16 @@ impl Sink for MonitorSink {
                 let new = t.lost_records.saturating_sub(s.epoch_lost);
                 s.lost_records += new;
                 s.epoch_lost = t.lost_records;
+            }
+            for n in &cp.noise {
+                s.noise_epoch.insert(
+                    n.cpu.0,
+                    NoiseTotals {
+                        active_ns: n.active_ns.0,
+                        interruptions: n.interruptions,
+                        noise_ns: n.noise_ns.0,
+                    },
+                );
             }
             let epoch = self.epoch;
             s.windows.checkpoint(epoch, now, &cp.metrics)

@@ -1459,6 +1459,7 @@ fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
             timer_api: TimerApiName::PosixTimer,
             period_ns: Nanos::from_micros(100),
             phase: PhaseName::Random,
+            noise_duty: None,
             common: CommonSettings {
                 policy: Policy::Rr,
                 priority: 50,

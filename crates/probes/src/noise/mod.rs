@@ -50,12 +50,43 @@ pub struct NoiseConfig {
     pub handoff: usize,
     /// Use CLOCK_MONOTONIC even if the TSC is reliable (tests).
     pub force_vdso: bool,
+    /// Spin only `on` in every `every` (the monitor's duty cycle beside
+    /// the timer probe) instead of `runtime`/`pause`.
+    pub duty: Option<DutyCycle>,
 }
+
+/// The noise probe's duty cycle beside the timer probe: each CPU spins
+/// `on` once every `every`, the CPUs staggered evenly over the cycle (CPU
+/// `i` of `n` starts `i × every / n` later), so at most one CPU at a time
+/// has its timer paused when `every` ≥ `n × on`. `lead` before each active
+/// period the CPU's timer thread is told to sleep through it (at least one
+/// timer period, so the timer sees it before the spinning starts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DutyCycle {
+    pub on: Nanos,
+    pub every: Nanos,
+    pub lead: Nanos,
+}
+
+/// The timer sleeps this long past the end of an active period (the spin
+/// ends at its first iteration past the end, a few hundred ns later).
+const RESUME_MARGIN_NS: u64 = 500_000;
+
+/// A sleeping duty-cycle thread checks for a stop this often.
+const NAP_NS: u64 = 250_000_000;
 
 impl NoiseConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.runtime.0 == 0 {
             return Err("--runtime must be greater than 0".into());
+        }
+        if let Some(d) = &self.duty {
+            if d.on.0 == 0 || d.every < d.on {
+                return Err(format!(
+                    "the noise duty cycle {}/{} does not fit",
+                    d.on, d.every
+                ));
+            }
         }
         if self.runtime > Nanos::from_secs(10) || self.pause > Nanos::from_secs(10) {
             return Err("--runtime and --pause must be at most 10s".into());
@@ -92,6 +123,8 @@ pub struct NoiseCpu {
     drift_ppb: AtomicU64,
     vdso: AtomicBool,
     handoff: Option<Arc<SampleRing>>,
+    /// The timer thread's pause cell on this CPU (duty cycle only).
+    pause: Option<Arc<AtomicU64>>,
 }
 
 impl NoiseCpu {
@@ -110,6 +143,7 @@ impl NoiseCpu {
             drift_ppb: AtomicU64::new(0),
             vdso: AtomicBool::new(false),
             handoff: (handoff > 0).then(|| Arc::new(SampleRing::new(handoff))),
+            pause: None,
         }
     }
 
@@ -174,6 +208,24 @@ impl Convert {
         u64::try_from(u128::from(ns) * u128::from(self.hz) / 1_000_000_000).unwrap_or(u64::MAX)
     }
 
+    /// The tick reading at CLOCK_MONOTONIC `mono` (saturating; `u64::MAX`
+    /// stays the end of time).
+    #[inline]
+    fn ticks_at(&self, mono: u64) -> u64 {
+        if mono == u64::MAX {
+            return u64::MAX;
+        }
+        if mono >= self.anchor.mono_ns {
+            self.anchor
+                .tsc
+                .saturating_add(self.ticks(mono - self.anchor.mono_ns))
+        } else {
+            self.anchor
+                .tsc
+                .saturating_sub(self.ticks(self.anchor.mono_ns - mono))
+        }
+    }
+
     /// CLOCK_MONOTONIC of a tick reading.
     #[inline]
     fn mono(&self, t: u64) -> u64 {
@@ -200,6 +252,29 @@ impl NoiseProbe {
             .cpus
             .iter()
             .map(|&c| Arc::new(NoiseCpu::new(c, config.threshold, config.handoff)))
+            .collect();
+        Ok(NoiseProbe { config, cpus })
+    }
+
+    /// A duty-cycle probe beside the timer probe: `pauses` holds, per CPU,
+    /// the cell the timer thread there sleeps until (see
+    /// [`crate::timer`]).
+    pub fn pausing(
+        config: NoiseConfig,
+        pauses: &[(CpuId, Arc<AtomicU64>)],
+    ) -> Result<NoiseProbe, ProbeError> {
+        config.validate().map_err(ProbeError::Config)?;
+        let cpus = config
+            .cpus
+            .iter()
+            .map(|&c| {
+                let mut cpu = NoiseCpu::new(c, config.threshold, config.handoff);
+                cpu.pause = pauses
+                    .iter()
+                    .find(|(p, _)| *p == c)
+                    .map(|(_, a)| Arc::clone(a));
+                Arc::new(cpu)
+            })
             .collect();
         Ok(NoiseProbe { config, cpus })
     }
@@ -319,30 +394,46 @@ fn run<C: Ticks>(
     let runtime = conv.ticks(cfg.runtime.0);
     let stop_now = || stop.load(Ordering::Relaxed);
     let mut on_gap = |a: u64, b: u64| record(state, &conv, start, a, b);
-    loop {
-        if stop_now() {
-            break;
-        }
-        let now = clock.now();
-        if now >= end_ticks {
-            break;
-        }
-        let until = if cfg.pause.0 == 0 {
-            end_ticks
-        } else {
-            now.saturating_add(runtime).min(end_ticks)
+    if let Some(duty) = &cfg.duty {
+        let spin_until = |clock: &mut C, until_mono: u64, on_gap: &mut dyn FnMut(u64, u64)| {
+            let until = conv.ticks_at(until_mono);
+            let spun = spin::spin(clock, until, threshold, cfg.fp, &stop_now, on_gap);
+            bump(&state.iterations, spun.iterations);
+            bump(
+                &state.active_ns,
+                conv.ns(spun.end.saturating_sub(spun.start)),
+            );
+            spun.stopped
         };
-        let spun = spin::spin(clock, until, threshold, cfg.fp, &stop_now, &mut on_gap);
-        bump(&state.iterations, spun.iterations);
-        bump(
-            &state.active_ns,
-            conv.ns(spun.end.saturating_sub(spun.start)),
-        );
-        if spun.stopped || spun.end >= end_ticks {
-            break;
-        }
-        if cfg.pause.0 > 0 {
-            let _ = timers::sleep_for(cfg.pause.0);
+        run_duty(state, cfg, duty, stop, start, end_mono, |until| {
+            spin_until(clock, until, &mut on_gap)
+        });
+    } else {
+        loop {
+            if stop_now() {
+                break;
+            }
+            let now = clock.now();
+            if now >= end_ticks {
+                break;
+            }
+            let until = if cfg.pause.0 == 0 {
+                end_ticks
+            } else {
+                now.saturating_add(runtime).min(end_ticks)
+            };
+            let spun = spin::spin(clock, until, threshold, cfg.fp, &stop_now, &mut on_gap);
+            bump(&state.iterations, spun.iterations);
+            bump(
+                &state.active_ns,
+                conv.ns(spun.end.saturating_sub(spun.start)),
+            );
+            if spun.stopped || spun.end >= end_ticks {
+                break;
+            }
+            if cfg.pause.0 > 0 {
+                let _ = timers::sleep_for(cfg.pause.0);
+            }
         }
     }
     if !vdso {
@@ -355,6 +446,66 @@ fn run<C: Ticks>(
                 Ordering::Relaxed,
             );
         }
+    }
+}
+
+/// Sleeps until CLOCK_MONOTONIC `target`, waking every [`NAP_NS`] to see
+/// a stop; false when stopped.
+fn nap_until(target: u64, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = latscope_platform::monotonic_ns();
+        if now >= target {
+            return true;
+        }
+        let _ = timers::sleep_until(target.min(now.saturating_add(NAP_NS)));
+    }
+}
+
+/// The duty cycle of one CPU: its active periods on the grid `start +
+/// offset + k × every`, the first at least `lead` (and a second, so the
+/// first checkpoint has timer samples) after the calibration; before each
+/// the timer thread of the CPU is told to sleep through it. `spin(end)`
+/// spins until CLOCK_MONOTONIC `end` and says whether it was stopped.
+fn run_duty(
+    state: &NoiseCpu,
+    cfg: &NoiseConfig,
+    duty: &DutyCycle,
+    stop: &AtomicBool,
+    start: u64,
+    end_mono: u64,
+    mut spin: impl FnMut(u64) -> bool,
+) {
+    let n = cfg.cpus.len().max(1) as u64;
+    let idx = cfg.cpus.iter().position(|c| *c == state.cpu).unwrap_or(0) as u64;
+    let every = duty.every.0.max(1);
+    let lead = duty.lead.0;
+    let offset = 1_000_000_000 + lead + every / n * idx;
+    let mut k = 0u64;
+    loop {
+        let on_at = start + offset + k.saturating_mul(every);
+        k += 1;
+        if on_at >= end_mono {
+            break;
+        }
+        if on_at < latscope_platform::monotonic_ns() + lead {
+            continue;
+        }
+        if !nap_until(on_at - lead, stop) {
+            break;
+        }
+        let off_at = on_at.saturating_add(duty.on.0).min(end_mono);
+        if let Some(p) = &state.pause {
+            p.store(off_at + RESUME_MARGIN_NS, Ordering::Relaxed);
+        }
+        if !nap_until(on_at, stop) || spin(off_at) {
+            break;
+        }
+    }
+    if let Some(p) = &state.pause {
+        p.store(0, Ordering::Relaxed);
     }
 }
 
@@ -536,6 +687,7 @@ mod tests {
             duration: Some(Nanos::from_millis(300)),
             handoff: 0,
             force_vdso: true,
+            duty: None,
         };
         let running: Box<dyn RunningProbe> = Box::new(
             NoiseProbe::new(cfg)
@@ -635,6 +787,7 @@ mod tests {
             duration: Some(Nanos::from_secs(1)),
             handoff: 0,
             force_vdso: false,
+            duty: None,
         };
         assert!(ok.validate().is_ok());
         let mut bad = ok.clone();

@@ -1,7 +1,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use latscope_model::{CpuId, Nanos};
+use latscope_model::{CpuId, Nanos, NoiseDuty};
 use latscope_platform::SchedPolicy;
 
 /// The timer service whose wake-up latency is measured.
@@ -89,6 +89,9 @@ pub struct TimerConfig {
     /// Hand every sample (deadline, wake-up) to a reader through a ring of
     /// this many samples per CPU (the trace analysis); 0: off.
     pub handoff: usize,
+    /// The noise probe beside the timer for a duty cycle (the monitor's
+    /// `--noise 1s/60s`): see [`crate::timer`].
+    pub noise_duty: Option<NoiseDuty>,
 }
 
 /// The longest period accepted: longer and a run of minutes holds too few
@@ -128,6 +131,15 @@ impl TimerConfig {
                 ));
             }
             _ => {}
+        }
+        if let Some(duty) = &self.noise_duty {
+            duty.validate()?;
+            if !self.api.is_relative() && self.api != TimerApi::ClockNanosleep {
+                return Err(format!(
+                    "a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {}",
+                    self.api
+                ));
+            }
         }
         if let Some(d) = self.duration {
             if d < self.period {

@@ -168,6 +168,14 @@ fn measure<W: Waiter>(
             latscope_platform::spin_until(resume);
             schedule.set_next(resume + period);
         }
+        // The noise duty cycle spins on this CPU until `paused`: sleep
+        // through it and go on at the next deadline of the grid.
+        let paused = state.paused_until.load(Ordering::Relaxed);
+        if !W::PERIODIC && paused > now {
+            waiter.wait(paused)?;
+            schedule.resume(monotonic_ns());
+            prev_wake = None;
+        }
     }
     Ok(())
 }

@@ -27,11 +27,13 @@ use std::sync::Arc;
 
 use latscope_model::{metric, CpuId, Nanos, TimerCpuStats};
 use latscope_platform::timers::Errno;
+use latscope_platform::SchedPolicy;
 use latscope_stats::{AtomicHistogram, MetricResult, TimelineChunk};
 
 pub use config::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
 pub use schedule::{Schedule, Wake};
 
+use crate::noise::{DutyCycle, NoiseConfig, NoiseProbe, RunningNoiseProbe};
 use crate::threads::{self, bump, PinnedThreads};
 use crate::{
     Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
@@ -56,6 +58,9 @@ pub struct TimerCpu {
     max_early: AtomicU64,
     /// Every sample for the trace analysis, when it runs.
     handoff: Option<Arc<SampleRing>>,
+    /// CLOCK_MONOTONIC until which the thread sleeps (the noise duty cycle
+    /// spins on its CPU then); 0: not paused.
+    paused_until: Arc<AtomicU64>,
 }
 
 impl TimerCpu {
@@ -72,6 +77,7 @@ impl TimerCpu {
             early_wakeups: AtomicU64::new(0),
             max_early: AtomicU64::new(0),
             handoff: (handoff > 0).then(|| Arc::new(SampleRing::new(handoff))),
+            paused_until: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -133,6 +139,47 @@ impl TimerCpu {
 pub struct TimerProbe {
     config: TimerConfig,
     cpus: Vec<Arc<TimerCpu>>,
+    /// The noise duty cycle's probe, when one runs beside the timer.
+    noise: Option<NoiseProbe>,
+}
+
+/// The noise probe of a duty cycle: SCHED_OTHER, as oslat and rtla
+/// osnoise run by default (a real-time spin of a whole second would be cut
+/// by RT throttling, `sched_rt_runtime_us`), with the noise probe's default
+/// interruption test (4 × the base iteration), continuous spinning for `on`.
+fn duty_noise(
+    config: &TimerConfig,
+    cpus: &[Arc<TimerCpu>],
+) -> Result<Option<NoiseProbe>, ProbeError> {
+    let Some(duty) = config.noise_duty else {
+        return Ok(None);
+    };
+    let noise = NoiseConfig {
+        cpus: config.cpus.clone(),
+        policy: SchedPolicy::Other,
+        priority: 0,
+        runtime: duty.on_ns,
+        pause: Nanos(0),
+        gap_ratio: 4,
+        gap_min: None,
+        fp: false,
+        threshold: None,
+        duration: config.duration,
+        handoff: 0,
+        force_vdso: false,
+        duty: Some(DutyCycle {
+            on: duty.on_ns,
+            every: duty.every_ns,
+            // Two periods: the timer thread wakes at most one period after
+            // the pause is set, plus its own latency.
+            lead: Nanos(config.period.0.saturating_mul(2).max(1_000_000)),
+        }),
+    };
+    let pauses: Vec<(CpuId, Arc<AtomicU64>)> = cpus
+        .iter()
+        .map(|c| (c.cpu, Arc::clone(&c.paused_until)))
+        .collect();
+    NoiseProbe::pausing(noise, &pauses).map(Some)
 }
 
 impl TimerProbe {
@@ -142,8 +189,13 @@ impl TimerProbe {
             .cpus
             .iter()
             .map(|&c| Arc::new(TimerCpu::new(c, config.threshold, config.handoff)))
-            .collect();
-        Ok(TimerProbe { config, cpus })
+            .collect::<Vec<_>>();
+        let noise = duty_noise(&config, &cpus)?;
+        Ok(TimerProbe {
+            config,
+            cpus,
+            noise,
+        })
     }
 
     pub fn config(&self) -> &TimerConfig {
@@ -173,12 +225,28 @@ impl TimerProbe {
             policy: self.config.policy,
             priority: self.config.priority,
         };
-        let mut threads = threads::start(specs, sched)?;
+        // The noise threads first: they sleep until their first active
+        // period, well after the timer threads are up.
+        let noise = match self.noise {
+            Some(n) => Some(n.start(Arc::clone(&stop))?),
+            None => None,
+        };
+        let mut threads = match threads::start(specs, sched) {
+            Ok(t) => t,
+            Err(e) => {
+                if let Some(n) = noise {
+                    stop.store(true, Ordering::Relaxed);
+                    let _ = Box::new(n).finish();
+                }
+                return Err(e);
+            }
+        };
         threads.setups.sort_by_key(|s| s.cpu);
         Ok(RunningTimerProbe {
             config: self.config,
             cpus: self.cpus,
             threads,
+            noise,
         })
     }
 }
@@ -210,6 +278,7 @@ pub struct RunningTimerProbe {
     config: TimerConfig,
     cpus: Vec<Arc<TimerCpu>>,
     threads: PinnedThreads<Result<(), LoopError>>,
+    noise: Option<RunningNoiseProbe>,
 }
 
 impl RunningTimerProbe {
@@ -229,7 +298,7 @@ impl RunningProbe for RunningTimerProbe {
 
     /// Whether every measuring thread has ended (duration reached, stopped or failed).
     fn finished(&self) -> bool {
-        self.threads.finished()
+        self.threads.finished() && self.noise.as_ref().is_none_or(|n| n.finished())
     }
 
     fn progress(&self) -> Progress {
@@ -245,13 +314,21 @@ impl RunningProbe for RunningTimerProbe {
     }
 
     fn snapshot(&self) -> ProbeSnapshot {
-        snapshot(&self.cpus)
+        let mut s = snapshot(&self.cpus);
+        if let Some(n) = &self.noise {
+            add_noise(&mut s, n.snapshot());
+        }
+        s
     }
 
     /// Completed timeline seconds not yet taken (see
     /// [`MetricRecorder::drain_timeline`]).
     fn drain_timeline(&self) -> Vec<TimelineChunk> {
-        collect_timeline(&self.cpus, false)
+        let mut t = collect_timeline(&self.cpus, false);
+        if let Some(n) = &self.noise {
+            t.extend(n.drain_timeline());
+        }
+        t
     }
 
     /// Per CPU: the measuring thread's tid and the ring its samples are
@@ -264,6 +341,7 @@ impl RunningProbe for RunningTimerProbe {
     }
 
     fn finish(self: Box<Self>) -> ProbeFinal {
+        let noise = self.noise.map(|n| Box::new(n).finish());
         let error = self.threads.join(|_, r| {
             r.err().map(|e| ProbeError::Timer {
                 cpu: e.cpu,
@@ -279,13 +357,28 @@ impl RunningProbe for RunningTimerProbe {
             .iter()
             .map(|c| c.latency.lost_seconds() + c.interval.lost_seconds())
             .sum();
-        ProbeFinal {
+        let mut fin = ProbeFinal {
             snapshot: snapshot(&self.cpus),
             timeline,
             lost_timeline_seconds,
             error,
+        };
+        if let Some(n) = noise {
+            add_noise(&mut fin.snapshot, n.snapshot);
+            fin.timeline.extend(n.timeline);
+            fin.lost_timeline_seconds += n.lost_timeline_seconds;
+            if fin.error.is_none() {
+                fin.error = n.error;
+            }
         }
+        fin
     }
+}
+
+/// The duty cycle's noise figures beside the timer's.
+fn add_noise(to: &mut ProbeSnapshot, noise: ProbeSnapshot) {
+    to.metrics.extend(noise.metrics);
+    to.stats.noise = noise.stats.noise;
 }
 
 fn snapshot(cpus: &[Arc<TimerCpu>]) -> ProbeSnapshot {

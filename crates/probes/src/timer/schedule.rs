@@ -77,6 +77,15 @@ impl Schedule {
         }
     }
 
+    /// After a pause (the noise duty cycle): the next deadline becomes the
+    /// first one of the grid after `now`; the deadlines the pause covered
+    /// are neither served nor overruns.
+    pub fn resume(&mut self, now: u64) {
+        if self.next <= now {
+            self.next += ((now - self.next) / self.period + 1) * self.period;
+        }
+    }
+
     /// Re-anchors the schedule: the next deadline becomes `deadline` (random
     /// phase, where each relative sleep starts from a random point).
     pub fn set_next(&mut self, deadline: u64) {
@@ -113,6 +122,20 @@ mod tests {
             }
         );
         assert_eq!(s.next_deadline(), 3_000);
+    }
+
+    #[test]
+    fn resume_after_a_pause_keeps_the_grid() {
+        let mut s = Schedule::new(1_000, 1_000);
+        s.woke(1_005);
+        s.resume(7_500);
+        assert_eq!(s.next_deadline(), 8_000);
+        // On a grid point: that one has passed, the next is due.
+        s.resume(8_000);
+        assert_eq!(s.next_deadline(), 9_000);
+        // Not yet due: unchanged.
+        s.resume(8_500);
+        assert_eq!(s.next_deadline(), 9_000);
     }
 
     #[test]
