@@ -99,14 +99,26 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         std::fs::write(path, latscope_report::grid_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
+    // A monitor's real hours, days and weeks beside the forecast.
+    let observed = crate::observed::observed(&store, id)?;
     let text = if args.json {
-        let doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
+        let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
+        if let (Some(o), Some(map)) = (&observed, doc.as_object_mut()) {
+            map.insert(
+                "observed_blocks".into(),
+                serde_json::to_value(o).context("cannot write JSON")?,
+            );
+        }
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        crate::colour::verdicts(&latscope_report::forecast_text(
-            &report,
-            args.grid_csv.is_some(),
-        ))
+        let mut t = latscope_report::forecast_text(&report, args.grid_csv.is_some());
+        if let Some(o) = &observed {
+            t.push_str(&latscope_report::observed_blocks_text(
+                latscope_model::metric::TIMER_LATENCY,
+                o,
+            ));
+        }
+        crate::colour::verdicts(&t)
     };
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());

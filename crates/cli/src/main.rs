@@ -13,6 +13,7 @@ mod forecast;
 mod micro;
 mod micro_compare;
 mod monitor;
+mod observed;
 mod observer;
 mod output;
 mod plan;

@@ -51,7 +51,9 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
             }
         }
     }
-    let page = latscope_report::html_report(&run, &timelines, &snapshots);
+    let observed = crate::observed::observed(&store, id)?;
+    let page =
+        latscope_report::html_report_observed(&run, &timelines, &snapshots, observed.as_ref());
     write_page(args, id.0, &page)
 }
 

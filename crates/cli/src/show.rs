@@ -54,37 +54,11 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
         output::write_json(&run, std::path::Path::new("-"))?;
     } else {
         let mut text = latscope_report::run_summary(&run, args.histogram);
-        text.push_str(&monitor_blocks(&store, id)?);
+        text.push_str(&crate::observed::observed_text(&store, id)?);
         if args.episodes {
             text.push_str(&latscope_report::episodes_text(&run));
         }
         crate::output::print(&text);
     }
     Ok(exit::OK)
-}
-
-/// For a monitor run: the observed worst case of the wake-up latency per
-/// hour, day and week from its stored hour windows (over every CPU);
-/// nothing for other runs.
-fn monitor_blocks(store: &Store, id: latscope_model::RunId) -> Result<String, Exit> {
-    use latscope_stats::blocks::{hour_maxima, observed_blocks, HourMax};
-    let windows = store.windows(id, latscope_store::Span::Hour, latscope_model::Nanos::ZERO)?;
-    let hours = hour_maxima(
-        windows
-            .iter()
-            .filter(|w| w.metric == latscope_model::metric::TIMER_LATENCY)
-            .filter_map(|w| {
-                Some(HourMax {
-                    start_unix: w.start_unix,
-                    max: w.histogram.max()?,
-                })
-            }),
-    );
-    if hours.is_empty() {
-        return Ok(String::new());
-    }
-    Ok(latscope_report::observed_blocks_text(
-        latscope_model::metric::TIMER_LATENCY,
-        &observed_blocks(&hours),
-    ))
 }

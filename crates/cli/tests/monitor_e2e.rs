@@ -213,6 +213,38 @@ fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
         .find(|l| l.trim_start().starts_with("day"))
         .unwrap();
     assert!(day_row.split_whitespace().nth(1) == Some("0"), "{day_row}");
+    // report and forecast read the monitor like a run, with its real hours.
+    let page = dir.path().join("report.html");
+    let o = latscope(&[
+        "report",
+        "latest",
+        "--html",
+        page.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains("Observed worst case per hour, day and week (monitor)"),
+        "no observed section"
+    );
+    let o = latscope(&["forecast", "latest", "--store", store.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("Observed worst case of timer.latency per hour, day and week"),
+        "{}",
+        stdout(&o)
+    );
+    let o = latscope(&[
+        "forecast",
+        "latest",
+        "--json",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(doc["observed_blocks"]["hour"]["blocks"].as_u64().unwrap() >= 1);
     // The windows: a minute and an hour (or two, across a boundary) of
     // timer.latency on CPU 0 holding every sample stored.
     let stored = sqlite_count(

@@ -26,6 +26,7 @@ pub mod svg;
 use std::fmt::Write as _;
 
 use latscope_model::{metric, CpuId, Nanos, Severity};
+use latscope_stats::blocks::ObservedBlocks;
 use latscope_stats::forecast::CellSnapshot;
 use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
 
@@ -51,11 +52,29 @@ pub struct Timeline {
 /// metric without one has no time plot), `snapshots` the histograms it kept
 /// at the cells' checkpoints (any subset; the forecast's checks use them).
 pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSnapshot]) -> String {
+    html_report_observed(run, timelines, snapshots, None)
+}
+
+/// [`html_report`] with, for a monitor run, the observed worst case of the
+/// wake-up latency per hour, day and week from its hour windows.
+pub fn html_report_observed(
+    run: &RunResult,
+    timelines: &[Timeline],
+    snapshots: &[CellSnapshot],
+    observed: Option<&ObservedBlocks>,
+) -> String {
     let mut page = Sections::default();
     page.add("system", "Run and system", run_and_system(run));
     page.add("findings", "Latency hazards (check)", findings(run));
     page.add("workloads", "Workload characterization", workloads(run));
     page.add("matrix", "Worst case per metric and workload", matrix(run));
+    if let Some(o) = observed {
+        page.add(
+            "observed",
+            "Observed worst case per hour, day and week (monitor)",
+            observed_section(o),
+        );
+    }
     for c in &run.cells {
         let id = format!("cell-{}", c.meta.index);
         let title = format!(
@@ -78,6 +97,33 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
         run.cells.len()
     );
     document(run, &note, &page.toc, &page.body)
+}
+
+/// The monitor's block maxima: complete blocks only, so a partial day never
+/// passes for a quiet one.
+fn observed_section(o: &ObservedBlocks) -> String {
+    let rows: Vec<Vec<String>> = [("hour", &o.hour), ("day", &o.day), ("week", &o.week)]
+        .iter()
+        .map(|(name, b)| {
+            vec![
+                (*name).to_string(),
+                b.blocks.to_string(),
+                page::opt_ns(b.worst),
+                page::opt_ns(b.median),
+                page::opt_ns(b.best),
+            ]
+        })
+        .collect();
+    let mut out = para(
+        "The largest timer.latency (all CPUs) of each complete UTC hour, day and week the monitor measured, from its stored hour windows: observed, not forecast.",
+        None,
+    );
+    out.push_str(&table(
+        &["block", "measured", "worst", "median", "best"],
+        &rows,
+        1,
+    ));
+    out
 }
 
 /// A page's sections as they are added, and its table of contents.

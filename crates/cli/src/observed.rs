@@ -1,0 +1,38 @@
+//! A monitor run's observed worst case of the wake-up latency per hour,
+//! day and week, from its stored hour windows (over every CPU): what
+//! `show`, `report` and `forecast` add for a monitor. Nothing for other
+//! runs, which have no windows.
+
+use latscope_model::{metric, Nanos, RunId};
+use latscope_stats::blocks::{hour_maxima, observed_blocks, HourMax, ObservedBlocks};
+use latscope_store::{Span, Store};
+
+use crate::exit::Exit;
+
+/// The blocks of `id`'s hour windows of `timer.latency`, or `None` when
+/// the run has none (not a monitor).
+pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, Exit> {
+    let windows = store.windows(id, Span::Hour, Nanos::ZERO)?;
+    let hours = hour_maxima(
+        windows
+            .iter()
+            .filter(|w| w.metric == metric::TIMER_LATENCY)
+            .filter_map(|w| {
+                Some(HourMax {
+                    start_unix: w.start_unix,
+                    max: w.histogram.max()?,
+                })
+            }),
+    );
+    if hours.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(observed_blocks(&hours)))
+}
+
+/// The table of [`observed`], or nothing.
+pub fn observed_text(store: &Store, id: RunId) -> Result<String, Exit> {
+    Ok(observed(store, id)?
+        .map(|o| latscope_report::observed_blocks_text(metric::TIMER_LATENCY, &o))
+        .unwrap_or_default())
+}
