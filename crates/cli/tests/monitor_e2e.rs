@@ -477,3 +477,143 @@ fn bad_settings_are_one_line_errors() {
     assert!(err.contains("cannot listen"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// What abusive clients do to the endpoint during one phase: 500
+/// connections opened and held, garbage, a 1 MB header and slowloris
+/// (a header byte every 100 ms), over and over until `until`.
+fn abuse(addr: SocketAddr, until: Instant) -> u64 {
+    use std::io::Write as _;
+    use std::net::TcpStream;
+    let mut rounds = 0;
+    let big = format!("GET /metrics HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(1 << 20));
+    while Instant::now() < until {
+        let mut held: Vec<TcpStream> = (0..500)
+            .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())
+            .collect();
+        for s in held.iter_mut().take(20) {
+            let _ = s.write_all(b"\x00\xff garbage \r\n\r\n\x16\x03\x01");
+        }
+        if let Ok(mut s) = TcpStream::connect(addr) {
+            let _ = s.write_all(big.as_bytes());
+        }
+        for _ in 0..10 {
+            for s in held.iter_mut().skip(20).take(20) {
+                let _ = s.write_all(b"G");
+            }
+            sleep(Duration::from_millis(100));
+        }
+        rounds += 1;
+        drop(held);
+    }
+    rounds
+}
+
+/// Per-second maxima of one phase's whole seconds: (seconds, samples per
+/// second, median of the per-second maxima in µs).
+fn phase_stats(
+    timeline: &[latscope_stats::SecondStats],
+    cell_start: u64,
+    phases: &[(u64, u64)],
+) -> (usize, f64, f64) {
+    let mut maxima = Vec::new();
+    let mut samples = 0u64;
+    for &(from, to) in phases {
+        // Whole seconds of the cell inside the phase, the first one left out
+        // (the clients were still connecting).
+        let first = (from.saturating_sub(cell_start)).div_ceil(1_000_000_000) + 1;
+        let last = to.saturating_sub(cell_start) / 1_000_000_000;
+        for s in first..last {
+            if let Some(x) = timeline.get(s as usize) {
+                maxima.push(x.max as f64 / 1e3);
+                samples += x.count;
+            }
+        }
+    }
+    maxima.sort_by(f64::total_cmp);
+    let n = maxima.len();
+    let median = maxima.get(n / 2).copied().unwrap_or(0.0);
+    (n, samples as f64 / n.max(1) as f64, median)
+}
+
+#[test]
+fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond_the_control() {
+    let _g = serial();
+    if online().len() < 2 {
+        eprintln!("skipped: needs 2 CPUs (the endpoint runs on the one not measured)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let mut d = Daemon::start(&[
+        "--cpus",
+        "1",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    sleep(Duration::from_secs(2));
+    // Control and abuse alternate (C A C A), 6 s each, so a drift of the
+    // host's noise weighs on both.
+    let mut control = Vec::new();
+    let mut abused = Vec::new();
+    let mut rounds = 0;
+    for i in 0..4 {
+        let from = latscope_platform::monotonic_ns();
+        let until = Instant::now() + Duration::from_secs(6);
+        if i % 2 == 1 {
+            rounds += abuse(d.addr, until);
+        }
+        let left = until.saturating_duration_since(Instant::now());
+        sleep(left);
+        let to = latscope_platform::monotonic_ns();
+        if i % 2 == 1 {
+            abused.push((from, to));
+        } else {
+            control.push((from, to));
+        }
+    }
+    let (hs, _, hb) = get(d.addr, "/healthz");
+    assert_eq!(hs, 200, "{hb}");
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+
+    let st = latscope_store::Store::open_existing(&store).unwrap();
+    let id = st.resolve("latest").unwrap();
+    let run = st.load_run(id).unwrap();
+    let cell = st.cell_ids(id).unwrap()[0];
+    let timeline = st
+        .load_timeline(
+            cell,
+            latscope_model::metric::TIMER_LATENCY,
+            Some(latscope_model::CpuId(1)),
+        )
+        .unwrap();
+    let start = run.cells[0].meta.monotonic_start_ns.0;
+    let (cn, c_rate, c_median) = phase_stats(&timeline, start, &control);
+    let (an, a_rate, a_median) = phase_stats(&timeline, start, &abused);
+    println!(
+        "endpoint abuse ({rounds} rounds of 500 held connections, garbage, a 1 MB header, slowloris): \
+         {an} s abused: {a_rate:.0} samples/s, median per-second max {a_median:.1} us; \
+         {cn} s control: {c_rate:.0} samples/s, median per-second max {c_median:.1} us"
+    );
+    assert!(cn >= 6 && an >= 6, "{cn} and {an} seconds");
+    assert!(rounds >= 2, "{rounds} rounds of abuse");
+    if c_median > 2_000.0 || c_rate < 900.0 {
+        println!(
+            "skipped: machine too noisy (control: median per-second max {c_median:.0} us, {c_rate:.0} samples/s)"
+        );
+        return;
+    }
+    // The measuring thread kept its pace and its latency: no stall, and
+    // the typical second's worst case within the host's own scatter of
+    // the control.
+    assert!(
+        a_rate >= 0.98 * c_rate,
+        "{a_rate:.0} samples/s under abuse against {c_rate:.0}"
+    );
+    assert!(
+        a_median <= 1.5 * c_median + 50.0,
+        "median per-second max {a_median:.1} us under abuse against {c_median:.1} us"
+    );
+}
