@@ -30,6 +30,7 @@ fn meta() -> RunMeta {
         hostname: "testhost".into(),
         tool_version: "0.1.0".into(),
         notes: vec![],
+        source: None,
     }
 }
 

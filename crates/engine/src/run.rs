@@ -291,5 +291,6 @@ pub fn running_meta(
         hostname: system.hostname.clone(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         notes: Vec::new(),
+        source: None,
     }
 }

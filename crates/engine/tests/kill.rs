@@ -828,6 +828,7 @@ fn stored_run(
         hostname: "h".into(),
         tool_version: "0".into(),
         notes: Vec::new(),
+        source: None,
     };
     let run = store
         .create_run(&meta, &SystemInfo::default(), &Capabilities::default())

@@ -3,7 +3,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CellSettings, Nanos};
+use crate::{CellSettings, Nanos, RunSource};
 
 /// A run's number in its store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -84,6 +84,10 @@ pub struct RunMeta {
     pub tool_version: String,
     /// Free-form remarks recorded with the run (e.g. "process died after last checkpoint").
     pub notes: Vec<String>,
+    /// The tool and file the run was imported from (`latscope import`);
+    /// `None` for a run latscope measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RunSource>,
 }
 
 /// One cell of a run: one probe under one workload with one group of settings.

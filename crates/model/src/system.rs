@@ -56,6 +56,27 @@ pub struct SystemInfo {
     pub hazards: Vec<Hazard>,
 }
 
+/// The preemption model `uname -v` (the kernel's build string) names:
+/// `PREEMPT_RT` is RT and a plain `PREEMPT` is full preemption;
+/// `PREEMPT_DYNAMIC` is decided at boot, so the build string does not say
+/// which, and no `PREEMPT` at all leaves none and voluntary apart. Here
+/// rather than in the platform crate because stored and imported build
+/// strings are read the same way.
+pub fn preempt_from_version(version: &str) -> Option<&'static str> {
+    let words: Vec<&str> = version.split_whitespace().collect();
+    // Old RT patch sets wrote `PREEMPT RT`, current kernels `PREEMPT_RT`.
+    let rt = words.contains(&"PREEMPT_RT") || words.windows(2).any(|w| w == ["PREEMPT", "RT"]);
+    if rt {
+        Some("rt")
+    } else if words.contains(&"PREEMPT_DYNAMIC") {
+        None
+    } else if words.contains(&"PREEMPT") {
+        Some("full")
+    } else {
+        None
+    }
+}
+
 /// One cpuidle state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -12,6 +12,7 @@
 use std::fs;
 use std::path::Path;
 
+pub use latscope_model::preempt_from_version;
 use latscope_model::{CpuSet, IdleState, SystemInfo};
 
 use crate::hazards;
@@ -206,24 +207,6 @@ pub fn parse_preempt_debugfs(text: &str) -> Option<&'static str> {
 
 fn known_mode(word: &str) -> Option<&'static str> {
     PREEMPT_MODES.into_iter().find(|m| *m == word)
-}
-
-/// What `uname -v` says: `PREEMPT_RT` is RT and a plain `PREEMPT` is full
-/// preemption; `PREEMPT_DYNAMIC` is decided at boot, so the build string does
-/// not say which, and no `PREEMPT` at all leaves none and voluntary apart.
-pub fn preempt_from_version(version: &str) -> Option<&'static str> {
-    let words: Vec<&str> = version.split_whitespace().collect();
-    // Old RT patch sets wrote `PREEMPT RT`, current kernels `PREEMPT_RT`.
-    let rt = words.contains(&"PREEMPT_RT") || words.windows(2).any(|w| w == ["PREEMPT", "RT"]);
-    if rt {
-        Some("rt")
-    } else if words.contains(&"PREEMPT_DYNAMIC") {
-        None
-    } else if words.contains(&"PREEMPT") {
-        Some("full")
-    } else {
-        None
-    }
 }
 
 /// The preemption model and where it was read, by the most direct source the

@@ -395,6 +395,7 @@ mod tests {
                 hostname: String::new(),
                 tool_version: String::new(),
                 notes: vec![],
+                source: None,
             },
             system: Default::default(),
             capabilities: Default::default(),

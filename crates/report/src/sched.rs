@@ -238,6 +238,7 @@ mod tests {
                 hostname: String::new(),
                 tool_version: String::new(),
                 notes: Vec::new(),
+                source: None,
             },
             system: SystemInfo::default(),
             capabilities: Capabilities::default(),

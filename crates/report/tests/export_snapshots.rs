@@ -74,6 +74,7 @@ fn fixture() -> RunResult {
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
             notes: vec![],
+            source: None,
         },
         system: SystemInfo::default(),
         capabilities: Capabilities::default(),

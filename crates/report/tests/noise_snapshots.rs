@@ -99,6 +99,7 @@ fn run_meta() -> RunMeta {
         hostname: "host".into(),
         tool_version: "0.1.0".into(),
         notes: vec![],
+        source: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn fixture() -> RunResult {
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
             notes: vec![],
+            source: None,
         },
         system: SystemInfo {
             hostname: "host".into(),

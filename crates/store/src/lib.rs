@@ -41,6 +41,7 @@
 mod checkpoint;
 mod codec;
 mod error;
+mod insert;
 mod liveness;
 mod micro;
 mod monitor;
@@ -129,10 +130,11 @@ struct RawRun {
     hostname: String,
     tool_version: String,
     notes: String,
+    source: Option<String>,
 }
 
 const RUN_COLUMNS: &str = "r.id, r.started_unix_ns, r.ended_unix_ns, r.checkpoint_unix_ns, \
-     r.status, r.command_line, r.pid, r.boot_id, r.hostname, r.tool_version, r.notes";
+     r.status, r.command_line, r.pid, r.boot_id, r.hostname, r.tool_version, r.notes, r.source";
 
 fn raw_run(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
     Ok(RawRun {
@@ -147,6 +149,7 @@ fn raw_run(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
         hostname: row.get(8)?,
         tool_version: row.get(9)?,
         notes: row.get(10)?,
+        source: row.get(11)?,
     })
 }
 
@@ -246,72 +249,18 @@ impl Store {
         system: &SystemInfo,
         caps: &Capabilities,
     ) -> Result<RunId> {
-        let started = to_sql(meta.started_unix_ns.0, "the run's start time")?;
-        let ended = meta
-            .ended_unix_ns
-            .map(|n| to_sql(n.0, "the run's end time"))
-            .transpose()?;
-        let checkpoint = meta
-            .checkpoint_unix_ns
-            .map(|n| to_sql(n.0, "the run's checkpoint time"))
-            .transpose()?;
-        let command_line = self.json(&meta.command_line, "the command line")?;
-        let notes = self.json(&meta.notes, "the run's notes")?;
-        let info = self.json(system, "the system snapshot")?;
-        let caps_json = self.json(caps, "the capabilities")?;
-
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err("starting a transaction"))?;
-        tx.execute(
-            "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
-             command_line, pid, boot_id, hostname, tool_version, notes) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            params![
-                started,
-                ended,
-                checkpoint,
-                meta.status.as_str(),
-                command_line,
-                i64::from(meta.pid),
-                meta.boot_id,
-                meta.hostname,
-                meta.tool_version,
-                notes,
-            ],
-        )
-        .map_err(err("recording the run"))?;
-        let id = tx.last_insert_rowid();
-        tx.execute(
-            "INSERT INTO systems (run_id, hostname, kernel_release, preemption_model, hz, \
-             clocksource, cpu_count, hypervisor, info) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                id,
-                system.hostname,
-                system.kernel_release,
-                system.preemption_model,
-                system.hz,
-                system.clocksource,
-                system.cpu_count,
-                system.hypervisor,
-                info,
-            ],
-        )
-        .map_err(err("recording the system snapshot"))?;
-        tx.execute(
-            "INSERT INTO capabilities (run_id, caps) VALUES (?1, ?2)",
-            params![id, caps_json],
-        )
-        .map_err(err("recording the capabilities"))?;
+        let id = insert_run_rows(&tx, path, meta, system, caps)?;
         tx.commit().map_err(err("committing the new run"))?;
         if self.reserve.is_none() {
             self.reserve = Reserve::take(&self.path);
         }
-        Ok(RunId(id))
+        Ok(id)
     }
 
     /// Replaces the run's recorded capabilities (they can change once the
@@ -334,41 +283,7 @@ impl Store {
     /// Adds a cell to a run. Its `duration_ns` is updated by each
     /// [`Store::checkpoint`].
     pub fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellId> {
-        // The decoder refuses settings whose tag contradicts the cell's
-        // probe, so such a cell must never be written.
-        if meta.settings.probe_name() != meta.probe {
-            return Err(StoreError::MismatchedSettings {
-                probe: meta.probe.clone(),
-                settings: meta.settings.probe_name(),
-            });
-        }
-        let settings = self.json(&meta.settings, "the cell's settings")?;
-        let duration = to_sql(meta.duration_ns.0, "the cell's duration")?;
-        let start = to_sql(meta.monotonic_start_ns.0, "the cell's start time")?;
-        self.require_run(run)?;
-        let inserted = self.conn.execute(
-            "INSERT INTO cells (run_id, idx, probe, workload, settings, duration_ns, \
-             monotonic_start_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                run.0,
-                meta.index,
-                meta.probe,
-                meta.workload,
-                settings,
-                duration,
-                start
-            ],
-        );
-        match inserted {
-            Ok(_) => Ok(CellId(self.conn.last_insert_rowid())),
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                Err(StoreError::DuplicateCell {
-                    run,
-                    index: meta.index,
-                })
-            }
-            Err(e) => Err(self.sql("adding a cell", e)),
-        }
+        insert_cell(&self.conn, &self.path, run, meta)
     }
 
     /// Saves a cell's progress in one transaction: its metric rows are
@@ -468,7 +383,7 @@ impl Store {
                      LEFT JOIN systems s ON s.run_id = r.id ORDER BY r.id"
                 ),
                 [],
-                |row| Ok((raw_run(row)?, row.get(11)?)),
+                |row| Ok((raw_run(row)?, row.get(12)?)),
             )
             .map_err(|e| self.sql("listing the runs", e))?;
 
@@ -808,6 +723,10 @@ impl Store {
             hostname: raw.hostname,
             tool_version: raw.tool_version,
             notes: self.parse_json(&raw.notes, "notes", id)?,
+            source: raw
+                .source
+                .map(|text| self.parse_json(&text, "source", id))
+                .transpose()?,
         })
     }
 
@@ -856,6 +775,127 @@ impl Store {
 
     fn sql(&self, action: &'static str, e: rusqlite::Error) -> StoreError {
         classify(&self.path, action, e)
+    }
+}
+
+/// The run's row, its system snapshot and its capabilities, inside the
+/// caller's transaction; the store numbers the run (`meta.id` is ignored).
+pub(crate) fn insert_run_rows(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    meta: &RunMeta,
+    system: &SystemInfo,
+    caps: &Capabilities,
+) -> Result<RunId> {
+    let started = to_sql(meta.started_unix_ns.0, "the run's start time")?;
+    let ended = meta
+        .ended_unix_ns
+        .map(|n| to_sql(n.0, "the run's end time"))
+        .transpose()?;
+    let checkpoint = meta
+        .checkpoint_unix_ns
+        .map(|n| to_sql(n.0, "the run's checkpoint time"))
+        .transpose()?;
+    let command_line = encode_json(path, &meta.command_line, "the command line")?;
+    let notes = encode_json(path, &meta.notes, "the run's notes")?;
+    let source = meta
+        .source
+        .as_ref()
+        .map(|s| encode_json(path, s, "the run's source"))
+        .transpose()?;
+    let info = encode_json(path, system, "the system snapshot")?;
+    let caps_json = encode_json(path, caps, "the capabilities")?;
+    let err = |action| move |e| classify(path, action, e);
+    tx.execute(
+        "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
+         command_line, pid, boot_id, hostname, tool_version, notes, source) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            started,
+            ended,
+            checkpoint,
+            meta.status.as_str(),
+            command_line,
+            i64::from(meta.pid),
+            meta.boot_id,
+            meta.hostname,
+            meta.tool_version,
+            notes,
+            source,
+        ],
+    )
+    .map_err(err("recording the run"))?;
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "INSERT INTO systems (run_id, hostname, kernel_release, preemption_model, hz, \
+         clocksource, cpu_count, hypervisor, info) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            id,
+            system.hostname,
+            system.kernel_release,
+            system.preemption_model,
+            system.hz,
+            system.clocksource,
+            system.cpu_count,
+            system.hypervisor,
+            info,
+        ],
+    )
+    .map_err(err("recording the system snapshot"))?;
+    tx.execute(
+        "INSERT INTO capabilities (run_id, caps) VALUES (?1, ?2)",
+        params![id, caps_json],
+    )
+    .map_err(err("recording the capabilities"))?;
+    Ok(RunId(id))
+}
+
+/// Adds a cell to a run, on `conn` or inside the caller's transaction.
+pub(crate) fn insert_cell(
+    conn: &rusqlite::Connection,
+    path: &Path,
+    run: RunId,
+    meta: &CellMeta,
+) -> Result<CellId> {
+    // The decoder refuses settings whose tag contradicts the cell's
+    // probe, so such a cell must never be written.
+    if meta.settings.probe_name() != meta.probe {
+        return Err(StoreError::MismatchedSettings {
+            probe: meta.probe.clone(),
+            settings: meta.settings.probe_name(),
+        });
+    }
+    let settings = encode_json(path, &meta.settings, "the cell's settings")?;
+    let duration = to_sql(meta.duration_ns.0, "the cell's duration")?;
+    let start = to_sql(meta.monotonic_start_ns.0, "the cell's start time")?;
+    let exists = conn
+        .query_row("SELECT 1 FROM runs WHERE id = ?1", [run.0], |_| Ok(()))
+        .optional()
+        .map_err(|e| classify(path, "looking up the run", e))?;
+    exists.ok_or(StoreError::NotFound(run))?;
+    let inserted = conn.execute(
+        "INSERT INTO cells (run_id, idx, probe, workload, settings, duration_ns, \
+         monotonic_start_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            run.0,
+            meta.index,
+            meta.probe,
+            meta.workload,
+            settings,
+            duration,
+            start
+        ],
+    );
+    match inserted {
+        Ok(_) => Ok(CellId(conn.last_insert_rowid())),
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+            Err(StoreError::DuplicateCell {
+                run,
+                index: meta.index,
+            })
+        }
+        Err(e) => Err(classify(path, "adding a cell", e)),
     }
 }
 

@@ -48,6 +48,11 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "monitor",
         include_str!("../migrations/0010_monitor.sql"),
     ),
+    (
+        11,
+        "run_source",
+        include_str!("../migrations/0011_run_source.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

@@ -104,6 +104,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
             hostname: "lab<1>".into(),
             tool_version: "0.1.0".into(),
             notes: Vec::new(),
+            source: None,
         },
         system,
         capabilities: Capabilities::default(),

@@ -669,6 +669,7 @@ mod tests {
                 hostname: String::new(),
                 tool_version: String::new(),
                 notes: Vec::new(),
+                source: None,
             },
             system: Default::default(),
             capabilities: Default::default(),
