@@ -15,6 +15,7 @@ mod micro;
 mod noise;
 mod run;
 mod settings;
+mod source;
 mod system;
 mod time;
 mod timer;
@@ -35,7 +36,8 @@ pub use settings::{
     SimSettings, TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_PRIORITY,
     DEFAULT_UDP_PERIOD,
 };
-pub use system::{Capabilities, IdleState, SystemInfo};
+pub use source::RunSource;
+pub use system::{preempt_from_version, Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};
 pub use timer::TimerCpuStats;
 pub use udp::{UdpPath, UdpStats};

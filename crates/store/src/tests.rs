@@ -32,6 +32,7 @@ fn run_meta() -> RunMeta {
         hostname: "testhost".into(),
         tool_version: "0.1.0".into(),
         notes: vec!["first note".into()],
+        source: None,
     }
 }
 
@@ -2897,6 +2898,7 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 mod checkpoint;
+mod insert;
 mod micro;
 mod monitor;
 mod snapshots;
