@@ -1,0 +1,146 @@
+//! Building the cells of an imported run: one metric per CPU (threads that
+//! shared a CPU merged), the settings the file says or the user gave, and
+//! the cell itself.
+
+use latscope_model::{CellMeta, CellSettings, CpuId, CpuSet, Nanos, Policy};
+use latscope_stats::{CellResult, MetricResult};
+
+use crate::{ImportError, Options};
+
+/// The largest CPU number accepted (the kernel's NR_CPUS limit is 8192).
+const MAX_CPU: i64 = 8191;
+
+/// A CPU number from a file; `None` for a negative one (not pinned).
+pub(crate) fn cpu(n: i64, format: &'static str, who: &str) -> Result<Option<CpuId>, ImportError> {
+    if n < 0 {
+        return Ok(None);
+    }
+    if n > MAX_CPU {
+        return Err(ImportError::invalid(
+            format,
+            format!("{who} ran on CPU {n}, beyond any machine's"),
+        ));
+    }
+    Ok(Some(CpuId(n as u32)))
+}
+
+/// Adds `m` to `metrics`, merging it into a metric of the same name and
+/// CPU if there is one (two threads on one CPU: latscope keeps one
+/// histogram per CPU), with a note.
+pub(crate) fn add_metric(
+    metrics: &mut Vec<MetricResult>,
+    m: MetricResult,
+    notes: &mut Vec<String>,
+) {
+    if let Some(same) = metrics
+        .iter_mut()
+        .find(|x| x.name == m.name && x.cpu == m.cpu)
+    {
+        same.histogram.merge(&m.histogram);
+        let cpu = m.cpu.map_or_else(|| "all".to_string(), |c| c.to_string());
+        let note = format!(
+            "several threads measured {} on CPU {cpu}: their histograms are merged",
+            m.name
+        );
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+        return;
+    }
+    metrics.push(m);
+    metrics.sort_by(|a, b| (&a.name, a.cpu).cmp(&(&b.name, b.cpu)));
+}
+
+/// The CPUs of some metrics, kernel-style (`0-3`).
+pub(crate) fn cpus_of(metrics: &[MetricResult]) -> String {
+    metrics
+        .iter()
+        .filter_map(|m| m.cpu)
+        .collect::<CpuSet>()
+        .to_string()
+}
+
+/// A value the file may say and the user may give: the file's when it
+/// says it (the user giving it too is an error, not an override), the
+/// user's when not, else `default` with a note naming the option.
+pub(crate) fn setting<T: PartialEq + Copy + std::fmt::Display>(
+    from_file: Option<T>,
+    from_user: Option<T>,
+    option: &str,
+    what: &str,
+    default: (T, &str),
+    notes: &mut Vec<String>,
+) -> Result<T, ImportError> {
+    match (from_file, from_user) {
+        (Some(f), Some(u)) if f != u => Err(ImportError::Option(format!(
+            "the file records the {what} ({f}); {option} is for files that do not"
+        ))),
+        (Some(f), _) => Ok(f),
+        (None, Some(u)) => {
+            notes.push(format!(
+                "the {what} ({u}) is as given with {option}; the file does not record it"
+            ));
+            Ok(u)
+        }
+        (None, None) => {
+            notes.push(format!(
+                "the file does not record the {what}: stored as {}, {}; give {option} if it was another",
+                default.0, default.1
+            ));
+            Ok(default.0)
+        }
+    }
+}
+
+/// Policy and priority from the file, the options or defaults.
+pub(crate) fn scheduling(
+    from_file: Option<(Policy, u32)>,
+    options: &Options,
+    default: (Policy, u32, &str),
+    notes: &mut Vec<String>,
+) -> Result<(Policy, u32), ImportError> {
+    let policy = setting(
+        from_file.map(|f| f.0),
+        options.policy,
+        "--policy",
+        "scheduling policy",
+        (default.0, default.2),
+        notes,
+    )?;
+    let priority = setting(
+        from_file.map(|f| f.1),
+        options.priority,
+        "--priority",
+        "priority",
+        (default.1, default.2),
+        notes,
+    )?;
+    Ok((policy, if policy == Policy::Other { 0 } else { priority }))
+}
+
+/// One cell.
+pub(crate) fn cell(
+    index: u32,
+    workload: String,
+    settings: CellSettings,
+    duration: Nanos,
+    metrics: Vec<MetricResult>,
+) -> CellResult {
+    CellResult {
+        meta: CellMeta {
+            index,
+            probe: settings.probe_name().to_string(),
+            workload,
+            settings,
+            duration_ns: duration,
+            monotonic_start_ns: Nanos::ZERO,
+        },
+        metrics,
+        trace: None,
+        episodes: Vec::new(),
+        noise: Vec::new(),
+        timer: Vec::new(),
+        udp: None,
+        workload_stats: None,
+    }
+}
