@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{
-    Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunStatus,
-    StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats, WorkloadStats,
+    Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunSource,
+    RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats,
+    WorkloadStats,
 };
 use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
 use serde::Serialize;
@@ -27,6 +28,10 @@ pub struct RunJson<'a> {
     pub command_line: &'a [String],
     pub tool_version: &'a str,
     pub notes: &'a [String],
+    /// The tool and file the run was imported from (`latscope import`);
+    /// absent for a run latscope measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'a RunSource>,
     pub system: &'a SystemInfo,
     pub capabilities: &'a Capabilities,
     pub cells: Vec<CellJson<'a>>,
@@ -84,7 +89,8 @@ pub struct NoiseJson<'a> {
     pub classes: &'a BTreeMap<String, NoiseClass>,
     pub steal_ns: Option<u64>,
     pub findings: &'a [String],
-    /// `base_iteration_ps` in nanoseconds; null before the first iteration.
+    /// `base_iteration_ps` in nanoseconds; null before the first iteration
+    /// and when not known (0: a run imported from oslat).
     pub base_iteration_ns: Option<f64>,
     /// `noise_ns` as a percentage of `active_ns`; null without active time.
     pub noise_percent: Option<f64>,
@@ -355,6 +361,7 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
         command_line: &run.meta.command_line,
         tool_version: &run.meta.tool_version,
         notes: &run.meta.notes,
+        source: run.meta.source.as_ref(),
         system: &run.system,
         capabilities: &run.capabilities,
         cells: run

@@ -31,7 +31,9 @@ fn dedup<'a>(items: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
 /// The table `latscope list` prints: one line per run, each probe and
 /// workload named once.
 pub fn list_table(rows: &[RunListRow<'_>]) -> String {
-    let mut t = Table::new([
+    // A source column only when some run was imported from another tool.
+    let imported = rows.iter().any(|r| r.meta.source.is_some());
+    let mut header = vec![
         "id",
         "started (UTC)",
         "status",
@@ -40,8 +42,11 @@ pub fn list_table(rows: &[RunListRow<'_>]) -> String {
         "workloads",
         "max latency",
         "kernel",
-    ])
-    .left_aligned(0);
+    ];
+    if imported {
+        header.push("source");
+    }
+    let mut t = Table::new(header).left_aligned(0);
     for r in rows {
         let length = r
             .meta
@@ -49,7 +54,7 @@ pub fn list_table(rows: &[RunListRow<'_>]) -> String {
             .or(r.meta.checkpoint_unix_ns)
             .map(|e| e.saturating_sub(r.meta.started_unix_ns).to_string())
             .unwrap_or_else(|| "-".into());
-        t.row([
+        let mut row = vec![
             r.meta.id.to_string(),
             format_utc(r.meta.started_unix_ns),
             r.meta.status.to_string(),
@@ -59,7 +64,17 @@ pub fn list_table(rows: &[RunListRow<'_>]) -> String {
             r.max_timer_latency
                 .map_or_else(|| "-".to_string(), |v| v.to_string()),
             r.kernel.to_string(),
-        ]);
+        ];
+        if imported {
+            row.push(r.meta.source.as_ref().map_or_else(
+                || "latscope".to_string(),
+                |s| match &s.label {
+                    Some(label) => format!("{} · {label}", s.tool_and_version()),
+                    None => s.tool_and_version(),
+                },
+            ));
+        }
+        t.row(row);
     }
     t.render()
 }
@@ -79,6 +94,7 @@ pub fn list_json(rows: &[RunListRow<'_>]) -> Value {
                 "kernel_release": r.kernel,
                 "max_timer_latency_ns": r.max_timer_latency.map(|t| t.0),
                 "command_line": r.meta.command_line,
+                "source": r.meta.source,
             })
         })
         .collect()

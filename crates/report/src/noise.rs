@@ -47,7 +47,8 @@ pub(crate) fn interruptions_per_second(s: &NoiseCpuStats) -> Option<f64> {
 /// The base iteration in (fractional) nanoseconds; `None` before the first
 /// iteration, when no base exists yet.
 pub(crate) fn base_iteration_ns(s: &NoiseCpuStats) -> Option<f64> {
-    (s.iterations > 0).then(|| s.base_iteration_ps as f64 / 1_000.0)
+    // 0 is "not known": an import from a tool that does not record it.
+    (s.iterations > 0 && s.base_iteration_ps > 0).then(|| s.base_iteration_ps as f64 / 1_000.0)
 }
 
 fn clock_name(c: NoiseClock) -> &'static str {
@@ -61,7 +62,7 @@ fn clock_name(c: NoiseClock) -> &'static str {
 /// rounded half up in integers so that the text is the same on every
 /// machine.
 fn base_text(s: &NoiseCpuStats) -> String {
-    if s.iterations == 0 {
+    if base_iteration_ns(s).is_none() {
         return "-".to_string();
     }
     let ps = s.base_iteration_ps;
@@ -353,7 +354,8 @@ mod tests {
             (9_996, "10.0ns"),
             (21_375, "21.4ns"),
             (123_449, "123.4ns"),
-            (0, "0.00ns"),
+            // 0: not known (an import from oslat, which does not record it)
+            (0, "-"),
             (u64::MAX, "18446744073709551.6ns"),
         ] {
             s.base_iteration_ps = ps;

@@ -86,7 +86,14 @@ pub fn run_header(run: &RunResult) -> String {
         ));
     }
     out.push('\n');
-    let mut sys = vec![format!("{} {}", s.hostname, s.kernel_release)];
+    if let Some(source) = &m.source {
+        out.push_str(&format!("{source}\n"));
+    }
+    // An imported file may not name its host or kernel.
+    let mut sys = vec![format!("{} {}", s.hostname, s.kernel_release)
+        .trim()
+        .to_string()];
+    sys.retain(|p| !p.is_empty());
     if let Some(p) = &s.preemption_model {
         sys.push(format!("preempt {p}"));
     }
@@ -96,9 +103,14 @@ pub fn run_header(run: &RunResult) -> String {
     if let Some(cs) = &s.clocksource {
         sys.push(format!("clocksource {cs}"));
     }
-    sys.push(format!("{} CPUs", s.cpu_count));
+    if s.cpu_count > 0 {
+        sys.push(format!("{} CPUs", s.cpu_count));
+    }
     if s.hypervisor {
         sys.push("virtual machine".into());
+    }
+    if sys.is_empty() {
+        sys.push("system not recorded".to_string());
     }
     out.push_str(&sys.join(" · "));
     out.push('\n');

@@ -14,6 +14,27 @@ pub fn format_utc(t: Nanos) -> String {
     )
 }
 
+/// `Thu, 26 Nov 2026 22:03:59 +0000`: the date as rt-tests writes it
+/// (`strftime("%a, %d %b %Y %T %z")`), in UTC.
+pub fn format_rfc2822(t: Nanos) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = t.0 / 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} +0000",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(m - 1) as usize],
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian
 /// calendar (Howard Hinnant's algorithm).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -43,6 +64,19 @@ mod tests {
         assert_eq!(
             format_utc(Nanos(951_782_400_000_000_000)),
             "2000-02-29 00:00:00"
+        );
+    }
+
+    #[test]
+    fn formats_rt_tests_dates() {
+        assert_eq!(format_rfc2822(Nanos(0)), "Thu, 01 Jan 1970 00:00:00 +0000");
+        assert_eq!(
+            format_rfc2822(Nanos(1_795_730_639_000_000_000)),
+            "Thu, 26 Nov 2026 22:03:59 +0000"
+        );
+        assert_eq!(
+            format_rfc2822(Nanos(951_782_400_000_000_000)),
+            "Tue, 29 Feb 2000 00:00:00 +0000"
         );
     }
 }

@@ -504,3 +504,98 @@ fn exports_of_a_run_without_data_are_errors_not_panics() {
     );
     assert_eq!(exports::prometheus_text(&run), "");
 }
+
+#[test]
+fn rt_tests_json_snapshot() {
+    let expected = r#"{
+  "file_version": 1,
+  "cmdline:": "latscope suite",
+  "rt_test_version:": "latscope 0.1.0",
+  "start_time": "Thu, 26 Nov 2026 22:03:59 +0000",
+  "end_time": "Thu, 26 Nov 2026 22:04:21 +0000",
+  "return_code": 0,
+  "sysinfo": {
+    "sysname": "Linux",
+    "nodename": "",
+    "release": "",
+    "version": "",
+    "machine": "",
+    "realtime": 0
+  },
+  "num_threads": 3,
+  "resolution_in_ns": 0,
+  "thread": {
+    "0": {
+      "histogram": {
+        "1": 3,
+        "2": 5,
+        "3": 2,
+        "7": 1,
+        "12": 1
+      },
+      "cycles": 12,
+      "min": 1,
+      "max": 12,
+      "avg": 3.55,
+      "cpu": 0,
+      "node": -1
+    },
+    "1": {
+      "histogram": {
+        "0": 1,
+        "2": 4,
+        "5": 2
+      },
+      "cycles": 7,
+      "min": 0,
+      "max": 5,
+      "avg": 2.84,
+      "cpu": 1,
+      "node": -1
+    },
+    "2": {
+      "histogram": {
+        "4": 2,
+        "6": 1,
+        "300": 1
+      },
+      "cycles": 4,
+      "min": 4,
+      "max": 300,
+      "avg": 78.50,
+      "cpu": 0,
+      "node": -1
+    }
+  },
+  "latscope": {"run_id":3,"threads":[{"cell":0,"settings":{"clock_read_ns":0,"cpus":"","period_ns":1000000,"phase":"fixed","policy":"fifo","priority":95,"probe":"timer","timer_api":"clock_nanosleep"},"workload":"idle"},{"cell":0,"settings":{"clock_read_ns":0,"cpus":"","period_ns":1000000,"phase":"fixed","policy":"fifo","priority":95,"probe":"timer","timer_api":"clock_nanosleep"},"workload":"idle"},{"cell":1,"settings":{"clock_read_ns":0,"cpus":"","period_ns":1000000,"phase":"fixed","policy":"fifo","priority":95,"probe":"timer","timer_api":"clock_nanosleep"},"workload":"cpu, heavy"}],"version":"0.1.0"}
+}
+"#;
+    let text = exports::rt_tests_json(&fixture(), exports::RtTestsUnit::Micros).unwrap();
+    assert_eq!(text, expected);
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["thread"]["2"]["cycles"], 4);
+
+    // Nanoseconds: every bucket under its own lowest value, the extremes
+    // exact.
+    let ns = exports::rt_tests_json(&fixture(), exports::RtTestsUnit::Nanos).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&ns).unwrap();
+    assert_eq!(doc["resolution_in_ns"], 1);
+    let t = &doc["thread"]["0"];
+    assert_eq!(
+        (t["min"].as_u64(), t["max"].as_u64()),
+        (Some(1_500), Some(12_000))
+    );
+    assert_eq!(t["histogram"]["3998"], 2);
+    assert_eq!(t["histogram"]["12000"], 1);
+    assert_eq!(t["avg"].as_f64(), Some(3550.0));
+
+    let mut run = fixture();
+    run.cells
+        .iter_mut()
+        .for_each(|c| c.metrics.retain(|m| m.name != "timer.latency"));
+    let e = exports::rt_tests_json(&run, exports::RtTestsUnit::Micros).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "run 3 has no timer.latency measurements, so there is nothing for rt-tests JSON"
+    );
+}

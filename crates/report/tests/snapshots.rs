@@ -213,3 +213,61 @@ fn early_wakeups_are_shown_only_when_a_cpu_woke_early() {
     let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
     assert!(v["cells"][0].get("timer_stats").is_none());
 }
+
+/// An imported run: the header names its source and leaves out what the
+/// file did not say; `list` gains a source column; the JSON has `source`.
+#[test]
+fn an_imported_run_says_where_it_came_from() {
+    let mut run = fixture();
+    run.meta.source = Some(latscope_model::RunSource {
+        tool: "cyclictest".into(),
+        tool_version: Some("2.40".into()),
+        format: "cyclictest-hist".into(),
+        file: "board7.txt".into(),
+        command_line: None,
+        label: Some("board 7".into()),
+        imported_unix_ns: Nanos(1),
+    });
+    run.system = SystemInfo::default();
+    run.capabilities = Capabilities::default();
+    let header = latscope_report::run_header(&run);
+    assert_eq!(
+        header,
+        "\
+latscope run 7 · complete · started 2026-11-26 22:03:59 UTC · 5.00s long
+imported from cyclictest 2.40 (cyclictest-hist, board7.txt) · board 7
+system not recorded
+"
+    );
+    let v = serde_json::to_value(latscope_report::run_json(&run)).unwrap();
+    assert_eq!(v["source"]["tool"], "cyclictest");
+    assert_eq!(v["source"]["label"], "board 7");
+    assert!(serde_json::to_value(latscope_report::run_json(&fixture()))
+        .unwrap()
+        .get("source")
+        .is_none());
+
+    let own = fixture();
+    let rows = |runs: &[&RunResult]| -> String {
+        let rows: Vec<latscope_report::RunListRow<'_>> = runs
+            .iter()
+            .map(|r| latscope_report::RunListRow {
+                meta: &r.meta,
+                cells: std::slice::from_ref(&r.cells[0].meta),
+                kernel: &r.system.kernel_release,
+                max_timer_latency: r.cells[0].metrics[1].histogram.max(),
+            })
+            .collect();
+        latscope_report::list_table(&rows)
+    };
+    let only_own = rows(&[&own]);
+    assert!(!only_own.contains("source"), "{only_own}");
+    let both = rows(&[&own, &run]);
+    let lines: Vec<&str> = both.lines().collect();
+    assert!(lines[0].trim_end().ends_with("source"), "{both}");
+    assert!(lines[1].trim_end().ends_with("latscope"), "{both}");
+    assert!(
+        lines[2].trim_end().ends_with("cyclictest 2.40 · board 7"),
+        "{both}"
+    );
+}

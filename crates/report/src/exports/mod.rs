@@ -1,6 +1,6 @@
 //! Exports of a whole run to the formats other tools read: CSV tables,
-//! HdrHistogram interval logs, cyclictest's histogram text and the
-//! Prometheus text exposition. Pure functions: a [`RunResult`] in, text out.
+//! HdrHistogram interval logs, cyclictest's histogram text and JSON file
+//! (rt-tests JSON) and the Prometheus text exposition. Pure functions: a [`RunResult`] in, text out.
 //!
 //! [`RunResult`]: latscope_stats::RunResult
 
@@ -9,6 +9,7 @@ mod cyclictest;
 pub mod exposition;
 mod hdr;
 mod prometheus;
+mod rt_tests_json;
 
 pub use self::csv::{buckets_csv, summaries_csv};
 pub use self::cyclictest::{cyclictest_histogram, DEFAULT_MAX_US};
@@ -16,6 +17,7 @@ pub use self::hdr::{hdr_interval_log, to_hdr, HdrUnit};
 pub use self::prometheus::{
     prometheus_family, prometheus_help, prometheus_text, PROMETHEUS_BUCKETS_NS,
 };
+pub use self::rt_tests_json::{rt_tests_json, RtTestsUnit};
 
 /// Why an export could not be produced.
 #[derive(Debug, thiserror::Error)]

@@ -214,6 +214,20 @@ fn run_and_system(run: &RunResult) -> String {
         ),
         ("wall time", duration),
         ("command", m.command_line.join(" ")),
+        (
+            "imported from",
+            m.source
+                .as_ref()
+                .map(|s| s.to_string().replacen("imported from ", "", 1))
+                .unwrap_or_default(),
+        ),
+        (
+            "tool's command",
+            m.source
+                .as_ref()
+                .and_then(|s| s.command_line.clone())
+                .unwrap_or_default(),
+        ),
         ("host", m.hostname.clone()),
         ("latscope", m.tool_version.clone()),
         ("notes", m.notes.join("; ")),
@@ -291,6 +305,17 @@ fn run_and_system(run: &RunResult) -> String {
         ("TSC constant and non-stop", yes_no(s.tsc_constant_nonstop)),
         ("kernel command line", s.kernel_cmdline.clone()),
     ]));
+    if let Some(source) = &m.source {
+        out.push_str("<h3>What the run obtained</h3>");
+        out.push_str(&para(
+            &format!(
+                "Not recorded: the run was imported from {}, whose file does not say whether it obtained real-time priority or locked memory.",
+                source.tool_and_version()
+            ),
+            None,
+        ));
+        return out;
+    }
     out.push_str("<h3>What the run obtained</h3>");
     out.push_str(&key_values(&[
         ("real-time priority", yes_no(c.rt_priority)),

@@ -536,3 +536,25 @@ fn forecast_diagnostics_show_parts_and_block_maxima() {
     );
     assert!(block.contains("DISAGREE"), "{block}");
 }
+
+#[test]
+fn an_imported_run_names_its_source_and_claims_nothing_it_was_not_told() {
+    let (mut r, t) = run(false);
+    r.meta.source = Some(latscope_model::RunSource {
+        tool: "cyclictest".into(),
+        tool_version: Some("2.40".into()),
+        format: "cyclictest-json".into(),
+        file: "rig.json".into(),
+        command_line: Some("cyclictest -m -p 95 -h 400".into()),
+        label: None,
+        imported_unix_ns: Nanos(1),
+    });
+    let html = html_report(&r, &t, &[]);
+    assert!(
+        html.contains("<dt>imported from</dt><dd>cyclictest 2.40 (cyclictest-json, rig.json)</dd>"),
+        "{html}"
+    );
+    assert!(html.contains("command</dt><dd>cyclictest -m -p 95 -h 400</dd>"));
+    assert!(html.contains("Not recorded: the run was imported from cyclictest 2.40"));
+    assert!(!html.contains("they are not real-time results"));
+}
