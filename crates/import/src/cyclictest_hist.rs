@@ -22,10 +22,11 @@ use crate::{Format, ImportError, Imported, Options, Unit};
 
 const FORMAT: &str = "cyclictest-hist";
 
-/// A `# Histogram` line and cyclictest's trailer.
+/// A `# Histogram` line and the line of its first bucket (a file cut
+/// before its trailer is still this format, and reading it says so).
 pub(crate) fn looks_like(text: &str) -> bool {
     let mut lines = text.lines().map(str::trim_end);
-    lines.any(|l| l == "# Histogram") && text.contains("# Min Latencies:")
+    lines.any(|l| l == "# Histogram") && lines.next().is_some_and(|l| l.starts_with("000000 "))
 }
 
 /// The numbers after `label` on a trailer line.

@@ -37,7 +37,7 @@ pub(crate) fn looks_like(obj: &Map<String, Value>) -> bool {
 struct LatscopeThread {
     cell: u32,
     workload: String,
-    settings: TimerSettings,
+    settings: Option<TimerSettings>,
 }
 
 /// The `"latscope"` object of a file latscope exported, one entry per
@@ -66,14 +66,19 @@ fn latscope_threads(obj: &Map<String, Value>) -> Result<Option<Vec<LatscopeThrea
                 .filter(|w| !w.is_empty())
                 .ok_or_else(|| bad(&format!("gives thread {i} no workload")))?
                 .to_string();
-            let settings = t
-                .get("settings")
-                .cloned()
-                .ok_or_else(|| bad(&format!("gives thread {i} no settings")))?;
-            let settings = match CellSettings::from_json("timer", settings) {
-                Ok(CellSettings::Timer(s)) => s,
-                Ok(_) => return Err(bad(&format!("gives thread {i} settings of another probe"))),
-                Err(e) => return Err(bad(&format!("gives thread {i} unreadable settings ({e})"))),
+            // Only a timer cell's settings are given (a simulated cell's
+            // are not a timer's).
+            let settings = match t.get("settings").cloned() {
+                None => None,
+                Some(v) => match CellSettings::from_json("timer", v) {
+                    Ok(CellSettings::Timer(s)) => Some(s),
+                    Ok(_) => {
+                        return Err(bad(&format!("gives thread {i} settings of another probe")))
+                    }
+                    Err(e) => {
+                        return Err(bad(&format!("gives thread {i} unreadable settings ({e})")))
+                    }
+                },
             };
             Ok(LatscopeThread {
                 cell,
@@ -297,7 +302,7 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
             Some(ext) => (
                 ext[i].cell,
                 ext[i].workload.clone(),
-                Some(ext[i].settings.clone()),
+                ext[i].settings.clone(),
             ),
             None => (0, options.workload(), None),
         };
@@ -368,7 +373,6 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         };
         let mut settings = settings;
         settings.common.cpus = cpus_of(&metrics);
-        settings.common.clock_read_ns = 0;
         // cyclictest wakes once per interval: its cycles are the time it
         // measured.
         let duration = Nanos(settings.period_ns.0.saturating_mul(cycles));

@@ -233,7 +233,18 @@ impl Imported {
 pub fn detect(text: &str) -> Option<Format> {
     let t = text.trim_start();
     if t.starts_with('{') {
-        let v = rt_tests::parse_json(t, "json").ok()?;
+        let Ok(v) = rt_tests::parse_json(t, "json") else {
+            // Not JSON as a whole (cut short, say): told by the command
+            // line at its top or by its keys, so that reading it says
+            // what is wrong.
+            return match rt_tests::command_in(t) {
+                Some("oslat") => Some(Format::OslatJson),
+                Some("cyclictest") => Some(Format::CyclictestJson),
+                _ if t.contains("\"freq\"") => Some(Format::OslatJson),
+                _ if t.contains("\"cycles\"") => Some(Format::CyclictestJson),
+                _ => None,
+            };
+        };
         let obj = v.as_object()?;
         if oslat_json::looks_like(obj) {
             return Some(Format::OslatJson);

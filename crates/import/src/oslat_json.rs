@@ -264,9 +264,11 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         let rebuilt = tool
             .rebuild(&who)
             .map_err(|e| ImportError::invalid(FORMAT, e))?;
-        if let Some(note) = rebuilt.note {
+        if rebuilt.note.is_some() {
             notes.push(format!(
-                "{note} (oslat's last bucket, {last} µs, holds every longer iteration)"
+                "{who}: oslat's last bucket ({last} µs) holds {overflow} iterations of {} µs or more and the file does not say how long each was: stored at {last} µs, but the longest at the file's maximum, {}",
+                last - 1,
+                Nanos::from_micros(max)
             ));
         }
         let h = rebuilt.histogram;

@@ -112,6 +112,20 @@ pub(crate) fn header(
     Ok(h)
 }
 
+/// The program's name in the command line of a JSON text that may not
+/// parse (a file cut short): the first word of the `cmdline` value.
+pub(crate) fn command_in(text: &str) -> Option<&str> {
+    let at = text.find("\"cmdline")?;
+    let rest = &text[at + "\"cmdline".len()..];
+    let rest = &rest[rest.find('"')? + 1..];
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let value = rest.strip_prefix('"')?;
+    let word = value
+        .split(|c: char| c == '"' || c.is_whitespace())
+        .next()?;
+    word.rsplit('/').next()
+}
+
 /// The command line split into words; rt-tests joins the arguments with
 /// single spaces, so quoting is lost and an argument with a space in it
 /// reads as two.
@@ -167,6 +181,15 @@ mod tests {
         assert_eq!(h.machine.as_deref(), Some("aarch64"));
         assert!(ran("/usr/bin/cyclictest -q", "cyclictest"));
         assert!(!ran("latscope run", "cyclictest"));
+        assert_eq!(
+            command_in("{\n  \"cmdline:\": \"/usr/bin/oslat -D 1\", \"rt"),
+            Some("oslat")
+        );
+        assert_eq!(
+            command_in("{\"cmdline\" : \"cyclictest\"}"),
+            Some("cyclictest")
+        );
+        assert_eq!(command_in("{\"other\": 1}"), None);
         let bad: Value = serde_json::from_str(r#"{"start_time": "yesterday"}"#).unwrap();
         let e = header(bad.as_object().unwrap(), "oslat-json").unwrap_err();
         assert_eq!(

@@ -91,7 +91,7 @@ fn percent_text(p: Option<f64>) -> String {
 /// the TSC calibration, the noise by class of cause (with `--trace`), steal
 /// time and findings. Empty for a cell of another probe that has no noise
 /// figures.
-pub(crate) fn noise_tables(cell: &CellResult) -> String {
+pub(crate) fn noise_tables(cell: &CellResult, imported: bool) -> String {
     if cell.noise.is_empty() {
         if cell.meta.probe == NOISE_PROBE {
             return "\nnoise: no per-CPU figures were stored for this cell\n".to_string();
@@ -134,7 +134,11 @@ pub(crate) fn noise_tables(cell: &CellResult) -> String {
         ]);
     }
     out.push_str(&t.render());
-    out.push_str(&calibration_line(&cell.noise));
+    if imported {
+        out.push_str(&imported_clock_line(&cell.noise));
+    } else {
+        out.push_str(&calibration_line(&cell.noise));
+    }
     out.push_str(&class_table(&cell.noise));
     out.push_str(&steal_line(&cell.noise));
     out.push_str(&findings_lines(&cell.noise));
@@ -163,6 +167,20 @@ fn calibration_line(stats: &[NoiseCpuStats]) -> String {
         return String::new();
     }
     format!("TSC calibration: {}\n", parts.join(" · "))
+}
+
+/// The TSC rate another tool reported (oslat: whole MHz), without the
+/// calibration drift it does not measure.
+fn imported_clock_line(stats: &[NoiseCpuStats]) -> String {
+    let parts: Vec<String> = stats
+        .iter()
+        .filter(|s| s.clock == NoiseClock::Tsc && s.tsc_hz > 0)
+        .map(|s| format!("CPU {} {} MHz", s.cpu, s.tsc_hz / 1_000_000))
+        .collect();
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!("TSC rate as the tool reported it: {}\n", parts.join(" · "))
 }
 
 /// osnoise top's columns: count and total time per class of cause, per CPU.

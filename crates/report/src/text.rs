@@ -217,7 +217,7 @@ pub fn summary_tables(run: &RunResult) -> String {
         out.push('\n');
         out.push_str(&cell_title(cell));
         out.push('\n');
-        out.push_str(&noise_tables(cell));
+        out.push_str(&noise_tables(cell, run.meta.source.is_some()));
         for (name, metrics) in by_name(cell) {
             let has_threshold = metrics.iter().any(|m| m.threshold.is_some());
             // Overruns belong to deadline-driven metrics, which are the ones

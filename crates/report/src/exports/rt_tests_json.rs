@@ -39,11 +39,14 @@ fn string(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
-/// The histogram as cyclictest's buckets: each latscope bucket's count
-/// under the whole unit of its lowest value (cyclictest cuts latencies to
-/// whole units), except that the buckets holding the minimum and the
-/// maximum count under theirs, so that `min` and `max` name the first and
-/// last buckets exactly as in a file cyclictest wrote.
+/// The histogram as cyclictest's buckets, whole units of the values
+/// (cyclictest cuts latencies to whole units): a latscope bucket counts
+/// under the first whole unit it holds, or the unit it lies in when it
+/// holds none, so a histogram imported from whole units exports as it
+/// came (below about 1 ms, where latscope's buckets are narrower than a
+/// microsecond). The buckets holding the minimum and the maximum count
+/// under theirs, so that `min` and `max` name the first and last buckets
+/// as in a file cyclictest wrote.
 fn buckets(h: &Histogram, unit: u64) -> BTreeMap<u64, u64> {
     let (min, max) = match (h.min(), h.max()) {
         (Some(a), Some(b)) => (a.0, b.0),
@@ -51,14 +54,19 @@ fn buckets(h: &Histogram, unit: u64) -> BTreeMap<u64, u64> {
     };
     let mut out = BTreeMap::new();
     for (low, high, count) in h.buckets() {
-        let value = if (low..=high).contains(&max) {
-            max
+        let key = if (low..=high).contains(&max) {
+            max / unit
         } else if (low..=high).contains(&min) {
-            min
+            min / unit
         } else {
-            low
+            let first = low.div_ceil(unit);
+            if first.saturating_mul(unit) <= high {
+                first
+            } else {
+                low / unit
+            }
         };
-        *out.entry(value / unit).or_insert(0) += count;
+        *out.entry(key).or_insert(0) += count;
     }
     out
 }
@@ -181,6 +189,13 @@ mod tests {
         }
         let us = buckets(&h, 1000);
         assert_eq!(us.keys().copied().collect::<Vec<_>>(), [10, 20, 1000]);
+        // 17 000 ns lies in the bucket 16 992 ..= 17 007: it counts as 17 µs,
+        // and a value below it in that bucket does too.
+        let mut h2 = Histogram::new();
+        for v in [5_000, 17_000, 16_995, 90_000] {
+            h2.record(v);
+        }
+        assert_eq!(buckets(&h2, 1000).get(&17), Some(&2));
         let ns = buckets(&h, 1);
         assert_eq!(
             ns.keys().copied().collect::<Vec<_>>(),
