@@ -22,9 +22,12 @@ pub enum Command {
     List(ListArgs),
     /// Show a stored run's summary.
     Show(ShowArgs),
-    /// Export a run (json, csv, hdr, cyclictest, prometheus) or one
-    /// episode of a traced run (perfetto).
+    /// Export a run (json, csv, hdr, cyclictest, rt-tests-json, prometheus)
+    /// or one episode of a traced run (perfetto).
     Export(ExportArgs),
+    /// Store another tool's results as a run: cyclictest --json or -h
+    /// histogram text, oslat --json, rtla timerlat hist text.
+    Import(ImportArgs),
     /// Run a matrix of probes x workloads x priorities as cells of one run.
     Suite(Box<SuiteArgs>),
     /// Response-time analysis of a task set (TOML) with a run's measured
@@ -394,6 +397,9 @@ pub enum ExportFormat {
     Hdr,
     /// cyclictest's `-h` histogram text of timer.latency.
     Cyclictest,
+    /// The JSON file `cyclictest --json` writes, of timer.latency.
+    #[value(name = "rt-tests-json")]
+    RtTestsJson,
     /// Prometheus text exposition of the run's histograms.
     Prometheus,
     /// Chrome / Perfetto JSON trace of one episode (needs --episode).
@@ -406,6 +412,16 @@ pub enum HdrUnitArg {
     Ns,
     /// Microseconds.
     Us,
+}
+
+/// The unit of `export --format rt-tests-json` and of an imported
+/// cyclictest histogram text.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum UnitArg {
+    /// Microseconds (cyclictest's default).
+    Us,
+    /// Nanoseconds (cyclictest -N).
+    Ns,
 }
 
 #[derive(Args, Debug)]
@@ -432,9 +448,65 @@ pub struct ExportArgs {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub max_us: u32,
+    /// With `--format rt-tests-json`: the unit of the values (default us,
+    /// as cyclictest; ns as cyclictest -N).
+    #[arg(long, value_enum)]
+    pub unit: Option<UnitArg>,
     /// Write to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+/// `import --format`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormatArg {
+    /// Tell the format from the file's content.
+    Auto,
+    /// `cyclictest --json=FILE`.
+    #[value(name = "cyclictest-json")]
+    CyclictestJson,
+    /// cyclictest's standard output with `-h N` (or `-H N`).
+    #[value(name = "cyclictest-hist")]
+    CyclictestHist,
+    /// `oslat --json=FILE`.
+    #[value(name = "oslat-json")]
+    OslatJson,
+    /// `rtla timerlat hist`'s standard output.
+    #[value(name = "rtla-hist")]
+    RtlaHist,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The file another tool wrote.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// The file's format (default: told from its content).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub format: ImportFormatArg,
+    /// A label for the run, shown by list and show.
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// The background load the tool ran under, as latscope names workloads
+    /// (default none), so compare pairs the run with latscope's own.
+    #[arg(long, value_name = "NAME")]
+    pub workload: Option<String>,
+    /// The timer's period, for files that do not record it (cyclictest's
+    /// histogram text without status lines, rtla).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub period: Option<String>,
+    /// The measuring threads' policy, for files that do not record it.
+    #[arg(long, value_enum)]
+    pub policy: Option<PolicyArg>,
+    /// Their priority (1-99), for files that do not record it.
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub priority: Option<i64>,
+    /// The unit of a cyclictest histogram text (default us; ns for
+    /// cyclictest -N).
+    #[arg(long, value_enum)]
+    pub unit: Option<UnitArg>,
     #[command(flatten)]
     pub store: StoreArg,
 }

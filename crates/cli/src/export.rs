@@ -1,4 +1,4 @@
-//! `latscope export RUN --format json|csv|csv-buckets|hdr|cyclictest|prometheus`:
+//! `latscope export RUN --format json|csv|csv-buckets|hdr|cyclictest|rt-tests-json|prometheus`:
 //! a whole run in the formats other tools read; and
 //! `latscope export RUN --episode K --format perfetto`: one episode of a
 //! traced run, with the kernel events around it, as a file a trace viewer
@@ -11,9 +11,9 @@ use std::path::Path;
 use anyhow::{anyhow, Context};
 use latscope_store::Store;
 
-use latscope_report::exports::{self, HdrUnit};
+use latscope_report::exports::{self, HdrUnit, RtTestsUnit};
 
-use crate::args::{ExportArgs, ExportFormat, HdrUnitArg};
+use crate::args::{ExportArgs, ExportFormat, HdrUnitArg, UnitArg};
 use crate::exit::{self, Exit};
 
 /// Writes `text` to `path` (through a temporary name, so a reader never
@@ -51,6 +51,11 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
             "--episode goes with --format perfetto only; the other formats export the whole run",
         )),
         (_, None) => {}
+    }
+    if args.unit.is_some() && args.format != ExportFormat::RtTestsJson {
+        return Err(Exit::usage(
+            "--unit goes with --format rt-tests-json (the unit of --format hdr is --hdr-unit)",
+        ));
     }
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
@@ -94,6 +99,13 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
         }
         ExportFormat::Cyclictest => {
             exports::cyclictest_histogram(&run, args.max_us).map_err(anyhow::Error::from)?
+        }
+        ExportFormat::RtTestsJson => {
+            let unit = match args.unit {
+                Some(UnitArg::Ns) => RtTestsUnit::Nanos,
+                Some(UnitArg::Us) | None => RtTestsUnit::Micros,
+            };
+            exports::rt_tests_json(&run, unit).map_err(anyhow::Error::from)?
         }
         ExportFormat::Prometheus => exports::prometheus_text(&run),
         ExportFormat::Perfetto => unreachable_perfetto()?,

@@ -10,6 +10,7 @@ mod compare;
 mod exit;
 mod export;
 mod forecast;
+mod import;
 mod micro;
 mod micro_compare;
 mod monitor;
@@ -55,6 +56,7 @@ fn main() {
         Command::List(a) => show::list(a),
         Command::Show(a) => show::show(a),
         Command::Export(a) => export::export(a),
+        Command::Import(a) => import::import(a),
         Command::Suite(a) => suite::suite(a),
         Command::Sched(a) => sched::sched(a),
         Command::Check(a) => check::check(a),

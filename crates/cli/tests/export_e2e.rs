@@ -420,3 +420,57 @@ fn show_lists_the_episodes_and_the_json_has_them() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["episodes"], serde_json::json!([]));
 }
+
+/// `--format rt-tests-json`: cyclictest's JSON layout of the stored
+/// histograms; its option and a run without timer.latency are one line.
+#[test]
+fn rt_tests_json_export_has_cyclictests_layout() {
+    let (_dir, s) = setup();
+    let o = latscope(&["export", "1", "--format", "rt-tests-json", "--store", &s]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let keys: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  \""))
+        .map(|l| l.trim().split('"').nth(1).unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "file_version",
+            "cmdline:",
+            "rt_test_version:",
+            "start_time",
+            "end_time",
+            "return_code",
+            "sysinfo",
+            "num_threads",
+            "resolution_in_ns",
+            "thread",
+            "latscope"
+        ]
+    );
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["cmdline:"], "latscope run --trace");
+    assert_eq!(doc["start_time"], "Thu, 26 Nov 2026 22:03:59 +0000");
+    let t = &doc["thread"]["0"];
+    assert_eq!(t["cycles"], 2);
+    assert_eq!(
+        (t["min"].as_u64(), t["max"].as_u64()),
+        (Some(20), Some(512))
+    );
+    assert_eq!(t["histogram"]["20"], 1);
+    assert_eq!(t["histogram"]["512"], 1);
+    assert_eq!(t["cpu"], 1);
+    assert_eq!(t["avg"].as_f64(), Some(266.0));
+
+    let o = latscope(&[
+        "export", "1", "--format", "csv", "--unit", "ns", "--store", &s,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--unit goes with --format rt-tests-json"));
+    let o = latscope(&["export", "2", "--format", "rt-tests-json", "--store", &s]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1);
+    assert!(stderr(&o).contains("run 2 has no timer.latency measurements"));
+}
