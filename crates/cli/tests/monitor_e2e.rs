@@ -485,7 +485,10 @@ fn abuse(addr: SocketAddr, until: Instant) -> u64 {
     use std::io::Write as _;
     use std::net::TcpStream;
     let mut rounds = 0;
-    let big = format!("GET /metrics HTTP/1.1\r\nX-Big: {}\r\n\r\n", "a".repeat(1 << 20));
+    let big = format!(
+        "GET /metrics HTTP/1.1\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
     while Instant::now() < until {
         let mut held: Vec<TcpStream> = (0..500)
             .filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok())

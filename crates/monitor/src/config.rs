@@ -303,6 +303,14 @@ mod tests {
     }
 
     #[test]
+    fn the_example_configuration_in_dist_is_valid() {
+        let layer: Layer = toml::from_str(include_str!("../../../dist/monitor.toml")).unwrap();
+        let s = Settings::resolve(&layer).unwrap();
+        assert_eq!(s.noise, None);
+        assert_eq!(s.period, Nanos::from_millis(1));
+    }
+
+    #[test]
     fn only_measurement_settings_need_a_new_epoch() {
         let a = Settings::resolve(&Layer::default()).unwrap();
         let mut b = a.clone();
