@@ -362,6 +362,16 @@ pub struct ListArgs {
     /// Print the list as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Only runs measured on this host (its hostname).
+    #[arg(long, value_name = "NAME")]
+    pub host: Option<String>,
+    /// Only runs started within this long before now (e.g. 7d, 12h).
+    #[arg(long, value_name = "DURATION")]
+    pub since: Option<String>,
+    /// Only runs of this kernel release or series: 6.18 matches 6.18 and
+    /// 6.18.44-rt12, not 6.180.
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
     #[command(flatten)]
     pub store: StoreArg,
 }

@@ -12,6 +12,11 @@ use crate::Hazard;
 #[serde(default)]
 pub struct SystemInfo {
     pub hostname: String,
+    /// `/etc/machine-id`: the machine's identity across renames and
+    /// reinstalls of the same system (many hosts may share a hostname in a
+    /// fleet); `None` where the file is missing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
     /// `uname -r`.
     pub kernel_release: String,
     /// `uname -v`: the build string, which names PREEMPT_RT / PREEMPT_DYNAMIC.

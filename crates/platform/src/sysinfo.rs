@@ -29,6 +29,9 @@ pub fn snapshot() -> SystemInfo {
 pub fn snapshot_from(root: &Path) -> SystemInfo {
     let mut info = SystemInfo {
         hostname: read_trimmed(root, "proc/sys/kernel/hostname").unwrap_or_default(),
+        machine_id: read_trimmed(root, "etc/machine-id")
+            .or_else(|| read_trimmed(root, "var/lib/dbus/machine-id"))
+            .filter(|id| !id.is_empty()),
         kernel_release: read_trimmed(root, "proc/sys/kernel/osrelease").unwrap_or_default(),
         kernel_version: read_trimmed(root, "proc/sys/kernel/version").unwrap_or_default(),
         kernel_cmdline: read_trimmed(root, "proc/cmdline").unwrap_or_default(),

@@ -35,6 +35,7 @@ pub fn list_table(rows: &[RunListRow<'_>]) -> String {
     let imported = rows.iter().any(|r| r.meta.source.is_some());
     let mut header = vec![
         "id",
+        "host",
         "started (UTC)",
         "status",
         "length",
@@ -56,6 +57,7 @@ pub fn list_table(rows: &[RunListRow<'_>]) -> String {
             .unwrap_or_else(|| "-".into());
         let mut row = vec![
             r.meta.id.to_string(),
+            r.meta.hostname.clone(),
             format_utc(r.meta.started_unix_ns),
             r.meta.status.to_string(),
             length,
@@ -86,6 +88,7 @@ pub fn list_json(rows: &[RunListRow<'_>]) -> Value {
         .map(|r| {
             json!({
                 "run_id": r.meta.id.0,
+                "host": r.meta.hostname,
                 "status": r.meta.status,
                 "started_unix_ns": r.meta.started_unix_ns.0,
                 "ended_unix_ns": r.meta.ended_unix_ns.map(|t| t.0),

@@ -79,8 +79,14 @@ pub enum StoreError {
     #[error("this store has no runs yet; record one first")]
     NoRuns,
 
-    #[error("invalid run '{0}': expected a run number or 'latest'")]
+    #[error("invalid run '{0}': expected a run number, 'latest', HOST:latest or HOST:N")]
     BadRunId(String),
+
+    #[error("no run of host '{host}' in this store (its hosts: {known})")]
+    UnknownHost { host: String, known: String },
+
+    #[error("run {id} was measured on {of}, not {host}")]
+    WrongHost { id: RunId, host: String, of: String },
 
     #[error("no cell {} in this store", .0 .0)]
     NoSuchCell(CellId),

@@ -451,10 +451,36 @@ impl Store {
             .map_err(|e| self.sql("finding the latest run", e))
     }
 
-    /// Turns what a user typed (`latest` or a run number) into a run id that
-    /// exists in this store.
+    /// The newest run measured on `host` (its hostname), if any.
+    pub fn latest_run_of(&self, host: &str) -> Result<Option<RunId>> {
+        self.conn
+            .query_row(
+                "SELECT MAX(id) FROM runs WHERE hostname = ?1",
+                [host],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .map(|id| id.map(RunId))
+            .map_err(|e| self.sql("finding the host's latest run", e))
+    }
+
+    /// The hostnames of the store's runs, sorted.
+    pub fn hosts(&self) -> Result<Vec<String>> {
+        self.collect(
+            "SELECT DISTINCT hostname FROM runs ORDER BY hostname",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.sql("listing the hosts", e))
+    }
+
+    /// Turns what a user typed into a run id that exists in this store:
+    /// `latest`, a run number, `HOST:latest` (the newest run of that
+    /// host) or `HOST:N` (run N, which must be that host's).
     pub fn resolve(&self, spec: &str) -> Result<RunId> {
         let text = spec.trim();
+        if let Some((host, which)) = text.rsplit_once(':') {
+            return self.resolve_on_host(spec, host.trim(), which.trim());
+        }
         if text.eq_ignore_ascii_case("latest") {
             return self.latest_run()?.ok_or(StoreError::NoRuns);
         }
@@ -463,6 +489,46 @@ impl Store {
             _ => return Err(StoreError::BadRunId(spec.to_string())),
         };
         self.require_run(id)?;
+        Ok(id)
+    }
+
+    fn resolve_on_host(&self, spec: &str, host: &str, which: &str) -> Result<RunId> {
+        let unknown = || -> Result<StoreError> {
+            Ok(StoreError::UnknownHost {
+                host: host.to_string(),
+                known: self.hosts()?.join(", "),
+            })
+        };
+        if host.is_empty() {
+            return Err(StoreError::BadRunId(spec.to_string()));
+        }
+        if which.eq_ignore_ascii_case("latest") {
+            return match self.latest_run_of(host)? {
+                Some(id) => Ok(id),
+                None => Err(unknown()?),
+            };
+        }
+        let id = match which.parse::<i64>() {
+            Ok(id) if id > 0 => RunId(id),
+            _ => return Err(StoreError::BadRunId(spec.to_string())),
+        };
+        self.require_run(id)?;
+        if self.latest_run_of(host)?.is_none() {
+            return Err(unknown()?);
+        }
+        let of: String = self
+            .conn
+            .query_row("SELECT hostname FROM runs WHERE id = ?1", [id.0], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.sql("reading the run's host", e))?;
+        if of != host {
+            return Err(StoreError::WrongHost {
+                id,
+                host: host.to_string(),
+                of,
+            });
+        }
         Ok(id)
     }
 

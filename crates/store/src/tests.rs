@@ -39,6 +39,7 @@ fn run_meta() -> RunMeta {
 fn system() -> SystemInfo {
     SystemInfo {
         hostname: "testhost".into(),
+        machine_id: Some("3d1219c7c4c5404aaa1f6d2a48adfda4".into()),
         kernel_release: "6.18.0-test".into(),
         kernel_version: "#1 SMP PREEMPT_DYNAMIC".into(),
         preemption_model: Some("none".into()),
@@ -2898,6 +2899,7 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 mod checkpoint;
+mod hosts;
 mod insert;
 mod micro;
 mod monitor;
