@@ -82,6 +82,9 @@ pub enum StoreError {
     #[error("invalid run '{0}': expected a run number, 'latest', HOST:latest or HOST:N")]
     BadRunId(String),
 
+    #[error("run {0} is still being measured: copy it once it has ended")]
+    StillRunning(RunId),
+
     #[error("no run of host '{host}' in this store (its hosts: {known})")]
     UnknownHost { host: String, known: String },
 

@@ -40,6 +40,7 @@
 
 mod checkpoint;
 mod codec;
+mod copy;
 mod error;
 mod insert;
 mod liveness;
@@ -62,6 +63,7 @@ use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 pub use checkpoint::Checkpoint;
+pub use copy::Copied;
 pub use error::StoreError;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use micro::MicroRun;
@@ -874,8 +876,8 @@ pub(crate) fn insert_run_rows(
     let err = |action| move |e| classify(path, action, e);
     tx.execute(
         "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
-         command_line, pid, boot_id, hostname, tool_version, notes, source) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+         command_line, pid, boot_id, hostname, tool_version, notes, source, uuid) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             started,
             ended,
@@ -888,6 +890,7 @@ pub(crate) fn insert_run_rows(
             meta.tool_version,
             notes,
             source,
+            uuid::Uuid::new_v4().to_string(),
         ],
     )
     .map_err(err("recording the run"))?;

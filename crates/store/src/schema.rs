@@ -53,6 +53,7 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "run_source",
         include_str!("../migrations/0011_run_source.sql"),
     ),
+    (12, "run_uuid", include_str!("../migrations/0012_run_uuid.sql")),
 ];
 
 /// The schema version this build writes and understands.

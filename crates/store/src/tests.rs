@@ -2899,6 +2899,7 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
 }
 
 mod checkpoint;
+mod copy;
 mod hosts;
 mod insert;
 mod micro;

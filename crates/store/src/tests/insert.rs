@@ -176,8 +176,11 @@ fn a_version_10_store_gains_the_source_column_and_keeps_its_runs() {
     // Back to version 10: the column did not exist then.
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("ALTER TABLE runs DROP COLUMN source")
-            .unwrap();
+        conn.execute_batch(
+            "DROP INDEX runs_uuid; ALTER TABLE runs DROP COLUMN uuid; \
+             ALTER TABLE runs DROP COLUMN source",
+        )
+        .unwrap();
         conn.pragma_update(None, "user_version", 10).unwrap();
     }
 
@@ -186,6 +189,8 @@ fn a_version_10_store_gains_the_source_column_and_keeps_its_runs() {
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let loaded = store.load_run(run).unwrap();
     assert_eq!(loaded.meta.source, None);
+    // Schema 12 gave the old run a uuid.
+    assert_eq!(store.run_uuid(run).unwrap().len(), 36);
     assert_eq!(loaded.meta.notes, run_meta().notes);
     assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
     let id = store.insert_run(&whole_run()).unwrap();
