@@ -51,6 +51,12 @@ pub enum Command {
     /// Always-on monitoring: the timer probe on every CPU without end, a
     /// Prometheus endpoint, per-minute and per-hour windows in the store.
     Monitor(Box<MonitorArgs>),
+    /// Copy runs from this store to another (a shared store): each run
+    /// once, whole or not at all.
+    Push(PushArgs),
+    /// Copy runs from another store into this one: each run once, whole or
+    /// not at all.
+    Pull(PullArgs),
 }
 
 /// `latscope monitor`: every option also has a key in the --config file
@@ -93,8 +99,9 @@ pub struct MonitorArgs {
     /// A TOML file with the same settings, re-read on SIGHUP.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The SQLite store (default latscope.db; or `store` in --config).
-    #[arg(long, value_name = "PATH")]
+    /// The SQLite store (default latscope.db; or `store` in --config, or
+    /// $LATSCOPE_STORE).
+    #[arg(long, value_name = "PATH", env = "LATSCOPE_STORE")]
     pub store: Option<PathBuf>,
     #[command(flatten)]
     pub actions: ActionArgs,
@@ -170,9 +177,40 @@ pub struct LimitArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StoreArg {
-    /// The SQLite store holding results.
-    #[arg(long, value_name = "PATH", default_value = "latscope.db")]
+    /// The SQLite store holding results (or $LATSCOPE_STORE).
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "LATSCOPE_STORE",
+        default_value = "latscope.db"
+    )]
     pub store: PathBuf,
+}
+
+/// `latscope push --to STORE [RUN...]`.
+#[derive(Args, Debug)]
+pub struct PushArgs {
+    /// The store to copy into.
+    #[arg(long, value_name = "STORE")]
+    pub to: String,
+    /// Runs to copy (ids, latest, HOST:latest); default: every finished run.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
+}
+
+/// `latscope pull --from STORE [RUN...]`.
+#[derive(Args, Debug)]
+pub struct PullArgs {
+    /// The store to copy from.
+    #[arg(long, value_name = "STORE")]
+    pub from: String,
+    /// Runs of that store to copy; default: every finished run.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

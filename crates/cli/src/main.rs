@@ -19,6 +19,7 @@ mod observer;
 mod output;
 mod plan;
 mod progress;
+mod push;
 mod report;
 mod run;
 mod sched;
@@ -65,6 +66,8 @@ fn main() {
         Command::Report(a) => report::report(a),
         Command::Micro(a) => micro::micro(a),
         Command::Monitor(a) => monitor::monitor(a),
+        Command::Push(a) => push::push(a),
+        Command::Pull(a) => push::pull(a),
     };
     let code = match result {
         Ok(code) => code,
