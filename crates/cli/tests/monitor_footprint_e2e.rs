@@ -10,14 +10,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::mpsc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use common::daemon::Daemon;
 use common::*;
 
 /// Resident memory of `pid`, kB.
@@ -72,40 +69,15 @@ fn ten_minutes_with_trace_keep_memory_flat_and_the_store_within_its_bound() {
     }
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
-    let mut child = bin()
-        .args([
-            "monitor",
-            "--listen",
-            "127.0.0.1:0",
-            "--trace",
-            "--persist",
-            "1s",
-        ])
-        .args(["--store", store.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines() {
-            let Ok(line) = line else { return };
-            eprintln!("daemon: {line}");
-            let _ = tx.send(line);
-        }
-    });
-    let addr: SocketAddr = loop {
-        let line = rx.recv_timeout(Duration::from_secs(30)).unwrap();
-        if let Some(a) = line
-            .split("metrics on http://")
-            .nth(1)
-            .and_then(|r| r.split('/').next()?.parse().ok())
-        {
-            break a;
-        }
-    };
-    let pid = child.id();
+    let mut d = Daemon::start(&[
+        "--trace",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let addr = d.addr;
+    let pid = d.child.id();
     let t0 = Instant::now();
     let total = Duration::from_secs(600);
     let mut rss = Vec::new();
@@ -127,14 +99,8 @@ fn ten_minutes_with_trace_keep_memory_flat_and_the_store_within_its_bound() {
     }
     let last = store_size(&store);
     let end = t0.elapsed();
-    let ok = std::process::Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(30)), Some(0));
 
     println!("RSS over 10 minutes with --trace (s, kB): {rss:?}");
     let second_half: Vec<u64> = rss

@@ -24,13 +24,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
+use common::daemon::Daemon;
 use common::*;
 use serde_json::Value;
 
@@ -89,53 +88,15 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
     let store = store_in(dir.path());
 
     // The daemon, on CPU 0, persisting every second.
-    let mut child = bin()
-        .args([
-            "monitor",
-            "--listen",
-            "127.0.0.1:0",
-            "--cpus",
-            "0",
-            "--persist",
-            "1s",
-        ])
-        .args(["--store", store.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
-    {
-        let lines = Arc::clone(&lines);
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                eprintln!("daemon: {line}");
-                lines.lock().unwrap().push(line);
-            }
-        });
-    }
-    let daemon = Killed(child);
-    let t0 = Instant::now();
-    let addr: SocketAddr = loop {
-        let found = lines.lock().unwrap().iter().find_map(|l| {
-            l.split("metrics on http://")
-                .nth(1)?
-                .split('/')
-                .next()?
-                .parse()
-                .ok()
-        });
-        if let Some(a) = found {
-            break a;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "{:?}",
-            lines.lock().unwrap()
-        );
-        sleep(Duration::from_millis(50));
-    };
+    let mut daemon = Daemon::start(&[
+        "--cpus",
+        "0",
+        "--persist",
+        "1s",
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    let addr: SocketAddr = daemon.addr;
 
     // The server: a fresh database, native histograms, a 1 s scrape.
     let port = free_port();
@@ -182,18 +143,8 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
     drop(prom);
 
     // The daemon's exact figures, after it stopped.
-    let pid = daemon.0.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap()
-        .success());
-    let mut daemon = daemon;
-    let stopped = Instant::now();
-    while daemon.0.try_wait().unwrap().is_none() {
-        assert!(stopped.elapsed() < Duration::from_secs(15));
-        sleep(Duration::from_millis(50));
-    }
+    daemon.signal("TERM");
+    assert!(daemon.wait(Duration::from_secs(15)).is_some());
     let o = latscope(&[
         "show",
         "latest",
