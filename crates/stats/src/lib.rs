@@ -16,6 +16,7 @@ pub mod blocks;
 pub mod compare;
 pub mod forecast;
 mod histogram;
+pub mod intervals;
 mod layout;
 pub mod micro;
 mod results;
@@ -25,6 +26,7 @@ mod timeline;
 
 pub use atomic::AtomicHistogram;
 pub use histogram::{DecodeError, Histogram};
+pub use intervals::{Interval, IntervalPercentiles, IntervalSeries};
 pub use layout::{HIGHEST_TRACKABLE, SIGNIFICANT_DIGITS};
 pub use results::{CellResult, MetricResult, RunResult, TimelineChunk};
 pub use summary::{log2_micros_table, LogBin, Summary};
