@@ -1,6 +1,7 @@
 //! One checkpoint, one transaction.
 //!
-//! A checkpoint of a cell touches many tables: the metric rows, the new
+//! A checkpoint of a cell touches many tables: the metric rows (and the
+//! interval each adds, for the metrics that keep one), the new
 //! timeline chunks, the probe's own figures (noise, UDP, early timer
 //! wake-ups), the
 //! workload's characterization, the episodes found since the last one and
@@ -56,6 +57,9 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(err("starting a checkpoint"))?;
+        // Read before write_progress replaces the cumulative histograms
+        // that each interval is the difference from.
+        let before = crate::intervals::before(&tx, path, cell, &cp.metrics)?;
         crate::write_progress(
             &tx,
             path,
@@ -66,6 +70,17 @@ impl Store {
             &cp.timeline,
             cp.now_unix,
         )?;
+        if let Some(before) = before {
+            crate::intervals::write_intervals(
+                &tx,
+                path,
+                cell,
+                before,
+                cp.duration,
+                cp.now_unix,
+                &cp.metrics,
+            )?;
+        }
         if !cp.noise.is_empty() {
             crate::noise::write_noise_stats(&tx, path, cell, &cp.noise)?;
         }

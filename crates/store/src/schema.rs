@@ -53,7 +53,16 @@ const MIGRATIONS: &[(u32, &str, &str)] = &[
         "run_source",
         include_str!("../migrations/0011_run_source.sql"),
     ),
-    (12, "run_uuid", include_str!("../migrations/0012_run_uuid.sql")),
+    (
+        12,
+        "run_uuid",
+        include_str!("../migrations/0012_run_uuid.sql"),
+    ),
+    (
+        13,
+        "checkpoint_intervals",
+        include_str!("../migrations/0013_checkpoint_intervals.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

@@ -223,6 +223,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
             "cells",
             "episode_windows",
             "episodes",
+            "interval_marks",
+            "metric_intervals",
             "metric_snapshots",
             "metrics",
             "micro_context",
@@ -258,6 +260,8 @@ fn migrations_build_the_schema_on_an_empty_file() {
         "micro_results",
         "micro_context",
         "monitor_windows",
+        "metric_intervals",
+        "interval_marks",
     ]
     .iter()
     .map(|t| {
@@ -271,7 +275,9 @@ fn migrations_build_the_schema_on_an_empty_file() {
         let want = match t.as_str() {
             "metrics" | "metric_snapshots" | "snapshot_schedule" | "timeline_chunks"
             | "episodes" | "trace_summaries" | "noise_stats" | "udp_stats" | "workload_stats"
-            | "workload_seconds" | "micro_results" => "cells",
+            | "workload_seconds" | "micro_results" | "metric_intervals" | "interval_marks" => {
+                "cells"
+            }
             "episode_windows" => "episodes",
             _ => "runs",
         };
@@ -2902,6 +2908,7 @@ mod checkpoint;
 mod copy;
 mod hosts;
 mod insert;
+mod intervals;
 mod micro;
 mod monitor;
 mod snapshots;

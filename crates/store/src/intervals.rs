@@ -1,0 +1,425 @@
+//! One interval histogram per checkpoint (schema version 13): what each
+//! stored checkpoint of a cell added to a metric on a CPU, so that an
+//! HdrHistogram interval log has one interval per checkpoint (as jHiccup's
+//! logs have one per reporting interval) and the report can show
+//! percentiles over time.
+//!
+//! # What is kept
+//!
+//! Only the metrics that the log and the percentiles over time are for:
+//! [`keeps_intervals`] (`timer.latency`, `noise.gap`, `udp.*`). The tracer's
+//! per-source series (an interrupt line, a softirq vector: some 60 of them
+//! here with `--trace`) stay cumulative, as in the monitor's windows.
+//!
+//! # How an interval is made
+//!
+//! Inside the checkpoint's transaction, before the `metrics` rows are
+//! replaced, the cell's stored cumulative histograms are read: the new
+//! cumulative one less the stored one ([`Histogram::since`]) is the
+//! interval. A checkpoint the store refused leaves `metrics` as it was, so
+//! the next one's interval spans both and the intervals still add up to the
+//! cumulative histogram exactly. A checkpoint at the same measured time as
+//! the one before (the final one of a cell whose last periodic checkpoint
+//! came at its planned end) adds its samples to that interval instead of
+//! making one of no length. A cumulative histogram that went backwards
+//! (which no probe does) starts afresh, as a counter reset does in
+//! Prometheus.
+//!
+//! # Encoding
+//!
+//! zlib over latscope's LSH1 form (`Histogram::to_bytes`, the non-empty
+//! buckets as LEB128 (gap, count) pairs). LSH1 alone is compact in the
+//! number of buckets, but an interval's pairs are mostly small gaps and
+//! counts of 1 or 2, which deflate codes in a few bits: measured on this
+//! VM's `timer.latency` intervals, zlib keeps 40 % of LSH1 for 1 s
+//! intervals and 42 % for 10 s ones (docs/architecture.md has the
+//! figures). A blob that starts with LSH1's magic is read as it is.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use flate2::Compression;
+use latscope_model::{metric, Nanos, RunId};
+use latscope_stats::{Histogram, Interval, IntervalSeries, MetricResult};
+use rusqlite::{params, OptionalExtension};
+
+use crate::codec::{cpu_from_sql, cpu_to_sql};
+use crate::error::classify;
+use crate::{to_sql, CellId, Result, Store, StoreError};
+
+/// Whether the checkpoints keep intervals of `metric`: the probes' own
+/// latency figures, which the HdrHistogram log and the percentiles over
+/// time are for.
+pub fn keeps_intervals(name: &str) -> bool {
+    name == metric::TIMER_LATENCY || name == metric::NOISE_GAP || name.starts_with("udp.")
+}
+
+/// The most an interval's blob may inflate to: LSH1 of the fullest
+/// histogram (every bucket, the longest varints) is about 560 KB.
+const MAX_LSH1_BYTES: u64 = 1 << 20;
+
+/// An interval's histogram as stored: zlib over LSH1.
+fn encode(h: &Histogram) -> Result<Vec<u8>, String> {
+    let raw = h.to_bytes();
+    let mut enc = ZlibEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::default());
+    enc.write_all(&raw).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
+
+/// The inverse of [`encode`] (and LSH1 as it is); a phrase for a damaged
+/// blob.
+fn decode(blob: &[u8]) -> Result<Histogram, String> {
+    if blob.starts_with(b"LSH1") {
+        return Histogram::from_bytes(blob).map_err(|e| e.to_string());
+    }
+    let mut raw = Vec::new();
+    ZlibDecoder::new(blob)
+        .take(MAX_LSH1_BYTES + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("cannot inflate it ({e})"))?;
+    if raw.len() as u64 > MAX_LSH1_BYTES {
+        return Err(format!(
+            "it inflates to more than {} MiB",
+            MAX_LSH1_BYTES >> 20
+        ));
+    }
+    Histogram::from_bytes(&raw).map_err(|e| e.to_string())
+}
+
+/// A cell's latest interval bounds (`interval_marks`), as SQL integers.
+#[derive(Clone, Copy, Debug)]
+struct Bounds {
+    start: i64,
+    end: i64,
+    start_unix: i64,
+    end_unix: i64,
+}
+
+/// What the store holds for a cell before a checkpoint replaces it: its
+/// latest interval bounds and the cumulative histograms of the metrics
+/// that keep intervals.
+pub(crate) struct Before {
+    mark: Option<Bounds>,
+    /// The cell's stored measured time: where a cell without a mark but
+    /// with stored metrics (checkpointed before schema version 13) starts
+    /// its first interval.
+    duration: i64,
+    previous: Vec<(String, i64, Histogram)>,
+}
+
+/// Reads what [`write_intervals`] needs, inside the checkpoint's
+/// transaction and before `metrics` is replaced; nothing when the
+/// checkpoint has no metric that keeps intervals.
+pub(crate) fn before(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    metrics: &[MetricResult],
+) -> Result<Option<Before>> {
+    if !metrics.iter().any(|m| keeps_intervals(&m.name)) {
+        return Ok(None);
+    }
+    let err = |action| move |e| classify(path, action, e);
+    let mark = tx
+        .query_row(
+            "SELECT start_ns, end_ns, start_unix_ns, end_unix_ns FROM interval_marks \
+             WHERE cell_id = ?1",
+            [cell.0],
+            |r| {
+                Ok(Bounds {
+                    start: r.get(0)?,
+                    end: r.get(1)?,
+                    start_unix: r.get(2)?,
+                    end_unix: r.get(3)?,
+                })
+            },
+        )
+        .optional()
+        .map_err(err("reading the interval marks"))?;
+    let duration: i64 = tx
+        .query_row(
+            "SELECT duration_ns FROM cells WHERE id = ?1",
+            [cell.0],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(err("looking up the cell"))?
+        .ok_or(StoreError::NoSuchCell(cell))?;
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT name, cpu, histogram FROM metrics WHERE cell_id = ?1 AND kind = 'raw'",
+        )
+        .map_err(err("reading the metrics"))?;
+    let rows = stmt
+        .query_map([cell.0], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, Vec<u8>>(2)?,
+            ))
+        })
+        .map_err(err("reading the metrics"))?;
+    let mut previous = Vec::new();
+    for row in rows {
+        let (name, cpu, blob) = row.map_err(err("reading the metrics"))?;
+        if !keeps_intervals(&name) {
+            continue;
+        }
+        let h = Histogram::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            what: format!("histogram of {name} in cell {}: {e}", cell.0),
+        })?;
+        previous.push((name, cpu, h));
+    }
+    Ok(Some(Before {
+        mark,
+        duration,
+        previous,
+    }))
+}
+
+/// Stores the interval of every metric of `metrics` that keeps intervals:
+/// from the cell's previous stored checkpoint to `at` (the cell's measured
+/// time) and `at_unix`, inside the checkpoint's transaction.
+pub(crate) fn write_intervals(
+    tx: &rusqlite::Connection,
+    path: &Path,
+    cell: CellId,
+    before: Before,
+    at: Nanos,
+    at_unix: Nanos,
+    metrics: &[MetricResult],
+) -> Result<()> {
+    let err = |action| move |e| classify(path, action, e);
+    let end = to_sql(at.0, "a checkpoint's time")?;
+    let end_unix = to_sql(at_unix.0, "a checkpoint's time")?;
+    let (bounds, again) = match before.mark {
+        None => {
+            let start = if before.previous.is_empty() {
+                0
+            } else {
+                before.duration.clamp(0, end)
+            };
+            (
+                Bounds {
+                    start,
+                    end,
+                    start_unix: end_unix.saturating_sub(end - start).max(0),
+                    end_unix,
+                },
+                false,
+            )
+        }
+        // A wall clock stepped back must not fail the checkpoint: the
+        // interval then starts where it ends.
+        Some(m) if end > m.end => (
+            Bounds {
+                start: m.end,
+                end,
+                start_unix: m.end_unix.min(end_unix),
+                end_unix,
+            },
+            false,
+        ),
+        Some(m) => (m, true),
+    };
+    for m in metrics.iter().filter(|m| keeps_intervals(&m.name)) {
+        let cpu = cpu_to_sql(m.cpu);
+        let stored = before
+            .previous
+            .iter()
+            .find(|(n, c, _)| *n == m.name && *c == cpu)
+            .map(|(_, _, h)| h);
+        let mut delta = match stored {
+            Some(p) => m.histogram.since(p).unwrap_or_else(|| m.histogram.clone()),
+            None => m.histogram.clone(),
+        };
+        if again {
+            if delta.is_empty() {
+                continue;
+            }
+            let existing: Option<Vec<u8>> = tx
+                .query_row(
+                    "SELECT histogram FROM metric_intervals \
+                     WHERE cell_id = ?1 AND name = ?2 AND cpu = ?3 AND end_ns = ?4",
+                    params![cell.0, m.name, cpu, bounds.end],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(err("reading an interval"))?;
+            if let Some(blob) = existing {
+                let old = decode(&blob).map_err(|e| StoreError::Corrupt {
+                    path: path.to_path_buf(),
+                    what: format!("interval of {} in cell {}: {e}", m.name, cell.0),
+                })?;
+                delta.merge(&old);
+            }
+        }
+        let samples = to_sql(delta.count(), "an interval's sample count")?;
+        let blob = encode(&delta).map_err(|e| StoreError::Corrupt {
+            path: path.to_path_buf(),
+            what: format!("cannot compress an interval of {} ({e})", m.name),
+        })?;
+        let max = delta.max().map(|v| i64::try_from(v.0).unwrap_or(i64::MAX));
+        tx.prepare_cached(
+            "INSERT INTO metric_intervals (cell_id, name, cpu, start_ns, end_ns, start_unix_ns, \
+                 end_unix_ns, samples, max_ns, histogram) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+             ON CONFLICT (cell_id, name, cpu, end_ns) DO UPDATE SET \
+                 samples = excluded.samples, max_ns = excluded.max_ns, \
+                 histogram = excluded.histogram",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                cell.0,
+                m.name,
+                cpu,
+                bounds.start,
+                bounds.end,
+                bounds.start_unix,
+                bounds.end_unix,
+                samples,
+                max,
+                blob,
+            ])
+        })
+        .map_err(err("saving an interval"))?;
+    }
+    if !again {
+        tx.execute(
+            "INSERT INTO interval_marks (cell_id, start_ns, end_ns, start_unix_ns, end_unix_ns) \
+             VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (cell_id) DO UPDATE SET start_ns = ?2, end_ns = ?3, \
+                 start_unix_ns = ?4, end_unix_ns = ?5",
+            params![
+                cell.0,
+                bounds.start,
+                bounds.end,
+                bounds.start_unix,
+                bounds.end_unix
+            ],
+        )
+        .map_err(err("saving the interval marks"))?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The checkpoint intervals of `cell`: one series per metric and CPU
+    /// (by name, then CPU with system-wide first), each in time order.
+    /// `None` when the cell's checkpoints kept none: it was stored before
+    /// schema version 13, or imported, or none of its metrics keeps
+    /// intervals ([`keeps_intervals`]). A monitor's series start where its
+    /// retention left them.
+    pub fn load_intervals(&self, cell: CellId) -> Result<Option<Vec<IntervalSeries>>> {
+        let index: i64 = self
+            .conn
+            .query_row("SELECT idx FROM cells WHERE id = ?1", [cell.0], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(|e| self.sql("looking up the cell", e))?
+            .ok_or(StoreError::NoSuchCell(cell))?;
+        let index = u32::try_from(index)
+            .map_err(|_| self.corrupt(format!("cell {} has index {index}", cell.0)))?;
+        let marked = self
+            .conn
+            .query_row(
+                "SELECT 1 FROM interval_marks WHERE cell_id = ?1",
+                [cell.0],
+                |_| Ok(()),
+            )
+            .optional()
+            .map_err(|e| self.sql("reading the interval marks", e))?
+            .is_some();
+        if !marked {
+            return Ok(None);
+        }
+        type Row = (String, i64, i64, i64, i64, i64, Vec<u8>);
+        let rows: Vec<Row> = self
+            .collect(
+                "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
+                 FROM metric_intervals WHERE cell_id = ?1 ORDER BY name, cpu, end_ns",
+                [cell.0],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                    ))
+                },
+            )
+            .map_err(|e| self.sql("reading the intervals", e))?;
+        let mut out: Vec<IntervalSeries> = Vec::new();
+        for (name, cpu, start, end, start_unix, end_unix, blob) in rows {
+            let cpu = cpu_from_sql(cpu).ok_or_else(|| {
+                self.corrupt(format!(
+                    "interval of {name} in cell {} has CPU {cpu}",
+                    cell.0
+                ))
+            })?;
+            let histogram = decode(&blob)
+                .map_err(|e| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0)))?;
+            let interval = Interval {
+                start: self.nanos(start, "an interval's start")?,
+                end: self.nanos(end, "an interval's end")?,
+                start_unix: self.nanos(start_unix, "an interval's start")?,
+                end_unix: self.nanos(end_unix, "an interval's end")?,
+                histogram,
+            };
+            match out.last_mut() {
+                Some(s) if s.metric == name && s.cpu == cpu => s.intervals.push(interval),
+                _ => out.push(IntervalSeries {
+                    cell: index,
+                    metric: name,
+                    cpu,
+                    intervals: vec![interval],
+                }),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Deletes the intervals of `run` that ended before `before` (Unix
+    /// time): the monitor's retention, as for its timeline seconds. Returns
+    /// how many.
+    pub fn prune_intervals(&mut self, run: RunId, before: Nanos) -> Result<usize> {
+        let before = to_sql(before.0, "a retention limit")?;
+        self.conn
+            .execute(
+                "DELETE FROM metric_intervals WHERE end_unix_ns < ?2 \
+                 AND cell_id IN (SELECT id FROM cells WHERE run_id = ?1)",
+                params![run.0, before],
+            )
+            .map_err(|e| self.sql("deleting old intervals", e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blobs_round_trip_and_lsh1_reads_as_it_is() {
+        let mut h = Histogram::new();
+        for k in 0..5_000u64 {
+            h.record(7_000 + (k * 7919) % 90_000);
+        }
+        let blob = encode(&h).unwrap();
+        assert!(blob.len() < h.to_bytes().len() / 2, "{}", blob.len());
+        assert_eq!(decode(&blob).unwrap(), h);
+        assert_eq!(decode(&h.to_bytes()).unwrap(), h);
+        assert!(decode(b"not a histogram").is_err());
+        // A blob that inflates past the bound is refused, not read whole.
+        let mut enc = ZlibEncoder::new(Vec::new(), Compression::default());
+        enc.write_all(&vec![0u8; 2 << 20]).unwrap();
+        let bomb = enc.finish().unwrap();
+        assert!(decode(&bomb).unwrap_err().contains("more than 1 MiB"));
+    }
+}
