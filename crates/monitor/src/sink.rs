@@ -250,6 +250,11 @@ impl MonitorSink {
                 self.store.prune_timeline(cell, before_second)?;
             }
         }
+        // The checkpoint intervals (the HDR log's) go with the timeline.
+        if let Some(run) = self.run {
+            self.store
+                .prune_intervals(run, Nanos(now.0.saturating_sub(self.retain_seconds.0)))?;
+        }
         Ok(())
     }
 }
@@ -392,6 +397,55 @@ mod tests {
             breakdown: Default::default(),
             stacks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn retention_deletes_checkpoint_intervals_older_than_retain_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let store = Store::open(&path).unwrap();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let layer = Layer {
+            retain_seconds: Some("1h".into()),
+            ..Layer::default()
+        };
+        let settings = Settings::resolve(&layer).unwrap();
+        let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
+        let meta = latscope_engine::running_meta(Nanos(1), vec![], &SystemInfo::default());
+        let run = sink
+            .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
+            .unwrap();
+        let cell = sink
+            .add_cell(
+                run,
+                &CellMeta {
+                    index: 0,
+                    probe: "timer".into(),
+                    workload: "none".into(),
+                    settings: CellSettings::Timer(Default::default()),
+                    duration_ns: Nanos::ZERO,
+                    monotonic_start_ns: Nanos(1),
+                },
+            )
+            .unwrap();
+        let t0 = 1_700_000_000;
+        let mut lat = latscope_stats::MetricResult::new("timer.latency", Some(CpuId(0)));
+        // Checkpoints at 10 s, 20 s and 2 h: the third prunes (the first
+        // pruned an hour before) what ended more than an hour before it.
+        for secs in [10, 20, 7_200] {
+            lat.histogram.record_n(20_000 + secs, 10);
+            let cp = Checkpoint {
+                duration: Nanos::from_secs(secs),
+                now_unix: Nanos::from_secs(t0 + secs),
+                metrics: vec![lat.clone()],
+                ..Checkpoint::default()
+            };
+            sink.checkpoint(run, cell, &cp).unwrap();
+        }
+        let reader = Store::open_existing(&path).unwrap();
+        let series = reader.load_intervals(CellId(cell.0)).unwrap().unwrap();
+        let ends: Vec<Nanos> = series[0].intervals.iter().map(|i| i.end).collect();
+        assert_eq!(ends, vec![Nanos::from_secs(7_200)]);
     }
 
     #[test]
