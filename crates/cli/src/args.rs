@@ -702,11 +702,16 @@ pub struct SchedArgs {
     pub store: StoreArg,
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The baseline run (an id or `latest`), then the runs to compare with it.
-    #[arg(value_name = "RUN", num_args = 2.., required = true)]
+    /// The baseline run (an id, `latest` or HOST:latest), then the runs to
+    /// compare with it.
+    #[arg(value_name = "RUN", num_args = 2.., required_unless_present = "hosts")]
     pub runs: Vec<String>,
+    /// Compare the latest run of every host in the store, one row per
+    /// host (hosts in name order; the first is the baseline).
+    #[arg(long, conflicts_with = "runs")]
+    pub hosts: bool,
     /// Exit with 3 when a compared run's p99.9 exceeds the baseline's by more
     /// than PCT percent and the exceedance test finds its tail worse.
     #[arg(long = "fail-if-worse", value_name = "PCT")]

@@ -24,6 +24,23 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
         }
     }
     let store = Store::open_existing(&args.store.store)?;
+    let by_host;
+    let args = if args.hosts {
+        let hosts = store.hosts()?;
+        if hosts.len() < 2 {
+            return Err(Exit::usage(format!(
+                "--hosts compares the latest run of each host, and this store has {} host(s)",
+                hosts.len()
+            )));
+        }
+        by_host = CompareArgs {
+            runs: hosts.iter().map(|h| format!("{h}:latest")).collect(),
+            ..args.clone()
+        };
+        &by_host
+    } else {
+        args
+    };
     if let Some(code) = crate::micro_compare::compare_micro(args, &store)? {
         return Ok(code);
     }

@@ -67,6 +67,13 @@ fn list_filters_by_host_kernel_and_age_and_compare_takes_host_selectors() {
         store,
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // --hosts: the latest run of each host, one row each.
+    let o = latscope(&["compare", "--hosts", "--json", "--store", store]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["runs"], serde_json::json!([1, 2]), "{doc}");
+    let o = latscope(&["compare", "--hosts", "3", "--store", store]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let o = latscope(&["show", "board-b:latest", "--json", "--store", store]);
     let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["run_id"], 2, "{doc}");
