@@ -1,5 +1,6 @@
 //! `latscope export RUN --format json|csv|csv-buckets|hdr|cyclictest|rt-tests-json|prometheus`:
-//! a whole run in the formats other tools read; and
+//! a whole run in the formats other tools read (`hdr` with one interval per
+//! checkpoint where the store kept them); and
 //! `latscope export RUN --episode K --format perfetto`: one episode of a
 //! traced run, with the kernel events around it, as a file a trace viewer
 //! opens. Reads the store, never writes it.
@@ -95,7 +96,14 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
                 HdrUnitArg::Ns => HdrUnit::Nanos,
                 HdrUnitArg::Us => HdrUnit::Micros,
             };
-            exports::hdr_interval_log(&run, unit).map_err(anyhow::Error::from)?
+            let intervals = checkpoint_intervals(&store, id)?;
+            if intervals.is_none() {
+                eprintln!(
+                    "note: run {id} was stored without checkpoint intervals (by a latscope before them, or imported): the log has one interval per cell and metric"
+                );
+            }
+            exports::hdr_checkpoint_log(&run, &intervals.unwrap_or_default(), unit)
+                .map_err(anyhow::Error::from)?
         }
         ExportFormat::Cyclictest => {
             exports::cyclictest_histogram(&run, args.max_us).map_err(anyhow::Error::from)?
@@ -112,6 +120,23 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
     };
     write(&text, args.output.as_deref())?;
     Ok(exit::OK)
+}
+
+/// The checkpoint intervals the store kept for the run's cells; `None`
+/// when it kept them for none.
+fn checkpoint_intervals(
+    store: &Store,
+    id: latscope_model::RunId,
+) -> anyhow::Result<Option<Vec<latscope_stats::IntervalSeries>>> {
+    let mut all = Vec::new();
+    let mut any = false;
+    for cell in store.cell_ids(id)? {
+        if let Some(series) = store.load_intervals(cell)? {
+            any = true;
+            all.extend(series);
+        }
+    }
+    Ok(any.then_some(all))
 }
 
 /// Perfetto is handled before the store is read; kept as an error rather

@@ -12,7 +12,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
 use latscope_report::exports::{self, HdrUnit};
-use latscope_stats::{CellResult, MetricResult, RunResult};
+use latscope_stats::{CellResult, Histogram, Interval, IntervalSeries, MetricResult, RunResult};
 
 fn metric(name: &str, cpu: Option<u32>, values: &[(u64, u64)]) -> MetricResult {
     let mut m = MetricResult::new(name, cpu.map(CpuId));
@@ -472,6 +472,85 @@ fn hdr_log_round_trips_through_the_hdrhistogram_reader() {
             .collect();
         assert_eq!(ours, theirs);
     }
+}
+
+/// `timer.latency` on CPU 0 of cell 0 of the fixture in two checkpoint
+/// intervals (0-4 s and 4-10 s), and an interval series of a metric the
+/// cell does not have (ignored).
+fn checkpoint_intervals() -> Vec<IntervalSeries> {
+    let run = fixture();
+    let whole = &run.cells[0].metrics[1].histogram;
+    let mut first = Histogram::new();
+    let mut second = Histogram::new();
+    for (low, _, count) in whole.buckets() {
+        if low < 3_000 {
+            first.record_n(low, count);
+        } else {
+            second.record_n(low, count);
+        }
+    }
+    let interval = |start: u64, end: u64, histogram: Histogram| Interval {
+        start: Nanos::from_secs(start),
+        end: Nanos::from_secs(end),
+        start_unix: Nanos(run.meta.started_unix_ns.0 + start * 1_000_000_000),
+        end_unix: Nanos(run.meta.started_unix_ns.0 + end * 1_000_000_000),
+        histogram,
+    };
+    vec![
+        IntervalSeries {
+            cell: 0,
+            metric: "timer.latency".into(),
+            cpu: Some(CpuId(0)),
+            intervals: vec![interval(0, 4, first), interval(4, 10, second)],
+        },
+        IntervalSeries {
+            cell: 1,
+            metric: "udp.send".into(),
+            cpu: None,
+            intervals: vec![interval(0, 10, whole.clone())],
+        },
+    ]
+}
+
+#[test]
+fn hdr_log_has_one_interval_per_checkpoint_where_the_store_kept_them() {
+    let run = fixture();
+    let text = exports::hdr_checkpoint_log(&run, &checkpoint_intervals(), HdrUnit::Nanos).unwrap();
+    assert!(text.contains(
+        "#[cell 0: one interval per checkpoint for timer.latency; one for the whole cell for the other metrics]\n"
+    ));
+    assert!(
+        !text.contains("#[cell 1: one interval per checkpoint"),
+        "cell 1 has no interval of its metrics"
+    );
+    let intervals = read_log(&text);
+    let lines: Vec<(&str, f64, f64, u64)> = intervals
+        .iter()
+        .map(|(tag, start, length, h)| (tag.as_str(), *start, *length, h.len()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            // time order within the cell; whole-cell lines at its start
+            ("irq.exec.24:eth0/all", 0.0, 10.0, 3),
+            ("timer.latency/0", 0.0, 4.0, 8),
+            ("timer.latency/1", 0.0, 10.0, 7),
+            ("timer.latency/0", 4.0, 6.0, 4),
+            ("timer.latency/0", 11.0, 10.0, 4),
+        ]
+    );
+    // The intervals add up to the cell's histogram.
+    let whole = &run.cells[0].metrics[1].histogram;
+    let mut sum = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    sum.add(&intervals[1].3).unwrap();
+    sum.add(&intervals[3].3).unwrap();
+    assert_eq!(sum.len(), whole.count());
+    assert!(sum.equivalent(sum.max(), 12_000));
+    // Without intervals: the one-interval-per-cell log, unchanged.
+    assert_eq!(
+        exports::hdr_checkpoint_log(&run, &[], HdrUnit::Nanos).unwrap(),
+        exports::hdr_interval_log(&run, HdrUnit::Nanos).unwrap()
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ mod rt_tests_json;
 
 pub use self::csv::{buckets_csv, summaries_csv};
 pub use self::cyclictest::{cyclictest_histogram, DEFAULT_MAX_US};
-pub use self::hdr::{hdr_interval_log, to_hdr, HdrUnit};
+pub use self::hdr::{hdr_checkpoint_log, hdr_interval_log, to_hdr, HdrUnit};
 pub use self::prometheus::{
     prometheus_family, prometheus_help, prometheus_text, PROMETHEUS_BUCKETS_NS,
 };
