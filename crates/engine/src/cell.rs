@@ -28,16 +28,28 @@ pub(crate) struct CellOutcome {
     pub notes: Vec<String>,
 }
 
+/// What the sink may owe at most while it fails (a full disk, a lost
+/// connection): timeline seconds over all series (a day of one series,
+/// 2 MB) and episodes with their windows. The cumulative histograms need no
+/// buffer: each checkpoint carries them whole. Beyond these the oldest are
+/// dropped and counted, so a store that stays away for days cannot make a
+/// monitor run out of memory.
+const PENDING_SECONDS: usize = 86_400;
+const PENDING_EPISODES: usize = 1_000;
+
 /// Where a cell's checkpoints go: the sink (when it took the cell) and the
 /// in-memory mirror, with what the sink has not taken yet.
 struct CellSinks {
     stored: Option<CellKey>,
     mirror: CellKey,
     /// Timeline seconds and episodes the sink has not taken yet (appended
-    /// data: a failed checkpoint must not lose them).
+    /// data: a failed checkpoint must not lose them), bounded.
     pending_timeline: Vec<TimelineChunk>,
     pending_episodes: Vec<Episode>,
     pending_windows: Vec<EpisodeWindow>,
+    /// Dropped from the bounded buffer while the sink failed.
+    dropped_seconds: u64,
+    dropped_episodes: u64,
 }
 
 impl CellSinks {
@@ -61,10 +73,39 @@ impl CellSinks {
                 self.pending_timeline = cp.timeline;
                 self.pending_episodes = cp.episodes;
                 self.pending_windows = cp.windows;
+                self.bound();
                 ctx.sink_failed(e);
                 false
             }
         }
+    }
+
+    /// Drops the oldest of what the sink owes beyond the bounds.
+    fn bound(&mut self) {
+        let mut seconds: usize = self.pending_timeline.iter().map(|c| c.seconds.len()).sum();
+        let mut drop = 0;
+        while seconds > PENDING_SECONDS && drop < self.pending_timeline.len() {
+            seconds -= self.pending_timeline[drop].seconds.len();
+            self.dropped_seconds += self.pending_timeline[drop].seconds.len() as u64;
+            drop += 1;
+        }
+        self.pending_timeline.drain(..drop);
+        if self.pending_episodes.len() > PENDING_EPISODES {
+            let n = self.pending_episodes.len() - PENDING_EPISODES;
+            let gone: Vec<u32> = self.pending_episodes.drain(..n).map(|e| e.seq).collect();
+            self.pending_windows.retain(|w| !gone.contains(&w.seq));
+            self.dropped_episodes += n as u64;
+        }
+    }
+
+    /// A line for the run's notes when the bounds dropped anything.
+    fn dropped_note(&self, label: &str) -> Option<String> {
+        (self.dropped_seconds > 0 || self.dropped_episodes > 0).then(|| {
+            format!(
+                "{label}the store failed for long: {} timeline seconds and {} episodes it could not take were dropped (at most {PENDING_SECONDS} seconds and {PENDING_EPISODES} episodes wait for it); the histograms are whole",
+                self.dropped_seconds, self.dropped_episodes
+            )
+        })
     }
 }
 
@@ -187,6 +228,8 @@ pub(crate) fn run_cell(
         pending_timeline: Vec::new(),
         pending_episodes: Vec::new(),
         pending_windows: Vec::new(),
+        dropped_seconds: 0,
+        dropped_episodes: 0,
     };
 
     let session = match (trace_open, &ctx.config.trace) {
@@ -316,6 +359,7 @@ pub(crate) fn run_cell(
         trace_summary: summary,
     };
     let stored = sinks.write(ctx, cp);
+    notes.extend(sinks.dropped_note(&label));
     if sinks.stored.is_some() && !stored {
         notes.push(format!(
             "{label}the final results of the cell could not be stored"
@@ -443,5 +487,78 @@ fn snapshot(
         episodes,
         windows,
         trace_summary: summary,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use latscope_model::{Breakdown, CpuId};
+    use latscope_stats::SecondStats;
+
+    fn episode(seq: u32) -> Episode {
+        Episode {
+            seq,
+            cpu: CpuId(0),
+            metric: metric::TIMER_LATENCY.into(),
+            expiry_ns: Nanos(u64::from(seq)),
+            offset_ns: Nanos(u64::from(seq)),
+            latency_ns: Nanos(1_000_000),
+            breakdown: Breakdown::default(),
+            stacks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn what_a_failing_sink_is_owed_is_bounded_and_the_oldest_goes_first() {
+        let mut s = CellSinks {
+            stored: Some(CellKey(1)),
+            mirror: CellKey(1),
+            // Two days of one series in hour chunks, and 1,500 episodes.
+            pending_timeline: (0..48)
+                .map(|h| TimelineChunk {
+                    metric: metric::TIMER_LATENCY.into(),
+                    cpu: Some(CpuId(0)),
+                    first_second: h * 3_600,
+                    seconds: vec![SecondStats::default(); 3_600],
+                })
+                .collect(),
+            pending_episodes: (1..=1_500).map(episode).collect(),
+            pending_windows: (1..=1_500)
+                .map(|seq| EpisodeWindow {
+                    seq,
+                    cpu: CpuId(0),
+                    events: Vec::new(),
+                    truncated: 0,
+                })
+                .collect(),
+            dropped_seconds: 0,
+            dropped_episodes: 0,
+        };
+        s.bound();
+        let kept: usize = s.pending_timeline.iter().map(|c| c.seconds.len()).sum();
+        assert_eq!(kept, PENDING_SECONDS);
+        assert_eq!(
+            s.pending_timeline[0].first_second,
+            24 * 3_600,
+            "the newest day"
+        );
+        assert_eq!(s.dropped_seconds, 24 * 3_600);
+        assert_eq!(s.pending_episodes.len(), PENDING_EPISODES);
+        assert_eq!(s.pending_episodes[0].seq, 501);
+        assert_eq!(s.pending_windows.len(), PENDING_EPISODES);
+        assert_eq!(s.pending_windows[0].seq, 501);
+        assert_eq!(s.dropped_episodes, 500);
+        let note = s.dropped_note("").unwrap();
+        assert!(
+            note.contains("86400 timeline seconds and 500 episodes"),
+            "{note}"
+        );
+        // Within the bounds nothing goes.
+        let before = (s.dropped_seconds, s.dropped_episodes);
+        s.bound();
+        assert_eq!((s.dropped_seconds, s.dropped_episodes), before);
     }
 }
