@@ -1,7 +1,8 @@
 //! `latscope report RUN [--html FILE]`: the run as one self-contained HTML
 //! page. This module loads the run and the per-second timelines of the
-//! metrics the page plots ([`is_plotted`]) and the histograms kept at the
-//! cells' checkpoints from the store and writes the page; `latscope_report` renders it.
+//! metrics the page plots ([`is_plotted`]), the histograms kept at the
+//! cells' checkpoints and their checkpoint intervals from the store and
+//! writes the page; `latscope_report` renders it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -27,7 +28,13 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let cell_ids = store.cell_ids(id)?;
     let mut timelines = Vec::new();
     let mut snapshots = Vec::new();
+    let mut intervals = Vec::new();
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
+        // The checkpoint intervals (percentiles over time); a cell stored
+        // without them, or with unreadable ones, only lacks that plot.
+        if let Ok(Some(series)) = store.load_intervals(cell_id) {
+            intervals.extend(series);
+        }
         // The histograms kept at the cell's checkpoints (for the forecast's
         // checks); unreadable ones only lose those checks.
         if let Ok(kept) = store.load_snapshots(cell_id) {
@@ -52,8 +59,13 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         }
     }
     let observed = crate::observed::observed(&store, id)?;
-    let page =
-        latscope_report::html_report_observed(&run, &timelines, &snapshots, observed.as_ref());
+    let page = latscope_report::html_report_full(
+        &run,
+        &timelines,
+        &snapshots,
+        observed.as_ref(),
+        &intervals,
+    );
     write_page(args, id.0, &page)
 }
 

@@ -178,6 +178,17 @@ fn the_hdr_log_has_one_interval_per_checkpoint_read_by_hdrhistogram_py() {
         1
     );
 
+    // The report plots the same intervals over time, with a table row
+    // each.
+    let o = latscope(&["report", "latest", "--html", "-", "--store", s]);
+    assert_eq!(o.status.code(), Some(0), "report: {}", stderr(&o));
+    let html = stdout(&o);
+    let at = html.find("<h4>Percentiles over time</h4>").unwrap();
+    let part = &html[at..];
+    assert!(part.contains(&format!("CPU 0: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({checkpoints} intervals")));
+    let table = &part[..part.find("</table>").unwrap()];
+    assert_eq!(table.matches("<tr><td>").count(), checkpoints, "{table}");
+
     // A run stored without intervals (as before schema 13): a note, and
     // one interval per cell and metric with the whole histogram.
     {

@@ -104,6 +104,35 @@ pub fn pooled(series: &[&IntervalSeries]) -> Vec<Interval> {
     out
 }
 
+/// At most `max` intervals: consecutive groups of `group` intervals merged
+/// (the first group's start, the last one's end), `group` the smallest
+/// that fits; returns the intervals and `group`. For a plot of a run with
+/// more checkpoints than points.
+pub fn coarsen(intervals: &[Interval], max: usize) -> (Vec<Interval>, usize) {
+    let group = intervals.len().div_ceil(max.max(1)).max(1);
+    if group == 1 {
+        return (intervals.to_vec(), 1);
+    }
+    let merged = intervals
+        .chunks(group)
+        .filter_map(|chunk| {
+            let (first, last) = (chunk.first()?, chunk.last()?);
+            let mut histogram = Histogram::new();
+            for i in chunk {
+                histogram.merge(&i.histogram);
+            }
+            Some(Interval {
+                start: first.start,
+                end: last.end,
+                start_unix: first.start_unix,
+                end_unix: last.end_unix,
+                histogram,
+            })
+        })
+        .collect();
+    (merged, group)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +190,26 @@ mod tests {
         assert_eq!(p[0].histogram.max(), Some(Nanos(20)));
         assert_eq!(p[2].end, Nanos::from_secs(3));
         assert_eq!(a.total().count() + b.total().count(), 5);
+    }
+
+    #[test]
+    fn coarsening_merges_consecutive_intervals() {
+        let all: Vec<Interval> = (0..10).map(|k| interval(k, k + 1, &[k + 1])).collect();
+        let (same, group) = coarsen(&all, 10);
+        assert_eq!((same.len(), group), (10, 1));
+        let (fewer, group) = coarsen(&all, 4);
+        assert_eq!(group, 3);
+        let bounds: Vec<(u64, u64, u64)> = fewer
+            .iter()
+            .map(|i| {
+                (
+                    i.start.0 / 1_000_000_000,
+                    i.end.0 / 1_000_000_000,
+                    i.histogram.count(),
+                )
+            })
+            .collect();
+        assert_eq!(bounds, vec![(0, 3, 3), (3, 6, 3), (6, 9, 3), (9, 10, 1)]);
+        assert_eq!(fewer[1].histogram.max(), Some(Nanos(6)));
     }
 }

@@ -1,5 +1,6 @@
 //! One cell's section: per metric a summary table, the log-log histogram,
-//! the exceedance curve, the per-second maxima and the per-hour maxima;
+//! the exceedance curve, the per-second maxima, the percentiles over time
+//! of the checkpoint intervals and the per-hour maxima;
 //! then the decomposition, the noise figures, the UDP counts, the interrupt
 //! and deferred-work sources and the episodes.
 
@@ -7,7 +8,7 @@ use std::fmt::Write as _;
 
 use latscope_model::{metric, Nanos};
 use latscope_stats::forecast::{exceedance, window_maxima};
-use latscope_stats::{CellResult, Histogram, MetricResult, SecondStats};
+use latscope_stats::{CellResult, Histogram, IntervalSeries, MetricResult, SecondStats};
 
 use super::escape::escape;
 use super::page::{anchor, figure, opt_ns, para, table, us};
@@ -42,7 +43,11 @@ fn cpu_name(m: &MetricResult) -> String {
         .map_or_else(|| "all CPUs".to_string(), |c| format!("CPU {}", c.0))
 }
 
-pub(super) fn cell_section(c: &CellResult, timelines: &[Timeline]) -> String {
+pub(super) fn cell_section(
+    c: &CellResult,
+    timelines: &[Timeline],
+    intervals: &[IntervalSeries],
+) -> String {
     let mut out = String::new();
     let settings: Vec<String> = c
         .meta
@@ -97,6 +102,7 @@ pub(super) fn cell_section(c: &CellResult, timelines: &[Timeline]) -> String {
             .filter(|t| t.cell == c.meta.index && t.metric == name && !t.seconds.is_empty())
             .collect();
         out.push_str(&timeline_figure(c, name, &lines));
+        out.push_str(&super::intervals::percentiles_over_time(c, name, intervals));
         out.push_str(&hourly_table(c, &lines));
     }
     out.push_str(&decomposition(c));

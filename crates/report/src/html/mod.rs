@@ -1,7 +1,8 @@
 //! The HTML report: one self-contained page for a stored run — system and
 //! `check` findings, workload characterization, the summary matrix, per
 //! cell and metric the log-log histogram, the exceedance curve, the
-//! per-second maxima and the per-hour maxima, the decomposition of traced
+//! per-second maxima, the percentiles over time of the checkpoint
+//! intervals and the per-hour maxima, the decomposition of traced
 //! wake-ups, the busiest interrupt and deferred-work sources, the episodes
 //! with their causes, and the forecast (time to buffer underrun against
 //! buffering, application verdicts).
@@ -18,6 +19,7 @@ mod diagnostics;
 mod episodes;
 mod escape;
 mod forecast;
+mod intervals;
 mod micro;
 mod page;
 mod sources;
@@ -28,7 +30,7 @@ use std::fmt::Write as _;
 use latscope_model::{metric, CpuId, Nanos, Severity};
 use latscope_stats::blocks::ObservedBlocks;
 use latscope_stats::forecast::CellSnapshot;
-use latscope_stats::{CellResult, Histogram, RunResult, SecondStats};
+use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult, SecondStats};
 
 pub use cell::is_plotted;
 pub use escape::escape;
@@ -63,6 +65,20 @@ pub fn html_report_observed(
     snapshots: &[CellSnapshot],
     observed: Option<&ObservedBlocks>,
 ) -> String {
+    html_report_full(run, timelines, snapshots, observed, &[])
+}
+
+/// [`html_report_observed`] with the checkpoint intervals the store kept
+/// (any subset; [`IntervalSeries::cell`] names the cell): per cell and
+/// metric that has them, the percentiles over time (p50, p99, p99.9 and
+/// the maximum of each interval).
+pub fn html_report_full(
+    run: &RunResult,
+    timelines: &[Timeline],
+    snapshots: &[CellSnapshot],
+    observed: Option<&ObservedBlocks>,
+    intervals: &[IntervalSeries],
+) -> String {
     let mut page = Sections::default();
     page.add("system", "Run and system", run_and_system(run));
     page.add("findings", "Latency hazards (check)", findings(run));
@@ -81,7 +97,7 @@ pub fn html_report_observed(
             "Cell {} · {} probe · workload {}",
             c.meta.index, c.meta.probe, c.meta.workload
         );
-        page.add(&id, &title, cell::cell_section(c, timelines));
+        page.add(&id, &title, cell::cell_section(c, timelines, intervals));
     }
     page.add(
         "forecast",

@@ -558,3 +558,77 @@ fn an_imported_run_names_its_source_and_claims_nothing_it_was_not_told() {
     assert!(html.contains("Not recorded: the run was imported from cyclictest 2.40"));
     assert!(!html.contains("they are not real-time results"));
 }
+
+/// `n` checkpoint intervals of 10 s of `timer.latency` on CPUs 0 and 1 of
+/// cell 0: 100 samples each, the k-th interval's largest `(k + 1)` ms;
+/// interval 2 holds nothing.
+fn intervals(n: u64) -> Vec<latscope_stats::IntervalSeries> {
+    (0..2)
+        .map(|cpu| latscope_stats::IntervalSeries {
+            cell: 0,
+            metric: metric::TIMER_LATENCY.into(),
+            cpu: Some(CpuId(cpu)),
+            intervals: (0..n)
+                .map(|k| {
+                    let mut h = Histogram::new();
+                    if k != 2 {
+                        for i in 0..99 {
+                            h.record(10_000 + i * 100);
+                        }
+                        h.record((k + 1) * 1_000_000 + u64::from(cpu));
+                    }
+                    latscope_stats::Interval {
+                        start: Nanos::from_secs(10 * k),
+                        end: Nanos::from_secs(10 * (k + 1)),
+                        start_unix: Nanos::from_secs(1_000 + 10 * k),
+                        end_unix: Nanos::from_secs(1_010 + 10 * k),
+                        histogram: h,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[test]
+fn percentiles_over_time_come_with_checkpoint_intervals() {
+    let (r, t) = run(false);
+    let without = html_report(&r, &t, &[]);
+    assert!(!without.contains("Percentiles over time"));
+
+    let few = html_report_full(&r, &t, &[], None, &intervals(6));
+    let at = few.find("Percentiles over time").expect("the section");
+    let part = &few[at..];
+    assert!(part.contains("timer.latency, cell 0: percentiles over time"));
+    assert!(part.contains("timer.latency, the cell&#39;s 2 CPUs pooled"));
+    assert!(part.contains("6 intervals; each point one checkpoint interval"));
+    // The table: one row per interval, both CPUs' samples pooled, the
+    // empty interval shown as such.
+    for want in [
+        "<td>0.0–10.0 s</td><td class=\"num\">200</td>",
+        "<td>20.0–30.0 s</td><td class=\"num\">0</td><td class=\"num\">-</td>",
+        "<td class=\"num\">6.00ms</td></tr>",
+    ] {
+        assert!(part.contains(want), "missing {want}");
+    }
+    // Four lines in the plot's legend.
+    for label in [">p50<", ">p99<", ">p99.9<", ">max<"] {
+        assert!(part.contains(label), "missing {label}");
+    }
+    // One interval is the cell's summary again: no section.
+    let one = html_report_full(&r, &t, &[], None, &intervals(1));
+    assert!(!one.contains("Percentiles over time"));
+    // Intervals of another cell or metric are not this one's.
+    let mut other = intervals(6);
+    for s in &mut other {
+        s.cell = 7;
+    }
+    assert!(!html_report_full(&r, &t, &[], None, &other).contains("Percentiles over time"));
+
+    // Many intervals: merged to at most 400 points, no table.
+    let many = html_report_full(&r, &t, &[], None, &intervals(1_000));
+    let part = &many[many.find("Percentiles over time").unwrap()..];
+    assert!(part.contains("1000 intervals; each point 3 checkpoint intervals merged"));
+    assert!(part.contains("too many for a table"));
+    assert!(!part[..part.find("</figure>").unwrap()].contains("<table>"));
+}

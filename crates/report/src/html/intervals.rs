@@ -1,0 +1,138 @@
+//! Percentiles over time: for a metric whose checkpoint intervals the store
+//! kept, p50, p99, p99.9 and the largest sample of each interval (the
+//! cell's CPUs pooled), as a plot and, when there are few intervals, a
+//! table.
+
+use latscope_model::Nanos;
+use latscope_stats::intervals::{coarsen, pooled};
+use latscope_stats::{CellResult, IntervalPercentiles, IntervalSeries};
+
+use super::page::{figure, opt_ns, para, table, us};
+use super::svg::{Mark, Plot, Scale, Series};
+
+/// Which figure of an interval a line shows.
+type Pick = fn(&IntervalPercentiles) -> Option<Nanos>;
+
+/// Points per line: as the other plots over time.
+const MAX_POINTS: usize = 400;
+/// Up to this many intervals also get a table.
+const MAX_TABLE_ROWS: usize = 24;
+
+/// Seconds of the cell's measured time, for an axis or a table.
+fn secs(n: Nanos) -> f64 {
+    n.0 as f64 / 1e9
+}
+
+/// The figure (and table) of `name` in cell `c`; empty when the store kept
+/// fewer than two intervals of it (one is the cell's summary again), or
+/// they hold no sample.
+pub(super) fn percentiles_over_time(
+    c: &CellResult,
+    name: &str,
+    intervals: &[IntervalSeries],
+) -> String {
+    let series: Vec<&IntervalSeries> = intervals
+        .iter()
+        .filter(|s| s.cell == c.meta.index && s.metric == name)
+        .collect();
+    let all = pooled(&series);
+    if all.len() < 2 || all.iter().all(|i| i.histogram.is_empty()) {
+        return String::new();
+    }
+    let cpus = match series.as_slice() {
+        [one] => one
+            .cpu
+            .map_or_else(|| "system-wide".to_string(), |c| format!("CPU {}", c.0)),
+        many => format!("the cell's {} CPUs pooled", many.len()),
+    };
+    let (points, group) = coarsen(&all, MAX_POINTS);
+    let lines: [(&str, Pick); 4] = [
+        ("p50", |p| p.p50),
+        ("p99", |p| p.p99),
+        ("p99.9", |p| p.p999),
+        ("max", |p| p.max),
+    ];
+    let stats: Vec<_> = points.iter().map(|i| i.percentiles()).collect();
+    let plotted: Vec<Series> = lines
+        .iter()
+        .map(|(label, pick)| {
+            // An interval without samples breaks the line.
+            let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+            for p in &stats {
+                match pick(p) {
+                    Some(v) if v.0 > 0 => {
+                        if let Some(seg) = segments.last_mut() {
+                            seg.push((secs(p.end), us(v.0)));
+                        }
+                    }
+                    _ => {
+                        if segments.last().is_some_and(|s| !s.is_empty()) {
+                            segments.push(Vec::new());
+                        }
+                    }
+                }
+            }
+            segments.retain(|s| !s.is_empty());
+            Series {
+                name: (*label).to_string(),
+                mark: Mark::LineDots,
+                segments,
+                hollow: Vec::new(),
+            }
+        })
+        .collect();
+    let title = format!("{name}, cell {}: percentiles over time", c.meta.index);
+    let mut out = String::from("<h4>Percentiles over time</h4>");
+    let per = if group > 1 {
+        format!("each point {group} checkpoint intervals merged")
+    } else {
+        "each point one checkpoint interval".to_string()
+    };
+    if let Some(p) = Plot::fit(
+        &title,
+        (
+            "time since the cell started (s), at the interval's end",
+            Scale::Linear,
+        ),
+        ("latency (µs, log scale)", Scale::Log),
+        plotted,
+    ) {
+        out.push_str(&figure(
+            &p.render(),
+            &format!(
+                "{name}, {cpus}: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({} intervals; {per}). The maximum is exact when it was its CPU's largest so far in the cell, else the top of its 0.1 % bucket.",
+                all.len()
+            ),
+        ));
+    }
+    if all.len() <= MAX_TABLE_ROWS {
+        let rows: Vec<Vec<String>> = all
+            .iter()
+            .map(|i| {
+                let p = i.percentiles();
+                vec![
+                    format!("{:.1}–{:.1} s", secs(i.start), secs(i.end)),
+                    p.samples.to_string(),
+                    opt_ns(p.p50),
+                    opt_ns(p.p99),
+                    opt_ns(p.p999),
+                    opt_ns(p.max),
+                ]
+            })
+            .collect();
+        out.push_str(&table(
+            &["interval", "samples", "p50", "p99", "p99.9", "max"],
+            &rows,
+            1,
+        ));
+    } else {
+        out.push_str(&para(
+            &format!(
+                "{} checkpoint intervals (too many for a table): latscope export --format hdr writes each as an HdrHistogram interval.",
+                all.len()
+            ),
+            Some("note"),
+        ));
+    }
+    out
+}
