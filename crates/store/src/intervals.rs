@@ -32,7 +32,7 @@
 //! number of buckets, but an interval's pairs are mostly small gaps and
 //! counts of 1 or 2, which deflate codes in a few bits: measured on this
 //! VM's `timer.latency` intervals, zlib keeps 40 % of LSH1 for 1 s
-//! intervals and 42 % for 10 s ones (docs/architecture.md has the
+//! intervals and 38 % for 10 s ones (docs/architecture.md has the
 //! figures). A blob that starts with LSH1's magic is read as it is.
 
 use std::io::{Read, Write};
