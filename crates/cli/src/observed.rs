@@ -3,7 +3,7 @@
 //! `show`, `report` and `forecast` add for a monitor. Nothing for other
 //! runs, which have no windows.
 
-use latscope_model::{metric, Nanos, RunId};
+use latscope_model::{metric, RunId};
 use latscope_stats::blocks::{hour_maxima, observed_blocks, HourMax, ObservedBlocks};
 use latscope_store::{Span, Store};
 
@@ -12,17 +12,11 @@ use crate::exit::Exit;
 /// The blocks of `id`'s hour windows of `timer.latency`, or `None` when
 /// the run has none (not a monitor).
 pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, Exit> {
-    let windows = store.windows(id, Span::Hour, Nanos::ZERO)?;
+    let maxima = store.window_maxima(id, Span::Hour, metric::TIMER_LATENCY)?;
     let hours = hour_maxima(
-        windows
-            .iter()
-            .filter(|w| w.metric == metric::TIMER_LATENCY)
-            .filter_map(|w| {
-                Some(HourMax {
-                    start_unix: w.start_unix,
-                    max: w.histogram.max()?,
-                })
-            }),
+        maxima
+            .into_iter()
+            .map(|(start_unix, max)| HourMax { start_unix, max }),
     );
     if hours.is_empty() {
         return Ok(None);

@@ -86,6 +86,36 @@ impl Store {
         Ok(())
     }
 
+    /// The start and largest value of every window of one span and metric
+    /// (all CPUs), in time order, without decoding a histogram: what the
+    /// worst case per hour, day and week needs. A window with no sample has
+    /// no maximum and is left out.
+    pub fn window_maxima(
+        &self,
+        run: RunId,
+        span: Span,
+        metric: &str,
+    ) -> Result<Vec<(Nanos, Nanos)>> {
+        let rows: Vec<(i64, i64)> = self
+            .collect(
+                "SELECT start_unix_ns, max_ns FROM monitor_windows \
+                 WHERE run_id = ?1 AND span = ?2 AND name = ?3 AND max_ns IS NOT NULL \
+                 ORDER BY start_unix_ns",
+                params![run.0, span.as_str(), metric],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| self.sql("reading monitor windows", e))?;
+        Ok(rows
+            .into_iter()
+            .map(|(s, m)| {
+                (
+                    Nanos(u64::try_from(s).unwrap_or(0)),
+                    Nanos(u64::try_from(m).unwrap_or(0)),
+                )
+            })
+            .collect())
+    }
+
     /// The windows of a run of one span starting at or after `since`, in
     /// time order (then metric and CPU).
     pub fn windows(&self, run: RunId, span: Span, since: Nanos) -> Result<Vec<Window>> {
