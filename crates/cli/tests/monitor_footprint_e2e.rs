@@ -30,12 +30,16 @@ fn rss_kb(pid: u32) -> u64 {
 /// What the store holds, from SQLite's page statistics (`dbstat`): bytes
 /// of the tables (and their indexes) whose size is capped whatever the
 /// run's length (the checkpoint snapshots, at most 128 per epoch; the
-/// episodes, at most `episodes_per_day` a day), bytes of everything else,
-/// and the number of stored window series.
+/// episodes, at most `episodes_per_day` a day), bytes of the checkpoint
+/// intervals (one histogram per checkpoint, metric and CPU, kept
+/// `retain_seconds`), bytes of everything else, the number of stored
+/// window series and of interval series.
 struct StoreSize {
     capped: u64,
+    intervals: u64,
     rest: u64,
     series: i64,
+    interval_series: i64,
     snapshot_times: i64,
     episodes: i64,
 }
@@ -45,11 +49,16 @@ fn store_size(store: &Path) -> StoreSize {
     let q = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
     let capped = q("SELECT coalesce(sum(pgsize), 0) FROM dbstat \
          WHERE name LIKE '%snapshots%' OR name LIKE '%episode%'");
+    let intervals = q("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE '%interval%'");
     let all = q("SELECT sum(pgsize) FROM dbstat");
     StoreSize {
         capped: u64::try_from(capped).unwrap(),
-        rest: u64::try_from(all - capped).unwrap(),
+        intervals: u64::try_from(intervals).unwrap(),
+        rest: u64::try_from(all - capped - intervals).unwrap(),
         series: q("SELECT count(*) FROM (SELECT DISTINCT name, cpu FROM monitor_windows)"),
+        interval_series: q(
+            "SELECT count(*) FROM (SELECT DISTINCT name, cpu FROM metric_intervals)",
+        ),
         snapshot_times: q("SELECT count(DISTINCT at_ns) FROM metric_snapshots"),
         episodes: q("SELECT count(*) FROM episodes"),
     }
@@ -59,6 +68,11 @@ fn store_size(store: &Path) -> StoreSize {
 /// but the capped tables: 1 MB per stored window series (its minute and
 /// hour windows and its timeline seconds, with SQLite's page overhead).
 const BOUND_PER_SERIES_HOUR: f64 = 1e6;
+
+/// The growth per hour docs/monitor.md states for the checkpoint intervals
+/// at `--persist 1s`: 3 MB per interval series (2.3 MB measured: 3,600
+/// compressed histograms of about 1,000 samples, with SQLite's overhead).
+const BOUND_PER_INTERVAL_SERIES_HOUR: f64 = 3e6;
 
 #[test]
 fn ten_minutes_with_trace_keep_memory_flat_and_the_store_within_its_bound() {
@@ -123,6 +137,20 @@ fn ten_minutes_with_trace_keep_memory_flat_and_the_store_within_its_bound() {
     let hours = (end - at).as_secs_f64() / 3600.0;
     let growth = last.rest.saturating_sub(mid.rest) as f64 / hours;
     let bound = last.series as f64 * BOUND_PER_SERIES_HOUR;
+    let interval_growth = last.intervals.saturating_sub(mid.intervals) as f64 / hours;
+    let interval_bound = last.interval_series as f64 * BOUND_PER_INTERVAL_SERIES_HOUR;
+    println!(
+        "checkpoint intervals from 5 to 10 minutes: {:.2} to {:.2} MB ({:.1} MB an hour for {} series; bound {:.1} MB an hour)",
+        mid.intervals as f64 / 1e6,
+        last.intervals as f64 / 1e6,
+        interval_growth / 1e6,
+        last.interval_series,
+        interval_bound / 1e6
+    );
+    assert!(
+        interval_growth <= interval_bound,
+        "intervals: {interval_growth} bytes an hour over the bound {interval_bound}"
+    );
     println!(
         "store from 5 to 10 minutes: windows, timeline and the rest {:.2} to {:.2} MB ({:.1} MB an hour for {} stored series; bound {:.1} MB an hour); capped tables {:.2} to {:.2} MB ({} snapshot times, {} episodes)",
         mid.rest as f64 / 1e6,
