@@ -45,6 +45,8 @@ fn the_timer_sleeps_through_each_active_period_and_resumes_on_its_grid() {
         on_ns: Nanos::from_millis(300),
         every_ns: Nanos::from_secs(1),
     };
+    // The control before and after: the host's own interruptions drift.
+    let before = noise_alone(cpu);
     let probe = TimerProbe::new(config(cpu, Some(duty), root)).unwrap();
     let running: Box<dyn RunningProbe> =
         Box::new(probe.start(Arc::new(AtomicBool::new(false))).unwrap());
@@ -101,25 +103,29 @@ fn the_timer_sleeps_through_each_active_period_and_resumes_on_its_grid() {
     );
     // The timer's 1,000 wake-ups a second would each be an interruption
     // of a microsecond or more of the spinning loop had the timer not
-    // slept. The control: the same noise probe alone on the CPU.
+    // slept (the sample count above already shows it slept). The control:
+    // the same noise probe alone on the CPU, before and after, the larger
+    // of the two; the assertion leaves room for the host's drift (CI once
+    // saw 1,145 a second against 598 alone, with the timer's samples
+    // showing it asleep), not for the timer's 1,000 more.
     assert!(gaps.histogram.count() == noise[0].interruptions);
     let rate = |h: &latscope_stats::Histogram, active: Nanos| {
         h.count_above(999) as f64 / active.as_secs_f64().max(1e-9)
     };
     let duty_rate = rate(&gaps.histogram, active);
-    let (control_gaps, control_active) = noise_alone(cpu);
-    let control_rate = rate(&control_gaps, control_active);
+    let after = noise_alone(cpu);
+    let control_rate = rate(&before.0, before.1).max(rate(&after.0, after.1));
     println!(
         "interruptions of 1 us or more a second: {duty_rate:.0} with the timer paused, {control_rate:.0} for the noise probe alone (control)"
     );
-    if control_rate > 1_000.0 {
+    if control_rate > 1_500.0 {
         println!(
             "skipped: machine too noisy (the noise probe alone saw {control_rate:.0} interruptions of 1 us or more a second)"
         );
         return;
     }
     assert!(
-        duty_rate < control_rate + 500.0,
+        duty_rate < control_rate + 900.0,
         "{duty_rate:.0} interruptions of 1 us or more a second against {control_rate:.0} alone: the timer thread woke during the spinning"
     );
 }
@@ -152,6 +158,7 @@ fn noise_alone(cpu: u32) -> (latscope_stats::Histogram, Nanos) {
     }
     let fin = running.finish();
     let h = fin.snapshot.metrics[0].histogram.clone();
+    assert!(fin.error.is_none());
     (h, fin.snapshot.stats.noise[0].active_ns)
 }
 
