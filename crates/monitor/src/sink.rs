@@ -399,18 +399,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn retention_deletes_checkpoint_intervals_older_than_retain_seconds() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("m.db");
-        let store = Store::open(&path).unwrap();
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let layer = Layer {
-            retain_seconds: Some("1h".into()),
-            ..Layer::default()
-        };
-        let settings = Settings::resolve(&layer).unwrap();
-        let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
+    /// A monitor sink on `store` with `layer`'s settings, its run and one
+    /// timer cell.
+    fn sink_with_cell(
+        store: Store,
+        shared: Arc<Mutex<Shared>>,
+        layer: &Layer,
+    ) -> (MonitorSink, RunId, CellKey) {
+        let settings = Settings::resolve(layer).unwrap();
+        let mut sink = MonitorSink::new(store, shared, &settings);
         let meta = latscope_engine::running_meta(Nanos(1), vec![], &SystemInfo::default());
         let run = sink
             .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
@@ -428,6 +425,20 @@ mod tests {
                 },
             )
             .unwrap();
+        (sink, run, cell)
+    }
+
+    #[test]
+    fn retention_deletes_checkpoint_intervals_older_than_retain_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("m.db");
+        let store = Store::open(&path).unwrap();
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let layer = Layer {
+            retain_seconds: Some("1h".into()),
+            ..Layer::default()
+        };
+        let (mut sink, run, cell) = sink_with_cell(store, Arc::clone(&shared), &layer);
         let t0 = 1_700_000_000;
         let mut lat = latscope_stats::MetricResult::new("timer.latency", Some(CpuId(0)));
         // Checkpoints at 10 s, 20 s and 2 h: the third prunes (the first
@@ -457,25 +468,7 @@ mod tests {
             episodes_per_day: Some(2),
             ..Layer::default()
         };
-        let settings = Settings::resolve(&layer).unwrap();
-        let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
-        let meta = latscope_engine::running_meta(Nanos(1), vec![], &SystemInfo::default());
-        let run = sink
-            .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
-            .unwrap();
-        let cell = sink
-            .add_cell(
-                run,
-                &CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings: CellSettings::Timer(Default::default()),
-                    duration_ns: Nanos::ZERO,
-                    monotonic_start_ns: Nanos(1),
-                },
-            )
-            .unwrap();
+        let (mut sink, run, cell) = sink_with_cell(store, Arc::clone(&shared), &layer);
         let cp = |eps: Vec<Episode>| Checkpoint {
             duration: Nanos::from_secs(1),
             now_unix: Nanos::from_secs(1_700_000_000),
