@@ -130,19 +130,7 @@ fn thread(number: u32, v: &Value) -> Result<Thread, ImportError> {
     match obj.get("histogram") {
         Some(Value::Object(h)) => {
             for (k, c) in h {
-                let value: u64 = k.parse().map_err(|_| {
-                    ImportError::invalid(
-                        FORMAT,
-                        format!("{who}: histogram bucket \"{k}\" is not a number"),
-                    )
-                })?;
-                let count = c.as_u64().ok_or_else(|| {
-                    ImportError::invalid(
-                        FORMAT,
-                        format!("{who}: histogram bucket \"{k}\" counts {c}"),
-                    )
-                })?;
-                buckets.push((value, count));
+                buckets.push(rt_tests::bucket(FORMAT, &who, k, c)?);
             }
         }
         None | Some(Value::Null) => {}

@@ -198,18 +198,7 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         match t.get("histogram") {
             Some(Value::Object(h)) => {
                 for (k, c) in h {
-                    let label: u64 = k.parse().map_err(|_| {
-                        ImportError::invalid(
-                            FORMAT,
-                            format!("{who}: histogram bucket \"{k}\" is not a number"),
-                        )
-                    })?;
-                    let count = c.as_u64().ok_or_else(|| {
-                        ImportError::invalid(
-                            FORMAT,
-                            format!("{who}: histogram bucket \"{k}\" counts {c}"),
-                        )
-                    })?;
+                    let (label, count) = rt_tests::bucket(FORMAT, &who, k, c)?;
                     if label == 0 || label > last {
                         return Err(ImportError::invalid(
                             FORMAT,

@@ -70,6 +70,29 @@ fn replace_nan(text: &str) -> String {
 }
 
 /// `obj[key]` or `obj[key + ":"]`.
+/// One `"histogram"` entry of an rt-tests thread, `"bucket": count`, as
+/// numbers; an entry that is not is one line naming `who`.
+pub(crate) fn bucket(
+    format: &'static str,
+    who: &str,
+    key: &str,
+    count: &Value,
+) -> Result<(u64, u64), ImportError> {
+    let value: u64 = key.parse().map_err(|_| {
+        ImportError::invalid(
+            format,
+            format!("{who}: histogram bucket \"{key}\" is not a number"),
+        )
+    })?;
+    let n = count.as_u64().ok_or_else(|| {
+        ImportError::invalid(
+            format,
+            format!("{who}: histogram bucket \"{key}\" counts {count}"),
+        )
+    })?;
+    Ok((value, n))
+}
+
 pub(crate) fn get<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     obj.get(key).or_else(|| obj.get(&format!("{key}:")))
 }
