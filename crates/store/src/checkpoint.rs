@@ -14,7 +14,6 @@ use latscope_model::{
     WorkloadStats,
 };
 use latscope_stats::{MetricResult, TimelineChunk};
-use rusqlite::TransactionBehavior;
 
 use crate::error::classify;
 use crate::{CellId, Result, Store};
@@ -53,10 +52,7 @@ impl Store {
     pub fn write_checkpoint(&mut self, run: RunId, cell: CellId, cp: &Checkpoint) -> Result<()> {
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a checkpoint"))?;
+        let tx = self.db.begin().map_err(err("starting a checkpoint"))?;
         // Read before write_progress replaces the cumulative histograms
         // that each interval is the difference from.
         let before = crate::intervals::before(&tx, path, cell, &cp.metrics)?;

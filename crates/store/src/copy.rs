@@ -11,8 +11,7 @@
 //! created, which is the order their foreign keys need. A table added by a
 //! later migration is copied without a change here.
 
-use rusqlite::types::Value;
-use rusqlite::{params_from_iter, OptionalExtension, TransactionBehavior};
+use crate::db::{Db, DbResult, Dialect, OptionalExt, Value};
 
 use latscope_model::{RunId, RunStatus};
 
@@ -39,7 +38,7 @@ impl Store {
     /// A run's metadata with its effective status.
     pub fn load_meta(&self, id: RunId) -> Result<latscope_model::RunMeta> {
         let raw = self
-            .conn
+            .db
             .query_row(
                 &format!("SELECT {} FROM runs r WHERE r.id = ?1", crate::RUN_COLUMNS),
                 [id.0],
@@ -53,9 +52,9 @@ impl Store {
 
     /// The run's globally unique id.
     pub fn run_uuid(&self, id: RunId) -> Result<String> {
-        self.conn
+        self.db
             .query_row("SELECT uuid FROM runs WHERE id = ?1", [id.0], |r| {
-                r.get::<_, Option<String>>(0)
+                r.get::<Option<String>>(0)
             })
             .optional()
             .map_err(|e| self.sql("reading the run's uuid", e))?
@@ -65,7 +64,7 @@ impl Store {
 
     /// The run with this uuid, if the store has it.
     pub fn find_uuid(&self, uuid: &str) -> Result<Option<RunId>> {
-        self.conn
+        self.db
             .query_row("SELECT id FROM runs WHERE uuid = ?1", [uuid], |r| r.get(0))
             .optional()
             .map(|id| id.map(RunId))
@@ -75,13 +74,22 @@ impl Store {
     /// The tables holding a run's rows, in creation order (`runs` and
     /// `cells` apart), with their columns.
     fn run_tables(&self) -> Result<Vec<Table>> {
-        let names: Vec<String> = self
-            .collect(
+        let list = match self.db.dialect() {
+            Dialect::Sqlite => {
                 "SELECT name FROM sqlite_schema WHERE type = 'table' \
-                 AND name NOT LIKE 'sqlite_%' AND name NOT IN ('runs', 'cells') ORDER BY rowid",
-                [],
-                |r| r.get(0),
-            )
+                 AND name NOT LIKE 'sqlite_%' AND name NOT IN ('runs', 'cells') ORDER BY rowid"
+            }
+            // A table's oid grows with its creation, as SQLite's rowid in
+            // its schema table does.
+            Dialect::Postgres => {
+                "SELECT c.relname::text FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema() AND c.relkind = 'r' \
+                 AND c.relname NOT IN ('runs', 'cells') ORDER BY c.oid"
+            }
+        };
+        let names: Vec<String> = self
+            .collect(list, [], |r| r.get(0))
             .map_err(|e| self.sql("reading the schema", e))?;
         let mut out = Vec::new();
         for name in names {
@@ -98,17 +106,25 @@ impl Store {
         Ok(out)
     }
 
-    /// The columns of `table` to copy: all but an `INTEGER PRIMARY KEY id`,
-    /// which the target numbers itself.
+    /// The columns of `table` to copy, in their order: all but an `id`
+    /// primary key, which the target numbers itself.
     fn columns(&self, table: &str) -> Result<Vec<String>> {
-        let rows: Vec<(String, i64)> = self
-            .collect(&format!("PRAGMA table_info(\"{table}\")"), [], |r| {
-                Ok((r.get(1)?, r.get(5)?))
-            })
-            .map_err(|e| self.sql("reading the schema", e))?;
+        let rows: Vec<(String, bool)> = match self.db.dialect() {
+            Dialect::Sqlite => self.collect(&format!("PRAGMA table_info(\"{table}\")"), [], |r| {
+                Ok((r.get(1)?, r.get::<i64>(5)? == 1))
+            }),
+            Dialect::Postgres => self.collect(
+                "SELECT column_name::text, is_identity::text FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = ?1 \
+                 ORDER BY ordinal_position",
+                [table],
+                |r| Ok((r.get(0)?, r.get::<String>(1)? == "YES")),
+            ),
+        }
+        .map_err(|e| self.sql("reading the schema", e))?;
         Ok(rows
             .into_iter()
-            .filter(|(name, pk)| !(name == "id" && *pk == 1))
+            .filter(|(name, key)| !(name == "id" && *key))
             .map(|(name, _)| name)
             .collect())
     }
@@ -119,7 +135,7 @@ impl Store {
         self.collect(
             &format!("SELECT {list} FROM \"{table}\" WHERE {key} = ?1"),
             [id],
-            |r| (0..n).map(|i| r.get::<_, Value>(i)).collect(),
+            |r| (0..n).map(|i| r.get::<Value>(i)).collect(),
         )
         .map_err(|e| self.sql("reading a run to copy", e))
     }
@@ -153,8 +169,8 @@ impl Store {
                 [id.0],
                 |r| {
                     let values = (0..cell_columns.len())
-                        .map(|i| r.get::<_, Value>(i + 1))
-                        .collect::<rusqlite::Result<Vec<_>>>()?;
+                        .map(|i| r.get::<Value>(i + 1))
+                        .collect::<DbResult<Vec<_>>>()?;
                     Ok((r.get(0)?, values))
                 },
             )
@@ -165,17 +181,15 @@ impl Store {
             let path = path.clone();
             move |e| crate::error::classify(&path, action, e)
         };
-        let tx = target
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail("starting a transaction"))?;
-        insert(&tx, "runs", &run_columns, &run_row).map_err(fail("copying the run"))?;
-        let new_run = tx.last_insert_rowid();
+        let tx = target.db.begin().map_err(fail("starting a transaction"))?;
+        let new_run =
+            insert_id(&tx, "runs", &run_columns, &run_row).map_err(fail("copying the run"))?;
         let mut cell_map = Vec::with_capacity(cells.len());
         for (old, mut values) in cells {
             set(&cell_columns, &mut values, "run_id", new_run);
-            insert(&tx, "cells", &cell_columns, &values).map_err(fail("copying a cell"))?;
-            cell_map.push((old, tx.last_insert_rowid()));
+            let new =
+                insert_id(&tx, "cells", &cell_columns, &values).map_err(fail("copying a cell"))?;
+            cell_map.push((old, new));
         }
         for t in &tables {
             let owners: Vec<(i64, i64)> = if t.key == "run_id" {
@@ -208,23 +222,26 @@ fn quoted(columns: &[String]) -> String {
 
 fn set(columns: &[String], values: &mut [Value], column: &str, to: i64) {
     if let Some(i) = columns.iter().position(|c| c == column) {
-        values[i] = Value::Integer(to);
+        values[i] = Value::Int(to);
     }
 }
 
-fn insert(
-    tx: &rusqlite::Transaction<'_>,
-    table: &str,
-    columns: &[String],
-    values: &[Value],
-) -> rusqlite::Result<usize> {
+fn insert_sql(table: &str, columns: &[String]) -> String {
     let marks = (1..=columns.len())
         .map(|i| format!("?{i}"))
         .collect::<Vec<_>>()
         .join(", ");
-    tx.prepare_cached(&format!(
+    format!(
         "INSERT INTO \"{table}\" ({}) VALUES ({marks})",
         quoted(columns)
-    ))?
-    .execute(params_from_iter(values.iter()))
+    )
+}
+
+fn insert(tx: &Db, table: &str, columns: &[String], values: &[Value]) -> DbResult<usize> {
+    tx.execute(&insert_sql(table, columns), values)
+}
+
+/// Inserts a row of `runs` or `cells` and returns the id the target gave it.
+fn insert_id(tx: &Db, table: &str, columns: &[String], values: &[Value]) -> DbResult<i64> {
+    tx.insert_id(&insert_sql(table, columns), values)
 }

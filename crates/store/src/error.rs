@@ -3,6 +3,8 @@ use std::path::{Path, PathBuf};
 use latscope_model::RunId;
 use rusqlite::ErrorCode;
 
+use crate::db::DbError;
+
 use crate::CellId;
 
 /// Why a store operation failed. Every message is one line a user can act
@@ -21,7 +23,7 @@ pub enum StoreError {
     #[error("{} is not a latscope store: {reason}; give another path", .path.display())]
     NotAStore { path: PathBuf, reason: String },
 
-    #[error("{} is not a latscope store: it is another program's SQLite database; give another path", .path.display())]
+    #[error("{} is not a latscope store: it is another program's database; give another store", .path.display())]
     ForeignDatabase { path: PathBuf },
 
     #[error(
@@ -57,11 +59,18 @@ pub enum StoreError {
     Corrupt { path: PathBuf, what: String },
 
     #[error("store {}: {action} failed: {source}", .path.display())]
-    Sqlite {
+    Database {
         path: PathBuf,
         action: &'static str,
         #[source]
-        source: rusqlite::Error,
+        source: DbError,
+    },
+
+    #[error("store {}: the connection to the server was lost ({action}): {reason}", .path.display())]
+    ConnectionLost {
+        path: PathBuf,
+        action: &'static str,
+        reason: String,
     },
 
     #[error("cannot store {what} = {value}: it exceeds the store's 63-bit integers")]
@@ -116,8 +125,58 @@ pub enum StoreError {
     InvalidWorkloadStats { cell: CellId, reason: String },
 }
 
-/// Turns a SQLite error into the variant a user can act on.
-pub(crate) fn classify(path: &Path, action: &'static str, err: rusqlite::Error) -> StoreError {
+/// Turns a database error into the variant a user can act on.
+pub(crate) fn classify(path: &Path, action: &'static str, err: impl Into<DbError>) -> StoreError {
+    match err.into() {
+        DbError::Sqlite(e) => classify_sqlite(path, action, e),
+        DbError::Postgres(e) => classify_postgres(path, action, e),
+        DbError::LostInTransaction => StoreError::ConnectionLost {
+            path: path.to_path_buf(),
+            action,
+            reason: "it closed inside a transaction, which was rolled back".to_string(),
+        },
+        other => StoreError::Database {
+            path: path.to_path_buf(),
+            action,
+            source: other,
+        },
+    }
+}
+
+fn classify_postgres(path: &Path, action: &'static str, err: postgres::Error) -> StoreError {
+    use postgres::error::SqlState;
+    let path = path.to_path_buf();
+    if crate::postgres::is_connection_error(&err) {
+        return StoreError::ConnectionLost {
+            path,
+            action,
+            reason: crate::postgres::describe(&err),
+        };
+    }
+    match err.code() {
+        Some(c)
+            if *c == SqlState::T_R_SERIALIZATION_FAILURE
+                || *c == SqlState::T_R_DEADLOCK_DETECTED
+                || *c == SqlState::LOCK_NOT_AVAILABLE =>
+        {
+            StoreError::Busy { path }
+        }
+        Some(c) if *c == SqlState::DISK_FULL => StoreError::Full { path, action },
+        Some(c)
+            if *c == SqlState::READ_ONLY_SQL_TRANSACTION
+                || *c == SqlState::INSUFFICIENT_PRIVILEGE =>
+        {
+            StoreError::ReadOnly { path }
+        }
+        _ => StoreError::Database {
+            path,
+            action,
+            source: DbError::Postgres(err),
+        },
+    }
+}
+
+fn classify_sqlite(path: &Path, action: &'static str, err: rusqlite::Error) -> StoreError {
     let path = path.to_path_buf();
     match err.sqlite_error_code() {
         Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => {
@@ -142,10 +201,10 @@ pub(crate) fn classify(path: &Path, action: &'static str, err: rusqlite::Error) 
             path,
             reason: "permission denied".to_string(),
         },
-        _ => StoreError::Sqlite {
+        _ => StoreError::Database {
             path,
             action,
-            source: err,
+            source: DbError::Sqlite(err),
         },
     }
 }

@@ -6,9 +6,9 @@
 //! a bad value in its last cell, a full disk or a killed process leaves no
 //! partial run behind.
 
+use crate::db::params;
 use latscope_model::RunId;
 use latscope_stats::RunResult;
-use rusqlite::{params, TransactionBehavior};
 
 use crate::error::classify;
 use crate::{insert_cell, insert_run_rows, to_sql, write_progress, Result, Store};
@@ -29,10 +29,7 @@ impl Store {
     pub fn insert_run(&mut self, run: &RunResult) -> Result<RunId> {
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
+        let tx = self.db.begin().map_err(err("starting a transaction"))?;
         let meta = &run.meta;
         let id = insert_run_rows(&tx, path, meta, &run.system, &run.capabilities)?;
         let at = meta

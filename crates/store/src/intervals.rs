@@ -38,12 +38,12 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
+use crate::db::{params, Db, OptionalExt};
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
 use latscope_model::{metric, Nanos, RunId};
 use latscope_stats::{Histogram, Interval, IntervalSeries, MetricResult};
-use rusqlite::{params, OptionalExtension};
 
 use crate::codec::{cpu_from_sql, cpu_to_sql};
 use crate::error::classify;
@@ -113,7 +113,7 @@ pub(crate) struct Before {
 /// transaction and before `metrics` is replaced; nothing when the
 /// checkpoint has no metric that keeps intervals.
 pub(crate) fn before(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     metrics: &[MetricResult],
@@ -154,11 +154,7 @@ pub(crate) fn before(
         .map_err(err("reading the metrics"))?;
     let rows = stmt
         .query_map([cell.0], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, Vec<u8>>(2)?,
-            ))
+            Ok((r.get::<String>(0)?, r.get::<i64>(1)?, r.get::<Vec<u8>>(2)?))
         })
         .map_err(err("reading the metrics"))?;
     let mut previous = Vec::new();
@@ -184,7 +180,7 @@ pub(crate) fn before(
 /// from the cell's previous stored checkpoint to `at` (the cell's measured
 /// time) and `at_unix`, inside the checkpoint's transaction.
 pub(crate) fn write_intervals(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     before: Before,
@@ -315,7 +311,7 @@ impl Store {
     /// retention left them.
     pub fn load_intervals(&self, cell: CellId) -> Result<Option<Vec<IntervalSeries>>> {
         let index: i64 = self
-            .conn
+            .db
             .query_row("SELECT idx FROM cells WHERE id = ?1", [cell.0], |r| {
                 r.get(0)
             })
@@ -325,7 +321,7 @@ impl Store {
         let index = u32::try_from(index)
             .map_err(|_| self.corrupt(format!("cell {} has index {index}", cell.0)))?;
         let marked = self
-            .conn
+            .db
             .query_row(
                 "SELECT 1 FROM interval_marks WHERE cell_id = ?1",
                 [cell.0],
@@ -391,7 +387,7 @@ impl Store {
     /// how many.
     pub fn prune_intervals(&mut self, run: RunId, before: Nanos) -> Result<usize> {
         let before = to_sql(before.0, "a retention limit")?;
-        self.conn
+        self.db
             .execute(
                 "DELETE FROM metric_intervals WHERE end_unix_ns < ?2 \
                  AND cell_id IN (SELECT id FROM cells WHERE run_id = ?1)",

@@ -41,6 +41,7 @@
 mod checkpoint;
 mod codec;
 mod copy;
+mod db;
 mod error;
 mod insert;
 mod intervals;
@@ -48,8 +49,10 @@ mod liveness;
 mod micro;
 mod monitor;
 mod noise;
+mod postgres;
 mod reserve;
 mod schema;
+mod schema_pg;
 mod snapshots;
 mod timer;
 mod trace;
@@ -59,17 +62,20 @@ mod workload;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::db::{params, Db, DbResult, OptionalExt, Row};
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 pub use checkpoint::Checkpoint;
 pub use copy::Copied;
+pub use db::DbError;
+pub use db::Dialect;
 pub use error::StoreError;
 pub use intervals::keeps_intervals;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use micro::MicroRun;
 pub use monitor::{Span, Window};
+pub use postgres::is_postgres_url;
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 
@@ -103,9 +109,11 @@ pub struct RunListing {
 /// Decides whether a run stored as running still has a live process.
 type LivenessProbe = Box<dyn Fn(&RunMeta) -> bool + Send>;
 
-/// An open store: one SQLite connection.
+/// An open store: one connection to a SQLite file or a PostgreSQL database.
 pub struct Store {
-    conn: Connection,
+    db: Db,
+    /// The file, or for PostgreSQL the URL without its password: how
+    /// messages name the store.
     path: PathBuf,
     is_alive: LivenessProbe,
     /// Held from [`Store::create_run`] to [`Store::finish_run`], which
@@ -140,7 +148,7 @@ struct RawRun {
 const RUN_COLUMNS: &str = "r.id, r.started_unix_ns, r.ended_unix_ns, r.checkpoint_unix_ns, \
      r.status, r.command_line, r.pid, r.boot_id, r.hostname, r.tool_version, r.notes, r.source";
 
-fn raw_run(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawRun> {
+fn raw_run(row: &Row) -> DbResult<RawRun> {
     Ok(RawRun {
         id: row.get(0)?,
         started: row.get(1)?,
@@ -171,7 +179,7 @@ struct RawCell {
 const CELL_COLUMNS: &str = "c.id, c.idx, c.probe, c.workload, c.settings, c.duration_ns, \
      c.monotonic_start_ns";
 
-fn raw_cell(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawCell> {
+fn raw_cell(row: &Row) -> DbResult<RawCell> {
     Ok(RawCell {
         id: row.get(0)?,
         idx: row.get(1)?,
@@ -206,8 +214,13 @@ impl Store {
     /// Refuses, leaving the file untouched: a directory, a file that is not
     /// SQLite, another program's SQLite database, and a store whose schema is
     /// newer than this build's.
+    ///
+    /// A path that is a PostgreSQL URL (`postgres://…`, see
+    /// [`is_postgres_url`]) opens that database instead, with the same
+    /// checks: another application's database and a newer schema are
+    /// refused before anything is written.
     pub fn open(path: &Path) -> Result<Store> {
-        schema::open(path, schema::Mode::Write).map(|conn| Store::from_conn(conn, path))
+        Store::open_mode(path, schema::Mode::Write)
     }
 
     /// Opens an existing store for reading (`list`, `show`). The file must
@@ -216,13 +229,26 @@ impl Store {
     /// writable, and refused with a clear message when it is not; nothing
     /// else is ever written.
     pub fn open_existing(path: &Path) -> Result<Store> {
-        schema::open(path, schema::Mode::ReadExisting).map(|conn| Store::from_conn(conn, path))
+        Store::open_mode(path, schema::Mode::ReadExisting)
     }
 
-    fn from_conn(conn: Connection, path: &Path) -> Store {
+    fn open_mode(path: &Path, mode: schema::Mode) -> Result<Store> {
+        if let Some(url) = path.to_str().filter(|p| is_postgres_url(p)) {
+            let target = postgres::PgTarget::parse(url).map_err(|reason| StoreError::Open {
+                path: PathBuf::from(url.split('@').next_back().unwrap_or("postgres")),
+                reason,
+            })?;
+            let db = schema_pg::open(&target, mode)?;
+            return Ok(Store::from_db(db, target.display_path()));
+        }
+        let conn = schema::open(path, mode)?;
+        Ok(Store::from_db(Db::sqlite(conn), path.to_path_buf()))
+    }
+
+    fn from_db(db: Db, path: PathBuf) -> Store {
         Store {
-            conn,
-            path: path.to_path_buf(),
+            db,
+            path,
             is_alive: Box::new(process_is_alive),
             reserve: None,
         }
@@ -235,14 +261,30 @@ impl Store {
         self.is_alive = Box::new(probe);
     }
 
-    /// The path the store was opened with.
+    /// The path the store was opened with; for PostgreSQL, its URL without
+    /// the password.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The schema version of the file (`PRAGMA user_version`).
+    /// Which engine holds the store.
+    pub fn dialect(&self) -> Dialect {
+        self.db.dialect()
+    }
+
+    /// How many times the connection to a PostgreSQL server was opened
+    /// again after the server closed it (always 0 for SQLite).
+    pub fn reconnects(&self) -> u64 {
+        self.db.reconnects()
+    }
+
+    /// The schema version of the store (SQLite's `PRAGMA user_version`).
     pub fn schema_version(&self) -> Result<u32> {
-        schema::user_version(&self.conn).map_err(|e| self.sql("reading the schema version", e))
+        match self.db.sqlite_conn() {
+            Some(conn) => schema::user_version(conn).map_err(DbError::from),
+            None => schema_pg::version(&self.db),
+        }
+        .map_err(|e| self.sql("reading the schema version", e))
     }
 
     /// Records a new run with its system snapshot and capabilities, in one
@@ -255,13 +297,10 @@ impl Store {
     ) -> Result<RunId> {
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
+        let tx = self.db.begin().map_err(err("starting a transaction"))?;
         let id = insert_run_rows(&tx, path, meta, system, caps)?;
         tx.commit().map_err(err("committing the new run"))?;
-        if self.reserve.is_none() {
+        if self.reserve.is_none() && self.db.dialect() == Dialect::Sqlite {
             self.reserve = Reserve::take(&self.path);
         }
         Ok(id)
@@ -272,7 +311,7 @@ impl Store {
     pub fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<()> {
         let caps_json = self.json(caps, "the capabilities")?;
         let n = self
-            .conn
+            .db
             .execute(
                 "UPDATE capabilities SET caps = ?2 WHERE run_id = ?1",
                 params![run.0, caps_json],
@@ -287,7 +326,7 @@ impl Store {
     /// Adds a cell to a run. Its `duration_ns` is updated by each
     /// [`Store::checkpoint`].
     pub fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellId> {
-        insert_cell(&self.conn, &self.path, run, meta)
+        insert_cell(&self.db, &self.path, run, meta)
     }
 
     /// Saves a cell's progress in one transaction: its metric rows are
@@ -306,10 +345,7 @@ impl Store {
     ) -> Result<()> {
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a checkpoint"))?;
+        let tx = self.db.begin().map_err(err("starting a checkpoint"))?;
         write_progress(&tx, path, run, cell, duration, metrics, timeline, now_unix)?;
         tx.commit().map_err(err("committing the checkpoint"))
     }
@@ -347,10 +383,7 @@ impl Store {
         let ended = to_sql(ended_unix.0, "the run's end time")?;
         let path = self.path.as_path();
         let err = |action| move |e| classify(path, action, e);
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(err("starting a transaction"))?;
+        let tx = self.db.begin().map_err(err("starting a transaction"))?;
         let stored: Option<String> = tx
             .query_row("SELECT notes FROM runs WHERE id = ?1", [run.0], |r| {
                 r.get(0)
@@ -447,21 +480,19 @@ impl Store {
 
     /// The run with the highest id, if any.
     pub fn latest_run(&self) -> Result<Option<RunId>> {
-        self.conn
-            .query_row("SELECT MAX(id) FROM runs", [], |r| {
-                r.get::<_, Option<i64>>(0)
-            })
+        self.db
+            .query_row("SELECT MAX(id) FROM runs", [], |r| r.get::<Option<i64>>(0))
             .map(|id| id.map(RunId))
             .map_err(|e| self.sql("finding the latest run", e))
     }
 
     /// The newest run measured on `host` (its hostname), if any.
     pub fn latest_run_of(&self, host: &str) -> Result<Option<RunId>> {
-        self.conn
+        self.db
             .query_row(
                 "SELECT MAX(id) FROM runs WHERE hostname = ?1",
                 [host],
-                |r| r.get::<_, Option<i64>>(0),
+                |r| r.get::<Option<i64>>(0),
             )
             .map(|id| id.map(RunId))
             .map_err(|e| self.sql("finding the host's latest run", e))
@@ -521,7 +552,7 @@ impl Store {
             return Err(unknown()?);
         }
         let of: String = self
-            .conn
+            .db
             .query_row("SELECT hostname FROM runs WHERE id = ?1", [id.0], |r| {
                 r.get(0)
             })
@@ -542,7 +573,7 @@ impl Store {
     /// effective status.
     pub fn load_run(&self, id: RunId) -> Result<RunResult> {
         let raw = self
-            .conn
+            .db
             .query_row(
                 &format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?1"),
                 [id.0],
@@ -554,7 +585,7 @@ impl Store {
         let meta = effective_status(self.run_meta(raw)?, &self.is_alive);
 
         let info: Option<String> = self
-            .conn
+            .db
             .query_row("SELECT info FROM systems WHERE run_id = ?1", [id.0], |r| {
                 r.get(0)
             })
@@ -564,7 +595,7 @@ impl Store {
         let system: SystemInfo = self.parse_json(&info, "system snapshot", id)?;
 
         let caps: Option<String> = self
-            .conn
+            .db
             .query_row(
                 "SELECT caps FROM capabilities WHERE run_id = ?1",
                 [id.0],
@@ -741,7 +772,7 @@ impl Store {
 
     fn require_run(&self, run: RunId) -> Result<()> {
         let found = self
-            .conn
+            .db
             .query_row("SELECT 1 FROM runs WHERE id = ?1", [run.0], |_| Ok(()))
             .optional()
             .map_err(|e| self.sql("looking up the run", e))?;
@@ -750,22 +781,20 @@ impl Store {
 
     fn require_cell(&self, cell: CellId) -> Result<()> {
         let found = self
-            .conn
+            .db
             .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
             .optional()
             .map_err(|e| self.sql("looking up the cell", e))?;
         found.ok_or(StoreError::NoSuchCell(cell))
     }
 
-    fn collect<T, P: rusqlite::Params>(
+    fn collect<T, P: db::Params>(
         &self,
         sql: &str,
         params: P,
-        f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<Vec<T>> {
-        let mut stmt = self.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params, f)?;
-        rows.collect()
+        f: impl FnMut(&Row) -> DbResult<T>,
+    ) -> DbResult<Vec<T>> {
+        self.db.query_map(sql, params, f)
     }
 
     fn run_meta(&self, raw: RawRun) -> Result<RunMeta> {
@@ -843,7 +872,7 @@ impl Store {
         }
     }
 
-    fn sql(&self, action: &'static str, e: rusqlite::Error) -> StoreError {
+    fn sql(&self, action: &'static str, e: DbError) -> StoreError {
         classify(&self.path, action, e)
     }
 }
@@ -851,7 +880,7 @@ impl Store {
 /// The run's row, its system snapshot and its capabilities, inside the
 /// caller's transaction; the store numbers the run (`meta.id` is ignored).
 pub(crate) fn insert_run_rows(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     meta: &RunMeta,
     system: &SystemInfo,
@@ -876,27 +905,27 @@ pub(crate) fn insert_run_rows(
     let info = encode_json(path, system, "the system snapshot")?;
     let caps_json = encode_json(path, caps, "the capabilities")?;
     let err = |action| move |e| classify(path, action, e);
-    tx.execute(
-        "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
+    let id = tx
+        .insert_id(
+            "INSERT INTO runs (started_unix_ns, ended_unix_ns, checkpoint_unix_ns, status, \
          command_line, pid, boot_id, hostname, tool_version, notes, source, uuid) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-        params![
-            started,
-            ended,
-            checkpoint,
-            meta.status.as_str(),
-            command_line,
-            i64::from(meta.pid),
-            meta.boot_id,
-            meta.hostname,
-            meta.tool_version,
-            notes,
-            source,
-            uuid::Uuid::new_v4().to_string(),
-        ],
-    )
-    .map_err(err("recording the run"))?;
-    let id = tx.last_insert_rowid();
+            params![
+                started,
+                ended,
+                checkpoint,
+                meta.status.as_str(),
+                command_line,
+                i64::from(meta.pid),
+                meta.boot_id,
+                meta.hostname,
+                meta.tool_version,
+                notes,
+                source,
+                uuid::Uuid::new_v4().to_string(),
+            ],
+        )
+        .map_err(err("recording the run"))?;
     tx.execute(
         "INSERT INTO systems (run_id, hostname, kernel_release, preemption_model, hz, \
          clocksource, cpu_count, hypervisor, info) \
@@ -923,12 +952,7 @@ pub(crate) fn insert_run_rows(
 }
 
 /// Adds a cell to a run, on `conn` or inside the caller's transaction.
-pub(crate) fn insert_cell(
-    conn: &rusqlite::Connection,
-    path: &Path,
-    run: RunId,
-    meta: &CellMeta,
-) -> Result<CellId> {
+pub(crate) fn insert_cell(conn: &Db, path: &Path, run: RunId, meta: &CellMeta) -> Result<CellId> {
     // The decoder refuses settings whose tag contradicts the cell's
     // probe, so such a cell must never be written.
     if meta.settings.probe_name() != meta.probe {
@@ -945,7 +969,23 @@ pub(crate) fn insert_cell(
         .optional()
         .map_err(|e| classify(path, "looking up the run", e))?;
     exists.ok_or(StoreError::NotFound(run))?;
-    let inserted = conn.execute(
+    // Checked first: on PostgreSQL a failed INSERT spoils the caller's
+    // transaction, so the constraint is only the backstop for a race.
+    let duplicate = conn
+        .query_row(
+            "SELECT 1 FROM cells WHERE run_id = ?1 AND idx = ?2",
+            params![run.0, meta.index],
+            |_| Ok(()),
+        )
+        .optional()
+        .map_err(|e| classify(path, "looking up the cell", e))?;
+    if duplicate.is_some() {
+        return Err(StoreError::DuplicateCell {
+            run,
+            index: meta.index,
+        });
+    }
+    let inserted = conn.insert_id(
         "INSERT INTO cells (run_id, idx, probe, workload, settings, duration_ns, \
          monotonic_start_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
@@ -959,13 +999,11 @@ pub(crate) fn insert_cell(
         ],
     );
     match inserted {
-        Ok(_) => Ok(CellId(conn.last_insert_rowid())),
-        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
-            Err(StoreError::DuplicateCell {
-                run,
-                index: meta.index,
-            })
-        }
+        Ok(id) => Ok(CellId(id)),
+        Err(e) if e.is_unique_violation() => Err(StoreError::DuplicateCell {
+            run,
+            index: meta.index,
+        }),
         Err(e) => Err(classify(path, "adding a cell", e)),
     }
 }
@@ -974,7 +1012,7 @@ pub(crate) fn insert_cell(
 /// checkpoint time, inside the caller's transaction.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write_progress(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     run: RunId,
     cell: CellId,
@@ -1103,7 +1141,7 @@ pub(crate) fn encode_json<T: serde::Serialize + ?Sized>(
 }
 
 /// Fails with [`StoreError::NoSuchCell`] unless the cell exists.
-pub(crate) fn require_cell_in(tx: &rusqlite::Connection, path: &Path, cell: CellId) -> Result<()> {
+pub(crate) fn require_cell_in(tx: &Db, path: &Path, cell: CellId) -> Result<()> {
     let exists = tx
         .query_row("SELECT 1 FROM cells WHERE id = ?1", [cell.0], |_| Ok(()))
         .optional()

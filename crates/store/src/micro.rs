@@ -1,8 +1,8 @@
 //! Microbenchmark results (schema version 9): one cell per benchmark with
 //! its [`MicroResult`] as JSON beside it, and one [`MicroContext`] per run.
 
+use crate::db::{params, OptionalExt};
 use latscope_model::{CellMeta, CellSettings, MicroContext, MicroResult, RunId};
-use rusqlite::{params, OptionalExtension};
 
 use crate::error::StoreError;
 use crate::{CellId, Result, Store};
@@ -27,7 +27,7 @@ impl Store {
     pub fn set_micro_context(&mut self, run: RunId, context: &MicroContext) -> Result<()> {
         let text = self.json(context, "the micro context")?;
         self.require_run(run)?;
-        self.conn
+        self.db
             .execute(
                 "INSERT INTO micro_context (run_id, context) VALUES (?1, ?2) \
                  ON CONFLICT (run_id) DO UPDATE SET context = excluded.context",
@@ -55,11 +55,11 @@ impl Store {
         let text = self.json(result, "the micro result")?;
         // add_cell checks and inserts; the transaction makes it and the
         // result one write.
-        self.conn
+        self.db
             .execute_batch("BEGIN IMMEDIATE")
             .map_err(|e| self.sql("starting a transaction", e))?;
         let outcome = self.add_cell(run, meta).and_then(|cell| {
-            self.conn
+            self.db
                 .execute(
                     "INSERT INTO micro_results (cell_id, result) VALUES (?1, ?2)",
                     params![cell.0, text],
@@ -69,13 +69,13 @@ impl Store {
         });
         match outcome {
             Ok(cell) => {
-                self.conn
+                self.db
                     .execute_batch("COMMIT")
                     .map_err(|e| self.sql("committing the micro result", e))?;
                 Ok(cell)
             }
             Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
+                let _ = self.db.execute_batch("ROLLBACK");
                 Err(e)
             }
         }
@@ -90,7 +90,7 @@ impl Store {
                 continue;
             }
             let text: Option<String> = self
-                .conn
+                .db
                 .query_row(
                     "SELECT result FROM micro_results WHERE cell_id = ?1",
                     [id.0],
@@ -116,7 +116,7 @@ impl Store {
             return Ok(None);
         }
         let context: Option<String> = self
-            .conn
+            .db
             .query_row(
                 "SELECT context FROM micro_context WHERE run_id = ?1",
                 [run.0],

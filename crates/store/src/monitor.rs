@@ -2,9 +2,9 @@
 //! minute and per hour for each metric and CPU of a monitor run, and the
 //! retention that keeps a year of monitoring bounded.
 
+use crate::db::params;
 use latscope_model::{CpuId, Nanos, RunId};
 use latscope_stats::Histogram;
-use rusqlite::params;
 
 use crate::codec::{cpu_from_sql, cpu_to_sql};
 use crate::{to_sql, Result, Store};
@@ -63,7 +63,7 @@ impl Store {
             .max()
             .map(|m| to_sql(m.0, "a window's maximum"))
             .transpose()?;
-        self.conn
+        self.db
             .execute(
                 "INSERT INTO monitor_windows \
                  (run_id, span, start_unix_ns, name, cpu, histogram, samples, max_ns) \
@@ -121,7 +121,7 @@ impl Store {
     pub fn windows(&self, run: RunId, span: Span, since: Nanos) -> Result<Vec<Window>> {
         let since = to_sql(since.0, "a window's start")?;
         let mut stmt = self
-            .conn
+            .db
             .prepare(
                 "SELECT start_unix_ns, name, cpu, histogram FROM monitor_windows \
                  WHERE run_id = ?1 AND span = ?2 AND start_unix_ns >= ?3 \
@@ -131,10 +131,10 @@ impl Store {
         let rows = stmt
             .query_map(params![run.0, span.as_str(), since], |r| {
                 Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, Vec<u8>>(3)?,
+                    r.get::<i64>(0)?,
+                    r.get::<String>(1)?,
+                    r.get::<i64>(2)?,
+                    r.get::<Vec<u8>>(3)?,
                 ))
             })
             .map_err(|e| self.sql("reading monitor windows", e))?;
@@ -168,7 +168,7 @@ impl Store {
     /// `before`; returns how many.
     pub fn prune_windows(&mut self, span: Span, before: Nanos) -> Result<usize> {
         let before = to_sql(before.0, "a retention limit")?;
-        self.conn
+        self.db
             .execute(
                 "DELETE FROM monitor_windows WHERE span = ?1 AND start_unix_ns < ?2",
                 params![span.as_str(), before],
@@ -181,7 +181,7 @@ impl Store {
     /// how many chunks. Readers see the deleted seconds as empty ones.
     pub fn prune_timeline(&mut self, cell: crate::CellId, before_second: u64) -> Result<usize> {
         let before = to_sql(before_second, "a retention limit")?;
-        self.conn
+        self.db
             .execute(
                 "DELETE FROM timeline_chunks WHERE cell_id = ?1 AND first_second + seconds <= ?2",
                 params![cell.0, before],

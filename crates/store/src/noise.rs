@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::db::{params, Db};
 use latscope_model::{NoiseCpuStats, RunId};
-use rusqlite::{params, TransactionBehavior};
 
 use crate::error::classify;
 use crate::{encode_json, require_cell_in, CellId, Result, Store, StoreError};
@@ -21,8 +21,8 @@ impl Store {
     pub fn set_noise_stats(&mut self, cell: CellId, stats: &[NoiseCpuStats]) -> Result<()> {
         let path = self.path.as_path();
         let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db
+            .begin()
             .map_err(|e| classify(path, "starting a transaction", e))?;
         write_noise_stats(&tx, path, cell, stats)?;
         tx.commit()
@@ -61,7 +61,7 @@ impl Store {
 
 /// [`Store::set_noise_stats`] inside the caller's transaction.
 pub(crate) fn write_noise_stats(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     stats: &[NoiseCpuStats],

@@ -17,7 +17,7 @@ use crate::error::{classify, StoreError};
 pub const APPLICATION_ID: i32 = 0x4C41_5453;
 
 /// The migrations, in order; version N is `MIGRATIONS[N - 1]`.
-const MIGRATIONS: &[(u32, &str, &str)] = &[
+pub(crate) const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "init", include_str!("../migrations/0001_init.sql")),
     (2, "trace", include_str!("../migrations/0002_trace.sql")),
     (3, "noise", include_str!("../migrations/0003_noise.sql")),

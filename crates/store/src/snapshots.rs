@@ -26,9 +26,9 @@
 
 use std::path::Path;
 
+use crate::db::{params, Db, OptionalExt};
 use latscope_model::Nanos;
 use latscope_stats::{Histogram, MetricResult};
-use rusqlite::{params, OptionalExtension};
 
 use crate::codec::{cpu_from_sql, cpu_to_sql};
 use crate::error::classify;
@@ -50,7 +50,7 @@ pub struct Snapshot {
 /// Stores `metrics` as the cell's snapshot at `at`, inside the caller's
 /// transaction, by the rule of the module documentation.
 pub(crate) fn write_snapshot(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     at: Nanos,

@@ -299,7 +299,7 @@ fn schema_enforces_its_constraints() {
     let mut store = Store::open(&path).unwrap();
     let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
     let c = store.add_cell(run, &cell(0)).unwrap();
-    let conn = &store.conn;
+    let conn = &store.db;
     // Bad status, dangling foreign key, bad kind: all refused.
     assert!(conn
         .execute("UPDATE runs SET status = 'bogus' WHERE id = ?1", [run.0])
@@ -644,7 +644,7 @@ fn checkpoints_replace_metrics_and_append_timeline_chunks() {
         .unwrap();
 
     let rows: i64 = store
-        .conn
+        .db
         .query_row(
             "SELECT count(*) FROM metrics WHERE cell_id = ?1",
             [c.0],
@@ -912,7 +912,7 @@ fn a_store_abandoned_mid_run_is_readable_up_to_its_last_checkpoint() {
     assert_eq!(list[0].meta.status, RunStatus::Interrupted);
     // The row itself still says running: reading never rewrites it.
     let stored: String = store
-        .conn
+        .db
         .query_row("SELECT status FROM runs WHERE id = ?1", [run.0], |r| {
             r.get(0)
         })
@@ -1653,7 +1653,7 @@ fn adding_episodes_again_replaces_them_and_keeps_their_windows() {
     store.add_episodes(c, &eps, &wins).unwrap();
     fn count(store: &Store, t: &str) -> i64 {
         store
-            .conn
+            .db
             .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
             .unwrap()
     }
@@ -1726,7 +1726,7 @@ fn episode_windows_round_trip() {
     ));
     // Stored compressed.
     let bytes: i64 = store
-        .conn
+        .db
         .query_row(
             "SELECT length(events) FROM episode_windows WHERE seq = 1",
             [],
@@ -1796,7 +1796,7 @@ fn damaged_trace_rows_are_reported_as_damage() {
         .add_episodes(c, &[episode(1, 0, 600_000)], &[window(1, 0, 3)])
         .unwrap();
     store
-        .conn
+        .db
         .execute("UPDATE episode_windows SET events = x'00010203'", [])
         .unwrap();
     let e = store.load_episode_window(run, 1).unwrap_err();
@@ -1804,7 +1804,7 @@ fn damaged_trace_rows_are_reported_as_damage() {
     assert!(one_line(&e).contains("episode 1"), "{e}");
 
     store
-        .conn
+        .db
         .execute("UPDATE episodes SET breakdown = '{\"irq_ns\": 1}'", [])
         .unwrap();
     let e = store.load_run(run).unwrap_err();
@@ -1882,7 +1882,7 @@ fn noise(cpu: u32, scale: u64) -> NoiseCpuStats {
 
 fn noise_rows(store: &Store) -> i64 {
     store
-        .conn
+        .db
         .query_row("SELECT count(*) FROM noise_stats", [], |r| r.get(0))
         .unwrap()
 }
@@ -2127,11 +2127,11 @@ fn noise_rows_are_constrained_and_damage_is_reported() {
     let c = store.add_cell(run, &noise_cell(0)).unwrap();
     store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
     {
-        let conn = &store.conn;
+        let conn = &store.db;
         let insert = |cell: i64, cpu: i64, stats: &str| {
             conn.execute(
                 "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3)",
-                rusqlite::params![cell, cpu, stats],
+                crate::db::params![cell, cpu, stats],
             )
         };
         // Not JSON, a negative CPU, a dangling cell, a second row for a CPU.
@@ -2144,7 +2144,7 @@ fn noise_rows_are_constrained_and_damage_is_reported() {
 
     // A row whose JSON is not NoiseCpuStats.
     store
-        .conn
+        .db
         .execute("UPDATE noise_stats SET stats = '{\"cpu\": 0}'", [])
         .unwrap();
     let e = store.load_run(run).unwrap_err();
@@ -2153,7 +2153,7 @@ fn noise_rows_are_constrained_and_damage_is_reported() {
 
     // A row filed under the wrong CPU.
     store
-        .conn
+        .db
         .execute(
             "UPDATE noise_stats SET stats = ?1",
             [serde_json::to_string(&noise(5, 1)).unwrap()],
@@ -2165,7 +2165,7 @@ fn noise_rows_are_constrained_and_damage_is_reported() {
 
     // Rows go with their cell.
     store
-        .conn
+        .db
         .execute("DELETE FROM cells WHERE id = ?1", [c.0])
         .unwrap();
     assert_eq!(noise_rows(&store), 0);
@@ -2241,7 +2241,7 @@ fn workload(seconds: u64) -> WorkloadStats {
 fn workload_rows(store: &Store) -> (i64, i64) {
     let count = |t: &str| {
         store
-            .conn
+            .db
             .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
             .unwrap()
     };
@@ -2250,7 +2250,7 @@ fn workload_rows(store: &Store) -> (i64, i64) {
 
 fn total_changes(store: &Store) -> i64 {
     store
-        .conn
+        .db
         .query_row("SELECT total_changes()", [], |r| r.get(0))
         .unwrap()
 }
@@ -2275,7 +2275,7 @@ fn workload_stats_round_trip() {
     assert_eq!(loaded.cells[1].workload_stats, None);
     // The summary row holds no samples: they are rows of their own.
     let summary: String = store
-        .conn
+        .db
         .query_row("SELECT stats FROM workload_stats", [], |r| r.get(0))
         .unwrap();
     assert!(summary.contains("\"seconds\":[]"), "{summary}");
@@ -2367,7 +2367,7 @@ fn workload_rows_are_constrained_and_damage_is_reported() {
     let c = store.add_cell(run, &cell(0)).unwrap();
     store.set_workload_stats(c, &workload(3)).unwrap();
     {
-        let conn = &store.conn;
+        let conn = &store.db;
         // Not JSON, a second summary, a dangling cell, a negative index, a
         // second row for an index.
         assert!(conn
@@ -2402,7 +2402,7 @@ fn workload_rows_are_constrained_and_damage_is_reported() {
 
     // A gap in the samples.
     store
-        .conn
+        .db
         .execute("DELETE FROM workload_seconds WHERE idx = 1", [])
         .unwrap();
     let e = store.load_run(run).unwrap_err();
@@ -2412,7 +2412,7 @@ fn workload_rows_are_constrained_and_damage_is_reported() {
     // A sample that is not a WorkloadSecond.
     store.set_workload_stats(c, &workload(3)).unwrap();
     store
-        .conn
+        .db
         .execute(
             "UPDATE workload_seconds SET sample = '{\"cpu\": 5}' WHERE idx = 2",
             [],
@@ -2424,17 +2424,14 @@ fn workload_rows_are_constrained_and_damage_is_reported() {
 
     // Samples without a summary.
     store.set_workload_stats(c, &workload(3)).unwrap();
-    store
-        .conn
-        .execute("DELETE FROM workload_stats", [])
-        .unwrap();
+    store.db.execute("DELETE FROM workload_stats", []).unwrap();
     let e = store.load_run(run).unwrap_err();
     assert!(one_line(&e).contains("no characterization"), "{e}");
 
     // Rows go with their cell.
     store.set_workload_stats(c, &workload(3)).unwrap();
     store
-        .conn
+        .db
         .execute("DELETE FROM cells WHERE id = ?1", [c.0])
         .unwrap();
     assert_eq!(workload_rows(&store), (0, 0));
@@ -2536,7 +2533,7 @@ fn udp(scale: u64) -> UdpStats {
 
 fn udp_rows(store: &Store) -> i64 {
     store
-        .conn
+        .db
         .query_row("SELECT count(*) FROM udp_stats", [], |r| r.get(0))
         .unwrap()
 }
@@ -2587,7 +2584,7 @@ fn udp_stats_round_trip() {
     assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
     // One column per field, readable without parsing anything.
     let (path_text, lost): (String, i64) = store
-        .conn
+        .db
         .query_row(
             "SELECT path, lost FROM udp_stats WHERE cell_id = ?1",
             [c1.0],
@@ -2658,7 +2655,7 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
     let c = store.add_cell(run, &udp_cell(0)).unwrap();
     store.set_udp_stats(c, &udp(1)).unwrap();
     {
-        let conn = &store.conn;
+        let conn = &store.db;
         let insert = |cell: i64, sent: i64| {
             conn.execute(
                 "INSERT INTO udp_stats (cell_id, path, sender_cpu, receiver_cpu, payload_bytes, \
@@ -2666,7 +2663,7 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
                  skipped_sends, missing_tx_sched, missing_tx_software, missing_rx_software, \
                  checked, inconsistent) \
                  VALUES (?1, 'loopback', 0, 1, 64, 1000, ?2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
-                rusqlite::params![cell, sent],
+                crate::db::params![cell, sent],
             )
         };
         // A second row for the cell, a dangling cell, a negative count.
@@ -2682,7 +2679,7 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
 
     // A path this build does not know.
     store
-        .conn
+        .db
         .execute("UPDATE udp_stats SET path = 'eth0'", [])
         .unwrap();
     let e = store.load_run(run).unwrap_err();
@@ -2695,7 +2692,7 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
     // A CPU no machine has.
     store.set_udp_stats(c, &udp(1)).unwrap();
     store
-        .conn
+        .db
         .execute("UPDATE udp_stats SET receiver_cpu = 4294967296", [])
         .unwrap();
     let e = store.load_run(run).unwrap_err();
@@ -2708,7 +2705,7 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
     // Rows go with their cell.
     store.set_udp_stats(c, &udp(1)).unwrap();
     store
-        .conn
+        .db
         .execute("DELETE FROM cells WHERE id = ?1", [c.0])
         .unwrap();
     assert_eq!(udp_rows(&store), 0);
@@ -2716,14 +2713,13 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
 
 /// A second cell added through SQL, for constraint checks that need a cell
 /// without UDP counts.
-fn store_cell_for_constraints(conn: &rusqlite::Connection, run: RunId) -> i64 {
-    conn.execute(
+fn store_cell_for_constraints(conn: &crate::db::Db, run: RunId) -> i64 {
+    conn.insert_id(
         "INSERT INTO cells (run_id, idx, probe, workload, monotonic_start_ns) \
          VALUES (?1, 99, 'udp', 'none', 0)",
         [run.0],
     )
-    .unwrap();
-    conn.last_insert_rowid()
+    .unwrap()
 }
 
 /// A store file as a version-4 latscope wrote it: the version-3 store of

@@ -7,8 +7,8 @@
 
 use std::collections::BTreeSet;
 
+use crate::db::{params, Db};
 use latscope_model::{CpuId, Nanos, TimerCpuStats};
-use rusqlite::{params, TransactionBehavior};
 
 use crate::error::classify;
 use crate::{require_cell_in, to_sql, CellId, Result, Store, StoreError};
@@ -22,8 +22,8 @@ impl Store {
     pub fn set_timer_stats(&mut self, cell: CellId, stats: &[TimerCpuStats]) -> Result<()> {
         let path = self.path.as_path();
         let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db
+            .begin()
             .map_err(|e| classify(path, "starting a transaction", e))?;
         write_timer_stats(&tx, path, cell, stats)?;
         tx.commit()
@@ -62,7 +62,7 @@ impl Store {
 
 /// [`Store::set_timer_stats`] inside the caller's transaction.
 pub(crate) fn write_timer_stats(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     stats: &[TimerCpuStats],

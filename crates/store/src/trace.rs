@@ -4,8 +4,8 @@
 //! never delete-and-insert: a checkpoint that sends an episode again (with
 //! stack counts filled in, say) updates it in place and keeps its window.
 
+use crate::db::{params, Db, OptionalExt};
 use latscope_model::{CpuId, Episode, EpisodeWindow, RunId, TraceSummary};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use crate::codec::{decode_window_events, encode_window_events};
 use crate::error::classify;
@@ -38,8 +38,8 @@ impl Store {
     ) -> Result<()> {
         let path = self.path.as_path();
         let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db
+            .begin()
             .map_err(|e| classify(path, "starting a transaction", e))?;
         write_episodes(&tx, path, cell, episodes, windows)?;
         tx.commit()
@@ -48,7 +48,7 @@ impl Store {
 
     /// Sets (or replaces) the tracer's summary of a cell.
     pub fn set_trace_summary(&mut self, cell: CellId, summary: &TraceSummary) -> Result<()> {
-        write_trace_summary(&self.conn, &self.path, cell, summary)
+        write_trace_summary(&self.db, &self.path, cell, summary)
     }
 
     /// The event window kept for episode `seq` of a run; `None` when the
@@ -58,7 +58,7 @@ impl Store {
     pub fn load_episode_window(&self, run: RunId, seq: u32) -> Result<Option<EpisodeWindow>> {
         self.require_run(run)?;
         let row: Option<(i64, i64, Vec<u8>, i64)> = self
-            .conn
+            .db
             .query_row(
                 "SELECT c.id, w.cpu, w.events, w.truncated FROM episode_windows w \
                  JOIN cells c ON c.id = w.cell_id \
@@ -89,7 +89,7 @@ impl Store {
     /// A cell's trace summary, if the cell was traced.
     pub(crate) fn load_trace_summary(&self, cell: i64, run: RunId) -> Result<Option<TraceSummary>> {
         let text: Option<String> = self
-            .conn
+            .db
             .query_row(
                 "SELECT summary FROM trace_summaries WHERE cell_id = ?1",
                 [cell],
@@ -155,7 +155,7 @@ impl Store {
 
 /// [`Store::add_episodes`] inside the caller's transaction.
 pub(crate) fn write_episodes(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     episodes: &[Episode],
@@ -243,7 +243,7 @@ pub(crate) fn write_episodes(
 
 /// [`Store::set_trace_summary`] inside the caller's transaction (or on its own).
 pub(crate) fn write_trace_summary(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     summary: &TraceSummary,

@@ -4,9 +4,9 @@
 //! upsert: each checkpoint sends the counts so far and replaces the stored
 //! ones, so a run killed between checkpoints keeps the last complete set.
 
+use crate::db::Value;
+use crate::db::{Db, DbResult, OptionalExt, Row};
 use latscope_model::{CpuId, Nanos, RunId, UdpPath, UdpStats};
-use rusqlite::types::Value;
-use rusqlite::{params_from_iter, OptionalExtension, TransactionBehavior};
 
 use crate::error::classify;
 use crate::require_cell_in;
@@ -91,7 +91,7 @@ struct RawUdp {
     counts: [i64; 14],
 }
 
-fn raw_udp(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawUdp> {
+fn raw_udp(row: &Row) -> DbResult<RawUdp> {
     let mut counts = [0i64; 14];
     for (i, c) in counts.iter_mut().enumerate() {
         *c = row.get(4 + i)?;
@@ -113,8 +113,8 @@ impl Store {
     pub fn set_udp_stats(&mut self, cell: CellId, stats: &UdpStats) -> Result<()> {
         let path = self.path.as_path();
         let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db
+            .begin()
             .map_err(|e| classify(path, "starting a transaction", e))?;
         write_udp_stats(&tx, path, cell, stats)?;
         tx.commit()
@@ -125,7 +125,7 @@ impl Store {
     /// stored by a version before 5).
     pub(crate) fn load_udp_stats(&self, cell: i64, run: RunId) -> Result<Option<UdpStats>> {
         let raw = self
-            .conn
+            .db
             .query_row(
                 &format!("SELECT {COLUMNS} FROM udp_stats WHERE cell_id = ?1"),
                 [cell],
@@ -181,12 +181,7 @@ impl Store {
 }
 
 /// [`Store::set_udp_stats`] inside the caller's transaction.
-pub(crate) fn write_udp_stats(
-    tx: &rusqlite::Connection,
-    path: &Path,
-    cell: CellId,
-    stats: &UdpStats,
-) -> Result<()> {
+pub(crate) fn write_udp_stats(tx: &Db, path: &Path, cell: CellId, stats: &UdpStats) -> Result<()> {
     let mut values = [0i64; 14];
     for ((v, n), (_, what)) in values.iter_mut().zip(counts(stats)).zip(COUNTS) {
         *v = to_sql(n, what)?;
@@ -204,7 +199,7 @@ pub(crate) fn write_udp_stats(
         i64::from(stats.payload_bytes).into(),
     ];
     row.extend(values.map(Value::from));
-    tx.execute(UPSERT, params_from_iter(row))
+    tx.execute(UPSERT, row)
         .map_err(err("saving the UDP counts"))?;
     Ok(())
 }

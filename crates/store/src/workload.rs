@@ -7,8 +7,8 @@
 //! transaction, so a run killed between checkpoints keeps the last complete
 //! characterization.
 
+use crate::db::{params, Db, OptionalExt};
 use latscope_model::{RunId, WorkloadSecond, WorkloadStats};
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use crate::error::classify;
 use crate::{encode_json, require_cell_in};
@@ -23,8 +23,8 @@ impl Store {
     pub fn set_workload_stats(&mut self, cell: CellId, stats: &WorkloadStats) -> Result<()> {
         let path = self.path.as_path();
         let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db
+            .begin()
             .map_err(|e| classify(path, "starting a transaction", e))?;
         write_workload_stats(&tx, path, cell, stats)?;
         tx.commit()
@@ -39,7 +39,7 @@ impl Store {
         run: RunId,
     ) -> Result<Option<WorkloadStats>> {
         let summary: Option<String> = self
-            .conn
+            .db
             .query_row(
                 "SELECT stats FROM workload_stats WHERE cell_id = ?1",
                 [cell],
@@ -86,7 +86,7 @@ impl Store {
 
 /// [`Store::set_workload_stats`] inside the caller's transaction.
 pub(crate) fn write_workload_stats(
-    tx: &rusqlite::Connection,
+    tx: &Db,
     path: &Path,
     cell: CellId,
     stats: &WorkloadStats,

@@ -93,11 +93,11 @@ fn a_full_disk_is_one_clear_error_and_loses_nothing_stored() {
     // Cap the file at its present size: the next checkpoint that needs a
     // new page fails with SQLITE_FULL, as on a full disk.
     let pages: i64 = store
-        .conn
+        .db
         .query_row("PRAGMA page_count", [], |r| r.get(0))
         .unwrap();
     store
-        .conn
+        .db
         .query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
         .unwrap();
     let mut big = full_checkpoint(2, 10);
@@ -111,7 +111,7 @@ fn a_full_disk_is_one_clear_error_and_loses_nothing_stored() {
     assert_eq!(line.matches("full").count(), 1, "said once: {line}");
     assert!(!line.contains('\n'));
     let ok: String = store
-        .conn
+        .db
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(ok, "ok");

@@ -72,7 +72,7 @@ fn whole_run() -> RunResult {
 
 fn count(store: &Store, table: &str) -> i64 {
     store
-        .conn
+        .db
         .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .unwrap()
 }
@@ -204,11 +204,11 @@ fn a_source_that_is_not_json_or_not_a_source_is_refused_or_reported() {
     let mut store = Store::open(&path).unwrap();
     let id = store.insert_run(&whole_run()).unwrap();
     let garbage = store
-        .conn
+        .db
         .execute("UPDATE runs SET source = 'not json' WHERE id = ?1", [id.0]);
     assert!(garbage.is_err(), "the schema refuses text that is not JSON");
     store
-        .conn
+        .db
         .execute("UPDATE runs SET source = '[1, 2]' WHERE id = ?1", [id.0])
         .unwrap();
     let e = store.load_run(id).unwrap_err();

@@ -133,7 +133,7 @@ fn intervals_add_up_to_the_cumulative_metric() {
     assert_eq!(udp.intervals[0].start, Nanos::from_secs(1));
     // The samples and max columns repeat the histogram's.
     let (rows, samples): (i64, i64) = store
-        .conn
+        .db
         .query_row(
             "SELECT COUNT(*), SUM(samples) FROM metric_intervals WHERE name = 'timer.latency'",
             [],

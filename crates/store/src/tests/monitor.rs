@@ -49,7 +49,7 @@ fn windows_are_replaced_until_they_close_and_read_back_in_order() {
 
     // The summary columns repeat the histogram's count and maximum.
     let (samples, max): (i64, i64) = store
-        .conn
+        .db
         .query_row(
             "SELECT samples, max_ns FROM monitor_windows WHERE span = 'minute' AND cpu = 1 \
              ORDER BY start_unix_ns LIMIT 1",
@@ -75,11 +75,11 @@ fn windows_are_replaced_until_they_close_and_read_back_in_order() {
 
     // Deleting the run deletes its windows (foreign keys are on).
     store
-        .conn
+        .db
         .execute("DELETE FROM runs WHERE id = ?1", [run.0])
         .unwrap();
     let left: i64 = store
-        .conn
+        .db
         .query_row("SELECT count(*) FROM monitor_windows", [], |r| r.get(0))
         .unwrap();
     assert_eq!(left, 0);
@@ -109,7 +109,7 @@ fn old_timeline_seconds_are_deleted_whole_chunks_at_a_time() {
     let run_back = store.load_run(run).unwrap();
     assert_eq!(run_back.cells.len(), 1);
     let chunks: i64 = store
-        .conn
+        .db
         .query_row(
             "SELECT count(*) FROM timeline_chunks WHERE cell_id = ?1",
             [c.0],

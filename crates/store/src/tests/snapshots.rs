@@ -93,11 +93,11 @@ fn a_cell_without_snapshots_and_a_deleted_cell() {
         .unwrap();
     assert_eq!(times(&store, c), [10_000]);
     store
-        .conn
+        .db
         .execute("DELETE FROM cells WHERE id = ?1", [c.0])
         .unwrap();
     let left: i64 = store
-        .conn
+        .db
         .query_row("SELECT count(*) FROM metric_snapshots", [], |r| r.get(0))
         .unwrap();
     assert_eq!(left, 0, "the snapshots go with their cell");
@@ -113,7 +113,7 @@ fn a_damaged_snapshot_is_a_clear_error() {
     let (mut store, run, c) = open_with_cell(dir.path());
     at(&mut store, run, c, 10_000, 1);
     store
-        .conn
+        .db
         .execute("UPDATE metric_snapshots SET histogram = x'00'", [])
         .unwrap();
     let e = store.load_snapshots(c).unwrap_err();

@@ -1,0 +1,241 @@
+//! Where a PostgreSQL store is and how to log in to it.
+//!
+//! A store is named by a URL, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
+//! (or `postgresql://`; the key=value form of libpq works too). What the URL
+//! leaves out comes from libpq's environment: `PGUSER`, `PGHOST`, `PGPORT`,
+//! `PGDATABASE`, and a password from `PGPASSWORD` or the password file
+//! (`PGPASSFILE`, else `~/.pgpass`). The password is never shown: the store
+//! is named everywhere by [`PgTarget::display`], which leaves it out.
+//!
+//! TLS is not built in: a server that requires it is refused with one line
+//! (`sslmode=require` cannot be met); use a local socket, an SSH tunnel or a
+//! trusted network.
+
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use postgres::config::Host;
+use postgres::error::SqlState;
+use postgres::{Config, NoTls};
+
+/// Whether a store name is a PostgreSQL URL rather than a file path.
+pub fn is_postgres_url(name: &str) -> bool {
+    name.starts_with("postgres://") || name.starts_with("postgresql://")
+}
+
+/// A PostgreSQL server, database and user, with the credentials resolved.
+#[derive(Clone)]
+pub struct PgTarget {
+    config: Config,
+    display: String,
+}
+
+impl std::fmt::Debug for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.display)
+    }
+}
+
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl PgTarget {
+    /// Reads a URL; fills in what it leaves out from the environment.
+    /// The error is one line and never contains the password.
+    pub fn parse(url: &str) -> Result<PgTarget, String> {
+        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let mut config = Config::from_str(url).map_err(|e| {
+            format!(
+                "not a valid PostgreSQL URL ({e}); expected postgres://USER@HOST[:PORT]/DATABASE"
+            )
+        })?;
+        if config.get_hosts().is_empty() {
+            config.host(&env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
+        }
+        if let (Some(port), true) = (env("PGPORT"), config.get_ports().is_empty()) {
+            let port: u16 = port
+                .parse()
+                .map_err(|_| format!("PGPORT '{port}' is not a port number"))?;
+            config.port(port);
+        }
+        if config.get_user().is_none() {
+            let user = env("PGUSER")
+                .or_else(|| env("USER"))
+                .unwrap_or_else(|| "postgres".to_string());
+            config.user(&user);
+        }
+        let user = config.get_user().unwrap_or_default().to_string();
+        if config.get_dbname().is_none() {
+            config.dbname(&env("PGDATABASE").unwrap_or_else(|| user.clone()));
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("latscope");
+        }
+        let host = match config.get_hosts().first() {
+            Some(Host::Tcp(h)) => h.clone(),
+            Some(Host::Unix(p)) => p.display().to_string(),
+            None => "localhost".to_string(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let dbname = config.get_dbname().unwrap_or_default().to_string();
+        if config.get_password().is_none() {
+            if let Some(pw) = env("PGPASSWORD") {
+                config.password(pw);
+            } else if let Some(pw) = password_file()
+                .and_then(|f| std::fs::read_to_string(f).ok())
+                .and_then(|text| pgpass_lookup(&text, &host, port, &dbname, &user))
+            {
+                config.password(pw);
+            }
+        }
+        let display = format!("postgres://{user}@{host}:{port}/{dbname}");
+        Ok(PgTarget { config, display })
+    }
+
+    /// Opens a connection (with the connect timeout of the URL, 5 s by
+    /// default).
+    pub fn connect(&self) -> Result<postgres::Client, postgres::Error> {
+        self.config.connect(NoTls)
+    }
+
+    /// The target without its password: how messages name the store.
+    pub fn display_path(&self) -> PathBuf {
+        PathBuf::from(&self.display)
+    }
+}
+
+fn password_file() -> Option<PathBuf> {
+    if let Some(f) = std::env::var_os("PGPASSFILE") {
+        return Some(PathBuf::from(f));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass"))
+}
+
+/// The password of the first matching line of a libpq password file
+/// (`host:port:database:user:password`, `*` matching anything, `\` escaping
+/// `:` and `\`).
+pub fn pgpass_lookup(text: &str, host: &str, port: u16, db: &str, user: &str) -> Option<String> {
+    let port = port.to_string();
+    for line in text.lines() {
+        if line.trim_start().starts_with('#') || line.trim().is_empty() {
+            continue;
+        }
+        let fields = split_pgpass(line);
+        if fields.len() != 5 {
+            continue;
+        }
+        let matches = |field: &str, value: &str| field == "*" || field == value;
+        let host_ok = matches(&fields[0], host)
+            || (fields[0] == "localhost" && (host.starts_with('/') || host == "127.0.0.1"));
+        if host_ok
+            && matches(&fields[1], &port)
+            && matches(&fields[2], db)
+            && matches(&fields[3], user)
+        {
+            return Some(fields[4].clone());
+        }
+    }
+    None
+}
+
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let (Some(n), Some(last)) = (chars.next(), fields.last_mut()) {
+                    last.push(n);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            _ => {
+                if let Some(last) = fields.last_mut() {
+                    last.push(c);
+                }
+            }
+        }
+    }
+    fields
+}
+
+/// One line for a PostgreSQL error: the server's own message where it sent
+/// one, else what went wrong with the connection. Never the password.
+pub fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let hint = match db.code() {
+            c if *c == SqlState::INVALID_PASSWORD => {
+                "; check the password in the URL, PGPASSWORD or the password file"
+            }
+            c if *c == SqlState::INVALID_CATALOG_NAME => "; create it first (createdb)",
+            c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+                "; the server's pg_hba.conf does not let this user in from here"
+            }
+            _ => "",
+        };
+        return format!("{}{hint}", db.message());
+    }
+    if e.is_closed() {
+        return "the server closed the connection".to_string();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    text.replace('\n', " ")
+}
+
+/// Whether an error means the server could not be reached or went away
+/// (as opposed to refusing a statement).
+pub fn is_connection_error(e: &postgres::Error) -> bool {
+    e.as_db_error().is_none()
+        || e.code()
+            .is_some_and(|c| c.code().starts_with("08") || *c == SqlState::ADMIN_SHUTDOWN)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgpass_matches_fields_with_wildcards_and_escapes() {
+        let text =
+            "# comment\nother:5432:*:*:nope\nlocalhost:55432:db:u\\:x:se\\:cret\n*:*:*:ada:pw2\n";
+        assert_eq!(
+            pgpass_lookup(text, "127.0.0.1", 55432, "db", "u:x").as_deref(),
+            Some("se:cret")
+        );
+        assert_eq!(
+            pgpass_lookup(text, "db.lab", 1, "x", "ada").as_deref(),
+            Some("pw2")
+        );
+        assert_eq!(pgpass_lookup(text, "db.lab", 1, "x", "bob"), None);
+    }
+
+    #[test]
+    fn the_display_name_leaves_the_password_out() {
+        let t = PgTarget::parse("postgres://ada:s3cret@db.lab:6543/fleet").unwrap();
+        assert_eq!(
+            t.display_path(),
+            PathBuf::from("postgres://ada@db.lab:6543/fleet")
+        );
+        assert!(!format!("{t:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_bad_url_is_one_line_without_the_password() {
+        let e = PgTarget::parse("postgres://ada:s3cret@db.lab:notaport/fleet").unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
+        assert!(!e.contains('\n'));
+        assert!(is_postgres_url("postgresql://x/y"));
+        assert!(!is_postgres_url("/tmp/postgres.db"));
+    }
+}
