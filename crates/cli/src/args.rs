@@ -99,9 +99,14 @@ pub struct MonitorArgs {
     /// A TOML file with the same settings, re-read on SIGHUP.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The SQLite store (default latscope.db; or `store` in --config, or
-    /// $LATSCOPE_STORE).
-    #[arg(long, value_name = "PATH", env = "LATSCOPE_STORE")]
+    /// The store: a SQLite file (default latscope.db; or `store` in
+    /// --config, or $LATSCOPE_STORE) or postgres://USER@HOST[:PORT]/DB.
+    #[arg(
+        long,
+        value_name = "PATH|URL",
+        env = "LATSCOPE_STORE",
+        hide_env_values = true
+    )]
     pub store: Option<PathBuf>,
     #[command(flatten)]
     pub actions: ActionArgs,
@@ -177,11 +182,14 @@ pub struct LimitArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StoreArg {
-    /// The SQLite store holding results (or $LATSCOPE_STORE).
+    /// The store holding results: a SQLite file or
+    /// postgres://USER@HOST[:PORT]/DB (or $LATSCOPE_STORE; a password comes
+    /// from the URL, PGPASSWORD or ~/.pgpass and is never shown).
     #[arg(
         long,
-        value_name = "PATH",
+        value_name = "PATH|URL",
         env = "LATSCOPE_STORE",
+        hide_env_values = true,
         default_value = "latscope.db"
     )]
     pub store: PathBuf,
@@ -741,4 +749,13 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+/// The command line as a run records it: every argument, with the password
+/// of a PostgreSQL store URL replaced by `***` (runs are shown and copied to
+/// shared stores; credentials must not travel with them).
+pub fn recorded_command_line() -> Vec<String> {
+    std::env::args_os()
+        .map(|a| latscope_store::redact(&a.to_string_lossy()))
+        .collect()
 }

@@ -108,9 +108,7 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
         label,
         imported: now,
         file_time,
-        command_line: std::env::args_os()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
+        command_line: crate::args::recorded_command_line(),
         latscope_version: env!("CARGO_PKG_VERSION").to_string(),
     };
     let run = imported.into_run(origin);

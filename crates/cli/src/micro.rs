@@ -42,8 +42,11 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let stop = Stop::from_signals(&signals);
 
     let system = sysinfo::snapshot();
-    let meta =
-        latscope_engine::running_meta(Nanos(realtime_ns()), std::env::args().collect(), &system);
+    let meta = latscope_engine::running_meta(
+        Nanos(realtime_ns()),
+        crate::args::recorded_command_line(),
+        &system,
+    );
     let run = store.create_run(&meta, &system, &caps::detect())?;
     let session = match Session::start(options.clone()) {
         Ok(s) => s,

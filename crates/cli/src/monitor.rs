@@ -31,7 +31,7 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
     let start = Start {
         cli,
         config: args.config.clone(),
-        command_line: std::env::args().collect(),
+        command_line: crate::args::recorded_command_line(),
         say: Arc::new(|line: &str| eprintln!("latscope monitor: {line}")),
     };
     match daemon::run(start) {

@@ -4,35 +4,23 @@
 //! once. Machines that measure offline push later; a shared store is
 //! pulled from.
 
-use std::path::Path;
-
 use latscope_model::RunStatus;
 use latscope_store::{Copied, Store};
 
 use crate::args::{PullArgs, PushArgs};
 use crate::exit::{self, Exit};
 
-/// A store named on the command line: a SQLite file. A PostgreSQL URL is
-/// refused with one line: this build has no PostgreSQL backend yet.
-fn store_path(text: &str) -> Result<&Path, Exit> {
-    if text.starts_with("postgres://") || text.starts_with("postgresql://") {
-        return Err(Exit::usage(
-            "PostgreSQL stores are not in this build yet: push to or pull from a SQLite store file",
-        ));
-    }
-    Ok(Path::new(text))
-}
-
 pub fn push(args: &PushArgs) -> Result<i32, Exit> {
     let from = Store::open_existing(&args.store.store)?;
-    let mut to = Store::open(store_path(&args.to)?)?;
-    copy(&from, &mut to, &args.runs, &args.to)
+    let mut to = Store::open(std::path::Path::new(&args.to))?;
+    let target = to.path().display().to_string();
+    copy(&from, &mut to, &args.runs, &target)
 }
 
 pub fn pull(args: &PullArgs) -> Result<i32, Exit> {
-    let from = Store::open_existing(store_path(&args.from)?)?;
+    let from = Store::open_existing(std::path::Path::new(&args.from))?;
     let mut to = Store::open(&args.store.store)?;
-    let target = args.store.store.display().to_string();
+    let target = to.path().display().to_string();
     copy(&from, &mut to, &args.runs, &target)
 }
 

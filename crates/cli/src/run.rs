@@ -122,7 +122,7 @@ pub fn run_cells(
             dma_latency: !opts.no_dma_latency,
             ..Guards::ALL
         },
-        command_line: std::env::args().collect(),
+        command_line: crate::args::recorded_command_line(),
         stop_above: plan.stop_above,
         unbounded: false,
     };

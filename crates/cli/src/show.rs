@@ -58,7 +58,10 @@ pub fn list(args: &ListArgs) -> Result<i32, Exit> {
         } else {
             "no runs in"
         };
-        crate::output::print(&format!("{what} {}\n", args.store.store.display()));
+        crate::output::print(&format!(
+            "{what} {}\n",
+            latscope_store::redact(&args.store.store.display().to_string())
+        ));
         return Ok(exit::OK);
     }
     crate::output::print(&latscope_report::list_table(&rows));

@@ -153,7 +153,7 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         crate::output::print(&format!(
             "\nEvery cell's tables: latscope show {} --store {}\n",
             stored.meta.id,
-            args.store.store.display()
+            latscope_store::redact(&args.store.store.display().to_string())
         ));
     }
     Ok(exit_code(&ran, &base))

@@ -84,8 +84,14 @@ fn push_copies_each_run_once_and_pull_brings_runs_back() {
     // Bad targets: one line each.
     for (args, expect) in [
         (
-            vec!["push", "--to", "postgres://u@localhost/db", "--store", l],
-            "PostgreSQL",
+            vec![
+                "push",
+                "--to",
+                "postgres://u:s3cret@127.0.0.1:1/db",
+                "--store",
+                l,
+            ],
+            "postgres://u@127.0.0.1:1/db",
         ),
         (
             vec!["pull", "--from", "/nonexistent/x.db", "--store", t],
@@ -98,6 +104,7 @@ fn push_copies_each_run_once_and_pull_brings_runs_back() {
         assert_ne!(o.status.code(), Some(0), "{args:?}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(expect), "{args:?}: {err}");
+        assert!(!err.contains("s3cret"), "the password is shown: {err}");
     }
 }
 

@@ -68,13 +68,19 @@ impl CellSinks {
         cp.episodes = std::mem::take(&mut self.pending_episodes);
         cp.windows = std::mem::take(&mut self.pending_windows);
         match ctx.sink.checkpoint(ctx.run_id, key, &cp) {
-            Ok(()) => true,
+            Ok(()) => {
+                ctx.checkpoint_stored();
+                true
+            }
             Err(e) => {
                 self.pending_timeline = cp.timeline;
                 self.pending_episodes = cp.episodes;
                 self.pending_windows = cp.windows;
                 self.bound();
-                ctx.sink_failed(e);
+                if self.dropped_seconds > 0 || self.dropped_episodes > 0 {
+                    ctx.sink_lost = true;
+                }
+                ctx.checkpoint_failed(e);
                 false
             }
         }

@@ -62,6 +62,14 @@ pub(crate) struct RunCtx<'a, 'e> {
     pub clock_read_ns: u64,
     /// The first sink failure of the run.
     pub sink_error: Option<SinkError>,
+    /// Checkpoints the sink refused (a lost connection, a full disk).
+    pub sink_failures: u32,
+    /// The last checkpoint the sink was given failed, and none since
+    /// succeeded: it owes the run something.
+    pub sink_owes: bool,
+    /// The sink lost something no later checkpoint carries again (a call
+    /// other than a checkpoint failed, or the bounded buffer dropped data).
+    pub sink_lost: bool,
     /// The capability lines have been told (after the first cell's
     /// threads tried what they could get).
     pub told: bool,
@@ -72,8 +80,28 @@ pub(crate) struct RunCtx<'a, 'e> {
 }
 
 impl RunCtx<'_, '_> {
-    /// Notes a sink failure (the first one is kept for the outcome).
+    /// Notes a sink failure that no later call repairs (the first failure
+    /// is kept for the outcome).
     pub fn sink_failed(&mut self, e: SinkError) {
+        self.sink_lost = true;
+        self.first_sink_failure(e);
+    }
+
+    /// Notes a checkpoint the sink refused: the next checkpoint carries what
+    /// it held again (cumulative histograms whole, appended data from the
+    /// pending buffer), so the run is whole once one succeeds.
+    pub fn checkpoint_failed(&mut self, e: SinkError) {
+        self.sink_failures += 1;
+        self.sink_owes = true;
+        self.first_sink_failure(e);
+    }
+
+    /// Notes a checkpoint the sink took.
+    pub fn checkpoint_stored(&mut self) {
+        self.sink_owes = false;
+    }
+
+    fn first_sink_failure(&mut self, e: SinkError) {
         if self.sink_error.is_none() {
             self.observer.sink_failed(&e);
             self.sink_error = Some(e);
@@ -193,6 +221,9 @@ pub fn run(
         observer: env.observer,
         clock_read_ns: latscope_platform::clock_read_cost(2_000),
         sink_error: None,
+        sink_failures: 0,
+        sink_owes: false,
+        sink_lost: false,
         told: false,
         max_latency: Nanos::ZERO,
         stopped_above: None,
@@ -230,8 +261,19 @@ pub fn run(
     let ended = Nanos(ctx.clock.realtime_ns());
     let _ = ctx.mirror.finish_run(ctx.mirror_run, status, ended, &notes);
     // The sink's copy says why it is incomplete when it failed on the way;
-    // its status names the cause.
+    // its status names the cause. A sink that failed and came back (a
+    // PostgreSQL server restarted, a disk freed) holds the whole run: later
+    // checkpoints carried again what the failed ones held.
+    let recovered = ctx.sink_error.is_some() && !ctx.sink_lost && !ctx.sink_owes;
     let (stored_status, stored_notes) = match &ctx.sink_error {
+        Some(e) if recovered => {
+            let mut n = notes.clone();
+            n.push(format!(
+                "the store refused {} checkpoint(s) during the run (first: {e}) and took later ones, which carried what the refused ones held: nothing was lost",
+                ctx.sink_failures
+            ));
+            (status, n)
+        }
         Some(e) => {
             let mut n = notes.clone();
             n.push(format!(
@@ -246,6 +288,9 @@ pub fn run(
         .finish_run(ctx.run_id, stored_status, ended, &stored_notes)
     {
         ctx.sink_failed(e);
+    }
+    if recovered && !ctx.sink_lost {
+        ctx.sink_error = None;
     }
     drop(dma_guard);
     if let Some(e) = failure {

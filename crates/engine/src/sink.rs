@@ -83,7 +83,14 @@ impl Sink for Store {
         ended_unix: Nanos,
         notes: &[String],
     ) -> Result<(), SinkError> {
-        Ok(Store::finish_run(self, run, status, ended_unix, notes)?)
+        let mut notes = notes.to_vec();
+        let reconnects = self.reconnects();
+        if reconnects > 0 {
+            notes.push(format!(
+                "the connection to the PostgreSQL store was lost and opened again {reconnects} time(s) during the run"
+            ));
+        }
+        Ok(Store::finish_run(self, run, status, ended_unix, &notes)?)
     }
 }
 

@@ -23,6 +23,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use postgres::types::{IsNull, ToSql, Type};
 use rusqlite::types::{ToSqlOutput, ValueRef};
@@ -378,28 +379,50 @@ struct PgConn {
     statements: HashMap<String, postgres::Statement>,
     in_transaction: bool,
     reconnects: u64,
+    /// When the connection was last used: one idle for longer is checked
+    /// before its next statement.
+    last_used: Instant,
 }
+
+/// A connection idle this long is checked (one round trip) before it is
+/// used again outside a transaction: a server restarted meanwhile closed
+/// it, and the statement would be lost with it.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 impl PgConn {
     /// The client, connected again first if the server closed it outside a
     /// transaction.
     fn client(&mut self) -> DbResult<&mut postgres::Client> {
+        if !self.in_transaction
+            && !self.client.is_closed()
+            && self.last_used.elapsed() > IDLE_CHECK
+            && self.client.is_valid(IDLE_CHECK * 2).is_err()
+        {
+            self.reopen()?;
+        }
+        self.last_used = Instant::now();
         if self.client.is_closed() {
             if self.in_transaction {
                 return Err(DbError::LostInTransaction);
             }
-            self.client = self.target.connect()?;
-            self.statements.clear();
-            self.reconnects += 1;
+            self.reopen()?;
         }
         Ok(&mut self.client)
     }
 
+    fn reopen(&mut self) -> DbResult<()> {
+        self.client = self.target.connect()?;
+        self.statements.clear();
+        self.reconnects += 1;
+        Ok(())
+    }
+
+    /// The prepared statement, on the connection the next call will use
+    /// (checked and, if need be, opened again first).
     fn statement(&mut self, sql: &str) -> DbResult<postgres::Statement> {
+        self.client()?;
         if let Some(s) = self.statements.get(sql) {
-            if !self.client.is_closed() {
-                return Ok(s.clone());
-            }
+            return Ok(s.clone());
         }
         let translated = pg_placeholders(sql);
         let statement = self.client()?.prepare(&translated)?;
@@ -423,6 +446,7 @@ impl Db {
                 statements: HashMap::new(),
                 in_transaction: false,
                 reconnects: 0,
+                last_used: Instant::now(),
             }))),
         }
     }
@@ -498,8 +522,8 @@ impl Db {
             }
             Inner::Postgres(pg) => {
                 let mut pg = pg.borrow_mut();
-                let statement = pg.statement(sql)?;
                 let refs = pg_refs(&values);
+                let statement = pg.statement(sql)?;
                 let rows = pg.client()?.query(&statement, &refs)?;
                 rows.iter()
                     .map(|row| {
@@ -575,7 +599,16 @@ impl Db {
             Inner::Sqlite(conn) => conn.execute_batch("BEGIN IMMEDIATE")?,
             Inner::Postgres(pg) => {
                 let mut pg = pg.borrow_mut();
-                pg.client()?.batch_execute("BEGIN")?;
+                // A connection the server closed since the last statement
+                // (a restart) is only found out by using it: BEGIN is the
+                // first statement of every write, and safe to send again
+                // on a new connection.
+                if let Err(e) = pg.client()?.batch_execute("BEGIN") {
+                    if !pg.client.is_closed() {
+                        return Err(e.into());
+                    }
+                    pg.client()?.batch_execute("BEGIN")?;
+                }
                 pg.in_transaction = true;
             }
         }

@@ -53,32 +53,21 @@ impl Store {
             });
         }
         let text = self.json(result, "the micro result")?;
-        // add_cell checks and inserts; the transaction makes it and the
-        // result one write.
-        self.db
-            .execute_batch("BEGIN IMMEDIATE")
-            .map_err(|e| self.sql("starting a transaction", e))?;
-        let outcome = self.add_cell(run, meta).and_then(|cell| {
-            self.db
-                .execute(
-                    "INSERT INTO micro_results (cell_id, result) VALUES (?1, ?2)",
-                    params![cell.0, text],
-                )
-                .map(|_| cell)
-                .map_err(|e| self.sql("recording the micro result", e))
-        });
-        match outcome {
-            Ok(cell) => {
-                self.db
-                    .execute_batch("COMMIT")
-                    .map_err(|e| self.sql("committing the micro result", e))?;
-                Ok(cell)
-            }
-            Err(e) => {
-                let _ = self.db.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        // The cell and its result are one write.
+        let path = self.path.as_path();
+        let tx = self
+            .db
+            .begin()
+            .map_err(|e| crate::error::classify(path, "starting a transaction", e))?;
+        let cell = crate::insert_cell(&tx, path, run, meta)?;
+        tx.execute(
+            "INSERT INTO micro_results (cell_id, result) VALUES (?1, ?2)",
+            params![cell.0, text],
+        )
+        .map_err(|e| crate::error::classify(path, "recording the micro result", e))?;
+        tx.commit()
+            .map_err(|e| crate::error::classify(path, "committing the micro result", e))?;
+        Ok(cell)
     }
 
     /// The micro results of a run; `None` when it has no micro cell.

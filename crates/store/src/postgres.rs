@@ -24,6 +24,56 @@ pub fn is_postgres_url(name: &str) -> bool {
     name.starts_with("postgres://") || name.starts_with("postgresql://")
 }
 
+/// `text` with the password of every PostgreSQL URL in it (and any
+/// `password=` setting) replaced by `***`: for command lines, notes and
+/// messages, which are stored and shown.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = ["postgres://", "postgresql://"]
+        .iter()
+        .filter_map(|scheme| rest.find(scheme).map(|i| (i, scheme.len())))
+        .min()
+        .map(|(i, len)| i + len)
+    {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let end = rest
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        let authority = &rest[..end];
+        match (authority.rfind('@'), authority.find(':')) {
+            (Some(at), Some(colon)) if colon < at => {
+                out.push_str(&authority[..colon]);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    redact_settings(&out)
+}
+
+/// `password=VALUE` (a URL's query or libpq's key=value form) → `password=***`.
+fn redact_settings(text: &str) -> String {
+    const KEY: &str = "password=";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(KEY) {
+        out.push_str(&rest[..i + KEY.len()]);
+        rest = &rest[i + KEY.len()..];
+        let end = rest
+            .find(|c: char| c == '&' || c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str("***");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A PostgreSQL server, database and user, with the credentials resolved.
 #[derive(Clone)]
 pub struct PgTarget {
@@ -228,6 +278,24 @@ mod tests {
             PathBuf::from("postgres://ada@db.lab:6543/fleet")
         );
         assert!(!format!("{t:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn passwords_are_redacted_wherever_they_stand() {
+        assert_eq!(
+            redact("latscope run --store postgres://ada:s3:cret@db.lab:5432/fleet --for 8s"),
+            "latscope run --store postgres://ada:***@db.lab:5432/fleet --for 8s"
+        );
+        assert_eq!(
+            redact("--store=postgresql://ada@db/x?password=s3cret&sslmode=disable"),
+            "--store=postgresql://ada@db/x?password=***&sslmode=disable"
+        );
+        assert_eq!(
+            redact("host=db password=s3cret user=ada"),
+            "host=db password=*** user=ada"
+        );
+        assert_eq!(redact("/tmp/latscope.db"), "/tmp/latscope.db");
+        assert_eq!(redact("postgres://db.lab/fleet"), "postgres://db.lab/fleet");
     }
 
     #[test]

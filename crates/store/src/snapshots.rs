@@ -113,7 +113,7 @@ pub(crate) fn write_snapshot(
                 "DELETE FROM metric_snapshots WHERE cell_id = ?1 AND at_ns IN ( \
                      SELECT at_ns FROM ( \
                          SELECT at_ns, ROW_NUMBER() OVER (ORDER BY at_ns) AS rank \
-                         FROM (SELECT DISTINCT at_ns FROM metric_snapshots WHERE cell_id = ?1)) \
+                         FROM (SELECT DISTINCT at_ns FROM metric_snapshots WHERE cell_id = ?1) AS distinct_times) AS ranked \
                      WHERE rank % 2 = 1)",
                 [cell.0],
             )

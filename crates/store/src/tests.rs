@@ -12,6 +12,7 @@ use latscope_model::{
 use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
 use super::*;
+use backends::each_backend;
 
 fn current_boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
@@ -294,40 +295,41 @@ fn migrations_build_the_schema_on_an_empty_file() {
 
 #[test]
 fn schema_enforces_its_constraints() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    let conn = &store.db;
-    // Bad status, dangling foreign key, bad kind: all refused.
-    assert!(conn
-        .execute("UPDATE runs SET status = 'bogus' WHERE id = ?1", [run.0])
-        .is_err());
-    assert!(conn
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        let conn = &store.db;
+        // Bad status, dangling foreign key, bad kind: all refused.
+        assert!(conn
+            .execute("UPDATE runs SET status = 'bogus' WHERE id = ?1", [run.0])
+            .is_err());
+        assert!(conn
         .execute(
             "INSERT INTO cells (run_id, idx, probe, workload, monotonic_start_ns) VALUES (4242, 0, 'p', 'w', 0)",
             [],
         )
         .is_err());
-    assert!(conn
+        assert!(conn
         .execute(
-            "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'odd', x'00', 0)",
-            [c.0],
+            "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'odd', ?2, 0)",
+            crate::db::params![c.0, vec![0u8]],
         )
         .is_err());
-    // System-wide rows collide with each other in the unique key.
-    conn.execute(
-        "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'raw', x'00', 0)",
-        [c.0],
+        // System-wide rows collide with each other in the unique key.
+        conn.execute(
+        "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'raw', ?2, 0)",
+        crate::db::params![c.0, vec![0u8]],
     )
     .unwrap();
-    assert!(conn
+        assert!(conn
         .execute(
-            "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'raw', x'00', 0)",
-            [c.0],
+            "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples) VALUES (?1, 'x', -1, 'raw', ?2, 0)",
+            crate::db::params![c.0, vec![0u8]],
         )
         .is_err());
+    });
 }
 
 // ---------------------------------------------------------------- refusing wrong files
@@ -519,319 +521,324 @@ fn a_blank_sqlite_database_becomes_a_store_only_when_opened_for_writing() {
 
 #[test]
 fn a_full_run_round_trips() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    let meta = run_meta();
-    let run = store.create_run(&meta, &system(), &caps()).unwrap();
-    let mut caps2 = caps();
-    caps2.rt_priority = false;
-    caps2.missing.push("SCHED_FIFO refused".into());
-    store.update_capabilities(run, &caps2).unwrap();
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let meta = run_meta();
+        let run = store.create_run(&meta, &system(), &caps()).unwrap();
+        let mut caps2 = caps();
+        caps2.rt_priority = false;
+        caps2.missing.push("SCHED_FIFO refused".into());
+        store.update_capabilities(run, &caps2).unwrap();
 
-    let c0 = store.add_cell(run, &cell(0)).unwrap();
-    let c1 = store.add_cell(run, &cell(1)).unwrap();
-    store
-        .checkpoint(
-            run,
-            c1,
-            Nanos::from_secs(4),
-            &metrics(2),
-            &[],
-            Nanos(1_700_000_004_000_000_000),
-        )
-        .unwrap();
-    store
-        .checkpoint(
-            run,
-            c0,
-            Nanos::from_secs(8),
-            &metrics(1),
-            &[],
-            Nanos(1_700_000_008_000_000_000),
-        )
-        .unwrap();
-    store
-        .finish_run(
-            run,
-            RunStatus::Complete,
-            Nanos(1_700_000_009_000_000_000),
-            &["done".into()],
-        )
-        .unwrap();
-    drop(store);
+        let c0 = store.add_cell(run, &cell(0)).unwrap();
+        let c1 = store.add_cell(run, &cell(1)).unwrap();
+        store
+            .checkpoint(
+                run,
+                c1,
+                Nanos::from_secs(4),
+                &metrics(2),
+                &[],
+                Nanos(1_700_000_004_000_000_000),
+            )
+            .unwrap();
+        store
+            .checkpoint(
+                run,
+                c0,
+                Nanos::from_secs(8),
+                &metrics(1),
+                &[],
+                Nanos(1_700_000_008_000_000_000),
+            )
+            .unwrap();
+        store
+            .finish_run(
+                run,
+                RunStatus::Complete,
+                Nanos(1_700_000_009_000_000_000),
+                &["done".into()],
+            )
+            .unwrap();
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
 
-    let mut want_meta = meta.clone();
-    want_meta.id = run;
-    want_meta.status = RunStatus::Complete;
-    want_meta.ended_unix_ns = Some(Nanos(1_700_000_009_000_000_000));
-    want_meta.checkpoint_unix_ns = Some(Nanos(1_700_000_008_000_000_000));
-    want_meta.notes = vec!["first note".into(), "done".into()];
-    assert_eq!(loaded.meta, want_meta);
-    assert_eq!(loaded.system, system());
-    assert_eq!(loaded.capabilities, caps2);
-    assert_eq!(loaded.cells.len(), 2);
+        let mut want_meta = meta.clone();
+        want_meta.id = run;
+        want_meta.status = RunStatus::Complete;
+        want_meta.ended_unix_ns = Some(Nanos(1_700_000_009_000_000_000));
+        want_meta.checkpoint_unix_ns = Some(Nanos(1_700_000_008_000_000_000));
+        want_meta.notes = vec!["first note".into(), "done".into()];
+        assert_eq!(loaded.meta, want_meta);
+        assert_eq!(loaded.system, system());
+        assert_eq!(loaded.capabilities, caps2);
+        assert_eq!(loaded.cells.len(), 2);
 
-    let mut want_c0 = cell(0);
-    want_c0.duration_ns = Nanos::from_secs(8);
-    let mut want_c1 = cell(1);
-    want_c1.duration_ns = Nanos::from_secs(4);
-    assert_eq!(loaded.cells[0].meta, want_c0);
-    assert_eq!(loaded.cells[1].meta, want_c1);
-    assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
-    assert_eq!(loaded.cells[1].metrics, sorted(metrics(2)));
-    // System-wide first, then CPUs in order; corrected and thresholds kept.
-    let names: Vec<_> = loaded.cells[0]
-        .metrics
-        .iter()
-        .map(|m| (m.name.as_str(), m.cpu))
-        .collect();
-    assert_eq!(
-        names,
-        [
-            ("noise.gap", None),
-            ("timer.latency", Some(CpuId(0))),
-            ("timer.latency", Some(CpuId(1)))
-        ]
-    );
-    let lat0 = &loaded.cells[0].metrics[1];
-    assert_eq!(lat0.corrected.as_ref().map(Histogram::count), Some(4));
-    assert_eq!(lat0.threshold, Some(Nanos(10_000)));
-    assert_eq!(lat0.above_threshold, Some(1));
-    assert_eq!(store.cell_ids(run).unwrap(), vec![c0, c1]);
+        let mut want_c0 = cell(0);
+        want_c0.duration_ns = Nanos::from_secs(8);
+        let mut want_c1 = cell(1);
+        want_c1.duration_ns = Nanos::from_secs(4);
+        assert_eq!(loaded.cells[0].meta, want_c0);
+        assert_eq!(loaded.cells[1].meta, want_c1);
+        assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
+        assert_eq!(loaded.cells[1].metrics, sorted(metrics(2)));
+        // System-wide first, then CPUs in order; corrected and thresholds kept.
+        let names: Vec<_> = loaded.cells[0]
+            .metrics
+            .iter()
+            .map(|m| (m.name.as_str(), m.cpu))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("noise.gap", None),
+                ("timer.latency", Some(CpuId(0))),
+                ("timer.latency", Some(CpuId(1)))
+            ]
+        );
+        let lat0 = &loaded.cells[0].metrics[1];
+        assert_eq!(lat0.corrected.as_ref().map(Histogram::count), Some(4));
+        assert_eq!(lat0.threshold, Some(Nanos(10_000)));
+        assert_eq!(lat0.above_threshold, Some(1));
+        assert_eq!(store.cell_ids(run).unwrap(), vec![c0, c1]);
+    });
 }
 
 #[test]
 fn checkpoints_replace_metrics_and_append_timeline_chunks() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    let cpu0 = Some(CpuId(0));
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        let cpu0 = Some(CpuId(0));
 
-    store
-        .checkpoint(
-            run,
-            c,
-            Nanos::from_secs(3),
-            &metrics(1),
-            &[chunk("timer.latency", cpu0, 0, 3, 0)],
-            Nanos(10),
-        )
-        .unwrap();
-    store
-        .checkpoint(
-            run,
-            c,
-            Nanos::from_secs(7),
-            &metrics(3),
-            &[
-                // Seconds 3..5 are missing (a stalled reader): they read as empty.
-                chunk("timer.latency", cpu0, 5, 2, 100),
-                chunk("noise.gap", None, 0, 1, 7),
-                TimelineChunk {
-                    metric: "timer.latency".into(),
-                    cpu: cpu0,
-                    first_second: 9,
-                    seconds: vec![],
-                },
-            ],
-            Nanos(20),
-        )
-        .unwrap();
+        store
+            .checkpoint(
+                run,
+                c,
+                Nanos::from_secs(3),
+                &metrics(1),
+                &[chunk("timer.latency", cpu0, 0, 3, 0)],
+                Nanos(10),
+            )
+            .unwrap();
+        store
+            .checkpoint(
+                run,
+                c,
+                Nanos::from_secs(7),
+                &metrics(3),
+                &[
+                    // Seconds 3..5 are missing (a stalled reader): they read as empty.
+                    chunk("timer.latency", cpu0, 5, 2, 100),
+                    chunk("noise.gap", None, 0, 1, 7),
+                    TimelineChunk {
+                        metric: "timer.latency".into(),
+                        cpu: cpu0,
+                        first_second: 9,
+                        seconds: vec![],
+                    },
+                ],
+                Nanos(20),
+            )
+            .unwrap();
 
-    let rows: i64 = store
-        .db
-        .query_row(
-            "SELECT count(*) FROM metrics WHERE cell_id = ?1",
-            [c.0],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(rows, 4, "3 raw rows + 1 corrected row, no duplicates");
-    let loaded = store.load_run(run).unwrap();
-    assert_eq!(loaded.cells[0].metrics, sorted(metrics(3)));
-    assert_eq!(loaded.cells[0].meta.duration_ns, Nanos::from_secs(7));
-    assert_eq!(loaded.meta.checkpoint_unix_ns, Some(Nanos(20)));
+        let rows: i64 = store
+            .db
+            .query_row(
+                "SELECT count(*) FROM metrics WHERE cell_id = ?1",
+                [c.0],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(rows, 4, "3 raw rows + 1 corrected row, no duplicates");
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(loaded.cells[0].metrics, sorted(metrics(3)));
+        assert_eq!(loaded.cells[0].meta.duration_ns, Nanos::from_secs(7));
+        assert_eq!(loaded.meta.checkpoint_unix_ns, Some(Nanos(20)));
 
-    let tl = store.load_timeline(c, "timer.latency", cpu0).unwrap();
-    let mut want = chunk("timer.latency", cpu0, 0, 3, 0).seconds;
-    want.extend([SecondStats::default(); 2]);
-    want.extend(chunk("timer.latency", cpu0, 5, 2, 100).seconds);
-    assert_eq!(tl, want);
-    assert_eq!(
-        store.load_timeline(c, "noise.gap", None).unwrap(),
-        chunk("noise.gap", None, 0, 1, 7).seconds
-    );
-    assert!(store
-        .load_timeline(c, "timer.latency", Some(CpuId(1)))
-        .unwrap()
-        .is_empty());
-    assert!(matches!(
-        store.load_timeline(CellId(4242), "timer.latency", cpu0),
-        Err(StoreError::NoSuchCell(CellId(4242)))
-    ));
+        let tl = store.load_timeline(c, "timer.latency", cpu0).unwrap();
+        let mut want = chunk("timer.latency", cpu0, 0, 3, 0).seconds;
+        want.extend([SecondStats::default(); 2]);
+        want.extend(chunk("timer.latency", cpu0, 5, 2, 100).seconds);
+        assert_eq!(tl, want);
+        assert_eq!(
+            store.load_timeline(c, "noise.gap", None).unwrap(),
+            chunk("noise.gap", None, 0, 1, 7).seconds
+        );
+        assert!(store
+            .load_timeline(c, "timer.latency", Some(CpuId(1)))
+            .unwrap()
+            .is_empty());
+        assert!(matches!(
+            store.load_timeline(CellId(4242), "timer.latency", cpu0),
+            Err(StoreError::NoSuchCell(CellId(4242)))
+        ));
 
-    // A later chunk that overlaps an earlier one wins for the seconds it covers.
-    store
-        .checkpoint(
-            run,
-            c,
-            Nanos::from_secs(8),
-            &metrics(3),
-            &[chunk("timer.latency", cpu0, 1, 1, 500)],
-            Nanos(30),
-        )
-        .unwrap();
-    let tl = store.load_timeline(c, "timer.latency", cpu0).unwrap();
-    assert_eq!(tl.len(), 7);
-    assert_eq!(tl[1], chunk("timer.latency", cpu0, 1, 1, 500).seconds[0]);
-    assert_eq!(tl[0], want[0]);
+        // A later chunk that overlaps an earlier one wins for the seconds it covers.
+        store
+            .checkpoint(
+                run,
+                c,
+                Nanos::from_secs(8),
+                &metrics(3),
+                &[chunk("timer.latency", cpu0, 1, 1, 500)],
+                Nanos(30),
+            )
+            .unwrap();
+        let tl = store.load_timeline(c, "timer.latency", cpu0).unwrap();
+        assert_eq!(tl.len(), 7);
+        assert_eq!(tl[1], chunk("timer.latency", cpu0, 1, 1, 500).seconds[0]);
+        assert_eq!(tl[0], want[0]);
 
-    // An empty metric list clears the cell's metrics.
-    store
-        .checkpoint(run, c, Nanos::from_secs(8), &[], &[], Nanos(40))
-        .unwrap();
-    assert!(store.load_run(run).unwrap().cells[0].metrics.is_empty());
+        // An empty metric list clears the cell's metrics.
+        store
+            .checkpoint(run, c, Nanos::from_secs(8), &[], &[], Nanos(40))
+            .unwrap();
+        assert!(store.load_run(run).unwrap().cells[0].metrics.is_empty());
+    });
 }
 
 #[test]
 fn mistakes_in_calls_give_clear_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    let r1 = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let r2 = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c1 = store.add_cell(r1, &cell(0)).unwrap();
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let r1 = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let r2 = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c1 = store.add_cell(r1, &cell(0)).unwrap();
 
-    let e = store.add_cell(r1, &cell(0)).unwrap_err();
-    assert!(
-        matches!(e, StoreError::DuplicateCell { index: 0, .. }),
-        "{e:?}"
-    );
-    let e = store.add_cell(RunId(77), &cell(0)).unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
-    let e = store
-        .checkpoint(r2, c1, Nanos(1), &[], &[], Nanos(1))
-        .unwrap_err();
-    assert!(matches!(e, StoreError::CellNotInRun { .. }), "{e:?}");
-    let e = store
-        .checkpoint(r1, CellId(99), Nanos(1), &[], &[], Nanos(1))
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(99))), "{e:?}");
-    let e = store
-        .finish_run(RunId(77), RunStatus::Complete, Nanos(1), &[])
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
-    let e = store.update_capabilities(RunId(77), &caps()).unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
-    let e = store.load_run(RunId(77)).unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
-    let e = store.cell_ids(RunId(77)).unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
+        let e = store.add_cell(r1, &cell(0)).unwrap_err();
+        assert!(
+            matches!(e, StoreError::DuplicateCell { index: 0, .. }),
+            "{e:?}"
+        );
+        let e = store.add_cell(RunId(77), &cell(0)).unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
+        let e = store
+            .checkpoint(r2, c1, Nanos(1), &[], &[], Nanos(1))
+            .unwrap_err();
+        assert!(matches!(e, StoreError::CellNotInRun { .. }), "{e:?}");
+        let e = store
+            .checkpoint(r1, CellId(99), Nanos(1), &[], &[], Nanos(1))
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(99))), "{e:?}");
+        let e = store
+            .finish_run(RunId(77), RunStatus::Complete, Nanos(1), &[])
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
+        let e = store.update_capabilities(RunId(77), &caps()).unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
+        let e = store.load_run(RunId(77)).unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
+        let e = store.cell_ids(RunId(77)).unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(77))), "{e:?}");
 
-    let mut big = run_meta();
-    big.started_unix_ns = Nanos(u64::MAX);
-    let e = store.create_run(&big, &system(), &caps()).unwrap_err();
-    assert!(matches!(e, StoreError::OutOfRange { .. }), "{e:?}");
-    one_line(&e);
-    // Nothing half-written by the failed calls.
-    assert_eq!(store.list_runs().unwrap().len(), 2);
+        let mut big = run_meta();
+        big.started_unix_ns = Nanos(u64::MAX);
+        let e = store.create_run(&big, &system(), &caps()).unwrap_err();
+        assert!(matches!(e, StoreError::OutOfRange { .. }), "{e:?}");
+        one_line(&e);
+        // Nothing half-written by the failed calls.
+        assert_eq!(store.list_runs().unwrap().len(), 2);
 
-    // A failed checkpoint (duplicate metric) leaves the previous one intact.
-    store
-        .checkpoint(r1, c1, Nanos(5), &metrics(1), &[], Nanos(5))
-        .unwrap();
-    let mut dup = metrics(2);
-    dup.push(dup[0].clone());
-    assert!(store
-        .checkpoint(r1, c1, Nanos(6), &dup, &[], Nanos(6))
-        .is_err());
-    let loaded = store.load_run(r1).unwrap();
-    assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
-    assert_eq!(loaded.cells[0].meta.duration_ns, Nanos(5));
+        // A failed checkpoint (duplicate metric) leaves the previous one intact.
+        store
+            .checkpoint(r1, c1, Nanos(5), &metrics(1), &[], Nanos(5))
+            .unwrap();
+        let mut dup = metrics(2);
+        dup.push(dup[0].clone());
+        assert!(store
+            .checkpoint(r1, c1, Nanos(6), &dup, &[], Nanos(6))
+            .is_err());
+        let loaded = store.load_run(r1).unwrap();
+        assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
+        assert_eq!(loaded.cells[0].meta.duration_ns, Nanos(5));
+    });
 }
 
 #[test]
 fn list_runs_in_order_with_headlines() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    assert!(store.list_runs().unwrap().is_empty());
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        assert!(store.list_runs().unwrap().is_empty());
 
-    let mut ids = Vec::new();
-    for i in 0..3u64 {
-        let mut meta = run_meta();
-        meta.started_unix_ns = Nanos(1_000 + i);
-        let mut sys = system();
-        sys.kernel_release = format!("6.{i}.0");
-        let run = store.create_run(&meta, &sys, &caps()).unwrap();
-        ids.push(run);
-        if i != 1 {
-            let c0 = store.add_cell(run, &cell(0)).unwrap();
-            let c1 = store.add_cell(run, &cell(1)).unwrap();
-            store
-                .checkpoint(run, c0, Nanos(1), &metrics(1), &[], Nanos(2))
-                .unwrap();
-            store
-                .checkpoint(run, c1, Nanos(1), &metrics(i + 1), &[], Nanos(2))
-                .unwrap();
+        let mut ids = Vec::new();
+        for i in 0..3u64 {
+            let mut meta = run_meta();
+            meta.started_unix_ns = Nanos(1_000 + i);
+            let mut sys = system();
+            sys.kernel_release = format!("6.{i}.0");
+            let run = store.create_run(&meta, &sys, &caps()).unwrap();
+            ids.push(run);
+            if i != 1 {
+                let c0 = store.add_cell(run, &cell(0)).unwrap();
+                let c1 = store.add_cell(run, &cell(1)).unwrap();
+                store
+                    .checkpoint(run, c0, Nanos(1), &metrics(1), &[], Nanos(2))
+                    .unwrap();
+                store
+                    .checkpoint(run, c1, Nanos(1), &metrics(i + 1), &[], Nanos(2))
+                    .unwrap();
+            }
         }
-    }
-    store
-        .finish_run(ids[0], RunStatus::Complete, Nanos(5_000), &[])
-        .unwrap();
+        store
+            .finish_run(ids[0], RunStatus::Complete, Nanos(5_000), &[])
+            .unwrap();
 
-    let list = store.list_runs().unwrap();
-    let got: Vec<_> = list.iter().map(|l| l.meta.id).collect();
-    assert_eq!(got, ids);
-    assert!(ids.windows(2).all(|w| w[0] < w[1]));
-    assert_eq!(list[0].meta.status, RunStatus::Complete);
-    assert_eq!(list[1].meta.status, RunStatus::Running);
-    assert_eq!(list[2].system_kernel, "6.2.0");
-    assert_eq!(
-        list[0].cells,
-        vec![cell(0), cell(1)]
-            .into_iter()
-            .map(|mut c| {
-                c.duration_ns = Nanos(1);
-                c
-            })
-            .collect::<Vec<_>>()
-    );
-    assert!(list[1].cells.is_empty());
-    // Max over raw timer.latency rows (the corrected ones are not larger
-    // here, noise.gap is not counted).
-    assert_eq!(list[0].max_timer_latency, Some(Nanos(50_000)));
-    assert_eq!(list[1].max_timer_latency, None);
-    assert_eq!(list[2].max_timer_latency, Some(Nanos(150_000)));
+        let list = store.list_runs().unwrap();
+        let got: Vec<_> = list.iter().map(|l| l.meta.id).collect();
+        assert_eq!(got, ids);
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(list[0].meta.status, RunStatus::Complete);
+        assert_eq!(list[1].meta.status, RunStatus::Running);
+        assert_eq!(list[2].system_kernel, "6.2.0");
+        assert_eq!(
+            list[0].cells,
+            vec![cell(0), cell(1)]
+                .into_iter()
+                .map(|mut c| {
+                    c.duration_ns = Nanos(1);
+                    c
+                })
+                .collect::<Vec<_>>()
+        );
+        assert!(list[1].cells.is_empty());
+        // Max over raw timer.latency rows (the corrected ones are not larger
+        // here, noise.gap is not counted).
+        assert_eq!(list[0].max_timer_latency, Some(Nanos(50_000)));
+        assert_eq!(list[1].max_timer_latency, None);
+        assert_eq!(list[2].max_timer_latency, Some(Nanos(150_000)));
+    });
 }
 
 #[test]
 fn resolve_latest_numbers_and_garbage() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    assert!(matches!(store.resolve("latest"), Err(StoreError::NoRuns)));
-    assert_eq!(store.latest_run().unwrap(), None);
-    let a = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let b = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    assert_eq!(store.latest_run().unwrap(), Some(b));
-    assert_eq!(store.resolve("latest").unwrap(), b);
-    assert_eq!(store.resolve(" LATEST ").unwrap(), b);
-    assert_eq!(store.resolve(&a.0.to_string()).unwrap(), a);
-    let e = store.resolve("7").unwrap_err();
-    assert!(matches!(e, StoreError::NotFound(RunId(7))), "{e:?}");
-    assert!(one_line(&e).contains('7'));
-    for bad in ["abc", "", "-1", "0", "1.5", "99999999999999999999"] {
-        let e = store.resolve(bad).unwrap_err();
-        assert!(
-            matches!(&e, StoreError::BadRunId(t) if t == bad),
-            "{bad}: {e:?}"
-        );
-        one_line(&e);
-    }
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        assert!(matches!(store.resolve("latest"), Err(StoreError::NoRuns)));
+        assert_eq!(store.latest_run().unwrap(), None);
+        let a = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let b = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        assert_eq!(store.latest_run().unwrap(), Some(b));
+        assert_eq!(store.resolve("latest").unwrap(), b);
+        assert_eq!(store.resolve(" LATEST ").unwrap(), b);
+        assert_eq!(store.resolve(&a.0.to_string()).unwrap(), a);
+        let e = store.resolve("7").unwrap_err();
+        assert!(matches!(e, StoreError::NotFound(RunId(7))), "{e:?}");
+        assert!(one_line(&e).contains('7'));
+        for bad in ["abc", "", "-1", "0", "1.5", "99999999999999999999"] {
+            let e = store.resolve(bad).unwrap_err();
+            assert!(
+                matches!(&e, StoreError::BadRunId(t) if t == bad),
+                "{bad}: {e:?}"
+            );
+            one_line(&e);
+        }
+    });
 }
 
 // ---------------------------------------------------------------- crashes and liveness
@@ -872,52 +879,53 @@ fn process_liveness_checks_boot_pid_and_name() {
 
 #[test]
 fn a_store_abandoned_mid_run_is_readable_up_to_its_last_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let (run, c) = {
-        let mut store = Store::open(&path).unwrap();
-        let mut meta = run_meta();
-        meta.pid = u32::MAX; // a process that no longer exists
-        let run = store.create_run(&meta, &system(), &caps()).unwrap();
-        let c = store.add_cell(run, &cell(0)).unwrap();
-        store
-            .checkpoint(
-                run,
-                c,
-                Nanos::from_secs(2),
-                &metrics(1),
-                &[chunk("timer.latency", Some(CpuId(0)), 0, 2, 0)],
-                Nanos(99),
-            )
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let (run, c) = {
+            let mut store = Store::open(&path).unwrap();
+            let mut meta = run_meta();
+            meta.pid = u32::MAX; // a process that no longer exists
+            let run = store.create_run(&meta, &system(), &caps()).unwrap();
+            let c = store.add_cell(run, &cell(0)).unwrap();
+            store
+                .checkpoint(
+                    run,
+                    c,
+                    Nanos::from_secs(2),
+                    &metrics(1),
+                    &[chunk("timer.latency", Some(CpuId(0)), 0, 2, 0)],
+                    Nanos(99),
+                )
+                .unwrap();
+            // No finish_run: the Store is dropped as a dying process would.
+            (run, c)
+        };
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(loaded.meta.status, RunStatus::Interrupted);
+        assert_eq!(
+            loaded.meta.notes.last().map(String::as_str),
+            Some(INTERRUPTED_NOTE)
+        );
+        assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
+        assert_eq!(
+            store
+                .load_timeline(c, "timer.latency", Some(CpuId(0)))
+                .unwrap()
+                .len(),
+            2
+        );
+        let list = store.list_runs().unwrap();
+        assert_eq!(list[0].meta.status, RunStatus::Interrupted);
+        // The row itself still says running: reading never rewrites it.
+        let stored: String = store
+            .db
+            .query_row("SELECT status FROM runs WHERE id = ?1", [run.0], |r| {
+                r.get(0)
+            })
             .unwrap();
-        // No finish_run: the Store is dropped as a dying process would.
-        (run, c)
-    };
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    assert_eq!(loaded.meta.status, RunStatus::Interrupted);
-    assert_eq!(
-        loaded.meta.notes.last().map(String::as_str),
-        Some(INTERRUPTED_NOTE)
-    );
-    assert_eq!(loaded.cells[0].metrics, sorted(metrics(1)));
-    assert_eq!(
-        store
-            .load_timeline(c, "timer.latency", Some(CpuId(0)))
-            .unwrap()
-            .len(),
-        2
-    );
-    let list = store.list_runs().unwrap();
-    assert_eq!(list[0].meta.status, RunStatus::Interrupted);
-    // The row itself still says running: reading never rewrites it.
-    let stored: String = store
-        .db
-        .query_row("SELECT status FROM runs WHERE id = ?1", [run.0], |r| {
-            r.get(0)
-        })
-        .unwrap();
-    assert_eq!(stored, "running");
+        assert_eq!(stored, "running");
+    });
 }
 
 const CHILD_ENV: &str = "LATSCOPE_STORE_TEST_CHILD_DB";
@@ -1591,225 +1599,234 @@ fn corrupt_settings_give_a_clear_error_and_leave_the_store_usable() {
 
 #[test]
 fn a_cell_whose_settings_name_another_probe_is_not_stored() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let mut c = cell(0);
-    c.probe = "noise".into();
-    let e = store.add_cell(run, &c).unwrap_err();
-    assert!(matches!(e, StoreError::MismatchedSettings { .. }), "{e:?}");
-    assert!(store.cell_ids(run).unwrap().is_empty());
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let mut c = cell(0);
+        c.probe = "noise".into();
+        let e = store.add_cell(run, &c).unwrap_err();
+        assert!(matches!(e, StoreError::MismatchedSettings { .. }), "{e:?}");
+        assert!(store.cell_ids(run).unwrap().is_empty());
+    });
 }
 
 #[test]
 fn episodes_and_trace_summaries_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c0 = store.add_cell(run, &cell(0)).unwrap();
-    let c1 = store.add_cell(run, &cell(1)).unwrap();
-    // Out of order, over two calls: the store orders by seq.
-    store
-        .add_episodes(c0, &[episode(3, 1, 900_000), episode(1, 0, 600_000)], &[])
-        .unwrap();
-    store
-        .add_episodes(c0, &[episode(2, 1, u64::from(u32::MAX) * 4)], &[])
-        .unwrap();
-    store.set_trace_summary(c0, &summary()).unwrap();
-    drop(store);
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c0 = store.add_cell(run, &cell(0)).unwrap();
+        let c1 = store.add_cell(run, &cell(1)).unwrap();
+        // Out of order, over two calls: the store orders by seq.
+        store
+            .add_episodes(c0, &[episode(3, 1, 900_000), episode(1, 0, 600_000)], &[])
+            .unwrap();
+        store
+            .add_episodes(c0, &[episode(2, 1, u64::from(u32::MAX) * 4)], &[])
+            .unwrap();
+        store.set_trace_summary(c0, &summary()).unwrap();
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    let c = &loaded.cells[0];
-    assert_eq!(
-        c.episodes,
-        vec![
-            episode(1, 0, 600_000),
-            episode(2, 1, u64::from(u32::MAX) * 4),
-            episode(3, 1, 900_000)
-        ]
-    );
-    assert_eq!(c.trace, Some(summary()));
-    assert_eq!(loaded.cells[1].trace, None);
-    assert!(loaded.cells[1].episodes.is_empty());
-    assert_eq!(store.cell_ids(run).unwrap(), vec![c0, c1]);
-    // Episodes without windows have none to load.
-    assert_eq!(store.load_episode_window(run, 1).unwrap(), None);
-    assert_eq!(store.load_episode_window(run, 99).unwrap(), None);
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        let c = &loaded.cells[0];
+        assert_eq!(
+            c.episodes,
+            vec![
+                episode(1, 0, 600_000),
+                episode(2, 1, u64::from(u32::MAX) * 4),
+                episode(3, 1, 900_000)
+            ]
+        );
+        assert_eq!(c.trace, Some(summary()));
+        assert_eq!(loaded.cells[1].trace, None);
+        assert!(loaded.cells[1].episodes.is_empty());
+        assert_eq!(store.cell_ids(run).unwrap(), vec![c0, c1]);
+        // Episodes without windows have none to load.
+        assert_eq!(store.load_episode_window(run, 1).unwrap(), None);
+        assert_eq!(store.load_episode_window(run, 99).unwrap(), None);
+    });
 }
 
 #[test]
 fn adding_episodes_again_replaces_them_and_keeps_their_windows() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    let eps = [episode(1, 0, 600_000), episode(2, 1, 700_000)];
-    let wins = [window(1, 0, 10), window(2, 1, 3)];
-    store.add_episodes(c, &eps, &wins).unwrap();
-    store.add_episodes(c, &eps, &wins).unwrap();
-    fn count(store: &Store, t: &str) -> i64 {
-        store
-            .db
-            .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
-            .unwrap()
-    }
-    assert_eq!(count(&store, "episodes"), 2);
-    assert_eq!(count(&store, "episode_windows"), 2);
-    assert_eq!(store.load_run(run).unwrap().cells[0].episodes, eps.to_vec());
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        let eps = [episode(1, 0, 600_000), episode(2, 1, 700_000)];
+        let wins = [window(1, 0, 10), window(2, 1, 3)];
+        store.add_episodes(c, &eps, &wins).unwrap();
+        store.add_episodes(c, &eps, &wins).unwrap();
+        fn count(store: &Store, t: &str) -> i64 {
+            store
+                .db
+                .query_row(&format!("SELECT count(*) FROM {t}"), [], |r| r.get(0))
+                .unwrap()
+        }
+        assert_eq!(count(&store, "episodes"), 2);
+        assert_eq!(count(&store, "episode_windows"), 2);
+        assert_eq!(store.load_run(run).unwrap().cells[0].episodes, eps.to_vec());
 
-    // A later checkpoint sends episode 2 again with its stacks: updated in
-    // place, its window untouched.
-    let mut e2 = episode(2, 1, 700_000);
-    e2.stacks.push(StackCount {
-        function: "clear_page_erms".into(),
-        module: None,
-        samples: 3,
+        // A later checkpoint sends episode 2 again with its stacks: updated in
+        // place, its window untouched.
+        let mut e2 = episode(2, 1, 700_000);
+        e2.stacks.push(StackCount {
+            function: "clear_page_erms".into(),
+            module: None,
+            samples: 3,
+        });
+        store.add_episodes(c, &[e2.clone()], &[]).unwrap();
+        assert_eq!(count(&store, "episodes"), 2);
+        assert_eq!(
+            store.load_run(run).unwrap().cells[0].episodes,
+            vec![episode(1, 0, 600_000), e2]
+        );
+        assert_eq!(
+            store.load_episode_window(run, 2).unwrap(),
+            Some(window(2, 1, 3))
+        );
+        // A window given again replaces the old one.
+        store.add_episodes(c, &[], &[window(2, 1, 5)]).unwrap();
+        assert_eq!(
+            store.load_episode_window(run, 2).unwrap(),
+            Some(window(2, 1, 5))
+        );
+
+        // The summary is replaced, not duplicated.
+        let mut s = summary();
+        store.set_trace_summary(c, &s).unwrap();
+        s.episodes_total = 41;
+        store.set_trace_summary(c, &s).unwrap();
+        assert_eq!(count(&store, "trace_summaries"), 1);
+        assert_eq!(store.load_run(run).unwrap().cells[0].trace, Some(s));
     });
-    store.add_episodes(c, &[e2.clone()], &[]).unwrap();
-    assert_eq!(count(&store, "episodes"), 2);
-    assert_eq!(
-        store.load_run(run).unwrap().cells[0].episodes,
-        vec![episode(1, 0, 600_000), e2]
-    );
-    assert_eq!(
-        store.load_episode_window(run, 2).unwrap(),
-        Some(window(2, 1, 3))
-    );
-    // A window given again replaces the old one.
-    store.add_episodes(c, &[], &[window(2, 1, 5)]).unwrap();
-    assert_eq!(
-        store.load_episode_window(run, 2).unwrap(),
-        Some(window(2, 1, 5))
-    );
-
-    // The summary is replaced, not duplicated.
-    let mut s = summary();
-    store.set_trace_summary(c, &s).unwrap();
-    s.episodes_total = 41;
-    store.set_trace_summary(c, &s).unwrap();
-    assert_eq!(count(&store, "trace_summaries"), 1);
-    assert_eq!(store.load_run(run).unwrap().cells[0].trace, Some(s));
 }
 
 #[test]
 fn episode_windows_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let other = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    let big = window(1, 1, 5_000);
-    let empty = EpisodeWindow {
-        seq: 2,
-        cpu: CpuId(0),
-        events: vec![],
-        truncated: 0,
-    };
-    store
-        .add_episodes(
-            c,
-            &[episode(1, 1, 600_000), episode(2, 0, 600_000)],
-            &[big.clone(), empty.clone()],
-        )
-        .unwrap();
-    assert_eq!(store.load_episode_window(run, 1).unwrap(), Some(big));
-    assert_eq!(store.load_episode_window(run, 2).unwrap(), Some(empty));
-    // Windows belong to their run.
-    assert_eq!(store.load_episode_window(other, 1).unwrap(), None);
-    assert!(matches!(
-        store.load_episode_window(RunId(77), 1).unwrap_err(),
-        StoreError::NotFound(RunId(77))
-    ));
-    // Stored compressed.
-    let bytes: i64 = store
-        .db
-        .query_row(
-            "SELECT length(events) FROM episode_windows WHERE seq = 1",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    let json = serde_json::to_vec(&window(1, 1, 5_000).events).unwrap();
-    assert!(
-        (bytes as usize) * 4 < json.len(),
-        "{bytes} of {}",
-        json.len()
-    );
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let other = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        let big = window(1, 1, 5_000);
+        let empty = EpisodeWindow {
+            seq: 2,
+            cpu: CpuId(0),
+            events: vec![],
+            truncated: 0,
+        };
+        store
+            .add_episodes(
+                c,
+                &[episode(1, 1, 600_000), episode(2, 0, 600_000)],
+                &[big.clone(), empty.clone()],
+            )
+            .unwrap();
+        assert_eq!(store.load_episode_window(run, 1).unwrap(), Some(big));
+        assert_eq!(store.load_episode_window(run, 2).unwrap(), Some(empty));
+        // Windows belong to their run.
+        assert_eq!(store.load_episode_window(other, 1).unwrap(), None);
+        assert!(matches!(
+            store.load_episode_window(RunId(77), 1).unwrap_err(),
+            StoreError::NotFound(RunId(77))
+        ));
+        // Stored compressed.
+        let bytes: i64 = store
+            .db
+            .query_row(
+                "SELECT length(events) FROM episode_windows WHERE seq = 1",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let json = serde_json::to_vec(&window(1, 1, 5_000).events).unwrap();
+        assert!(
+            (bytes as usize) * 4 < json.len(),
+            "{bytes} of {}",
+            json.len()
+        );
+    });
 }
 
 #[test]
 fn bad_episode_calls_give_clear_errors_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
 
-    let e = store
-        .add_episodes(CellId(999), &[episode(1, 0, 1)], &[])
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
-    let e = store
-        .set_trace_summary(CellId(999), &summary())
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+        let e = store
+            .add_episodes(CellId(999), &[episode(1, 0, 1)], &[])
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+        let e = store
+            .set_trace_summary(CellId(999), &summary())
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
 
-    // A window without its episode fails the whole call.
-    let e = store
-        .add_episodes(c, &[episode(1, 0, 600_000)], &[window(2, 0, 3)])
-        .unwrap_err();
-    assert!(
-        matches!(e, StoreError::WindowWithoutEpisode { seq: 2, .. }),
-        "{e:?}"
-    );
-    assert!(one_line(&e).contains("episode 2"));
-    assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
+        // A window without its episode fails the whole call.
+        let e = store
+            .add_episodes(c, &[episode(1, 0, 600_000)], &[window(2, 0, 3)])
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::WindowWithoutEpisode { seq: 2, .. }),
+            "{e:?}"
+        );
+        assert!(one_line(&e).contains("episode 2"));
+        assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
 
-    let e = store
-        .add_episodes(c, &[episode(0, 0, 600_000)], &[])
-        .unwrap_err();
-    assert!(
-        matches!(e, StoreError::InvalidEpisode { seq: 0, .. }),
-        "{e:?}"
-    );
-    one_line(&e);
+        let e = store
+            .add_episodes(c, &[episode(0, 0, 600_000)], &[])
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::InvalidEpisode { seq: 0, .. }),
+            "{e:?}"
+        );
+        one_line(&e);
 
-    let mut huge = episode(1, 0, 600_000);
-    huge.expiry_ns = Nanos(u64::MAX);
-    let e = store.add_episodes(c, &[huge], &[]).unwrap_err();
-    assert!(matches!(e, StoreError::OutOfRange { .. }), "{e:?}");
-    assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
+        let mut huge = episode(1, 0, 600_000);
+        huge.expiry_ns = Nanos(u64::MAX);
+        let e = store.add_episodes(c, &[huge], &[]).unwrap_err();
+        assert!(matches!(e, StoreError::OutOfRange { .. }), "{e:?}");
+        assert!(store.load_run(run).unwrap().cells[0].episodes.is_empty());
+    });
 }
 
 #[test]
 fn damaged_trace_rows_are_reported_as_damage() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    store
-        .add_episodes(c, &[episode(1, 0, 600_000)], &[window(1, 0, 3)])
-        .unwrap();
-    store
-        .db
-        .execute("UPDATE episode_windows SET events = x'00010203'", [])
-        .unwrap();
-    let e = store.load_episode_window(run, 1).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("episode 1"), "{e}");
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        store
+            .add_episodes(c, &[episode(1, 0, 600_000)], &[window(1, 0, 3)])
+            .unwrap();
+        store
+            .db
+            .execute(
+                "UPDATE episode_windows SET events = ?1",
+                [vec![0u8, 1, 2, 3]],
+            )
+            .unwrap();
+        let e = store.load_episode_window(run, 1).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("episode 1"), "{e}");
 
-    store
-        .db
-        .execute("UPDATE episodes SET breakdown = '{\"irq_ns\": 1}'", [])
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("breakdown of episode 1"), "{e}");
+        store
+            .db
+            .execute("UPDATE episodes SET breakdown = '{\"irq_ns\": 1}'", [])
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("breakdown of episode 1"), "{e}");
+    });
 }
 
 // ---------------------------------------------------------------- noise (schema version 3)
@@ -1990,185 +2007,189 @@ fn a_read_only_version_2_store_is_refused_untouched() {
 
 #[test]
 fn noise_stats_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let timer = store.add_cell(run, &cell(0)).unwrap();
-    let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
-    let c2 = store.add_cell(run, &noise_cell(2)).unwrap();
-    let mut gap = MetricResult::new("noise.gap", Some(CpuId(3)));
-    gap.histogram = hist(&[1_500, 2_000, 50_001_000]);
-    gap.threshold = Some(Nanos(1_000));
-    gap.above_threshold = Some(3);
-    store
-        .checkpoint(
-            run,
-            c1,
-            Nanos::from_secs(1),
-            &[gap.clone()],
-            &[chunk("noise.gap", Some(CpuId(3)), 0, 1, 3)],
-            Nanos(1_700_000_001_000_000_000),
-        )
-        .unwrap();
-    // Out of CPU order, with extremes: the store orders by CPU and keeps
-    // every figure exactly.
-    let mut extreme = noise(7, 1);
-    extreme.tsc_hz = u64::MAX;
-    extreme.calibration_drift_ppb = i64::MIN;
-    extreme.iterations = u64::MAX;
-    extreme.noise_ns = Nanos(u64::MAX);
-    extreme.steal_ns = Some(Nanos::ZERO);
-    let want = vec![noise(0, 1), noise(3, 2), extreme.clone()];
-    store
-        .set_noise_stats(c1, &[extreme, noise(0, 1), noise(3, 2)])
-        .unwrap();
-    store.set_noise_stats(c2, &[noise(1, 5)]).unwrap();
-    // An empty call stores nothing and fails nothing.
-    store.set_noise_stats(c2, &[]).unwrap();
-    drop(store);
-
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    assert!(loaded.cells[0].noise.is_empty());
-    assert_eq!(loaded.cells[0].meta.probe, "timer");
-    assert_eq!(loaded.cells[1].noise, want);
-    assert_eq!(loaded.cells[1].metrics, vec![gap]);
-    assert_eq!(loaded.cells[2].noise, vec![noise(1, 5)]);
-    assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
-    assert_eq!(
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let timer = store.add_cell(run, &cell(0)).unwrap();
+        let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
+        let c2 = store.add_cell(run, &noise_cell(2)).unwrap();
+        let mut gap = MetricResult::new("noise.gap", Some(CpuId(3)));
+        gap.histogram = hist(&[1_500, 2_000, 50_001_000]);
+        gap.threshold = Some(Nanos(1_000));
+        gap.above_threshold = Some(3);
         store
-            .load_timeline(c1, "noise.gap", Some(CpuId(3)))
-            .unwrap(),
-        chunk("noise.gap", Some(CpuId(3)), 0, 1, 3).seconds
-    );
+            .checkpoint(
+                run,
+                c1,
+                Nanos::from_secs(1),
+                &[gap.clone()],
+                &[chunk("noise.gap", Some(CpuId(3)), 0, 1, 3)],
+                Nanos(1_700_000_001_000_000_000),
+            )
+            .unwrap();
+        // Out of CPU order, with extremes: the store orders by CPU and keeps
+        // every figure exactly.
+        let mut extreme = noise(7, 1);
+        extreme.tsc_hz = u64::MAX;
+        extreme.calibration_drift_ppb = i64::MIN;
+        extreme.iterations = u64::MAX;
+        extreme.noise_ns = Nanos(u64::MAX);
+        extreme.steal_ns = Some(Nanos::ZERO);
+        let want = vec![noise(0, 1), noise(3, 2), extreme.clone()];
+        store
+            .set_noise_stats(c1, &[extreme, noise(0, 1), noise(3, 2)])
+            .unwrap();
+        store.set_noise_stats(c2, &[noise(1, 5)]).unwrap();
+        // An empty call stores nothing and fails nothing.
+        store.set_noise_stats(c2, &[]).unwrap();
+        drop(store);
+
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert!(loaded.cells[0].noise.is_empty());
+        assert_eq!(loaded.cells[0].meta.probe, "timer");
+        assert_eq!(loaded.cells[1].noise, want);
+        assert_eq!(loaded.cells[1].metrics, vec![gap]);
+        assert_eq!(loaded.cells[2].noise, vec![noise(1, 5)]);
+        assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
+        assert_eq!(
+            store
+                .load_timeline(c1, "noise.gap", Some(CpuId(3)))
+                .unwrap(),
+            chunk("noise.gap", Some(CpuId(3)), 0, 1, 3).seconds
+        );
+    });
 }
 
 #[test]
 fn setting_noise_stats_again_replaces_them_cpu_by_cpu() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &noise_cell(0)).unwrap();
-    store
-        .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
-        .unwrap();
-    store
-        .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
-        .unwrap();
-    assert_eq!(noise_rows(&store), 2);
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &noise_cell(0)).unwrap();
+        store
+            .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
+            .unwrap();
+        store
+            .set_noise_stats(c, &[noise(0, 1), noise(1, 1)])
+            .unwrap();
+        assert_eq!(noise_rows(&store), 2);
 
-    // A later checkpoint: both CPUs further on.
-    store
-        .set_noise_stats(c, &[noise(1, 2), noise(0, 2)])
-        .unwrap();
-    assert_eq!(noise_rows(&store), 2);
-    assert_eq!(
-        store.load_run(run).unwrap().cells[0].noise,
-        vec![noise(0, 2), noise(1, 2)]
-    );
+        // A later checkpoint: both CPUs further on.
+        store
+            .set_noise_stats(c, &[noise(1, 2), noise(0, 2)])
+            .unwrap();
+        assert_eq!(noise_rows(&store), 2);
+        assert_eq!(
+            store.load_run(run).unwrap().cells[0].noise,
+            vec![noise(0, 2), noise(1, 2)]
+        );
 
-    // One CPU alone: the other keeps its figures.
-    let mut last = noise(1, 3);
-    last.findings.push("steal time 4.00ms".into());
-    store.set_noise_stats(c, &[last.clone()]).unwrap();
-    assert_eq!(noise_rows(&store), 2);
-    assert_eq!(
-        store.load_run(run).unwrap().cells[0].noise,
-        vec![noise(0, 2), last]
-    );
+        // One CPU alone: the other keeps its figures.
+        let mut last = noise(1, 3);
+        last.findings.push("steal time 4.00ms".into());
+        store.set_noise_stats(c, &[last.clone()]).unwrap();
+        assert_eq!(noise_rows(&store), 2);
+        assert_eq!(
+            store.load_run(run).unwrap().cells[0].noise,
+            vec![noise(0, 2), last]
+        );
+    });
 }
 
 #[test]
 fn bad_noise_calls_give_clear_errors_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &noise_cell(0)).unwrap();
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &noise_cell(0)).unwrap();
 
-    let e = store
-        .set_noise_stats(CellId(999), &[noise(0, 1)])
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
-    one_line(&e);
+        let e = store
+            .set_noise_stats(CellId(999), &[noise(0, 1)])
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+        one_line(&e);
 
-    // A CPU given twice fails the whole call, the good rows included.
-    let e = store
-        .set_noise_stats(c, &[noise(0, 1), noise(1, 1), noise(0, 2)])
-        .unwrap_err();
-    assert!(
-        matches!(e, StoreError::InvalidNoiseStats { cpu: 0, .. }),
-        "{e:?}"
-    );
-    assert!(one_line(&e).contains("CPU 0"), "{e}");
-    assert_eq!(noise_rows(&store), 0);
-    assert!(store.load_run(run).unwrap().cells[0].noise.is_empty());
+        // A CPU given twice fails the whole call, the good rows included.
+        let e = store
+            .set_noise_stats(c, &[noise(0, 1), noise(1, 1), noise(0, 2)])
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::InvalidNoiseStats { cpu: 0, .. }),
+            "{e:?}"
+        );
+        assert!(one_line(&e).contains("CPU 0"), "{e}");
+        assert_eq!(noise_rows(&store), 0);
+        assert!(store.load_run(run).unwrap().cells[0].noise.is_empty());
 
-    // A failure keeps what an earlier call stored.
-    store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
-    store
-        .set_noise_stats(c, &[noise(1, 1), noise(1, 2)])
-        .unwrap_err();
-    assert_eq!(
-        store.load_run(run).unwrap().cells[0].noise,
-        vec![noise(0, 1)]
-    );
+        // A failure keeps what an earlier call stored.
+        store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
+        store
+            .set_noise_stats(c, &[noise(1, 1), noise(1, 2)])
+            .unwrap_err();
+        assert_eq!(
+            store.load_run(run).unwrap().cells[0].noise,
+            vec![noise(0, 1)]
+        );
+    });
 }
 
 #[test]
 fn noise_rows_are_constrained_and_damage_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &noise_cell(0)).unwrap();
-    store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
-    {
-        let conn = &store.db;
-        let insert = |cell: i64, cpu: i64, stats: &str| {
-            conn.execute(
-                "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3)",
-                crate::db::params![cell, cpu, stats],
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &noise_cell(0)).unwrap();
+        store.set_noise_stats(c, &[noise(0, 1)]).unwrap();
+        {
+            let conn = &store.db;
+            let insert = |cell: i64, cpu: i64, stats: &str| {
+                conn.execute(
+                    "INSERT INTO noise_stats (cell_id, cpu, stats) VALUES (?1, ?2, ?3)",
+                    crate::db::params![cell, cpu, stats],
+                )
+            };
+            // Not JSON, a negative CPU, a dangling cell, a second row for a CPU.
+            assert!(insert(c.0, 1, "not json").is_err());
+            assert!(insert(c.0, -1, "{}").is_err());
+            assert!(insert(4242, 1, "{}").is_err());
+            assert!(insert(c.0, 0, "{}").is_err());
+        }
+        assert_eq!(noise_rows(&store), 1);
+
+        // A row whose JSON is not NoiseCpuStats.
+        store
+            .db
+            .execute("UPDATE noise_stats SET stats = '{\"cpu\": 0}'", [])
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("noise figures of CPU 0"), "{e}");
+
+        // A row filed under the wrong CPU.
+        store
+            .db
+            .execute(
+                "UPDATE noise_stats SET stats = ?1",
+                [serde_json::to_string(&noise(5, 1)).unwrap()],
             )
-        };
-        // Not JSON, a negative CPU, a dangling cell, a second row for a CPU.
-        assert!(insert(c.0, 1, "not json").is_err());
-        assert!(insert(c.0, -1, "{}").is_err());
-        assert!(insert(4242, 1, "{}").is_err());
-        assert!(insert(c.0, 0, "{}").is_err());
-    }
-    assert_eq!(noise_rows(&store), 1);
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("those of CPU 5"), "{e}");
 
-    // A row whose JSON is not NoiseCpuStats.
-    store
-        .db
-        .execute("UPDATE noise_stats SET stats = '{\"cpu\": 0}'", [])
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("noise figures of CPU 0"), "{e}");
-
-    // A row filed under the wrong CPU.
-    store
-        .db
-        .execute(
-            "UPDATE noise_stats SET stats = ?1",
-            [serde_json::to_string(&noise(5, 1)).unwrap()],
-        )
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("those of CPU 5"), "{e}");
-
-    // Rows go with their cell.
-    store
-        .db
-        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
-        .unwrap();
-    assert_eq!(noise_rows(&store), 0);
+        // Rows go with their cell.
+        store
+            .db
+            .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+            .unwrap();
+        assert_eq!(noise_rows(&store), 0);
+    });
 }
 
 // ---------------------------------------------------------------- workload characterization (schema version 4)
@@ -2257,28 +2278,29 @@ fn total_changes(store: &Store) -> i64 {
 
 #[test]
 fn workload_stats_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c0 = store.add_cell(run, &cell(0)).unwrap();
-    let _c1 = store.add_cell(run, &cell(1)).unwrap();
-    let want = workload(3);
-    store.set_workload_stats(c0, &want).unwrap();
-    assert_eq!(workload_rows(&store), (1, 3));
-    drop(store);
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c0 = store.add_cell(run, &cell(0)).unwrap();
+        let _c1 = store.add_cell(run, &cell(1)).unwrap();
+        let want = workload(3);
+        store.set_workload_stats(c0, &want).unwrap();
+        assert_eq!(workload_rows(&store), (1, 3));
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    assert_eq!(loaded.cells[0].workload_stats, Some(want));
-    assert_eq!(loaded.cells[1].workload_stats, None);
-    // The summary row holds no samples: they are rows of their own.
-    let summary: String = store
-        .db
-        .query_row("SELECT stats FROM workload_stats", [], |r| r.get(0))
-        .unwrap();
-    assert!(summary.contains("\"seconds\":[]"), "{summary}");
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(loaded.cells[0].workload_stats, Some(want));
+        assert_eq!(loaded.cells[1].workload_stats, None);
+        // The summary row holds no samples: they are rows of their own.
+        let summary: String = store
+            .db
+            .query_row("SELECT stats FROM workload_stats", [], |r| r.get(0))
+            .unwrap();
+        assert!(summary.contains("\"seconds\":[]"), "{summary}");
+    });
 }
 
 #[test]
@@ -2326,115 +2348,117 @@ fn checkpoints_write_only_what_changed() {
 
 #[test]
 fn bad_workload_calls_give_clear_errors_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    let e = store
-        .set_workload_stats(CellId(999), &workload(2))
-        .unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
-    one_line(&e);
-    assert_eq!(workload_rows(&store), (0, 0));
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        let e = store
+            .set_workload_stats(CellId(999), &workload(2))
+            .unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+        one_line(&e);
+        assert_eq!(workload_rows(&store), (0, 0));
 
-    // A value JSON cannot hold fails before anything is written, and keeps
-    // what an earlier call stored.
-    store.set_workload_stats(c, &workload(2)).unwrap();
-    let mut bad = workload(4);
-    bad.seconds[3].interrupts_per_s = Some(f64::NAN);
-    let e = store.set_workload_stats(c, &bad).unwrap_err();
-    assert!(
-        matches!(e, StoreError::InvalidWorkloadStats { cell, .. } if cell == c),
-        "{e:?}"
-    );
-    assert!(
-        one_line(&e).contains("seconds[3].interrupts_per_s is not a finite number"),
-        "{e}"
-    );
-    assert_eq!(
-        store.load_run(run).unwrap().cells[0].workload_stats,
-        Some(workload(2))
-    );
+        // A value JSON cannot hold fails before anything is written, and keeps
+        // what an earlier call stored.
+        store.set_workload_stats(c, &workload(2)).unwrap();
+        let mut bad = workload(4);
+        bad.seconds[3].interrupts_per_s = Some(f64::NAN);
+        let e = store.set_workload_stats(c, &bad).unwrap_err();
+        assert!(
+            matches!(e, StoreError::InvalidWorkloadStats { cell, .. } if cell == c),
+            "{e:?}"
+        );
+        assert!(
+            one_line(&e).contains("seconds[3].interrupts_per_s is not a finite number"),
+            "{e}"
+        );
+        assert_eq!(
+            store.load_run(run).unwrap().cells[0].workload_stats,
+            Some(workload(2))
+        );
+    });
 }
 
 #[test]
 fn workload_rows_are_constrained_and_damage_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &cell(0)).unwrap();
-    store.set_workload_stats(c, &workload(3)).unwrap();
-    {
-        let conn = &store.db;
-        // Not JSON, a second summary, a dangling cell, a negative index, a
-        // second row for an index.
-        assert!(conn
-            .execute("UPDATE workload_stats SET stats = 'not json'", [],)
-            .is_err());
-        assert!(conn
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &cell(0)).unwrap();
+        store.set_workload_stats(c, &workload(3)).unwrap();
+        {
+            let conn = &store.db;
+            // Not JSON, a second summary, a dangling cell, a negative index, a
+            // second row for an index.
+            assert!(conn
+                .execute("UPDATE workload_stats SET stats = 'not json'", [],)
+                .is_err());
+            assert!(conn
+                .execute(
+                    "INSERT INTO workload_stats (cell_id, stats) VALUES (?1, '{}')",
+                    [c.0],
+                )
+                .is_err());
+            assert!(conn
+                .execute(
+                    "INSERT INTO workload_stats (cell_id, stats) VALUES (4242, '{}')",
+                    [],
+                )
+                .is_err());
+            assert!(conn
+                .execute(
+                    "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, -1, '{}')",
+                    [c.0],
+                )
+                .is_err());
+            assert!(conn
+                .execute(
+                    "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, 0, '{}')",
+                    [c.0],
+                )
+                .is_err());
+        }
+        assert_eq!(workload_rows(&store), (1, 3));
+
+        // A gap in the samples.
+        store
+            .db
+            .execute("DELETE FROM workload_seconds WHERE idx = 1", [])
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("workload sample 1 of cell"), "{e}");
+
+        // A sample that is not a WorkloadSecond.
+        store.set_workload_stats(c, &workload(3)).unwrap();
+        store
+            .db
             .execute(
-                "INSERT INTO workload_stats (cell_id, stats) VALUES (?1, '{}')",
-                [c.0],
-            )
-            .is_err());
-        assert!(conn
-            .execute(
-                "INSERT INTO workload_stats (cell_id, stats) VALUES (4242, '{}')",
+                "UPDATE workload_seconds SET sample = '{\"cpu\": 5}' WHERE idx = 2",
                 [],
             )
-            .is_err());
-        assert!(conn
-            .execute(
-                "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, -1, '{}')",
-                [c.0],
-            )
-            .is_err());
-        assert!(conn
-            .execute(
-                "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, 0, '{}')",
-                [c.0],
-            )
-            .is_err());
-    }
-    assert_eq!(workload_rows(&store), (1, 3));
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(one_line(&e).contains("workload sample 2"), "{e}");
 
-    // A gap in the samples.
-    store
-        .db
-        .execute("DELETE FROM workload_seconds WHERE idx = 1", [])
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("workload sample 1 of cell"), "{e}");
+        // Samples without a summary.
+        store.set_workload_stats(c, &workload(3)).unwrap();
+        store.db.execute("DELETE FROM workload_stats", []).unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(one_line(&e).contains("no characterization"), "{e}");
 
-    // A sample that is not a WorkloadSecond.
-    store.set_workload_stats(c, &workload(3)).unwrap();
-    store
-        .db
-        .execute(
-            "UPDATE workload_seconds SET sample = '{\"cpu\": 5}' WHERE idx = 2",
-            [],
-        )
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(one_line(&e).contains("workload sample 2"), "{e}");
-
-    // Samples without a summary.
-    store.set_workload_stats(c, &workload(3)).unwrap();
-    store.db.execute("DELETE FROM workload_stats", []).unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(one_line(&e).contains("no characterization"), "{e}");
-
-    // Rows go with their cell.
-    store.set_workload_stats(c, &workload(3)).unwrap();
-    store
-        .db
-        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
-        .unwrap();
-    assert_eq!(workload_rows(&store), (0, 0));
+        // Rows go with their cell.
+        store.set_workload_stats(c, &workload(3)).unwrap();
+        store
+            .db
+            .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+            .unwrap();
+        assert_eq!(workload_rows(&store), (0, 0));
+    });
 }
 
 /// A store file as a version-3 latscope wrote it: the version-2 store of
@@ -2540,124 +2564,127 @@ fn udp_rows(store: &Store) -> i64 {
 
 #[test]
 fn udp_stats_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let timer = store.add_cell(run, &cell(0)).unwrap();
-    let c1 = store.add_cell(run, &udp_cell(1)).unwrap();
-    let c2 = store.add_cell(run, &udp_cell(2)).unwrap();
-    let mut send = MetricResult::new(latscope_model::metric::UDP_SEND, Some(CpuId(0)));
-    send.histogram = hist(&[4_000, 5_000, 90_000]);
-    store
-        .checkpoint(
-            run,
-            c1,
-            Nanos::from_secs(1),
-            &[send.clone()],
-            &[],
-            Nanos(1_700_000_001_000_000_000),
-        )
-        .unwrap();
-    store.set_udp_stats(c1, &udp(1)).unwrap();
-    // The largest values the store holds, and the other path.
-    let extreme = UdpStats {
-        path: UdpPath::Loopback,
-        sender_cpu: CpuId(u32::MAX),
-        receiver_cpu: CpuId(0),
-        payload_bytes: u32::MAX,
-        period_ns: Nanos(i64::MAX as u64),
-        sent: i64::MAX as u64,
-        checked: i64::MAX as u64,
-        ..UdpStats::default()
-    };
-    store.set_udp_stats(c2, &extreme).unwrap();
-    drop(store);
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let timer = store.add_cell(run, &cell(0)).unwrap();
+        let c1 = store.add_cell(run, &udp_cell(1)).unwrap();
+        let c2 = store.add_cell(run, &udp_cell(2)).unwrap();
+        let mut send = MetricResult::new(latscope_model::metric::UDP_SEND, Some(CpuId(0)));
+        send.histogram = hist(&[4_000, 5_000, 90_000]);
+        store
+            .checkpoint(
+                run,
+                c1,
+                Nanos::from_secs(1),
+                &[send.clone()],
+                &[],
+                Nanos(1_700_000_001_000_000_000),
+            )
+            .unwrap();
+        store.set_udp_stats(c1, &udp(1)).unwrap();
+        // The largest values the store holds, and the other path.
+        let extreme = UdpStats {
+            path: UdpPath::Loopback,
+            sender_cpu: CpuId(u32::MAX),
+            receiver_cpu: CpuId(0),
+            payload_bytes: u32::MAX,
+            period_ns: Nanos(i64::MAX as u64),
+            sent: i64::MAX as u64,
+            checked: i64::MAX as u64,
+            ..UdpStats::default()
+        };
+        store.set_udp_stats(c2, &extreme).unwrap();
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    assert_eq!(loaded.cells[0].udp, None);
-    assert_eq!(loaded.cells[1].udp, Some(udp(1)));
-    assert_eq!(loaded.cells[1].metrics, vec![send]);
-    assert_eq!(loaded.cells[2].udp, Some(extreme));
-    assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
-    // One column per field, readable without parsing anything.
-    let (path_text, lost): (String, i64) = store
-        .db
-        .query_row(
-            "SELECT path, lost FROM udp_stats WHERE cell_id = ?1",
-            [c1.0],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!((path_text.as_str(), lost), ("veth", 7));
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(loaded.cells[0].udp, None);
+        assert_eq!(loaded.cells[1].udp, Some(udp(1)));
+        assert_eq!(loaded.cells[1].metrics, vec![send]);
+        assert_eq!(loaded.cells[2].udp, Some(extreme));
+        assert_eq!(store.cell_ids(run).unwrap(), vec![timer, c1, c2]);
+        // One column per field, readable without parsing anything.
+        let (path_text, lost): (String, i64) = store
+            .db
+            .query_row(
+                "SELECT path, lost FROM udp_stats WHERE cell_id = ?1",
+                [c1.0],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((path_text.as_str(), lost), ("veth", 7));
+    });
 }
 
 #[test]
 fn setting_udp_stats_again_replaces_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &udp_cell(0)).unwrap();
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    assert_eq!(udp_rows(&store), 1);
-    // Later checkpoints, and the end: each replaces the row, smaller
-    // counts included (the last call is the truth).
-    for scale in [3, 2] {
-        store.set_udp_stats(c, &udp(scale)).unwrap();
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &udp_cell(0)).unwrap();
+        store.set_udp_stats(c, &udp(1)).unwrap();
+        store.set_udp_stats(c, &udp(1)).unwrap();
         assert_eq!(udp_rows(&store), 1);
-        assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(scale)));
-    }
-    let mut last = udp(4);
-    last.path = UdpPath::Loopback;
-    last.inconsistent = 0;
-    store.set_udp_stats(c, &last).unwrap();
-    assert_eq!(udp_rows(&store), 1);
-    assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(last));
+        // Later checkpoints, and the end: each replaces the row, smaller
+        // counts included (the last call is the truth).
+        for scale in [3, 2] {
+            store.set_udp_stats(c, &udp(scale)).unwrap();
+            assert_eq!(udp_rows(&store), 1);
+            assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(scale)));
+        }
+        let mut last = udp(4);
+        last.path = UdpPath::Loopback;
+        last.inconsistent = 0;
+        store.set_udp_stats(c, &last).unwrap();
+        assert_eq!(udp_rows(&store), 1);
+        assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(last));
+    });
 }
 
 #[test]
 fn bad_udp_calls_give_clear_errors_and_store_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &udp_cell(0)).unwrap();
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &udp_cell(0)).unwrap();
 
-    let e = store.set_udp_stats(CellId(999), &udp(1)).unwrap_err();
-    assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
-    one_line(&e);
-    assert_eq!(udp_rows(&store), 0);
+        let e = store.set_udp_stats(CellId(999), &udp(1)).unwrap_err();
+        assert!(matches!(e, StoreError::NoSuchCell(CellId(999))), "{e:?}");
+        one_line(&e);
+        assert_eq!(udp_rows(&store), 0);
 
-    // A count beyond 63 bits fails before anything is written, and keeps
-    // what an earlier call stored.
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    let mut bad = udp(2);
-    bad.lost = u64::MAX;
-    let e = store.set_udp_stats(c, &bad).unwrap_err();
-    assert!(
-        matches!(e, StoreError::OutOfRange { value, .. } if value == u64::MAX),
-        "{e:?}"
-    );
-    assert!(one_line(&e).contains("UDP datagrams lost"), "{e}");
-    assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(1)));
+        // A count beyond 63 bits fails before anything is written, and keeps
+        // what an earlier call stored.
+        store.set_udp_stats(c, &udp(1)).unwrap();
+        let mut bad = udp(2);
+        bad.lost = u64::MAX;
+        let e = store.set_udp_stats(c, &bad).unwrap_err();
+        assert!(
+            matches!(e, StoreError::OutOfRange { value, .. } if value == u64::MAX),
+            "{e:?}"
+        );
+        assert!(one_line(&e).contains("UDP datagrams lost"), "{e}");
+        assert_eq!(store.load_run(run).unwrap().cells[0].udp, Some(udp(1)));
+    });
 }
 
 #[test]
 fn udp_rows_are_constrained_and_damage_is_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c = store.add_cell(run, &udp_cell(0)).unwrap();
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    {
-        let conn = &store.db;
-        let insert = |cell: i64, sent: i64| {
-            conn.execute(
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c = store.add_cell(run, &udp_cell(0)).unwrap();
+        store.set_udp_stats(c, &udp(1)).unwrap();
+        {
+            let conn = &store.db;
+            let insert = |cell: i64, sent: i64| {
+                conn.execute(
                 "INSERT INTO udp_stats (cell_id, path, sender_cpu, receiver_cpu, payload_bytes, \
                  period_ns, sent, send_errors, received, lost, reordered, duplicates, overruns, \
                  skipped_sends, missing_tx_sched, missing_tx_software, missing_rx_software, \
@@ -2665,50 +2692,51 @@ fn udp_rows_are_constrained_and_damage_is_reported() {
                  VALUES (?1, 'loopback', 0, 1, 64, 1000, ?2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
                 crate::db::params![cell, sent],
             )
-        };
-        // A second row for the cell, a dangling cell, a negative count.
-        assert!(insert(c.0, 1).is_err());
-        assert!(insert(4242, 1).is_err());
-        let c2 = store_cell_for_constraints(conn, run);
-        assert!(insert(c2, -1).is_err());
-        insert(c2, 1).unwrap();
-        conn.execute("DELETE FROM cells WHERE id = ?1", [c2])
+            };
+            // A second row for the cell, a dangling cell, a negative count.
+            assert!(insert(c.0, 1).is_err());
+            assert!(insert(4242, 1).is_err());
+            let c2 = store_cell_for_constraints(conn, run);
+            assert!(insert(c2, -1).is_err());
+            insert(c2, 1).unwrap();
+            conn.execute("DELETE FROM cells WHERE id = ?1", [c2])
+                .unwrap();
+        }
+        assert_eq!(udp_rows(&store), 1);
+
+        // A path this build does not know.
+        store
+            .db
+            .execute("UPDATE udp_stats SET path = 'eth0'", [])
             .unwrap();
-    }
-    assert_eq!(udp_rows(&store), 1);
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(
+            one_line(&e).contains("path of the UDP counts of cell"),
+            "{e}"
+        );
 
-    // A path this build does not know.
-    store
-        .db
-        .execute("UPDATE udp_stats SET path = 'eth0'", [])
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(
-        one_line(&e).contains("path of the UDP counts of cell"),
-        "{e}"
-    );
+        // A CPU no machine has.
+        store.set_udp_stats(c, &udp(1)).unwrap();
+        store
+            .db
+            .execute("UPDATE udp_stats SET receiver_cpu = 4294967296", [])
+            .unwrap();
+        let e = store.load_run(run).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+        assert!(
+            one_line(&e).contains("receiver CPU of the UDP counts"),
+            "{e}"
+        );
 
-    // A CPU no machine has.
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    store
-        .db
-        .execute("UPDATE udp_stats SET receiver_cpu = 4294967296", [])
-        .unwrap();
-    let e = store.load_run(run).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
-    assert!(
-        one_line(&e).contains("receiver CPU of the UDP counts"),
-        "{e}"
-    );
-
-    // Rows go with their cell.
-    store.set_udp_stats(c, &udp(1)).unwrap();
-    store
-        .db
-        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
-        .unwrap();
-    assert_eq!(udp_rows(&store), 0);
+        // Rows go with their cell.
+        store.set_udp_stats(c, &udp(1)).unwrap();
+        store
+            .db
+            .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+            .unwrap();
+        assert_eq!(udp_rows(&store), 0);
+    });
 }
 
 /// A second cell added through SQL, for constraint checks that need a cell
@@ -2803,55 +2831,56 @@ fn early(cpu: u32, n: u64) -> TimerCpuStats {
 
 #[test]
 fn timer_stats_round_trip_and_replace_cpu_by_cpu() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    store.set_liveness_probe(always_alive);
-    let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let c0 = store.add_cell(run, &cell(0)).unwrap();
-    let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
-    let extreme = TimerCpuStats {
-        cpu: CpuId(9),
-        early_wakeups: i64::MAX as u64,
-        max_early_ns: Nanos(i64::MAX as u64),
-    };
-    // Out of CPU order: read back by CPU.
-    store
-        .set_timer_stats(c0, &[extreme.clone(), early(1, 0), early(0, 3)])
-        .unwrap();
-    // A later checkpoint replaces CPU 0 and leaves the others.
-    store.set_timer_stats(c0, &[early(0, 7)]).unwrap();
-    store.set_timer_stats(c0, &[]).unwrap();
-    drop(store);
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        store.set_liveness_probe(always_alive);
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let c0 = store.add_cell(run, &cell(0)).unwrap();
+        let c1 = store.add_cell(run, &noise_cell(1)).unwrap();
+        let extreme = TimerCpuStats {
+            cpu: CpuId(9),
+            early_wakeups: i64::MAX as u64,
+            max_early_ns: Nanos(i64::MAX as u64),
+        };
+        // Out of CPU order: read back by CPU.
+        store
+            .set_timer_stats(c0, &[extreme.clone(), early(1, 0), early(0, 3)])
+            .unwrap();
+        // A later checkpoint replaces CPU 0 and leaves the others.
+        store.set_timer_stats(c0, &[early(0, 7)]).unwrap();
+        store.set_timer_stats(c0, &[]).unwrap();
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(run).unwrap();
-    assert_eq!(
-        loaded.cells[0].timer,
-        vec![early(0, 7), early(1, 0), extreme]
-    );
-    assert!(loaded.cells[1].timer.is_empty(), "a noise cell has none");
-    drop(store);
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(run).unwrap();
+        assert_eq!(
+            loaded.cells[0].timer,
+            vec![early(0, 7), early(1, 0), extreme]
+        );
+        assert!(loaded.cells[1].timer.is_empty(), "a noise cell has none");
+        drop(store);
 
-    let mut store = Store::open(&path).unwrap();
-    // Refused whole: a duplicated CPU, a count SQLite cannot hold, no cell.
-    assert!(matches!(
-        store.set_timer_stats(c1, &[early(2, 1), early(2, 2)]),
-        Err(StoreError::InvalidTimerStats { cpu: 2, .. })
-    ));
-    let huge = TimerCpuStats {
-        early_wakeups: u64::MAX,
-        ..early(3, 1)
-    };
-    assert!(matches!(
-        store.set_timer_stats(c1, &[early(4, 1), huge]),
-        Err(StoreError::OutOfRange { .. })
-    ));
-    assert!(matches!(
-        store.set_timer_stats(CellId(999), &[early(0, 1)]),
-        Err(StoreError::NoSuchCell(_))
-    ));
-    assert!(store.load_run(run).unwrap().cells[1].timer.is_empty());
+        let mut store = Store::open(&path).unwrap();
+        // Refused whole: a duplicated CPU, a count SQLite cannot hold, no cell.
+        assert!(matches!(
+            store.set_timer_stats(c1, &[early(2, 1), early(2, 2)]),
+            Err(StoreError::InvalidTimerStats { cpu: 2, .. })
+        ));
+        let huge = TimerCpuStats {
+            early_wakeups: u64::MAX,
+            ..early(3, 1)
+        };
+        assert!(matches!(
+            store.set_timer_stats(c1, &[early(4, 1), huge]),
+            Err(StoreError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            store.set_timer_stats(CellId(999), &[early(0, 1)]),
+            Err(StoreError::NoSuchCell(_))
+        ));
+        assert!(store.load_run(run).unwrap().cells[1].timer.is_empty());
+    });
 }
 
 fn write_v5_timer_store(path: &Path) -> (Vec<MetricResult>, Vec<SecondStats>) {
@@ -2900,6 +2929,7 @@ fn a_version_5_store_migrates_in_place_and_keeps_its_runs() {
     assert_eq!(loaded.cells[0].metrics, want_metrics);
 }
 
+mod backends;
 mod checkpoint;
 mod copy;
 mod hosts;
@@ -2907,4 +2937,5 @@ mod insert;
 mod intervals;
 mod micro;
 mod monitor;
+mod postgres;
 mod snapshots;

@@ -131,7 +131,7 @@ pub(crate) fn write_workload_stats(
             .prepare_cached(
                 "INSERT INTO workload_seconds (cell_id, idx, sample) VALUES (?1, ?2, ?3) \
                      ON CONFLICT (cell_id, idx) DO UPDATE SET sample = excluded.sample \
-                     WHERE sample IS NOT excluded.sample",
+                     WHERE workload_seconds.sample IS DISTINCT FROM excluded.sample",
             )
             .map_err(err("saving the workload samples"))?;
         for (idx, json) in seconds.iter().enumerate() {

@@ -2,6 +2,7 @@
 //! recognised again by its uuid; a running run is refused.
 
 use super::*;
+use crate::tests::backends::each_backend;
 use crate::{Copied, Span, Window};
 
 fn measured_run(store: &mut Store) -> RunId {
@@ -48,80 +49,83 @@ fn measured_run(store: &mut Store) -> RunId {
 
 #[test]
 fn a_copied_run_is_the_same_run_and_a_second_copy_finds_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut here = Store::open(&dir.path().join("here.db")).unwrap();
-    let mut there = Store::open(&dir.path().join("there.db")).unwrap();
-    // The target numbers runs its own way: it has one already.
-    measured_run(&mut there);
-    let run = measured_run(&mut here);
+    each_backend(|dir| {
+        let mut here = Store::open(&dir.at("here.db")).unwrap();
+        let mut there = Store::open(&dir.at("there.db")).unwrap();
+        // The target numbers runs its own way: it has one already.
+        measured_run(&mut there);
+        let run = measured_run(&mut here);
 
-    let copied = here.copy_run(run, &mut there).unwrap();
-    let Copied::Stored(new) = copied else {
-        panic!("{copied:?}")
-    };
-    assert_ne!(new, run);
-    assert_eq!(here.run_uuid(run).unwrap(), there.run_uuid(new).unwrap());
-    let mut a = here.load_run(run).unwrap();
-    let b = there.load_run(new).unwrap();
-    a.meta.id = new;
-    assert_eq!(a, b);
-    let cells_here = here.cell_ids(run).unwrap();
-    let cells_there = there.cell_ids(new).unwrap();
-    for (h, t) in cells_here.iter().zip(&cells_there) {
+        let copied = here.copy_run(run, &mut there).unwrap();
+        let Copied::Stored(new) = copied else {
+            panic!("{copied:?}")
+        };
+        assert_ne!(new, run);
+        assert_eq!(here.run_uuid(run).unwrap(), there.run_uuid(new).unwrap());
+        let mut a = here.load_run(run).unwrap();
+        let b = there.load_run(new).unwrap();
+        a.meta.id = new;
+        assert_eq!(a, b);
+        let cells_here = here.cell_ids(run).unwrap();
+        let cells_there = there.cell_ids(new).unwrap();
+        for (h, t) in cells_here.iter().zip(&cells_there) {
+            assert_eq!(
+                here.load_timeline(*h, "timer.latency", Some(CpuId(0)))
+                    .unwrap(),
+                there
+                    .load_timeline(*t, "timer.latency", Some(CpuId(0)))
+                    .unwrap()
+            );
+            assert_eq!(
+                here.load_snapshots(*h).unwrap().len(),
+                there.load_snapshots(*t).unwrap().len()
+            );
+        }
         assert_eq!(
-            here.load_timeline(*h, "timer.latency", Some(CpuId(0)))
-                .unwrap(),
-            there
-                .load_timeline(*t, "timer.latency", Some(CpuId(0)))
-                .unwrap()
+            here.windows(run, Span::Minute, Nanos::ZERO).unwrap(),
+            there.windows(new, Span::Minute, Nanos::ZERO).unwrap()
         );
-        assert_eq!(
-            here.load_snapshots(*h).unwrap().len(),
-            there.load_snapshots(*t).unwrap().len()
-        );
-    }
-    assert_eq!(
-        here.windows(run, Span::Minute, Nanos::ZERO).unwrap(),
-        there.windows(new, Span::Minute, Nanos::ZERO).unwrap()
-    );
 
-    // Again: found, not stored twice.
-    assert_eq!(
-        here.copy_run(run, &mut there).unwrap(),
-        Copied::Present(new)
-    );
-    assert_eq!(there.list_runs().unwrap().len(), 2);
-    // And back the other way: it is the same run.
-    assert_eq!(
-        there.copy_run(new, &mut here).unwrap(),
-        Copied::Present(run)
-    );
+        // Again: found, not stored twice.
+        assert_eq!(
+            here.copy_run(run, &mut there).unwrap(),
+            Copied::Present(new)
+        );
+        assert_eq!(there.list_runs().unwrap().len(), 2);
+        // And back the other way: it is the same run.
+        assert_eq!(
+            there.copy_run(new, &mut here).unwrap(),
+            Copied::Present(run)
+        );
+    });
 }
 
 #[test]
 fn a_run_still_being_measured_is_not_copied() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut here = Store::open(&dir.path().join("here.db")).unwrap();
-    here.set_liveness_probe(always_alive);
-    let mut there = Store::open(&dir.path().join("there.db")).unwrap();
-    let run = here.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let e = here.copy_run(run, &mut there).unwrap_err();
-    assert_eq!(
-        one_line(&e),
-        format!("run {run} is still being measured: copy it once it has ended")
-    );
-    assert!(there.list_runs().unwrap().is_empty());
+    each_backend(|dir| {
+        let mut here = Store::open(&dir.at("here.db")).unwrap();
+        here.set_liveness_probe(always_alive);
+        let mut there = Store::open(&dir.at("there.db")).unwrap();
+        let run = here.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let e = here.copy_run(run, &mut there).unwrap_err();
+        assert_eq!(
+            one_line(&e),
+            format!("run {run} is still being measured: copy it once it has ended")
+        );
+        assert!(there.list_runs().unwrap().is_empty());
+    });
 }
 
 #[test]
 fn every_run_has_a_distinct_uuid() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut store = Store::open(&dir.path().join("s.db")).unwrap();
-    let a = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let b = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let (ua, ub) = (store.run_uuid(a).unwrap(), store.run_uuid(b).unwrap());
-    assert_ne!(ua, ub);
-    assert_eq!(ua.len(), 36);
-    assert_eq!(store.find_uuid(&ub).unwrap(), Some(b));
-    assert_eq!(store.find_uuid("nope").unwrap(), None);
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let a = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let b = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let (ua, ub) = (store.run_uuid(a).unwrap(), store.run_uuid(b).unwrap());
+        assert_ne!(ua, ub);
+        assert_eq!(ua.len(), 36);
+        assert_eq!(store.find_uuid(&ub).unwrap(), Some(b));
+        assert_eq!(store.find_uuid("nope").unwrap(), None);
+    });
 }

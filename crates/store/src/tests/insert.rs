@@ -3,6 +3,7 @@
 //! run's source kept beside it (schema version 11).
 
 use super::*;
+use crate::tests::backends::each_backend;
 use latscope_model::RunSource;
 use latscope_stats::{CellResult, RunResult};
 
@@ -79,87 +80,89 @@ fn count(store: &Store, table: &str) -> i64 {
 
 #[test]
 fn a_whole_run_is_stored_at_once_and_reads_back_as_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    let first = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let run = whole_run();
-    let id = store.insert_run(&run).unwrap();
-    assert_eq!(id, RunId(first.0 + 1));
-    drop(store);
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let first = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let run = whole_run();
+        let id = store.insert_run(&run).unwrap();
+        assert_eq!(id, RunId(first.0 + 1));
+        drop(store);
 
-    let store = Store::open_existing(&path).unwrap();
-    let loaded = store.load_run(id).unwrap();
-    let mut want = run.clone();
-    want.meta.id = id;
-    assert_eq!(loaded, want);
-    // The custom sum of a rebuilt histogram survives the store.
-    assert_eq!(loaded.cells[1].metrics[0].histogram.sum(), 3_500_000);
+        let store = Store::open_existing(&path).unwrap();
+        let loaded = store.load_run(id).unwrap();
+        let mut want = run.clone();
+        want.meta.id = id;
+        assert_eq!(loaded, want);
+        // The custom sum of a rebuilt histogram survives the store.
+        assert_eq!(loaded.cells[1].metrics[0].histogram.sum(), 3_500_000);
 
-    let listed = store.list_runs().unwrap();
-    assert_eq!(listed.len(), 2);
-    assert_eq!(listed[0].meta.source, None);
-    assert_eq!(listed[1].meta.source, Some(source()));
-    assert_eq!(listed[1].max_timer_latency, Some(Nanos(50_000)));
-    // Each cell's metrics are its snapshot at its duration, as a final
-    // checkpoint leaves them.
-    let c0 = store.cell_ids(id).unwrap()[0];
-    let snaps = store.load_snapshots(c0).unwrap();
-    assert_eq!(snaps.len(), 1);
-    assert_eq!(snaps[0].at, Nanos::from_secs(8));
+        let listed = store.list_runs().unwrap();
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].meta.source, None);
+        assert_eq!(listed[1].meta.source, Some(source()));
+        assert_eq!(listed[1].max_timer_latency, Some(Nanos(50_000)));
+        // Each cell's metrics are its snapshot at its duration, as a final
+        // checkpoint leaves them.
+        let c0 = store.cell_ids(id).unwrap()[0];
+        let snaps = store.load_snapshots(c0).unwrap();
+        assert_eq!(snaps.len(), 1);
+        assert_eq!(snaps[0].at, Nanos::from_secs(8));
+    });
 }
 
 #[test]
 fn a_run_that_fails_part_way_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
 
-    // The last cell's settings name another probe.
-    let mut bad = whole_run();
-    bad.cells[2].meta.probe = "timer".into();
-    let e = store.insert_run(&bad).unwrap_err();
-    assert!(matches!(e, StoreError::MismatchedSettings { .. }), "{e}");
+        // The last cell's settings name another probe.
+        let mut bad = whole_run();
+        bad.cells[2].meta.probe = "timer".into();
+        let e = store.insert_run(&bad).unwrap_err();
+        assert!(matches!(e, StoreError::MismatchedSettings { .. }), "{e}");
 
-    // Two cells with one index.
-    let mut twice = whole_run();
-    twice.cells[2].meta.index = 0;
-    let e = store.insert_run(&twice).unwrap_err();
-    assert!(matches!(e, StoreError::DuplicateCell { .. }), "{e}");
+        // Two cells with one index.
+        let mut twice = whole_run();
+        twice.cells[2].meta.index = 0;
+        let e = store.insert_run(&twice).unwrap_err();
+        assert!(matches!(e, StoreError::DuplicateCell { .. }), "{e}");
 
-    // The same CPU twice in the last cell's noise figures.
-    let mut dup = whole_run();
-    dup.cells[1].noise = vec![noise(0, 1), noise(0, 2)];
-    assert!(store.insert_run(&dup).is_err());
+        // The same CPU twice in the last cell's noise figures.
+        let mut dup = whole_run();
+        dup.cells[1].noise = vec![noise(0, 1), noise(0, 2)];
+        assert!(store.insert_run(&dup).is_err());
 
-    // A count beyond what SQLite holds, in the last cell.
-    let mut huge = whole_run();
-    let mut u = udp(1);
-    u.sent = u64::MAX;
-    huge.cells[2].udp = Some(u);
-    let e = store.insert_run(&huge).unwrap_err();
-    assert!(matches!(e, StoreError::OutOfRange { .. }), "{e}");
+        // A count beyond what SQLite holds, in the last cell.
+        let mut huge = whole_run();
+        let mut u = udp(1);
+        u.sent = u64::MAX;
+        huge.cells[2].udp = Some(u);
+        let e = store.insert_run(&huge).unwrap_err();
+        assert!(matches!(e, StoreError::OutOfRange { .. }), "{e}");
 
-    for table in [
-        "runs",
-        "systems",
-        "capabilities",
-        "cells",
-        "metrics",
-        "metric_snapshots",
-        "noise_stats",
-        "timer_stats",
-        "episodes",
-        "trace_summaries",
-        "workload_stats",
-        "udp_stats",
-    ] {
-        assert_eq!(count(&store, table), 0, "{table}");
-    }
-    assert!(store.list_runs().unwrap().is_empty());
-    // And the store takes the good run afterwards.
-    let id = store.insert_run(&whole_run()).unwrap();
-    assert_eq!(store.load_run(id).unwrap().cells.len(), 3);
+        for table in [
+            "runs",
+            "systems",
+            "capabilities",
+            "cells",
+            "metrics",
+            "metric_snapshots",
+            "noise_stats",
+            "timer_stats",
+            "episodes",
+            "trace_summaries",
+            "workload_stats",
+            "udp_stats",
+        ] {
+            assert_eq!(count(&store, table), 0, "{table}");
+        }
+        assert!(store.list_runs().unwrap().is_empty());
+        // And the store takes the good run afterwards.
+        let id = store.insert_run(&whole_run()).unwrap();
+        assert_eq!(store.load_run(id).unwrap().cells.len(), 3);
+    });
 }
 
 #[test]
@@ -199,19 +202,20 @@ fn a_version_10_store_gains_the_source_column_and_keeps_its_runs() {
 
 #[test]
 fn a_source_that_is_not_json_or_not_a_source_is_refused_or_reported() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.db");
-    let mut store = Store::open(&path).unwrap();
-    let id = store.insert_run(&whole_run()).unwrap();
-    let garbage = store
-        .db
-        .execute("UPDATE runs SET source = 'not json' WHERE id = ?1", [id.0]);
-    assert!(garbage.is_err(), "the schema refuses text that is not JSON");
-    store
-        .db
-        .execute("UPDATE runs SET source = '[1, 2]' WHERE id = ?1", [id.0])
-        .unwrap();
-    let e = store.load_run(id).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
-    assert!(one_line(&e).contains("source"), "{e}");
+    each_backend(|dir| {
+        let path = dir.at("s.db");
+        let mut store = Store::open(&path).unwrap();
+        let id = store.insert_run(&whole_run()).unwrap();
+        let garbage = store
+            .db
+            .execute("UPDATE runs SET source = 'not json' WHERE id = ?1", [id.0]);
+        assert!(garbage.is_err(), "the schema refuses text that is not JSON");
+        store
+            .db
+            .execute("UPDATE runs SET source = '[1, 2]' WHERE id = ?1", [id.0])
+            .unwrap();
+        let e = store.load_run(id).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(one_line(&e).contains("source"), "{e}");
+    });
 }

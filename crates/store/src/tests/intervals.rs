@@ -6,6 +6,7 @@ use latscope_stats::IntervalSeries;
 
 use super::checkpoint::open_with_cell;
 use super::*;
+use crate::tests::backends::each_backend;
 
 const UNIX0: u64 = 1_700_000_000_000_000_000;
 
@@ -70,193 +71,197 @@ fn assert_adds_up(s: &IntervalSeries, cumulative: &Histogram) {
 
 #[test]
 fn intervals_add_up_to_the_cumulative_metric() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    for step in 1..=3 {
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        for step in 1..=3 {
+            store
+                .write_checkpoint(run, c, &checkpoint_at(step, step))
+                .unwrap();
+        }
+        // The final checkpoint of a cell at its planned end, just after a
+        // periodic one at the same measured time: its few samples join the
+        // last interval.
         store
-            .write_checkpoint(run, c, &checkpoint_at(step, step))
+            .write_checkpoint(run, c, &checkpoint_at(4, 3))
             .unwrap();
-    }
-    // The final checkpoint of a cell at its planned end, just after a
-    // periodic one at the same measured time: its few samples join the
-    // last interval.
-    store
-        .write_checkpoint(run, c, &checkpoint_at(4, 3))
-        .unwrap();
 
-    let all = store.load_intervals(c).unwrap().unwrap();
-    let names: Vec<(&str, Option<CpuId>)> =
-        all.iter().map(|s| (s.metric.as_str(), s.cpu)).collect();
-    assert_eq!(
-        names,
-        vec![
-            ("timer.latency", Some(CpuId(0))),
-            ("timer.latency", Some(CpuId(1))),
-            ("udp.send", None),
-        ],
-        "timer.interval keeps no intervals"
-    );
-    let last = cumulative(4);
-    for s in &all {
-        let cum = &last
+        let all = store.load_intervals(c).unwrap().unwrap();
+        let names: Vec<(&str, Option<CpuId>)> =
+            all.iter().map(|s| (s.metric.as_str(), s.cpu)).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("timer.latency", Some(CpuId(0))),
+                ("timer.latency", Some(CpuId(1))),
+                ("udp.send", None),
+            ],
+            "timer.interval keeps no intervals"
+        );
+        let last = cumulative(4);
+        for s in &all {
+            let cum = &last
+                .iter()
+                .find(|m| m.name == s.metric && m.cpu == s.cpu)
+                .unwrap()
+                .histogram;
+            assert_adds_up(s, cum);
+        }
+        let lat0 = series(&all, "timer.latency", Some(0));
+        assert_eq!(lat0.intervals.len(), 3, "one per checkpoint time");
+        assert_eq!(lat0.cell, 0);
+        let bounds: Vec<(u64, u64)> = lat0
+            .intervals
             .iter()
-            .find(|m| m.name == s.metric && m.cpu == s.cpu)
-            .unwrap()
-            .histogram;
-        assert_adds_up(s, cum);
-    }
-    let lat0 = series(&all, "timer.latency", Some(0));
-    assert_eq!(lat0.intervals.len(), 3, "one per checkpoint time");
-    assert_eq!(lat0.cell, 0);
-    let bounds: Vec<(u64, u64)> = lat0
-        .intervals
-        .iter()
-        .map(|i| (i.start.0 / 1_000_000_000, i.end.0 / 1_000_000_000))
-        .collect();
-    assert_eq!(bounds, vec![(0, 1), (1, 2), (2, 3)]);
-    // The wall clock: the first starts its length before its end, the
-    // others where the one before ended.
-    let i = &lat0.intervals;
-    assert_eq!(i[0].start_unix, Nanos(UNIX0 + 50_000_000));
-    assert_eq!(i[1].start_unix, i[0].end_unix);
-    assert_eq!(i[2].end_unix, Nanos(UNIX0 + 3_050_000_000));
-    // Each interval holds its own step's samples (step 3 and 4 together
-    // in the last), with its own maximum.
-    let counts: Vec<u64> = i.iter().map(|i| i.histogram.count()).collect();
-    assert_eq!(counts, vec![101, 201, 301 + 401]);
-    assert_eq!(i[1].histogram.max(), Some(Nanos(200_000)));
-    assert_eq!(i[2].histogram.max(), Some(Nanos(400_000)));
-    // udp.send appeared at the second checkpoint: its first interval is
-    // the second one of the cell.
-    let udp = series(&all, "udp.send", None);
-    assert_eq!(udp.intervals.len(), 2);
-    assert_eq!(udp.intervals[0].start, Nanos::from_secs(1));
-    // The samples and max columns repeat the histogram's.
-    let (rows, samples): (i64, i64) = store
-        .db
-        .query_row(
-            "SELECT COUNT(*), SUM(samples) FROM metric_intervals WHERE name = 'timer.latency'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(rows, 6);
-    let both: u64 = cumulative(4)
-        .iter()
-        .filter(|m| m.name == "timer.latency")
-        .map(|m| m.histogram.count())
-        .sum();
-    assert_eq!(samples as u64, both);
+            .map(|i| (i.start.0 / 1_000_000_000, i.end.0 / 1_000_000_000))
+            .collect();
+        assert_eq!(bounds, vec![(0, 1), (1, 2), (2, 3)]);
+        // The wall clock: the first starts its length before its end, the
+        // others where the one before ended.
+        let i = &lat0.intervals;
+        assert_eq!(i[0].start_unix, Nanos(UNIX0 + 50_000_000));
+        assert_eq!(i[1].start_unix, i[0].end_unix);
+        assert_eq!(i[2].end_unix, Nanos(UNIX0 + 3_050_000_000));
+        // Each interval holds its own step's samples (step 3 and 4 together
+        // in the last), with its own maximum.
+        let counts: Vec<u64> = i.iter().map(|i| i.histogram.count()).collect();
+        assert_eq!(counts, vec![101, 201, 301 + 401]);
+        assert_eq!(i[1].histogram.max(), Some(Nanos(200_000)));
+        assert_eq!(i[2].histogram.max(), Some(Nanos(400_000)));
+        // udp.send appeared at the second checkpoint: its first interval is
+        // the second one of the cell.
+        let udp = series(&all, "udp.send", None);
+        assert_eq!(udp.intervals.len(), 2);
+        assert_eq!(udp.intervals[0].start, Nanos::from_secs(1));
+        // The samples and max columns repeat the histogram's.
+        let (rows, samples): (i64, i64) = store
+            .db
+            .query_row(
+                "SELECT COUNT(*), CAST(SUM(samples) AS BIGINT) FROM metric_intervals WHERE name = 'timer.latency'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(rows, 6);
+        let both: u64 = cumulative(4)
+            .iter()
+            .filter(|m| m.name == "timer.latency")
+            .map(|m| m.histogram.count())
+            .sum();
+        assert_eq!(samples as u64, both);
+    });
 }
 
 #[test]
 fn a_failed_checkpoint_writes_no_interval() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    store
-        .write_checkpoint(run, c, &checkpoint_at(1, 1))
-        .unwrap();
-    // Valid metrics, an invalid episode (episodes are numbered from 1):
-    // the whole checkpoint is refused, its intervals with it.
-    let mut bad = checkpoint_at(2, 2);
-    bad.episodes = vec![episode(0, 0, 200_000)];
-    let e = store.write_checkpoint(run, c, &bad).unwrap_err();
-    assert!(matches!(e, StoreError::InvalidEpisode { .. }), "{e}");
-    let all = store.load_intervals(c).unwrap().unwrap();
-    assert_eq!(series(&all, "timer.latency", Some(0)).intervals.len(), 1);
-    assert!(all.iter().all(|s| s.metric != "udp.send"));
-
-    // The next checkpoint's interval spans the refused one's time too,
-    // and the intervals still add up.
-    store
-        .write_checkpoint(run, c, &checkpoint_at(3, 3))
-        .unwrap();
-    let all = store.load_intervals(c).unwrap().unwrap();
-    let lat1 = series(&all, "timer.latency", Some(1));
-    let bounds: Vec<(Nanos, Nanos)> = lat1.intervals.iter().map(|i| (i.start, i.end)).collect();
-    assert_eq!(
-        bounds,
-        vec![
-            (Nanos::ZERO, Nanos::from_secs(1)),
-            (Nanos::from_secs(1), Nanos::from_secs(3))
-        ]
-    );
-    let cum = cumulative(3);
-    for s in &all {
-        let m = cum
-            .iter()
-            .find(|m| m.name == s.metric && m.cpu == s.cpu)
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        store
+            .write_checkpoint(run, c, &checkpoint_at(1, 1))
             .unwrap();
-        assert_adds_up(s, &m.histogram);
-    }
+        // Valid metrics, an invalid episode (episodes are numbered from 1):
+        // the whole checkpoint is refused, its intervals with it.
+        let mut bad = checkpoint_at(2, 2);
+        bad.episodes = vec![episode(0, 0, 200_000)];
+        let e = store.write_checkpoint(run, c, &bad).unwrap_err();
+        assert!(matches!(e, StoreError::InvalidEpisode { .. }), "{e}");
+        let all = store.load_intervals(c).unwrap().unwrap();
+        assert_eq!(series(&all, "timer.latency", Some(0)).intervals.len(), 1);
+        assert!(all.iter().all(|s| s.metric != "udp.send"));
+
+        // The next checkpoint's interval spans the refused one's time too,
+        // and the intervals still add up.
+        store
+            .write_checkpoint(run, c, &checkpoint_at(3, 3))
+            .unwrap();
+        let all = store.load_intervals(c).unwrap().unwrap();
+        let lat1 = series(&all, "timer.latency", Some(1));
+        let bounds: Vec<(Nanos, Nanos)> = lat1.intervals.iter().map(|i| (i.start, i.end)).collect();
+        assert_eq!(
+            bounds,
+            vec![
+                (Nanos::ZERO, Nanos::from_secs(1)),
+                (Nanos::from_secs(1), Nanos::from_secs(3))
+            ]
+        );
+        let cum = cumulative(3);
+        for s in &all {
+            let m = cum
+                .iter()
+                .find(|m| m.name == s.metric && m.cpu == s.cpu)
+                .unwrap();
+            assert_adds_up(s, &m.histogram);
+        }
+    });
 }
 
 #[test]
 fn a_cell_without_checkpoint_intervals_says_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    assert_eq!(store.load_intervals(c).unwrap(), None, "no checkpoint yet");
-    // An imported run is stored whole, not checkpointed: no intervals.
-    let imported = latscope_stats::RunResult {
-        meta: run_meta(),
-        system: system(),
-        capabilities: caps(),
-        cells: vec![latscope_stats::CellResult {
-            meta: cell(0),
-            metrics: cumulative(2),
-            trace: None,
-            episodes: Vec::new(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
-        }],
-    };
-    let id = store.insert_run(&imported).unwrap();
-    for cell in store.cell_ids(id).unwrap() {
-        assert_eq!(store.load_intervals(cell).unwrap(), None);
-    }
-    assert!(matches!(
-        store.load_intervals(CellId(999)),
-        Err(StoreError::NoSuchCell(_))
-    ));
-    store
-        .write_checkpoint(run, c, &checkpoint_at(1, 1))
-        .unwrap();
-    assert!(store.load_intervals(c).unwrap().is_some());
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        assert_eq!(store.load_intervals(c).unwrap(), None, "no checkpoint yet");
+        // An imported run is stored whole, not checkpointed: no intervals.
+        let imported = latscope_stats::RunResult {
+            meta: run_meta(),
+            system: system(),
+            capabilities: caps(),
+            cells: vec![latscope_stats::CellResult {
+                meta: cell(0),
+                metrics: cumulative(2),
+                trace: None,
+                episodes: Vec::new(),
+                noise: Vec::new(),
+                timer: Vec::new(),
+                udp: None,
+                workload_stats: None,
+            }],
+        };
+        let id = store.insert_run(&imported).unwrap();
+        for cell in store.cell_ids(id).unwrap() {
+            assert_eq!(store.load_intervals(cell).unwrap(), None);
+        }
+        assert!(matches!(
+            store.load_intervals(CellId(999)),
+            Err(StoreError::NoSuchCell(_))
+        ));
+        store
+            .write_checkpoint(run, c, &checkpoint_at(1, 1))
+            .unwrap();
+        assert!(store.load_intervals(c).unwrap().is_some());
+    });
 }
 
 #[test]
 fn retention_deletes_a_runs_old_intervals_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    let other = store.create_run(&run_meta(), &system(), &caps()).unwrap();
-    let oc = store.add_cell(other, &cell(0)).unwrap();
-    for step in 1..=3 {
-        store
-            .write_checkpoint(run, c, &checkpoint_at(step, step))
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        let other = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let oc = store.add_cell(other, &cell(0)).unwrap();
+        for step in 1..=3 {
+            store
+                .write_checkpoint(run, c, &checkpoint_at(step, step))
+                .unwrap();
+            store
+                .write_checkpoint(other, oc, &checkpoint_at(step, step))
+                .unwrap();
+        }
+        // Intervals that ended before second 2.5 of the wall clock: the first
+        // two (they end at 1.05 s and 2.05 s), of both CPUs and udp.send's one.
+        let deleted = store
+            .prune_intervals(run, Nanos(UNIX0 + 2_500_000_000))
             .unwrap();
-        store
-            .write_checkpoint(other, oc, &checkpoint_at(step, step))
-            .unwrap();
-    }
-    // Intervals that ended before second 2.5 of the wall clock: the first
-    // two (they end at 1.05 s and 2.05 s), of both CPUs and udp.send's one.
-    let deleted = store
-        .prune_intervals(run, Nanos(UNIX0 + 2_500_000_000))
-        .unwrap();
-    assert_eq!(deleted, 2 + 2 + 1);
-    let left = store.load_intervals(c).unwrap().unwrap();
-    assert!(left.iter().all(|s| s.intervals.len() == 1));
-    assert_eq!(
-        series(&left, "timer.latency", Some(0)).intervals[0].start,
-        Nanos::from_secs(2)
-    );
-    let untouched = store.load_intervals(oc).unwrap().unwrap();
-    assert_eq!(
-        series(&untouched, "timer.latency", Some(0)).intervals.len(),
-        3
-    );
+        assert_eq!(deleted, 2 + 2 + 1);
+        let left = store.load_intervals(c).unwrap().unwrap();
+        assert!(left.iter().all(|s| s.intervals.len() == 1));
+        assert_eq!(
+            series(&left, "timer.latency", Some(0)).intervals[0].start,
+            Nanos::from_secs(2)
+        );
+        let untouched = store.load_intervals(oc).unwrap().unwrap();
+        assert_eq!(
+            series(&untouched, "timer.latency", Some(0)).intervals.len(),
+            3
+        );
+    });
 }
 
 #[test]
@@ -264,7 +269,7 @@ fn a_version_12_store_gains_the_interval_tables() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.db");
     let (run, c) = {
-        let (mut store, run, c) = open_with_cell(dir.path());
+        let (mut store, run, c) = open_with_cell(&dir.path().join("s.db"));
         store
             .write_checkpoint(run, c, &checkpoint_at(1, 1))
             .unwrap();

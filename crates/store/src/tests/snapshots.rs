@@ -3,6 +3,7 @@
 
 use super::checkpoint::open_with_cell;
 use super::*;
+use crate::tests::backends::each_backend;
 
 fn at(store: &mut Store, run: RunId, c: CellId, ms: u64, scale: u64) {
     store
@@ -28,31 +29,32 @@ fn times(store: &Store, c: CellId) -> Vec<u64> {
 
 #[test]
 fn each_checkpoint_keeps_its_uncorrected_histograms() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    for (i, ms) in [10_000, 20_000, 30_000].into_iter().enumerate() {
-        at(&mut store, run, c, ms, i as u64 + 1);
-    }
-    let kept = store.load_snapshots(c).unwrap();
-    assert_eq!(kept.len(), 3);
-    for (i, s) in kept.iter().enumerate() {
-        assert_eq!(s.at, Nanos::from_secs(10 * (i as u64 + 1)));
-        let want: Vec<MetricResult> = sorted(metrics(i as u64 + 1))
-            .into_iter()
-            .map(|m| MetricResult {
-                histogram: m.histogram,
-                ..MetricResult::new(&m.name, m.cpu)
-            })
-            .collect();
-        assert_eq!(s.metrics, want, "snapshot {i}");
-    }
-    // The same time again, or an earlier one, stores nothing and fails
-    // nothing.
-    at(&mut store, run, c, 30_000, 9);
-    at(&mut store, run, c, 25_000, 9);
-    assert_eq!(times(&store, c), [10_000, 20_000, 30_000]);
-    assert_eq!(store.load_snapshots(c).unwrap()[2].metrics[0].histogram, {
-        sorted(metrics(3))[0].histogram.clone()
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        for (i, ms) in [10_000, 20_000, 30_000].into_iter().enumerate() {
+            at(&mut store, run, c, ms, i as u64 + 1);
+        }
+        let kept = store.load_snapshots(c).unwrap();
+        assert_eq!(kept.len(), 3);
+        for (i, s) in kept.iter().enumerate() {
+            assert_eq!(s.at, Nanos::from_secs(10 * (i as u64 + 1)));
+            let want: Vec<MetricResult> = sorted(metrics(i as u64 + 1))
+                .into_iter()
+                .map(|m| MetricResult {
+                    histogram: m.histogram,
+                    ..MetricResult::new(&m.name, m.cpu)
+                })
+                .collect();
+            assert_eq!(s.metrics, want, "snapshot {i}");
+        }
+        // The same time again, or an earlier one, stores nothing and fails
+        // nothing.
+        at(&mut store, run, c, 30_000, 9);
+        at(&mut store, run, c, 25_000, 9);
+        assert_eq!(times(&store, c), [10_000, 20_000, 30_000]);
+        assert_eq!(store.load_snapshots(c).unwrap()[2].metrics[0].histogram, {
+            sorted(metrics(3))[0].histogram.clone()
+        });
     });
 }
 
@@ -61,62 +63,65 @@ fn each_checkpoint_keeps_its_uncorrected_histograms() {
 /// even however late each checkpoint came.
 #[test]
 fn a_long_run_keeps_at_most_128_evenly_spaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    for i in 1..=300u64 {
-        at(&mut store, run, c, i * 10_000 + (i * 7) % 5, 1);
-        let n = times(&store, c).len();
-        assert!(n <= MAX_SNAPSHOTS, "{n} after checkpoint {i}");
-        if i == 128 {
-            assert_eq!(n, 128);
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        for i in 1..=300u64 {
+            at(&mut store, run, c, i * 10_000 + (i * 7) % 5, 1);
+            let n = times(&store, c).len();
+            assert!(n <= MAX_SNAPSHOTS, "{n} after checkpoint {i}");
+            if i == 128 {
+                assert_eq!(n, 128);
+            }
+            if i == 129 {
+                assert_eq!(n, 64, "thinned to every second one");
+            }
         }
-        if i == 129 {
-            assert_eq!(n, 64, "thinned to every second one");
-        }
-    }
-    // The 129th thinned them to the 2nd, 4th, ... 128th; the 258th to every
-    // fourth (4th ... 256th); then 260th ... 300th.
-    let t: Vec<u64> = times(&store, c).iter().map(|ms| ms / 1000).collect();
-    let want: Vec<u64> = (1..=75).map(|k| k * 40).collect();
-    assert_eq!(t, want);
+        // The 129th thinned them to the 2nd, 4th, ... 128th; the 258th to every
+        // fourth (4th ... 256th); then 260th ... 300th.
+        let t: Vec<u64> = times(&store, c).iter().map(|ms| ms / 1000).collect();
+        let want: Vec<u64> = (1..=75).map(|k| k * 40).collect();
+        assert_eq!(t, want);
+    });
 }
 
 #[test]
 fn a_cell_without_snapshots_and_a_deleted_cell() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    assert!(store.load_snapshots(c).unwrap().is_empty());
-    at(&mut store, run, c, 10_000, 1);
-    // An empty checkpoint (no metrics yet) keeps nothing.
-    store
-        .checkpoint(run, c, Nanos::from_secs(20), &[], &[], Nanos(1))
-        .unwrap();
-    assert_eq!(times(&store, c), [10_000]);
-    store
-        .db
-        .execute("DELETE FROM cells WHERE id = ?1", [c.0])
-        .unwrap();
-    let left: i64 = store
-        .db
-        .query_row("SELECT count(*) FROM metric_snapshots", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(left, 0, "the snapshots go with their cell");
-    assert!(matches!(
-        store.load_snapshots(c),
-        Err(StoreError::NoSuchCell(_))
-    ));
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        assert!(store.load_snapshots(c).unwrap().is_empty());
+        at(&mut store, run, c, 10_000, 1);
+        // An empty checkpoint (no metrics yet) keeps nothing.
+        store
+            .checkpoint(run, c, Nanos::from_secs(20), &[], &[], Nanos(1))
+            .unwrap();
+        assert_eq!(times(&store, c), [10_000]);
+        store
+            .db
+            .execute("DELETE FROM cells WHERE id = ?1", [c.0])
+            .unwrap();
+        let left: i64 = store
+            .db
+            .query_row("SELECT count(*) FROM metric_snapshots", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(left, 0, "the snapshots go with their cell");
+        assert!(matches!(
+            store.load_snapshots(c),
+            Err(StoreError::NoSuchCell(_))
+        ));
+    });
 }
 
 #[test]
 fn a_damaged_snapshot_is_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, run, c) = open_with_cell(dir.path());
-    at(&mut store, run, c, 10_000, 1);
-    store
-        .db
-        .execute("UPDATE metric_snapshots SET histogram = x'00'", [])
-        .unwrap();
-    let e = store.load_snapshots(c).unwrap_err();
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
-    assert!(e.to_string().contains("snapshot of"), "{e}");
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        at(&mut store, run, c, 10_000, 1);
+        store
+            .db
+            .execute("UPDATE metric_snapshots SET histogram = ?1", [vec![0u8]])
+            .unwrap();
+        let e = store.load_snapshots(c).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("snapshot of"), "{e}");
+    });
 }
