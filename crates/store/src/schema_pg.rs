@@ -139,11 +139,14 @@ enum Identity {
 }
 
 fn identity(db: &Db) -> Result<Identity, DbError> {
-    let marked: i64 = db.query_row(
-        "SELECT count(*) FROM information_schema.tables \
-         WHERE table_schema = current_schema() AND table_name = 'latscope_store'",
+    // One statement, one snapshot: another host creating the store at this
+    // moment is seen either before its first migration or after it, never
+    // with tables but without the mark.
+    let (marked, tables): (i64, i64) = db.query_row(
+        "SELECT count(*) FILTER (WHERE table_name = 'latscope_store'), count(*) \
+         FROM information_schema.tables WHERE table_schema = current_schema()",
         [],
-        |r| r.get(0),
+        |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     if marked > 0 {
         let (application_id, version) = db
@@ -161,11 +164,6 @@ fn identity(db: &Db) -> Result<Identity, DbError> {
             version,
         });
     }
-    let tables = db.query_row(
-        "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()",
-        [],
-        |r| r.get(0),
-    )?;
     Ok(Identity::Other { tables })
 }
 
