@@ -1,15 +1,15 @@
 //! Where a PostgreSQL store is and how to log in to it.
 //!
 //! A store is named by a URL, `postgres://USER[:PASSWORD]@HOST[:PORT]/DB`
-//! (or `postgresql://`; the key=value form of libpq works too). What the URL
+//! (or `postgresql://`). What the URL
 //! leaves out comes from libpq's environment: `PGUSER`, `PGHOST`, `PGPORT`,
 //! `PGDATABASE`, and a password from `PGPASSWORD` or the password file
 //! (`PGPASSFILE`, else `~/.pgpass`). The password is never shown: the store
 //! is named everywhere by [`PgTarget::display`], which leaves it out.
 //!
-//! TLS is not built in: a server that requires it is refused with one line
-//! (`sslmode=require` cannot be met); use a local socket, an SSH tunnel or a
-//! trusted network.
+//! TLS is not built in: `sslmode=require` is refused with one line, and a
+//! server that demands TLS refuses the connection; use a local socket, an
+//! SSH tunnel or a trusted network.
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -99,6 +99,12 @@ impl PgTarget {
                 "not a valid PostgreSQL URL ({e}); expected postgres://USER@HOST[:PORT]/DATABASE"
             )
         })?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            return Err(
+                "sslmode=require: TLS is not built into latscope; reach the server over a local socket, an SSH tunnel or a trusted network"
+                    .to_string(),
+            );
+        }
         if config.get_hosts().is_empty() {
             config.host(&env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
         }
