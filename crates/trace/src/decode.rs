@@ -21,7 +21,7 @@ use latscope_platform::perf::{
     PERF_SAMPLE_STREAM_ID, PERF_SAMPLE_TID, PERF_SAMPLE_TIME,
 };
 
-use crate::error::TraceError;
+use crate::error::{one_line, TraceError};
 use crate::event::{Comm, Decoded, EventKind, NameId, Names, StackSample, TraceEvent};
 use crate::format::{read_int, read_uint, EventFormat, Field};
 use crate::ring::Records;
@@ -618,13 +618,14 @@ impl Decoder {
         let mut layouts = Vec::with_capacity(schema.events.len());
         let mut event_names = Vec::with_capacity(schema.events.len());
         for ev in &schema.events {
+            // A recording's schema is untrusted: its names are quoted on one line.
             let f = EventFormat::parse(&ev.system, &ev.format).map_err(|e| TraceError::Format {
-                event: format!("{}:?", ev.system),
+                event: one_line(&format!("{}:?", ev.system)),
                 reason: e.0,
             })?;
             let layout = Layout::build(&f, &mut names).map_err(|reason| TraceError::Format {
-                event: f.full_name(),
-                reason,
+                event: one_line(&f.full_name()),
+                reason: one_line(&reason),
             })?;
             event_names.push(f.full_name());
             layouts.push(layout);

@@ -39,6 +39,21 @@ pub enum TraceError {
     Invalid(String),
 }
 
+/// `s` with its control characters (newlines, terminal escapes) escaped:
+/// messages that quote untrusted text (a recording's header) stay on one
+/// line and print nothing but text.
+pub(crate) fn one_line(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn paranoid_text(p: Option<i32>) -> String {
     p.map_or_else(|| "unknown".to_string(), |p| p.to_string())
 }

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::decode::{DecodeStats, Decoder, Schema};
-use crate::error::TraceError;
+use crate::error::{one_line, TraceError};
 use crate::event::Decoded;
 
 pub const MAGIC: &[u8; 8] = b"LATSCTRC";
@@ -189,8 +189,8 @@ impl Recording {
         }
         let hlen = le32(16).ok_or("truncated header")? as usize;
         let json = b.get(20..20 + hlen).ok_or("truncated header")?;
-        let header: RecordingHeader =
-            serde_json::from_slice(json).map_err(|e| format!("bad header: {e}"))?;
+        let header: RecordingHeader = serde_json::from_slice(json)
+            .map_err(|e| format!("bad header: {}", one_line(&e.to_string())))?;
         let mut pos = 20 + hlen;
         let mut chunks = Vec::new();
         let mut truncated = false;
