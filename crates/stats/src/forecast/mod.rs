@@ -42,6 +42,7 @@ pub mod checks;
 pub mod decluster;
 pub mod diagnostics;
 mod exceedance;
+mod excesses;
 pub mod gev;
 mod gpd;
 pub mod history;

@@ -30,7 +30,8 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 
 use super::apps::fmt_ns;
-use super::gpd::{grid_then_golden, log_likelihood};
+use super::excesses::Excesses;
+use super::gpd::profile_scale;
 use super::special::{bisect, chi2_1_quantile};
 use super::tail::{TailFit, TailOptions, Threshold};
 use super::{positive, ForecastError, Interval, SHAPE_MAX, SHAPE_MIN};
@@ -114,12 +115,8 @@ impl ThresholdChoice {
 }
 
 /// The profile log-likelihood of the shape: `max_σ ℓ(ξ, σ)`.
-pub(crate) fn profile_shape(points: &[(f64, f64)], shape: f64) -> f64 {
-    let (w, sum, max) = points
-        .iter()
-        .fold((0.0, 0.0, 0.0f64), |(w, s, m), &(y, wt)| {
-            (w + wt, s + wt * y, m.max(y))
-        });
+pub(crate) fn profile_shape(points: &Excesses, shape: f64) -> f64 {
+    let (w, sum, max) = (points.weight(), points.sum(), points.max().max(0.0));
     if !positive(w) || !positive(sum) {
         return f64::NEG_INFINITY;
     }
@@ -128,21 +125,12 @@ pub(crate) fn profile_shape(points: &[(f64, f64)], shape: f64) -> f64 {
     let floor = if shape < 0.0 { -shape * max } else { 0.0 };
     let lo = (floor * (1.0 + 1e-9)).max(mean * 1e-6);
     let hi = (mean * 10.0).max(lo * 10.0);
-    let (ln_lo, ln_hi) = (lo.ln(), hi.ln());
-    let grid: Vec<f64> = (0..=60)
-        .map(|i| ln_lo + (ln_hi - ln_lo) * i as f64 / 60.0)
-        .collect();
-    grid_then_golden(&grid, 40, |s| log_likelihood(points, shape, s.exp())).1
+    profile_scale(points, shape, lo.ln(), hi.ln())
 }
 
 /// The profile-likelihood interval of ξ for a fit with maximised
 /// log-likelihood `ll_hat` at `shape`.
-fn shape_interval(
-    points: &[(f64, f64)],
-    shape: f64,
-    ll_hat: f64,
-    confidence: f64,
-) -> Interval<f64> {
+fn shape_interval(points: &Excesses, shape: f64, ll_hat: f64, confidence: f64) -> Interval<f64> {
     let cut = ll_hat - chi2_1_quantile(confidence) / 2.0;
     let g = |xi: f64| profile_shape(points, xi) - cut;
     let high = if g(SHAPE_MAX) > 0.0 {
@@ -169,10 +157,9 @@ fn rung(h: &Histogram, fraction: f64, confidence: f64) -> Option<Rung> {
         confidence,
     };
     let fit = TailFit::from_histogram(h, &options).ok()?;
-    let points = fit.points();
+    let points = fit.excesses();
     let g = fit.fit.gpd;
-    let w: f64 = points.iter().map(|p| p.1).sum();
-    let mean_excess = points.iter().map(|&(y, wt)| y * wt).sum::<f64>() / w;
+    let mean_excess = points.sum() / points.weight();
     Some(Rung {
         threshold_ns: fit.threshold_ns,
         exceedances: fit.exceedances,

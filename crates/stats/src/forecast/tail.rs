@@ -46,6 +46,7 @@ use serde::Serialize;
 use crate::histogram::Histogram;
 use crate::layout::{highest_of, index_of, HIGHEST_TRACKABLE};
 
+use super::excesses::Excesses;
 use super::gpd::{fit_weighted, profile_return_level, return_excess, GpdFit};
 use super::special::{bisect, chi2_1_quantile};
 use super::stability::{choose_threshold, ThresholdChoice, MIN_RUNG_EXCEEDANCES};
@@ -131,9 +132,10 @@ pub struct TailFit {
     /// of histograms.
     #[serde(skip)]
     pub choice: Option<ThresholdChoice>,
-    /// The excesses as weighted points, kept for profile likelihoods.
+    /// The excesses as weighted points, kept (grouped) for profile
+    /// likelihoods.
     #[serde(skip)]
-    points: Vec<(f64, f64)>,
+    excesses: Excesses,
 }
 
 impl std::fmt::Debug for TailFit {
@@ -202,7 +204,8 @@ impl TailFit {
                 (value - uf, count as f64)
             })
             .collect();
-        let fit = fit_weighted(&points)?;
+        let excesses = Excesses::new(points);
+        let fit = fit_weighted(&excesses)?;
         Ok(TailFit {
             threshold_ns: uf,
             threshold_quantile: quantile,
@@ -212,7 +215,7 @@ impl TailFit {
             fit,
             confidence: options.confidence,
             choice,
-            points,
+            excesses,
         })
     }
 
@@ -251,7 +254,8 @@ impl TailFit {
             .filter(|&&v| v > u)
             .map(|&v| (v - u, 1.0))
             .collect();
-        let fit = fit_weighted(&points)?;
+        let excesses = Excesses::new(points);
+        let fit = fit_weighted(&excesses)?;
         Ok(TailFit {
             threshold_ns: u,
             threshold_quantile: quantile,
@@ -261,13 +265,18 @@ impl TailFit {
             fit,
             confidence: options.confidence,
             choice: None,
-            points,
+            excesses,
         })
     }
 
     /// The excesses over the threshold as `(excess, weight)` points.
     pub(crate) fn points(&self) -> &[(f64, f64)] {
-        &self.points
+        self.excesses.points()
+    }
+
+    /// The excesses, grouped for the likelihood.
+    pub(crate) fn excesses(&self) -> &Excesses {
+        &self.excesses
     }
 
     /// The model's `P(X > x)` for `x` at or above the threshold; `None`
@@ -305,7 +314,7 @@ impl TailFit {
             });
         }
         let cut = self.cut();
-        let g = |z: f64| profile_return_level(&self.points, z, ln_r) - cut;
+        let g = |z: f64| profile_return_level(&self.excesses, z, ln_r) - cut;
         // Lower end: between a point outside and the estimate.
         let mut a = z_hat / 2.0;
         while g(a) > 0.0 && a > z_hat * 1e-12 {
@@ -348,7 +357,7 @@ impl TailFit {
         // ln(ζ/p) beyond which p underflows: the far end of the search.
         const LN_R_MAX: f64 = 700.0;
         let cut = self.cut();
-        let h = |ln_r: f64| profile_return_level(&self.points, z, ln_r) - cut;
+        let h = |ln_r: f64| profile_return_level(&self.excesses, z, ln_r) - cut;
         let ln_r_hat = if p_hat > 0.0 {
             (self.zeta / p_hat).ln().min(LN_R_MAX)
         } else {
