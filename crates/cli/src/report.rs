@@ -32,7 +32,9 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
         // The checkpoint intervals (percentiles over time); a cell stored
         // without them, or with unreadable ones, only lacks that plot.
-        if let Ok(Some(series)) = store.load_intervals(cell_id) {
+        if let Ok(Some(series)) =
+            store.load_intervals_merged(cell_id, latscope_report::INTERVAL_PLOT_POINTS)
+        {
             intervals.extend(series);
         }
         // The histograms kept at the cell's checkpoints (for the forecast's

@@ -35,7 +35,9 @@ pub use forecast::{
 pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
 };
-pub use html::{html_report, html_report_full, html_report_observed, micro_html, Timeline};
+pub use html::{
+    html_report, html_report_full, html_report_observed, micro_html, Timeline, INTERVAL_PLOT_POINTS,
+};
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};
 pub use matrix::suite_matrix;

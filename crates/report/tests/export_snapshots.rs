@@ -502,12 +502,16 @@ fn checkpoint_intervals() -> Vec<IntervalSeries> {
             metric: "timer.latency".into(),
             cpu: Some(CpuId(0)),
             intervals: vec![interval(0, 4, first), interval(4, 10, second)],
+            merged: 1,
+            stored: 2,
         },
         IntervalSeries {
             cell: 1,
             metric: "udp.send".into(),
             cpu: None,
             intervals: vec![interval(0, 10, whole.clone())],
+            merged: 1,
+            stored: 1,
         },
     ]
 }

@@ -257,36 +257,79 @@ impl Histogram {
     }
 
     pub fn from_bytes(bytes: &[u8]) -> Result<Histogram, DecodeError> {
-        let rest = bytes.strip_prefix(MAGIC).ok_or(DecodeError::BadHeader)?;
-        let mut cur = Cursor {
-            bytes: rest,
-            pos: 0,
-        };
-        let total = cur.varint()?;
-        let min = cur.varint()?;
-        let max = cur.varint()?;
-        let sum_hi = cur.varint()?;
-        let sum_lo = cur.varint()?;
+        let (head, entries) = parse_lsh1(bytes)?;
         let mut counts = vec![0u64; COUNTS_LEN];
-        let mut idx = 0usize;
-        let mut seen = 0u64;
-        while !cur.done() {
-            let gap = usize::try_from(cur.varint()?).map_err(|_| DecodeError::Corrupt)?;
-            idx = idx.checked_add(gap).ok_or(DecodeError::Corrupt)?;
-            let c = cur.varint()?;
+        for (idx, c) in entries {
             *counts.get_mut(idx).ok_or(DecodeError::Corrupt)? = c;
-            seen = seen.checked_add(c).ok_or(DecodeError::Corrupt)?;
         }
-        if seen != total {
+        Ok(Histogram::from_parts(counts, head.sum, head.min, head.max))
+    }
+
+    /// Adds the samples of a histogram in its binary form
+    /// ([`Histogram::to_bytes`]) as [`Histogram::merge`] would, without
+    /// building it: merging thousands of stored interval histograms then
+    /// costs their non-empty buckets, not a full histogram each. On an
+    /// error nothing is added.
+    pub fn merge_bytes(&mut self, bytes: &[u8]) -> Result<(), DecodeError> {
+        let (head, entries) = parse_lsh1(bytes)?;
+        if entries.iter().any(|&(idx, _)| idx >= self.counts.len()) {
             return Err(DecodeError::Corrupt);
         }
-        Ok(Histogram::from_parts(
-            counts,
-            (u128::from(sum_hi) << 64) | u128::from(sum_lo),
-            min,
-            max,
-        ))
+        for (idx, c) in entries {
+            self.counts[idx] += c;
+        }
+        self.total += head.total;
+        self.sum += head.sum;
+        self.min = self.min.min(head.min);
+        self.max = self.max.max(head.max);
+        Ok(())
     }
+}
+
+/// The header of the binary form.
+struct Lsh1Head {
+    total: u64,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+/// The binary form's header and its non-empty buckets (index, count),
+/// checked: the counts add up to the total.
+fn parse_lsh1(bytes: &[u8]) -> Result<(Lsh1Head, Vec<(usize, u64)>), DecodeError> {
+    let rest = bytes.strip_prefix(MAGIC).ok_or(DecodeError::BadHeader)?;
+    let mut cur = Cursor {
+        bytes: rest,
+        pos: 0,
+    };
+    let total = cur.varint()?;
+    let min = cur.varint()?;
+    let max = cur.varint()?;
+    let sum_hi = cur.varint()?;
+    let sum_lo = cur.varint()?;
+    let mut entries = Vec::new();
+    let mut idx = 0usize;
+    let mut seen = 0u64;
+    while !cur.done() {
+        let gap = usize::try_from(cur.varint()?).map_err(|_| DecodeError::Corrupt)?;
+        idx = idx.checked_add(gap).ok_or(DecodeError::Corrupt)?;
+        let c = cur.varint()?;
+        if idx >= COUNTS_LEN {
+            return Err(DecodeError::Corrupt);
+        }
+        entries.push((idx, c));
+        seen = seen.checked_add(c).ok_or(DecodeError::Corrupt)?;
+    }
+    if seen != total {
+        return Err(DecodeError::Corrupt);
+    }
+    let head = Lsh1Head {
+        total,
+        min,
+        max,
+        sum: (u128::from(sum_hi) << 64) | u128::from(sum_lo),
+    };
+    Ok((head, entries))
 }
 
 const MAGIC: &[u8] = b"LSH1";
@@ -515,5 +558,33 @@ mod tests {
             let got = h.count_above(t);
             prop_assert!(got <= exact && got >= clearly, "got {} exact {} clearly {}", got, exact, clearly);
         }
+    }
+
+    #[test]
+    fn merging_the_binary_form_equals_merging_the_histogram() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        for k in 0..3_000u64 {
+            a.record(1_000 + (k * 7919) % 50_000);
+            b.record(900 + (k * 104_729) % 2_000_000);
+        }
+        let mut direct = a.clone();
+        direct.merge(&b);
+        let mut via_bytes = a.clone();
+        via_bytes.merge_bytes(&b.to_bytes()).unwrap();
+        assert_eq!(via_bytes, direct);
+        // Into an empty one, and an empty one's bytes.
+        let mut empty = Histogram::new();
+        empty.merge_bytes(&b.to_bytes()).unwrap();
+        assert_eq!(empty, b);
+        empty.merge_bytes(&Histogram::new().to_bytes()).unwrap();
+        assert_eq!(empty, b);
+        // Damage adds nothing.
+        let mut bytes = b.to_bytes();
+        bytes.truncate(bytes.len() - 1);
+        let before = a.clone();
+        assert!(a.merge_bytes(&bytes).is_err());
+        assert!(a.merge_bytes(b"LSH0").is_err());
+        assert_eq!(a, before);
     }
 }

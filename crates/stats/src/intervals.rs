@@ -51,6 +51,12 @@ pub struct IntervalSeries {
     /// `None` for a system-wide metric.
     pub cpu: Option<CpuId>,
     pub intervals: Vec<Interval>,
+    /// Checkpoint intervals merged into each of `intervals`: 1 as stored;
+    /// more when the series was read coarsened for a plot (the last may
+    /// hold fewer).
+    pub merged: usize,
+    /// Checkpoint intervals the store holds for the series.
+    pub stored: usize,
 }
 
 impl IntervalSeries {
@@ -156,7 +162,9 @@ mod tests {
             cell: 0,
             metric: "timer.latency".into(),
             cpu: Some(CpuId(cpu)),
+            stored: intervals.len(),
             intervals,
+            merged: 1,
         }
     }
 

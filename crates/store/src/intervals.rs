@@ -71,8 +71,14 @@ fn encode(h: &Histogram) -> Result<Vec<u8>, String> {
 /// The inverse of [`encode`] (and LSH1 as it is); a phrase for a damaged
 /// blob.
 fn decode(blob: &[u8]) -> Result<Histogram, String> {
+    let raw = inflate(blob)?;
+    Histogram::from_bytes(&raw).map_err(|e| e.to_string())
+}
+
+/// A blob's LSH1 form (inflated, or as it is).
+fn inflate(blob: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
     if blob.starts_with(b"LSH1") {
-        return Histogram::from_bytes(blob).map_err(|e| e.to_string());
+        return Ok(std::borrow::Cow::Borrowed(blob));
     }
     let mut raw = Vec::new();
     ZlibDecoder::new(blob)
@@ -85,7 +91,7 @@ fn decode(blob: &[u8]) -> Result<Histogram, String> {
             MAX_LSH1_BYTES >> 20
         ));
     }
-    Histogram::from_bytes(&raw).map_err(|e| e.to_string())
+    Ok(std::borrow::Cow::Owned(raw))
 }
 
 /// A cell's latest interval bounds (`interval_marks`), as SQL integers.
@@ -310,6 +316,28 @@ impl Store {
     /// intervals ([`keeps_intervals`]). A monitor's series start where its
     /// retention left them.
     pub fn load_intervals(&self, cell: CellId) -> Result<Option<Vec<IntervalSeries>>> {
+        self.read_intervals(cell, None)
+    }
+
+    /// [`Store::load_intervals`] for a plot: each series at most
+    /// `max_points` long, consecutive checkpoint intervals merged in groups
+    /// of the smallest size that fits (the same groups on every CPU of the
+    /// cell), read without building a histogram per stored interval. A
+    /// 30-day monitor keeps tens of thousands of intervals per series; held
+    /// whole they would take gigabytes.
+    pub fn load_intervals_merged(
+        &self,
+        cell: CellId,
+        max_points: usize,
+    ) -> Result<Option<Vec<IntervalSeries>>> {
+        self.read_intervals(cell, Some(max_points.max(1)))
+    }
+
+    fn read_intervals(
+        &self,
+        cell: CellId,
+        max_points: Option<usize>,
+    ) -> Result<Option<Vec<IntervalSeries>>> {
         let index: i64 = self
             .db
             .query_row("SELECT idx FROM cells WHERE id = ?1", [cell.0], |r| {
@@ -352,31 +380,77 @@ impl Store {
                 },
             )
             .map_err(|e| self.sql("reading the intervals", e))?;
+        // Per metric: the stored interval ends in order, and so each
+        // interval's group (its rank among them / the group size).
+        let mut ends: std::collections::BTreeMap<&str, Vec<i64>> = Default::default();
+        for (name, _, _, end, ..) in &rows {
+            ends.entry(name.as_str()).or_default().push(*end);
+        }
+        for e in ends.values_mut() {
+            e.sort_unstable();
+            e.dedup();
+        }
+        let group_of = |name: &str, end: i64| -> (usize, usize) {
+            let Some(e) = ends.get(name) else {
+                return (0, 1);
+            };
+            let size = max_points.map_or(1, |m| e.len().div_ceil(m).max(1));
+            let rank = e.partition_point(|&x| x < end);
+            (rank / size, size)
+        };
         let mut out: Vec<IntervalSeries> = Vec::new();
-        for (name, cpu, start, end, start_unix, end_unix, blob) in rows {
-            let cpu = cpu_from_sql(cpu).ok_or_else(|| {
+        // The group the last interval of `out` holds.
+        let mut current_group = usize::MAX;
+        for (name, cpu, start, end, start_unix, end_unix, blob) in &rows {
+            let damaged =
+                |e: String| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0));
+            let cpu_id = cpu_from_sql(*cpu).ok_or_else(|| {
                 self.corrupt(format!(
                     "interval of {name} in cell {} has CPU {cpu}",
                     cell.0
                 ))
             })?;
-            let histogram = decode(&blob)
-                .map_err(|e| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0)))?;
-            let interval = Interval {
-                start: self.nanos(start, "an interval's start")?,
-                end: self.nanos(end, "an interval's end")?,
-                start_unix: self.nanos(start_unix, "an interval's start")?,
-                end_unix: self.nanos(end_unix, "an interval's end")?,
-                histogram,
-            };
-            match out.last_mut() {
-                Some(s) if s.metric == name && s.cpu == cpu => s.intervals.push(interval),
-                _ => out.push(IntervalSeries {
+            let (group, size) = group_of(name, *end);
+            let start = self.nanos(*start, "an interval's start")?;
+            let end = self.nanos(*end, "an interval's end")?;
+            let start_unix = self.nanos(*start_unix, "an interval's start")?;
+            let end_unix = self.nanos(*end_unix, "an interval's end")?;
+            let new_series = !matches!(out.last(), Some(s) if s.metric == *name && s.cpu == cpu_id);
+            if new_series {
+                out.push(IntervalSeries {
                     cell: index,
-                    metric: name,
-                    cpu,
-                    intervals: vec![interval],
-                }),
+                    metric: name.clone(),
+                    cpu: cpu_id,
+                    intervals: Vec::new(),
+                    merged: size,
+                    stored: 0,
+                });
+                current_group = usize::MAX;
+            }
+            let Some(series) = out.last_mut() else {
+                continue;
+            };
+            series.stored += 1;
+            match series.intervals.last_mut() {
+                Some(last) if group == current_group => {
+                    let raw = inflate(blob).map_err(damaged)?;
+                    last.histogram
+                        .merge_bytes(&raw)
+                        .map_err(|e| damaged(e.to_string()))?;
+                    last.end = end;
+                    last.end_unix = end_unix;
+                }
+                _ => {
+                    let histogram = decode(blob).map_err(damaged)?;
+                    series.intervals.push(Interval {
+                        start,
+                        end,
+                        start_unix,
+                        end_unix,
+                        histogram,
+                    });
+                    current_group = group;
+                }
             }
         }
         Ok(Some(out))

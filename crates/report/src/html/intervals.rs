@@ -13,8 +13,9 @@ use super::svg::{Mark, Plot, Scale, Series};
 /// Which figure of an interval a line shows.
 type Pick = fn(&IntervalPercentiles) -> Option<Nanos>;
 
-/// Points per line: as the other plots over time.
-const MAX_POINTS: usize = 400;
+/// Points per line: as the other plots over time. Also what the store is
+/// asked to merge a long series down to (`Store::load_intervals_merged`).
+pub const MAX_POINTS: usize = 400;
 /// Up to this many intervals also get a table.
 const MAX_TABLE_ROWS: usize = 24;
 
@@ -36,7 +37,16 @@ pub(super) fn percentiles_over_time(
         .filter(|s| s.cell == c.meta.index && s.metric == name)
         .collect();
     let all = pooled(&series);
-    if all.len() < 2 || all.iter().all(|i| i.histogram.is_empty()) {
+    // The store may have merged a long series already; `stored` counts the
+    // checkpoint intervals it holds.
+    let merged = series.iter().map(|s| s.merged).max().unwrap_or(1).max(1);
+    let stored = series
+        .iter()
+        .map(|s| s.stored)
+        .max()
+        .unwrap_or(0)
+        .max(all.len());
+    if stored < 2 || all.iter().all(|i| i.histogram.is_empty()) {
         return String::new();
     }
     let cpus = match series.as_slice() {
@@ -46,6 +56,7 @@ pub(super) fn percentiles_over_time(
         many => format!("the cell's {} CPUs pooled", many.len()),
     };
     let (points, group) = coarsen(&all, MAX_POINTS);
+    let group = group * merged;
     let lines: [(&str, Pick); 4] = [
         ("p50", |p| p.p50),
         ("p99", |p| p.p99),
@@ -100,12 +111,11 @@ pub(super) fn percentiles_over_time(
         out.push_str(&figure(
             &p.render(),
             &format!(
-                "{name}, {cpus}: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({} intervals; {per}). The maximum is exact when it was its CPU's largest so far in the cell, else the top of its 0.1 % bucket.",
-                all.len()
+                "{name}, {cpus}: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({stored} intervals; {per}). The maximum is exact when it was its CPU's largest so far in the cell, else the top of its 0.1 % bucket.",
             ),
         ));
     }
-    if all.len() <= MAX_TABLE_ROWS {
+    if stored <= MAX_TABLE_ROWS && merged == 1 {
         let rows: Vec<Vec<String>> = all
             .iter()
             .map(|i| {
@@ -128,8 +138,7 @@ pub(super) fn percentiles_over_time(
     } else {
         out.push_str(&para(
             &format!(
-                "{} checkpoint intervals (too many for a table): latscope export --format hdr writes each as an HdrHistogram interval.",
-                all.len()
+                "{stored} checkpoint intervals (too many for a table): latscope export --format hdr writes each as an HdrHistogram interval.",
             ),
             Some("note"),
         ));

@@ -20,6 +20,7 @@ mod episodes;
 mod escape;
 mod forecast;
 mod intervals;
+pub use intervals::MAX_POINTS as INTERVAL_PLOT_POINTS;
 mod micro;
 mod page;
 mod sources;

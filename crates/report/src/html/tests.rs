@@ -568,6 +568,8 @@ fn intervals(n: u64) -> Vec<latscope_stats::IntervalSeries> {
             cell: 0,
             metric: metric::TIMER_LATENCY.into(),
             cpu: Some(CpuId(cpu)),
+            merged: 1,
+            stored: n as usize,
             intervals: (0..n)
                 .map(|k| {
                     let mut h = Histogram::new();

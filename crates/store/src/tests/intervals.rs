@@ -302,3 +302,43 @@ fn a_version_12_store_gains_the_interval_tables() {
     assert_eq!(lat.intervals[0].start, Nanos::from_secs(1));
     assert_eq!(lat.intervals[0].histogram.count(), 201);
 }
+
+#[test]
+fn intervals_read_for_a_plot_are_merged_in_groups_that_add_up() {
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        for step in 1..=10 {
+            store
+                .write_checkpoint(run, c, &checkpoint_at(step, step))
+                .unwrap();
+        }
+        let whole = store.load_intervals(c).unwrap().unwrap();
+        let merged = store.load_intervals_merged(c, 3).unwrap().unwrap();
+        assert_eq!(merged.len(), whole.len());
+        for (m, w) in merged.iter().zip(&whole) {
+            assert_eq!((&m.metric, m.cpu), (&w.metric, w.cpu));
+            assert_eq!(m.stored, w.intervals.len());
+            assert_eq!(w.merged, 1);
+            // 10 (udp.send: 9) intervals in at most 3 groups of 4 (3).
+            let size = w.intervals.len().div_ceil(3);
+            assert_eq!(m.merged, size, "{}", m.metric);
+            assert_eq!(m.intervals.len(), w.intervals.len().div_ceil(size));
+            for (k, group) in w.intervals.chunks(size).enumerate() {
+                let got = &m.intervals[k];
+                let mut want = Histogram::new();
+                for i in group {
+                    want.merge(&i.histogram);
+                }
+                assert_eq!(got.histogram, want, "{} group {k}", m.metric);
+                assert_eq!(got.start, group[0].start);
+                assert_eq!(got.end, group[group.len() - 1].end);
+                assert_eq!(got.start_unix, group[0].start_unix);
+                assert_eq!(got.end_unix, group[group.len() - 1].end_unix);
+            }
+            assert_eq!(m.total(), w.total());
+        }
+        // As many points as intervals: nothing merged.
+        let same = store.load_intervals_merged(c, 400).unwrap().unwrap();
+        assert_eq!(same, whole);
+    });
+}
