@@ -12,6 +12,7 @@
 //! the one being measured and a clock read.
 #![allow(unsafe_code)]
 
+pub mod bpf;
 pub mod caps;
 mod clock;
 mod dma;

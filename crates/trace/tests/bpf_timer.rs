@@ -1,0 +1,161 @@
+//! The BPF backend's in-kernel timer decomposition against the perf
+//! backend on the same live wake-ups (needs root and a build with the BPF
+//! programs; otherwise prints `skipped: needs …`): a thread sleeps to
+//! absolute clock_nanosleep deadlines on CPU 0 while both backends watch
+//! it, and for every wake-up the BPF record must name the expiry perf saw
+//! armed, the `now` perf saw handed to the callback (exactly: the same
+//! kernel value), and a callback and switch-in within a few microseconds of
+//! perf's time stamps (the two backends read the clock at different
+//! instants of the same tracepoint).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use latscope_model::CpuId;
+use latscope_platform::bpf::{self, TimerBpf, TimerRecord};
+use latscope_platform::{
+    current_tid, monotonic_ns, set_affinity, set_scheduler, timers, SchedPolicy,
+};
+use latscope_trace::{Decoded, EventKind, TraceEvent, Tracer, TracerConfig};
+
+/// How far apart the two backends' clock reads at one tracepoint may be.
+const SAME_INSTANT_NS: u64 = 20_000;
+
+fn sleeper(ready: std::sync::mpsc::Sender<i32>, go: std::sync::mpsc::Receiver<()>) -> Vec<u64> {
+    set_affinity(CpuId(0)).unwrap();
+    let _ = set_scheduler(SchedPolicy::Fifo, 10);
+    latscope_platform::set_timer_slack(1).unwrap();
+    ready.send(current_tid()).unwrap();
+    go.recv().unwrap();
+    let start = monotonic_ns();
+    let mut deadlines = Vec::new();
+    let mut next = start + 1_000_000;
+    while next < start + 300_000_000 {
+        let armed = monotonic_ns() + 20_000 < next;
+        timers::sleep_until(next).unwrap();
+        if armed {
+            deadlines.push(next);
+        }
+        next += 1_000_000;
+    }
+    deadlines
+}
+
+#[test]
+fn the_kernel_decomposition_equals_the_perf_backends() {
+    if !latscope_platform::caps::detect().root {
+        println!("skipped: needs root (BPF and perf tracepoints)");
+        return;
+    }
+    if !bpf::built() {
+        println!("skipped: needs the BPF programs (this build had no clang)");
+        return;
+    }
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || sleeper(ready_tx, go_rx));
+    let tid = ready_rx.recv().unwrap();
+
+    let mut tracer = Tracer::open(&TracerConfig::new(vec![CpuId(0)])).unwrap();
+    let mut kernel = TimerBpf::open(&[u32::try_from(tid).unwrap()]).unwrap();
+    tracer.enable().unwrap();
+    go_tx.send(()).unwrap();
+    let mut events: Vec<TraceEvent> = Vec::new();
+    let mut records: Vec<TimerRecord> = Vec::new();
+    while !worker.is_finished() {
+        tracer.wait(Duration::from_millis(10)).unwrap();
+        tracer
+            .read(&mut |d| {
+                if let Decoded::Event(e) = d {
+                    events.push(e)
+                }
+            })
+            .unwrap();
+        kernel.drain(&mut records);
+    }
+    let deadlines = worker.join().unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    tracer.disable().unwrap();
+    tracer
+        .read(&mut |d| {
+            if let Decoded::Event(e) = d {
+                events.push(e)
+            }
+        })
+        .unwrap();
+    kernel.drain(&mut records);
+    let counters = kernel.counters().unwrap();
+    let lost = tracer.stats().total.lost;
+    println!(
+        "{} deadlines, {} BPF records ({counters:?}), {} perf events ({lost} lost)",
+        deadlines.len(),
+        records.len(),
+        events.len()
+    );
+    assert_eq!(counters.dropped, 0);
+    assert_eq!(counters.sent, records.len() as u64);
+
+    // Every record is one of our wake-ups, on CPU 0, in order.
+    let ours: Vec<&TimerRecord> = records.iter().filter(|r| r.tid as i32 == tid).collect();
+    assert_eq!(ours.len(), records.len(), "records of another thread");
+    assert!(
+        ours.len() * 100 >= deadlines.len() * 95,
+        "{} records for {} armed deadlines",
+        ours.len(),
+        deadlines.len()
+    );
+    for r in &ours {
+        assert_eq!(r.cpu, 0);
+        assert!(r.callback_now >= r.expires, "{r:?}");
+        assert!(r.switch_in >= r.callback_time, "{r:?}");
+    }
+
+    // The same wake-ups through perf: our hrtimer_start (by expiry), its
+    // callback (by hrtimer), our next switch-in.
+    let mut matched = 0;
+    let mut worst_callback = 0u64;
+    let mut worst_switch = 0u64;
+    for r in &ours {
+        let Some(start) = events.iter().position(|e| {
+            e.tid == tid
+                && matches!(e.kind, EventKind::HrtimerStart { expires, .. } if expires as u64 == r.expires)
+        }) else {
+            continue;
+        };
+        let EventKind::HrtimerStart { hrtimer, .. } = events[start].kind else {
+            unreachable!()
+        };
+        let Some(cb) = events[start..].iter().find(
+            |e| matches!(e.kind, EventKind::HrtimerExpireEntry { hrtimer: h, .. } if h == hrtimer),
+        ) else {
+            continue;
+        };
+        let EventKind::HrtimerExpireEntry { now, .. } = cb.kind else {
+            unreachable!()
+        };
+        let Some(sw) = events.iter().find(|e| {
+            e.time >= cb.time
+                && matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == tid)
+        }) else {
+            continue;
+        };
+        assert_eq!(now as u64, r.callback_now, "the callback's now: {r:?}");
+        worst_callback = worst_callback.max(cb.time.abs_diff(r.callback_time));
+        worst_switch = worst_switch.max(sw.time.abs_diff(r.switch_in));
+        matched += 1;
+    }
+    println!(
+        "{matched} of {} records matched in perf's events; largest clock difference: callback {worst_callback} ns, switch-in {worst_switch} ns",
+        ours.len()
+    );
+    if lost == 0 {
+        assert!(
+            matched * 100 >= ours.len() * 95,
+            "{matched} of {} matched",
+            ours.len()
+        );
+    }
+    assert!(matched > 0);
+    assert!(worst_callback < SAME_INSTANT_NS, "{worst_callback} ns");
+    assert!(worst_switch < SAME_INSTANT_NS, "{worst_switch} ns");
+}
