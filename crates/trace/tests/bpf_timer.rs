@@ -19,7 +19,12 @@ use latscope_platform::{
 use latscope_trace::{Decoded, EventKind, TraceEvent, Tracer, TracerConfig};
 
 /// How far apart the two backends' clock reads at one tracepoint may be.
+/// They run one after the other in the same tracepoint; the host can stop
+/// the vCPU between them (CI saw 12 µs once), so this bounds most pairs and
+/// the median, not every one.
 const SAME_INSTANT_NS: u64 = 20_000;
+/// The typical distance: the median pair.
+const TYPICAL_NS: u64 = 5_000;
 
 fn sleeper(ready: std::sync::mpsc::Sender<i32>, go: std::sync::mpsc::Receiver<()>) -> Vec<u64> {
     set_affinity(CpuId(0)).unwrap();
@@ -113,8 +118,8 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
     // The same wake-ups through perf: our hrtimer_start (by expiry), its
     // callback (by hrtimer), our next switch-in.
     let mut matched = 0;
-    let mut worst_callback = 0u64;
-    let mut worst_switch = 0u64;
+    let mut callback_diffs = Vec::new();
+    let mut switch_diffs = Vec::new();
     for r in &ours {
         let Some(start) = events.iter().position(|e| {
             e.tid == tid
@@ -140,13 +145,22 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
             continue;
         };
         assert_eq!(now as u64, r.callback_now, "the callback's now: {r:?}");
-        worst_callback = worst_callback.max(cb.time.abs_diff(r.callback_time));
-        worst_switch = worst_switch.max(sw.time.abs_diff(r.switch_in));
+        callback_diffs.push(cb.time.abs_diff(r.callback_time));
+        switch_diffs.push(sw.time.abs_diff(r.switch_in));
         matched += 1;
     }
+    callback_diffs.sort_unstable();
+    switch_diffs.sort_unstable();
+    let median = |d: &[u64]| d.get(d.len() / 2).copied().unwrap_or(0);
+    let worst = |d: &[u64]| d.last().copied().unwrap_or(0);
+    let near = |d: &[u64]| d.iter().filter(|&&x| x < SAME_INSTANT_NS).count();
     println!(
-        "{matched} of {} records matched in perf's events; largest clock difference: callback {worst_callback} ns, switch-in {worst_switch} ns",
-        ours.len()
+        "{matched} of {} records matched in perf's events; clock difference median / largest: callback {} / {} ns, switch-in {} / {} ns",
+        ours.len(),
+        median(&callback_diffs),
+        worst(&callback_diffs),
+        median(&switch_diffs),
+        worst(&switch_diffs)
     );
     if lost == 0 {
         assert!(
@@ -156,6 +170,13 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
         );
     }
     assert!(matched > 0);
-    assert!(worst_callback < SAME_INSTANT_NS, "{worst_callback} ns");
-    assert!(worst_switch < SAME_INSTANT_NS, "{worst_switch} ns");
+    for (what, d) in [("callback", &callback_diffs), ("switch-in", &switch_diffs)] {
+        assert!(median(d) < TYPICAL_NS, "{what}: median {} ns", median(d));
+        assert!(
+            near(d) * 100 >= d.len() * 95,
+            "{what}: {} of {} within {SAME_INSTANT_NS} ns",
+            near(d),
+            d.len()
+        );
+    }
 }
