@@ -11,21 +11,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use common::postgres::{fresh_database, password, query_i64};
 use common::*;
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../import/tests/fixtures")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
 
 /// Runs latscope; asserts it succeeded and did not show the password.
 fn ok(args: &[&str], secret: &str) -> Output {
@@ -60,7 +50,12 @@ fn every_command_works_on_a_postgres_store_and_never_shows_the_password() {
         &secret,
     );
     ok(
-        &["import", &fixture("cyclictest-h50.json"), "--store", u],
+        &[
+            "import",
+            &import_fixture("cyclictest-h50.json"),
+            "--store",
+            u,
+        ],
         &secret,
     );
     ok(
@@ -260,7 +255,7 @@ fn a_push_to_postgres_killed_part_way_leaves_only_whole_runs_and_pull_brings_the
         } else {
             "oslat.json"
         };
-        let o = latscope(&["import", &fixture(f), "--store", l]);
+        let o = latscope(&["import", &import_fixture(f), "--store", l]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     let mut child = bin()

@@ -11,15 +11,6 @@ use std::time::Duration;
 
 use common::*;
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../import/tests/fixtures")
-        .join(name)
-        .to_str()
-        .unwrap()
-        .to_string()
-}
-
 fn count(store: &Path, sql: &str) -> i64 {
     let conn = rusqlite::Connection::open(store).unwrap();
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
@@ -50,7 +41,12 @@ fn push_copies_each_run_once_and_pull_brings_runs_back() {
     let s = shared.to_str().unwrap();
     let o = latscope(&["run", "--duration", "1s", "--quiet", "--store", l]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = latscope(&["import", &fixture("cyclictest-h50.json"), "--store", l]);
+    let o = latscope(&[
+        "import",
+        &import_fixture("cyclictest-h50.json"),
+        "--store",
+        l,
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 
     let o = latscope(&["push", "--to", s, "--store", l]);
@@ -123,7 +119,7 @@ fn a_push_killed_part_way_leaves_only_whole_runs_and_a_second_push_completes_it(
         } else {
             "oslat.json"
         };
-        let o = latscope(&["import", &fixture(f), "--store", l]);
+        let o = latscope(&["import", &import_fixture(f), "--store", l]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
     let mut child = bin()

@@ -396,16 +396,17 @@ fn progress_is_reported_every_tick_and_never_goes_back() {
     assert_eq!(p.max_latency, Nanos(109_000));
 }
 
-#[test]
-fn a_failing_sink_loses_nothing_it_gets_back() {
+/// A 6 s simulated run on CPU 0 into a sink whose checkpoints `fail`
+/// (numbered from 0); the outcome, the sink and the observer's notices.
+fn run_with_failing_checkpoints(
+    fail: std::ops::Range<usize>,
+) -> (latscope_engine::RunOutcome, Recorder, Vec<String>) {
     let clock = Arc::new(ScriptedClock::new(1_000 * S));
     let stop = Stop::new();
     let mut obs = observer(&stop, Nanos(u64::MAX), 0);
     let notices = Arc::clone(&obs.notices);
-    // Checkpoints 1 and 2 (at 2 s and 3 s) fail, as on a full disk that
-    // is then cleared.
     let mut sink = Recorder {
-        fail: Some(1..3),
+        fail: Some(fail),
         ..Recorder::default()
     };
     let cells = [sim_cell(&clock, 0, 1, &[0], 6, None)];
@@ -417,10 +418,18 @@ fn a_failing_sink_loses_nothing_it_gets_back() {
         env(&clock, &stop, &mut obs),
     )
     .unwrap();
+    let notices = notices.lock().unwrap().clone();
+    (out, sink, notices)
+}
+
+#[test]
+fn a_failing_sink_loses_nothing_it_gets_back() {
+    // Checkpoints 1 and 2 (at 2 s and 3 s) fail, as on a full disk that
+    // is then cleared.
+    let (out, sink, notices) = run_with_failing_checkpoints(1..3);
     assert_eq!(out.status, RunStatus::Complete, "measuring went on");
     // It came back: later checkpoints carried what the failed ones held.
     assert!(out.sink_error.is_none(), "{:?}", out.sink_error);
-    let notices = notices.lock().unwrap().clone();
     assert_eq!(
         notices
             .iter()
@@ -453,23 +462,8 @@ fn a_failing_sink_loses_nothing_it_gets_back() {
 
 #[test]
 fn a_sink_that_fails_to_the_end_holds_the_run_up_to_its_last_good_checkpoint() {
-    let clock = Arc::new(ScriptedClock::new(1_000 * S));
-    let stop = Stop::new();
-    let mut obs = observer(&stop, Nanos(u64::MAX), 0);
     // Every checkpoint from the second on fails, the final one too.
-    let mut sink = Recorder {
-        fail: Some(1..1_000),
-        ..Recorder::default()
-    };
-    let cells = [sim_cell(&clock, 0, 1, &[0], 6, None)];
-    let out = latscope_engine::run(
-        &config(1),
-        &cells,
-        &online(),
-        &mut sink,
-        env(&clock, &stop, &mut obs),
-    )
-    .unwrap();
+    let (out, sink, _) = run_with_failing_checkpoints(1..1_000);
     assert_eq!(out.status, RunStatus::Complete, "measuring went on");
     assert!(out.sink_error.is_some());
     let stored = sink.inner.run().unwrap();

@@ -67,8 +67,7 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
     go_tx.send(()).unwrap();
     let mut events: Vec<TraceEvent> = Vec::new();
     let mut records: Vec<TimerRecord> = Vec::new();
-    while !worker.is_finished() {
-        tracer.wait(Duration::from_millis(10)).unwrap();
+    let read = |tracer: &mut Tracer, events: &mut Vec<TraceEvent>| {
         tracer
             .read(&mut |d| {
                 if let Decoded::Event(e) = d {
@@ -76,18 +75,16 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
                 }
             })
             .unwrap();
+    };
+    while !worker.is_finished() {
+        tracer.wait(Duration::from_millis(10)).unwrap();
+        read(&mut tracer, &mut events);
         kernel.drain(&mut records);
     }
     let deadlines = worker.join().unwrap();
     std::thread::sleep(Duration::from_millis(5));
     tracer.disable().unwrap();
-    tracer
-        .read(&mut |d| {
-            if let Decoded::Event(e) = d {
-                events.push(e)
-            }
-        })
-        .unwrap();
+    read(&mut tracer, &mut events);
     kernel.drain(&mut records);
     let counters = kernel.counters().unwrap();
     let lost = tracer.stats().total.lost;

@@ -37,6 +37,16 @@ pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// A result file of another tool from the import crate's fixtures.
+pub fn import_fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../import/tests/fixtures")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 pub fn store_in(dir: &Path) -> PathBuf {
     dir.join("latscope.db")
 }
