@@ -165,6 +165,7 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
         return;
     }
     let mut caused = 0;
+    let mut unrecorded = 0;
     let mut shares = Vec::new();
     for e in eps {
         let lat = e["latency_ns"].as_u64().unwrap();
@@ -197,6 +198,17 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
             );
             continue;
         }
+        // The kernel did not record our timer's events (it drops some
+        // tracepoints in interrupts out of idle; see the CPU's decomposed
+        // share above): no phase, so no blocking thread can be named.
+        if e["breakdown"]["complete"] == false && e["breakdown"]["blocking"].is_null() {
+            unrecorded += 1;
+            eprintln!(
+                "our timer's events not recorded: {}",
+                e["breakdown"]["causes"]
+            );
+            continue;
+        }
         caused += 1;
         let b = &e["breakdown"]["blocking"];
         assert_eq!(b["name"], BURNER, "episode the burner caused: {e}");
@@ -222,8 +234,12 @@ fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
     );
     assert!(
         caused >= 10,
-        "only {caused} of {} episodes overlap a burst",
+        "only {caused} of {} episodes overlap a burst and were recorded ({unrecorded} were not)",
         eps.len()
+    );
+    assert!(
+        unrecorded * 4 <= caused,
+        "{unrecorded} episodes without our timer's events against {caused} with them"
     );
     // The burner is the largest part of every episode it caused, and 80%
     // or more of at least 90% of them: the host's own delays (the

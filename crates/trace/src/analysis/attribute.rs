@@ -56,6 +56,11 @@ pub(crate) struct Marks {
     /// phase) no timer interrupt is awaited: an idle CPU is just idle and
     /// another thread is named as itself; no vector is "ours".
     pub udp: bool,
+    /// Our timer's callback and switch-in were found. Without them the
+    /// phases are unknown (the kernel did not record those events, or the
+    /// window lost them): a thread that ran is then not said to have run
+    /// "while the interrupt was late", which is only known with them.
+    pub phases_known: bool,
 }
 
 /// What the analysis knows about threads it has seen switch.
@@ -370,6 +375,19 @@ pub(crate) fn attribute(
             Frame::Thread(pid) if marks.udp && s.phase == Phase::Irq => {
                 (CauseKind::Thread, comm_of(threads, pid), Some(pid))
             }
+            Frame::Thread(0) if !marks.phases_known && !marks.udp => (
+                CauseKind::Idle,
+                "CPU idle; our timer's interrupt was not recorded".to_string(),
+                None,
+            ),
+            Frame::Thread(pid) if !marks.phases_known && !marks.udp && pid != marks.tid => (
+                CauseKind::Unexplained,
+                format!(
+                    "{} ran; our timer's interrupt was not recorded",
+                    comm_of(threads, pid)
+                ),
+                Some(pid),
+            ),
             Frame::Thread(0) => match s.phase {
                 Phase::Irq => (
                     CauseKind::Idle,

@@ -477,6 +477,7 @@ impl Analyzer {
             tid: mc.tid,
             noise: true,
             udp: false,
+            phases_known: true,
         };
         let mut b = attribute::attribute(
             &evs,
@@ -590,9 +591,11 @@ impl Analyzer {
                 tid: mc.tid,
                 noise: false,
                 udp: false,
+                phases_known: true,
             },
-            // Without our events the phases are unknown: all of it is
-            // charged as if the timer had not fired yet.
+            // Without our events the phases are unknown: the contexts that
+            // ran are named, but no thread is called blocking and none is
+            // said to have run while the interrupt was late.
             None => Marks {
                 deadline,
                 callback: wake,
@@ -601,6 +604,7 @@ impl Analyzer {
                 tid: mc.tid,
                 noise: false,
                 udp: false,
+                phases_known: false,
             },
         };
         let mut breakdown = attribute::attribute(

@@ -248,6 +248,53 @@ fn higher_priority_thread_is_named_as_blocking_and_takes_the_latency() {
 }
 
 #[test]
+fn without_our_callback_a_thread_that_ran_is_neither_blocking_nor_late_interrupt() {
+    // Seen in CI: the CPU idle at the expiry, the interrupt that ended the
+    // idle not recorded (the kernel drops some tracepoints from idle), then
+    // a burner ran 500 us and our thread after it. Without our callback
+    // the phase is unknown: the burner is named but not called blocking,
+    // and the interrupt is not called late.
+    let mut s = Script::new();
+    s.arm(D - 901 * US, D)
+        .switch(
+            D - 900 * US,
+            (TID, "lat-timer/1", 19),
+            (0, "swapper/1", 120),
+        )
+        .switch(D + 13 * US, (0, "swapper/1", 120), (200, "burner", 9))
+        .switch(D + 515 * US, (200, "burner", 9), (TID, "lat-timer/1", 19));
+    let mut a = s.run(50 * US, &[(D, D + 517 * US)]);
+    assert_eq!(a.summary().samples_undecomposed, 1);
+    let (e, _) = &a.take_episodes()[0];
+    assert_eq!(total(e), 517 * US, "causes partition the latency");
+    assert!(!e.breakdown.complete);
+    assert!(e.breakdown.blocking.is_none(), "{:?}", e.breakdown.blocking);
+    assert_eq!(
+        cause(
+            e,
+            CauseKind::Unexplained,
+            "burner ran; our timer's interrupt was not recorded"
+        )
+        .duration_ns,
+        Nanos(502 * US)
+    );
+    assert_eq!(
+        cause(
+            e,
+            CauseKind::Idle,
+            "CPU idle; our timer's interrupt was not recorded"
+        )
+        .duration_ns,
+        Nanos(13 * US)
+    );
+    assert!(!e
+        .breakdown
+        .causes
+        .iter()
+        .any(|c| c.name.contains("interrupt late")));
+}
+
+#[test]
 fn late_timer_out_of_idle_is_idle_time_and_interrupts_are_named() {
     let mut s = Script::new();
     let eth = s.eth;

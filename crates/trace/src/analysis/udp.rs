@@ -174,6 +174,7 @@ impl Analyzer {
             tid,
             noise: false,
             udp: true,
+            phases_known: true,
         };
         let breakdown = match found {
             None => {
