@@ -26,6 +26,7 @@
 //! callbacks are the caller's): results are values the caller stores.
 
 pub mod attribute;
+mod kernel;
 mod udp;
 pub mod work;
 
@@ -39,6 +40,7 @@ use latscope_stats::{Histogram, MetricResult};
 
 pub use attribute::{Environment, NoEnvironment};
 use attribute::{Marks, ThreadNames};
+pub use kernel::KernelSample;
 use work::WorkStats;
 
 use crate::event::{softirq_name, Decoded, EventKind, Names, StackSample, TraceEvent};
@@ -173,7 +175,7 @@ impl MeasuredCpu {
     }
 }
 
-struct Found {
+pub(crate) struct Found {
     callback_time: u64,
     callback_now: u64,
     switch_in: u64,
@@ -415,8 +417,22 @@ impl Analyzer {
             self.process_udp(m, deadline, wake, names);
             return;
         }
-        let tol = self.config.tolerance_ns;
         let found = self.find(m, deadline, wake);
+        self.decompose(m, deadline, wake, found, names);
+    }
+
+    /// Records the parts of one timer sample from what was found (perf: by
+    /// [`Self::find`] in the window; BPF: computed by the kernel), and its
+    /// episode when it is above the threshold.
+    fn decompose(
+        &mut self,
+        m: usize,
+        deadline: u64,
+        wake: u64,
+        found: Option<Found>,
+        names: &Names,
+    ) {
+        let tol = self.config.tolerance_ns;
         let cpu = self.measured[m].cpu.0;
         let Some(f) = found else {
             self.summary.samples_undecomposed += 1;

@@ -146,6 +146,42 @@ impl Script {
     }
 }
 
+impl Script {
+    /// The same samples through the BPF path: the kernel's pairing given as
+    /// it would be (`found`), the window copied from the recorder for an
+    /// episode.
+    fn run_kernel(&self, threshold: u64, samples: &[(u64, u64, Option<KernelSample>)]) -> Analyzer {
+        let mut a = Analyzer::new(
+            AnalyzerConfig::new(
+                vec![Measured {
+                    cpu: CpuId(1),
+                    tid: TID,
+                }],
+                Nanos(threshold),
+                D - 1_000_000_000,
+            ),
+            Box::new(NoEnvironment),
+            Box::new(NoSymbols),
+        );
+        a.keep_decompositions();
+        for &(d, u, k) in samples {
+            let from = d.saturating_sub(Analyzer::replay_ns());
+            let window: Vec<TraceEvent> = self
+                .events
+                .iter()
+                .filter(|e| e.cpu == 1 && e.time >= from)
+                .copied()
+                .collect();
+            let w = a
+                .above_threshold(u - d)
+                .then_some((window.as_slice(), true));
+            a.on_kernel_sample(CpuId(1), d, u, k, w, &self.names);
+        }
+        a.finish(&self.names);
+        a
+    }
+}
+
 fn cause<'a>(e: &'a Episode, kind: CauseKind, name: &str) -> &'a latscope_model::Cause {
     e.breakdown
         .causes
@@ -1017,4 +1053,82 @@ fn udp_samples_wait_for_flush_until_the_senders_ring_is_fed() {
     );
     let sum = a.summary();
     assert_eq!((sum.samples_decomposed, sum.samples_undecomposed), (1, 1));
+}
+
+#[test]
+fn the_kernel_path_gives_the_perf_paths_decomposition_and_episode() {
+    let mut s = Script::new();
+    s.arm(D - 901 * US, D)
+        .switch(
+            D - 900 * US,
+            (TID, "lat-timer/1", 19),
+            (0, "swapper/1", 120),
+        )
+        .switch(D - 100 * US, (0, "swapper/1", 120), (200, "burner", 9))
+        .timer_irq(D + 2 * US, D + 3 * US, D + 5 * US, 200)
+        .switch(D + 500 * US, (200, "burner", 9), (TID, "lat-timer/1", 19));
+    let mut perf = s.run(50 * US, &[(D, D + 502 * US)]);
+    let k = KernelSample {
+        expires: D as i64,
+        callback_now: D + 3 * US,
+        callback_time: D + 3 * US,
+        switch_in: D + 500 * US,
+    };
+    let mut bpf = s.run_kernel(50 * US, &[(D, D + 502 * US, Some(k))]);
+    assert_eq!(perf.decompositions(), bpf.decompositions());
+    assert_eq!(perf.summary().samples_decomposed, 1);
+    assert_eq!(bpf.summary().samples_decomposed, 1);
+    let (pe, pw) = perf.take_episodes().remove(0);
+    let (be, bw) = bpf.take_episodes().remove(0);
+    assert_eq!(pe.breakdown, be.breakdown);
+    assert_eq!(
+        pe.breakdown.blocking.as_ref().map(|b| b.name.as_str()),
+        Some("burner")
+    );
+    assert_eq!(pw, bw, "the same window is exported");
+    // Below the threshold no window is needed, and without a record the
+    // sample is undecomposed, as with perf when its events are missing.
+    let mut quiet = s.run_kernel(1_000 * US, &[(D, D + 502 * US, Some(k))]);
+    assert!(quiet.take_episodes().is_empty());
+    assert_eq!(quiet.summary().samples_decomposed, 1);
+    let none = s.run_kernel(1_000 * US, &[(D, D + 502 * US, None)]);
+    assert_eq!(none.summary().samples_undecomposed, 1);
+}
+
+#[test]
+fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
+    let mut s = Script::new();
+    s.switch(D - 100 * US, (0, "swapper/1", 120), (200, "burner", 9))
+        .timer_irq(D + 2 * US, D + 3 * US, D + 5 * US, 200)
+        .switch(D + 500 * US, (200, "burner", 9), (TID, "lat-timer/1", 19));
+    let k = KernelSample {
+        expires: D as i64,
+        callback_now: D + 3 * US,
+        callback_time: D + 3 * US,
+        switch_in: D + 500 * US,
+    };
+    let mut a = Analyzer::new(
+        AnalyzerConfig::new(
+            vec![Measured {
+                cpu: CpuId(1),
+                tid: TID,
+            }],
+            Nanos(50 * US),
+            D - 1_000_000_000,
+        ),
+        Box::new(NoEnvironment),
+        Box::new(NoSymbols),
+    );
+    a.on_kernel_sample(
+        CpuId(1),
+        D,
+        D + 502 * US,
+        Some(k),
+        Some((&s.events, false)),
+        &s.names,
+    );
+    a.finish(&s.names);
+    let (e, _) = a.take_episodes().remove(0);
+    assert!(!e.breakdown.complete);
+    assert_eq!(total(&e), 502 * US);
 }

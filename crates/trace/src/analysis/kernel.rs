@@ -1,0 +1,88 @@
+//! Timer samples decomposed in the kernel (the BPF backend).
+//!
+//! With perf the analysis sees every event of a measured CPU and finds a
+//! sample's hrtimer callback and switch-in in its window ([`Analyzer::find`]).
+//! With BPF the kernel pairs them itself and hands over one record per
+//! wake-up; the CPU's events reach user space only for a sample above the
+//! threshold, copied from the BPF flight recorder. Both paths end in the
+//! same decomposition and the same attribution, so the two backends give
+//! the same answers from the same kernel events.
+
+use latscope_model::CpuId;
+
+use super::{Analyzer, Found, REPLAY_NS};
+use crate::event::{Names, TraceEvent};
+
+/// What the kernel computed for one wake-up of a measuring thread, all
+/// CLOCK_MONOTONIC ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelSample {
+    /// The hrtimer's expiry as armed.
+    pub expires: i64,
+    /// The `now` the kernel handed the callback.
+    pub callback_now: u64,
+    /// The clock when the callback ran.
+    pub callback_time: u64,
+    /// The clock when the thread was switched in.
+    pub switch_in: u64,
+}
+
+impl Analyzer {
+    /// How far before a sample's expiry its episode's events must reach:
+    /// the caller copies a window from `deadline - replay_ns()`.
+    pub fn replay_ns() -> u64 {
+        REPLAY_NS
+    }
+
+    /// Whether a sample with this latency becomes an episode (and so needs
+    /// its window of events).
+    pub fn above_threshold(&self, latency_ns: u64) -> bool {
+        latency_ns > self.config.threshold.0
+    }
+
+    /// One timer sample whose parts the kernel found (`None`: it sent no
+    /// record for this wake-up). `window`, for a sample above the threshold,
+    /// holds the CPU's events from `deadline - replay_ns()` to at least the
+    /// wake-up, oldest first, and whether nothing in that range is missing.
+    pub fn on_kernel_sample(
+        &mut self,
+        cpu: CpuId,
+        deadline: u64,
+        wake: u64,
+        found: Option<KernelSample>,
+        window: Option<(&[TraceEvent], bool)>,
+        names: &Names,
+    ) {
+        let Some(m) = self.index(cpu.0) else {
+            return;
+        };
+        if let Some((events, complete)) = window {
+            self.summary.events += events.len() as u64;
+            for ev in events {
+                self.threads.note(ev);
+            }
+            let mc = &mut self.measured[m];
+            mc.window.clear();
+            mc.window.extend(events.iter().copied());
+            mc.lost_at = None;
+            mc.evicted_at = if complete {
+                None
+            } else {
+                Some(deadline.saturating_sub(REPLAY_NS))
+            };
+        }
+        let found = found.map(|k| Found {
+            callback_time: k.callback_time,
+            callback_now: k.callback_now,
+            switch_in: k.switch_in,
+            expires: k.expires,
+        });
+        self.decompose(m, deadline, wake, found, names);
+        if window.is_some() {
+            // The window served this sample only; the next one brings its own.
+            let mc = &mut self.measured[m];
+            mc.window.clear();
+            mc.evicted_at = None;
+        }
+    }
+}
