@@ -87,6 +87,9 @@ pub struct MonitorArgs {
     /// as an episode.
     #[arg(long)]
     pub trace: bool,
+    /// With --trace: which tracer (see `run --trace-backend`).
+    #[arg(long = "trace-backend", value_enum, value_name = "BACKEND")]
+    pub trace_backend: Option<TraceBackendArg>,
     /// Samples above it are counted (and with --trace explained); default
     /// 500us.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
@@ -229,6 +232,27 @@ pub enum ProbeName {
     Noise,
     /// UDP/IP stack send and receive latency (a sender and a receiver thread).
     Udp,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum TraceBackendArg {
+    /// BPF where its programs load, perf otherwise.
+    #[default]
+    Auto,
+    /// In-kernel decomposition and aggregation (BPF programs).
+    Bpf,
+    /// Every tracepoint record through perf rings.
+    Perf,
+}
+
+impl From<TraceBackendArg> for latscope_engine::TraceBackend {
+    fn from(a: TraceBackendArg) -> Self {
+        match a {
+            TraceBackendArg::Auto => latscope_engine::TraceBackend::Auto,
+            TraceBackendArg::Bpf => latscope_engine::TraceBackend::Bpf,
+            TraceBackendArg::Perf => latscope_engine::TraceBackend::Perf,
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -380,6 +404,15 @@ pub struct RunArgs {
     /// 100us with --trace) as an episode.
     #[arg(long)]
     pub trace: bool,
+    /// With --trace: which tracer reads the kernel's events (auto: BPF
+    /// where its programs load, perf otherwise; docs/tracing.md).
+    #[arg(
+        long = "trace-backend",
+        value_enum,
+        default_value_t,
+        value_name = "BACKEND"
+    )]
+    pub trace_backend: TraceBackendArg,
     /// With --trace: sample kernel call chains (cpu-clock) on the measured
     /// CPUs and list the functions sampled during each episode.
     #[arg(long)]
@@ -617,6 +650,14 @@ pub struct SuiteArgs {
     /// Read kernel tracepoints in every cell (see `run --trace`).
     #[arg(long)]
     pub trace: bool,
+    /// With --trace: which tracer (see `run --trace-backend`).
+    #[arg(
+        long = "trace-backend",
+        value_enum,
+        default_value_t,
+        value_name = "BACKEND"
+    )]
+    pub trace_backend: TraceBackendArg,
     /// Write the whole run as JSON to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -122,7 +122,9 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     // With --trace, the threshold (default TracePlan::DEFAULT_THRESHOLD)
     // is also every probe's.
     let trace = if args.trace {
-        let mut plan = TracePlan::new(threshold, args.episode_cap).map_err(Exit::usage)?;
+        let mut plan = TracePlan::new(threshold, args.episode_cap)
+            .map_err(Exit::usage)?
+            .with_backend(args.trace_backend.into());
         threshold = Some(plan.threshold);
         if args.stacks {
             let p = duration("stack-period", &args.stack_period)?;

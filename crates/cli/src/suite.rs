@@ -54,6 +54,7 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
         gap_min: None,
         fp: false,
         trace: args.trace,
+        trace_backend: args.trace_backend,
         stacks: false,
         stack_period: "200us".into(),
         episode_cap: 1000,

@@ -63,9 +63,23 @@ impl Guards {
     };
 }
 
+/// Which tracer reads the kernel's events (`--trace-backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceBackend {
+    /// BPF where its programs load, perf otherwise.
+    #[default]
+    Auto,
+    /// BPF or no tracing (the run says why and goes on untraced).
+    Bpf,
+    /// perf rings, as before there was a choice.
+    Perf,
+}
+
 /// What `--trace` asks for.
 #[derive(Clone, Debug)]
 pub struct TracePlan {
+    /// Which tracer.
+    pub backend: TraceBackend,
     /// Samples above it become episodes.
     pub threshold: Nanos,
     /// `--stacks`: the cpu-clock sampling period.
@@ -100,10 +114,16 @@ impl TracePlan {
             return Err(TracePlanError::ZeroThreshold);
         }
         Ok(TracePlan {
+            backend: TraceBackend::Auto,
             threshold,
             stack_period: None,
             episode_cap,
         })
+    }
+
+    /// Reads the events with `backend`.
+    pub fn with_backend(self, backend: TraceBackend) -> Self {
+        TracePlan { backend, ..self }
     }
 
     /// Also samples kernel call chains every `period` (10 µs to 1 s).

@@ -32,7 +32,9 @@ pub mod suite;
 mod trace_session;
 mod workload_list;
 
-pub use config::{BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TracePlan, TracePlanError};
+pub use config::{
+    BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
+};
 pub use error::EngineError;
 pub use observer::{Observer, Quiet};
 pub use run::{run, running_meta, Env, RunOutcome};

@@ -202,7 +202,16 @@ pub struct CauseTotal {
 /// What the tracer did during a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
-    /// Records decoded.
+    /// The tracing backend that served the cell: "bpf" or "perf" (empty in
+    /// runs stored before there was a choice: those used perf).
+    #[serde(default)]
+    pub backend: String,
+    /// CPU time the kernel spent in latscope's BPF programs, ns (BPF
+    /// backend, when the kernel's `bpf_stats_enabled` counted it).
+    #[serde(default)]
+    pub bpf_prog_ns: u64,
+    /// Records decoded (perf), or events copied out of the BPF flight
+    /// recorder plus the kernel's per-wake-up records (BPF).
     pub events: u64,
     /// Records the kernel dropped (ring full), total and per CPU.
     pub lost_records: u64,

@@ -25,6 +25,8 @@ pub struct Layer {
     pub store: Option<PathBuf>,
     pub persist: Option<String>,
     pub trace: Option<bool>,
+    /// `auto`, `bpf` or `perf` (docs/tracing.md).
+    pub trace_backend: Option<String>,
     pub threshold: Option<String>,
     /// The noise probe's duty cycle `ON/EVERY` (`1s/60s`); `off` or absent:
     /// none.
@@ -51,6 +53,7 @@ impl Layer {
             store: other.store.clone().or(self.store),
             persist: other.persist.clone().or(self.persist),
             trace: other.trace.or(self.trace),
+            trace_backend: other.trace_backend.clone().or(self.trace_backend),
             threshold: other.threshold.clone().or(self.threshold),
             noise: other.noise.clone().or(self.noise),
             retain_minutes: other.retain_minutes.clone().or(self.retain_minutes),
@@ -99,6 +102,7 @@ pub struct Settings {
     /// or `kill -9` can lose at most.
     pub persist: Nanos,
     pub trace: bool,
+    pub trace_backend: latscope_engine::TraceBackend,
     /// Samples above it are counted, and with `trace` explained as
     /// episodes.
     pub threshold: Nanos,
@@ -123,6 +127,7 @@ pub fn defaults() -> Layer {
         store: Some(PathBuf::from("latscope.db")),
         persist: Some("10s".into()),
         trace: Some(false),
+        trace_backend: Some("auto".into()),
         threshold: Some("500us".into()),
         noise: None,
         retain_minutes: Some("7d".into()),
@@ -205,6 +210,17 @@ impl Settings {
         let action_limit = Limit::parse(l.action_limit.as_deref().unwrap_or("10/h"))
             .map_err(|e| value("action-limit", e.to_string()))?;
         let trace = l.trace.unwrap_or(false);
+        let trace_backend = match l.trace_backend.as_deref().map(str::trim) {
+            None | Some("auto") => latscope_engine::TraceBackend::Auto,
+            Some("bpf") => latscope_engine::TraceBackend::Bpf,
+            Some("perf") => latscope_engine::TraceBackend::Perf,
+            Some(other) => {
+                return Err(value(
+                    "trace-backend",
+                    format!("'{other}' is not one of auto, bpf, perf"),
+                ))
+            }
+        };
         if !actions.is_empty() && !trace {
             return Err(value(
                 "on-threshold",
@@ -222,6 +238,7 @@ impl Settings {
                 .unwrap_or_else(|| PathBuf::from("latscope.db")),
             persist,
             trace,
+            trace_backend,
             threshold,
             noise,
             retain_minutes,

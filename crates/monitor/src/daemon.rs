@@ -241,12 +241,12 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     let status = loop {
         let trace = if settings.trace {
             Some(
-                TracePlan::new(Some(settings.threshold), 1_000_000).map_err(|e| {
-                    ConfigError::Value {
+                TracePlan::new(Some(settings.threshold), 1_000_000)
+                    .map_err(|e| ConfigError::Value {
                         key: "threshold",
                         reason: e.to_string(),
-                    }
-                })?,
+                    })?
+                    .with_backend(settings.trace_backend),
             )
         } else {
             None

@@ -211,7 +211,11 @@ fn cpu_list(lost: &BTreeMap<u32, u64>) -> String {
 
 /// One line on what the tracer did over a cell of length `duration`.
 pub fn tracer_line(t: &TraceSummary, duration: Nanos) -> String {
-    let mut parts = vec![format!("{} events read", t.events)];
+    let mut parts = Vec::new();
+    if !t.backend.is_empty() {
+        parts.push(format!("{} backend", t.backend));
+    }
+    parts.push(format!("{} events read", t.events));
     if t.lost_records == 0 {
         parts.push("0 records lost".to_string());
     } else {
@@ -260,6 +264,15 @@ pub fn tracer_line(t: &TraceSummary, duration: Nanos) -> String {
         parts.push(format!("tracer CPU time {cpu} ({pct:.1}% of one CPU)"));
     } else {
         parts.push(format!("tracer CPU time {cpu}"));
+    }
+    if t.bpf_prog_ns > 0 {
+        let prog = Nanos(t.bpf_prog_ns);
+        if duration.0 > 0 {
+            let pct = t.bpf_prog_ns as f64 * 100.0 / duration.0 as f64;
+            parts.push(format!("BPF programs {prog} ({pct:.2}% of one CPU)"));
+        } else {
+            parts.push(format!("BPF programs {prog}"));
+        }
     }
     format!("tracer: {}\n", parts.join(" · "))
 }
