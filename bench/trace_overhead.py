@@ -1,22 +1,43 @@
 #!/usr/bin/env python3
-"""latscope's tracer overhead: the timer probe with and without --trace.
+"""latscope's tracer overhead: the timer probe untraced, traced by perf and
+traced by BPF, alternating in one run.
 
 Normally started through bench/trace-overhead.sh. Standard library only.
 
-For each condition (idle; CPU load from `stress-ng --cpu N`), N pairs of runs
-of A = without --trace and B = with --trace, same CPUs, period, priority and
-duration; the order flips from one pair to the next (A B, B A, A B ...: every
-two pairs run A B B A). Per run it takes from latscope's JSON the pooled mean
-timer.latency and, for traced runs, the tracer's own CPU time, events read and
+Three tools, same CPUs, priority and duration:
+
+  U = `latscope run` without --trace (untraced)
+  P = `latscope run --trace --trace-backend perf`
+  B = `latscope run --trace --trace-backend bpf`
+
+in four conditions by default: {idle, CPU load from `stress-ng --cpu N` on
+every CPU} x {period 1000 us, 100 us}. Each condition runs N rounds (default
+6); every round runs U, P and B once each, the order rotating through the six
+orders of the three tools, each followed by its mirror image (U P B, B P U,
+P B U, U B P, B U P, P U B; as bench/vs_sockperf.py does), so that none
+always runs first and over six rounds every tool runs twice in every slot.
+
+Per run it takes from latscope's JSON the mean, median and p99 of
+timer.latency pooled over the measured CPUs (the per-CPU histograms merged)
+and, for traced runs, the tracer's CPU (`tracer_cpu_ns`, the tracer thread,
+plus `bpf_prog_ns`, the kernel's time in latscope's BPF programs), events,
 records lost; from /proc/stat the whole machine's non-idle CPU time over the
-run (what tracing costs the kernel, in every context, besides the tracer
-thread). See bench/README.md.
+run. `/proc/sys/kernel/bpf_stats_enabled` is 1 for the whole benchmark (so the
+kernel counts the BPF programs' run time) and is put back at exit.
+
+Targets (from the issue), for the BPF backend: median and p99 of
+timer.latency within 5 % of untraced (median over rounds of B/U <= 1.05 for
+both), tracer CPU (user + BPF) under 0.5 % of one core at 1 ms, zero lost
+events. perf's figures are quoted beside them, without a target. Exit 3 if a
+BPF target is missed. See bench/README.md, "trace-overhead.sh".
 """
 
 import argparse
 import datetime
 import json
+import math
 import os
+import shlex
 import shutil
 import signal
 import statistics
@@ -27,13 +48,53 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_DIR = os.path.join(REPO, "bench", "results")
-MEAN_RATIO_TARGET = 1.10
-TRACER_CPU_TARGET_PCT = 3.0
+PROG = "trace-overhead"
+
+# Targets from the issue, for the BPF backend.
+LATENCY_RATIO_TARGET = 1.05      # median over rounds of B/U, for p50 and for p99
+TRACER_CPU_TARGET_PCT = 0.5      # tracer CPU (user + BPF), % of one core, at 1 ms
+TRACER_CPU_TARGET_PERIOD_US = 1000
+EXIT_TARGET_MISSED = 3
+
+BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+TOOLS = ("U", "P", "B")
+TOOL_NAME = {"U": "untraced", "P": "--trace --trace-backend perf",
+             "B": "--trace --trace-backend bpf"}
+TOOL_ARGS = {"U": [], "P": ["--trace", "--trace-backend", "perf"],
+             "B": ["--trace", "--trace-backend", "bpf"]}
+# The six orders, each followed by its mirror image (bench/vs_sockperf.py's
+# ORDERS3): after every two rounds each tool's mean slot is the middle one,
+# after six each tool has run twice in every slot.
+ORDERS = (("U", "P", "B"), ("B", "P", "U"), ("P", "B", "U"),
+          ("U", "B", "P"), ("B", "U", "P"), ("P", "U", "B"))
+
+
+class Fatal(Exception):
+    """A one-line reason to stop."""
 
 
 def die(msg):
-    print(f"trace-overhead: {msg}", file=sys.stderr)
-    sys.exit(1)
+    raise Fatal(msg)
+
+
+def order_of(i):
+    """The tools of round i (from 1) in the order they run."""
+    return ORDERS[(i - 1) % len(ORDERS)]
+
+
+def show(argv):
+    """A command line for reading (quoted only where a word needs it)."""
+    return " ".join(shlex.quote(a) if any(c.isspace() or c in "'\"$;&|" for c in a) else a
+                    for a in argv)
+
+
+def order_tag(order):
+    return "".join(order)
+
+
+# --------------------------------------------------------------------------
+# the machine
 
 
 def busy_jiffies():
@@ -46,158 +107,560 @@ def busy_jiffies():
     return 0
 
 
-def run_latscope(args, tmp, tag, traced):
-    d = os.path.join(tmp, tag)
-    os.makedirs(d)
-    out = os.path.join(d, "out.json")
-    argv = [args.latscope, "run", "--period", f"{args.period_us}us", "--priority",
-            str(args.priority), "--duration", f"{args.seconds}s", "--store",
-            os.path.join(d, "b.db"), "--json", out, "--quiet"]
+def read_first_line(path, default=""):
+    try:
+        with open(path) as f:
+            return f.readline().strip()
+    except OSError:
+        return default
+
+
+def other_tools(own_pids):
+    """Other running measurers or loads (latscope, cyclictest, oslat,
+    sockperf, stress-ng), not started by this script."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if pid == os.getpid() or pid in own_pids:
+            continue
+        comm = read_first_line(f"/proc/{pid}/comm")
+        if comm in ("latscope", "cyclictest", "oslat", "sockperf", "stress-ng"):
+            try:
+                if os.getpgid(pid) in own_pids:
+                    continue
+            except OSError:
+                continue
+            found.append(f"pid {pid} ({comm})")
+    return found
+
+
+class BpfStats:
+    """Holds /proc/sys/kernel/bpf_stats_enabled at 1 and puts the previous
+    value back."""
+
+    def __init__(self):
+        self.previous = None
+
+    def enable(self):
+        try:
+            with open(BPF_STATS) as f:
+                previous = f.read().strip()
+            with open(BPF_STATS, "w") as f:
+                f.write("1\n")
+        except OSError as e:
+            die(f"cannot set {BPF_STATS} to 1: {e.strerror}")
+        self.previous = previous
+
+    def still_on(self):
+        return read_first_line(BPF_STATS) == "1"
+
+    def set_on(self):
+        try:
+            with open(BPF_STATS, "w") as f:
+                f.write("1\n")
+        except OSError as e:
+            die(f"cannot set {BPF_STATS} to 1: {e.strerror}")
+
+    def restore(self):
+        if self.previous is None:
+            return
+        try:
+            with open(BPF_STATS, "w") as f:
+                f.write(self.previous + "\n")
+        except OSError as e:
+            print(f"{PROG}: could not put {BPF_STATS} back to {self.previous}: {e.strerror}",
+                  file=sys.stderr)
+        self.previous = None
+
+
+# --------------------------------------------------------------------------
+# one run
+
+
+def latscope_argv(args, tool, period_us, seconds, d):
+    argv = [args.latscope, "run", "--period", f"{period_us}us", "--priority",
+            str(args.priority), "--duration", f"{seconds}s", "--store",
+            os.path.join(d, "b.db"), "--json", os.path.join(d, "out.json"), "--quiet"]
     if args.cpus:
         argv += ["--cpus", args.cpus]
-    if traced:
-        argv += ["--trace"]
-    j0 = busy_jiffies()
-    t0 = time.monotonic()
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=args.seconds + 120)
-    wall = time.monotonic() - t0
-    j1 = busy_jiffies()
-    if p.returncode != 0:
-        die(f"latscope exited {p.returncode}: {p.stderr.strip()[-300:]}")
-    with open(out) as f:
-        doc = json.load(f)
-    if traced and not doc["capabilities"].get("tracepoints"):
-        die("--trace was not available: " + " | ".join(doc["capabilities"].get("missing", [])))
-    lat = [m for m in doc["cells"][0]["metrics"] if m["name"] == "timer.latency"]
+    return argv + TOOL_ARGS[tool]
+
+
+def error_line(stderr):
+    """latscope's own error line (`latscope: ...`), else the first line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if ln.startswith("latscope:"):
+            return ln
+    return lines[0] if lines else "(no message)"
+
+
+def hist_quantile(buckets, total, q, lo, hi):
+    """The upper edge of the merged bucket holding the sample of rank
+    ceil(q*total), clamped to [lo, hi]: latscope's own rule per CPU."""
+    rank = min(max(math.ceil(q * total), 1), total)
+    acc = 0
+    for _, high, c in buckets:
+        acc += c
+        if acc >= rank:
+            return min(max(high, lo), hi)
+    return hi
+
+
+def pooled_latency(metrics):
+    """Mean, p50 and p99 of timer.latency over the measured CPUs. A pooled
+    metric (cpu null) is used as it is when there is one; otherwise the mean is
+    weighted by count and the percentiles come from the merged per-CPU
+    histograms. Returns (dict, how)."""
+    lat = [m for m in metrics if m["name"] == "timer.latency"]
+    pooled = [m for m in lat if m.get("cpu") is None]
+    if pooled:
+        m = pooled[0]
+        return ({"count": m["count"], "mean_ns": m["mean_ns"], "p50_ns": m["p50_ns"],
+                 "p99_ns": m["p99_ns"], "max_ns": m["max_ns"]}, "pooled")
+    lat = [m for m in lat if m["count"]]
+    if not lat:
+        die("a run recorded no timer.latency samples")
     count = sum(m["count"] for m in lat)
-    mean = sum(m["mean_ns"] * m["count"] for m in lat) / count
-    r = {"mean_ns": mean, "count": count, "max_ns": max(m["max_ns"] for m in lat),
-         "p99_ns": max(m["p99_ns"] for m in lat), "busy_s": (j1 - j0) / os.sysconf("SC_CLK_TCK"),
-         "wall": wall, "duration_s": doc["cells"][0]["duration_ns"] / 1e9}
-    if traced:
-        t = doc["cells"][0]["trace"]
-        r.update(tracer_cpu_s=t["tracer_cpu_ns"] / 1e9, events=t["events"],
-                 lost=t["lost_records"], decomposed=t["samples_decomposed"],
-                 undecomposed=t["samples_undecomposed"], episodes=t["episodes_total"])
+    r = {"count": count, "mean_ns": sum(m["mean_ns"] * m["count"] for m in lat) / count,
+         "max_ns": max(m["max_ns"] for m in lat)}
+    if len(lat) == 1:
+        r.update(p50_ns=lat[0]["p50_ns"], p99_ns=lat[0]["p99_ns"])
+        return r, "merged"
+    if all(m.get("histogram") for m in lat):
+        merged = {}
+        for m in lat:
+            for low, high, c in m["histogram"]:
+                merged[(low, high)] = merged.get((low, high), 0) + c
+        buckets = sorted((lo, hi, c) for (lo, hi), c in merged.items())
+        lo_ns = min(m["min_ns"] for m in lat)
+        r.update(p50_ns=hist_quantile(buckets, count, 0.50, lo_ns, r["max_ns"]),
+                 p99_ns=hist_quantile(buckets, count, 0.99, lo_ns, r["max_ns"]))
+        return r, "merged"
+    # No histograms: the highest per-CPU figure stands in.
+    r.update(p50_ns=max(m["p50_ns"] for m in lat), p99_ns=max(m["p99_ns"] for m in lat))
+    return r, "max"
+
+
+def summarize(doc, tool):
+    """The figures of one run from latscope's JSON document."""
+    cell = doc["cells"][0]
+    lat, how = pooled_latency(cell["metrics"])
+    r = dict(lat, how=how, duration_s=cell["duration_ns"] / 1e9)
+    if tool == "U":
+        return r
+    if not doc["capabilities"].get("tracepoints"):
+        die(f"{TOOL_NAME[tool]}: tracing was not available: "
+            + " | ".join(doc["capabilities"].get("missing", [])))
+    t = cell.get("trace")
+    if not t:
+        die(f"{TOOL_NAME[tool]}: the run's JSON has no trace summary")
+    backend = t.get("backend", "")
+    if tool == "B" and backend != "bpf":
+        die(f"the bpf backend was not used: 'latscope run {' '.join(TOOL_ARGS['B'])}' "
+            f"reports backend {backend!r}")
+    if tool == "P" and backend not in ("perf", ""):
+        die(f"the perf backend was not used: 'latscope run {' '.join(TOOL_ARGS['P'])}' "
+            f"reports backend {backend!r}")
+    user_ns, bpf_ns = t["tracer_cpu_ns"], t.get("bpf_prog_ns", 0)
+    r.update(backend=backend or "perf", tracer_user_s=user_ns / 1e9, bpf_prog_s=bpf_ns / 1e9,
+             tracer_pct=100.0 * (user_ns + bpf_ns) / cell["duration_ns"],
+             bpf_pct=100.0 * bpf_ns / cell["duration_ns"],
+             events=t["events"], lost=t["lost_records"], decomposed=t["samples_decomposed"],
+             undecomposed=t["samples_undecomposed"], episodes=t["episodes_total"])
     return r
 
 
-def condition(args, tmp, name, load_cmd):
-    pairs = []
-    for i in range(1, args.pairs + 1):
-        load = None
-        if load_cmd:
-            load = subprocess.Popen(load_cmd, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL, start_new_session=True)
-            time.sleep(1)
+def run_latscope(args, tmp, tag, tool, period_us, seconds, bench):
+    d = os.path.join(tmp, tag)
+    os.makedirs(d)
+    argv = latscope_argv(args, tool, period_us, seconds, d)
+    j0 = busy_jiffies()
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    except subprocess.TimeoutExpired:
+        die(f"{TOOL_NAME[tool]}: latscope did not finish within {seconds + 120} s")
+    wall = time.monotonic() - t0
+    j1 = busy_jiffies()
+    if p.returncode != 0:
+        die(f"latscope run {' '.join(TOOL_ARGS[tool]) or '(untraced)'} exited "
+            f"{p.returncode}: {error_line(p.stderr)}")
+    with open(os.path.join(d, "out.json")) as f:
+        doc = json.load(f)
+    r = summarize(doc, tool)
+    r.update(busy_s=(j1 - j0) / os.sysconf("SC_CLK_TCK"), wall=wall)
+    if not bench.stats.still_on():
+        bench.warnings.add(f"{BPF_STATS} was no longer 1 after a run (something else changed "
+                           f"it); it was set back to 1")
+        bench.stats.set_on()
+    return r
+
+
+# --------------------------------------------------------------------------
+# the benchmark
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.stats = BpfStats()
+        self.previous_stats = None
+        self.warnings = set()
+        self.others = {}
+        self.load = None
+        self.hows = set()
+
+    def conditions(self):
+        """(key, title, period_us, loaded) in the order they run."""
+        out = []
+        n = os.cpu_count() or 1
+        for period in self.args.periods:
+            out.append((f"idle-{period}us", f"idle, period {period} us", period, False))
+            if not self.args.no_load:
+                out.append((f"load-{period}us", f"CPU load (stress-ng --cpu {n}), period "
+                            f"{period} us", period, True))
+        return out
+
+    def load_cmd(self):
+        n = str(os.cpu_count() or 1)
+        # Stopped after each round; the timeout only bounds it if this script dies.
+        return [self.args.stress or "stress-ng", "--cpu", n, "--timeout",
+                f"{3 * (self.args.seconds + 60)}s"]
+
+    def start_load(self):
+        self.load = subprocess.Popen(self.load_cmd(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(1)
+        if self.load.poll() is not None:
+            die(f"stress-ng exited {self.load.returncode} at start")
+
+    def stop_load(self):
+        if self.load is None:
+            return
         try:
-            got = {}
-            for traced in ((False, True) if i % 2 == 1 else (True, False)):
-                what = "B with --trace" if traced else "A without --trace"
-                print(f"[{name}] pair {i}/{args.pairs} ({order_tag(i)}): {what} ...",
-                      file=sys.stderr)
-                got[traced] = run_latscope(args, tmp, f"{name}-{i}-{'b' if traced else 'a'}",
-                                           traced)
-            a, b = got[False], got[True]
-        finally:
-            if load:
-                os.killpg(load.pid, signal.SIGTERM)
-                load.wait()
-        pairs.append((a, b))
-    return pairs
+            os.killpg(self.load.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            self.load.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.load.pid, signal.SIGKILL)
+            self.load.wait()
+        self.load = None
+
+    def own_pids(self):
+        return {self.load.pid} if self.load else set()
+
+    def note_others(self):
+        for entry in other_tools(self.own_pids()):
+            self.others.setdefault(entry.split(" ", 2)[1], entry)
+
+    def preflight(self, tmp):
+        """One second of P and of B, to stop at once (with latscope's own
+        line) when a backend cannot run, rather than minutes in."""
+        period = self.args.periods[0]
+        for tool in ("P", "B"):
+            print(f"{PROG}: pre-flight: 1 s of {TOOL_NAME[tool]} ...", file=sys.stderr)
+            run_latscope(self.args, tmp, f"preflight-{tool}", tool, period, 1, self)
+
+    def condition(self, tmp, key, title, period, loaded):
+        a = self.args
+        rounds = []
+        for i in range(1, a.rounds + 1):
+            order = order_of(i)
+            self.note_others()
+            if loaded:
+                self.start_load()
+            try:
+                got = {}
+                for tool in order:
+                    print(f"{PROG}: [{title}] round {i}/{a.rounds} ({order_tag(order)}): "
+                          f"{tool} = {TOOL_NAME[tool]} ({a.seconds} s) ...", file=sys.stderr)
+                    got[tool] = run_latscope(a, tmp, f"{key}-r{i}-{tool}", tool, period,
+                                             a.seconds, self)
+                    self.hows.add(got[tool]["how"])
+            finally:
+                self.stop_load()
+            rounds.append((i, order, got))
+        return rounds
 
 
-def order_tag(i):
-    """`AB` when the untraced run (A) came first in pair i, `BA` otherwise:
-    odd pairs A B, even ones B A."""
-    return "AB" if i % 2 == 1 else "BA"
+# --------------------------------------------------------------------------
+# the report
 
 
-def report(args, results, started):
+def us(ns):
+    return ns / 1e3
+
+
+def ratio(a, b):
+    return a / b if b else float("nan")
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
+def header(args, started, bench, w):
+    w("latscope: timer probe untraced (U), traced by perf (P) and traced by BPF (B)")
+    w("=" * 78)
+    w(f"started {started:%Y-%m-%d %H:%M:%S} UTC; kernel {os.uname().release}; "
+      f"{os.cpu_count()} CPUs; measured CPUs {args.cpus or 'all'}; FIFO {args.priority}; "
+      f"{args.rounds} rounds x 3 runs x {args.seconds} s per condition")
+    w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}")
+    w("order rotating through " + ", ".join(order_tag(o) for o in ORDERS)
+      + " (round column)")
+    w(f"{BPF_STATS} = 1 for the whole benchmark, for all three tools (was "
+      f"{bench.previous_stats}, put back at exit): the kernel counts the BPF programs' run "
+      f"time, at a cost of a few ns per program run")
+    hows = bench.hows
+    if hows == {"pooled"}:
+        how = "latscope's pooled timer.latency (cpu null)"
+    elif "max" in hows:
+        how = ("mean weighted by count; p50 and p99 the HIGHEST per-CPU figure (the JSON had "
+               "no histograms)")
+    else:
+        how = ("mean weighted by count over the per-CPU timer.latency; p50 and p99 from the "
+               "per-CPU histograms merged (bucket upper edge, within 0.1 %)")
+    w(f"latency pooled over the measured CPUs: {how}")
+    w("tracer CPU = tracer thread (tracer_cpu_ns) + latscope's BPF programs in the kernel "
+      "(bpf_prog_ns), % of one core over the measured duration; perf's cost of writing its "
+      "records in the kernel is not in it (see busy CPU, /proc/stat non-idle of the whole "
+      "machine over the run)")
+    w("")
+
+
+def condition_block(args, title, period, rounds, w):
+    """The tables and summary of one condition. Returns (verdicts, lines)
+    where verdicts are the BPF targets' (name, ok) pairs."""
+    w(title)
+    hdr = (f"{'round':>9} | {'U mean':>7} {'P mean':>7} {'B mean':>7} {'P/U':>6} {'B/U':>6} | "
+           f"{'U p50':>7} {'P p50':>7} {'B p50':>7} {'P/U':>6} {'B/U':>6} | "
+           f"{'U p99':>7} {'P p99':>7} {'B p99':>7} {'P/U':>6} {'B/U':>6}")
+    w("latency, us")
+    w(hdr)
+    w("-" * len(hdr))
+    rat = {(t, k): [] for t in ("P", "B") for k in ("mean_ns", "p50_ns", "p99_ns")}
+    for i, order, got in rounds:
+        u = got["U"]
+        cols = []
+        for k in ("mean_ns", "p50_ns", "p99_ns"):
+            rp, rb = ratio(got["P"][k], u[k]), ratio(got["B"][k], u[k])
+            rat[("P", k)].append(rp)
+            rat[("B", k)].append(rb)
+            cols.append(f"{us(u[k]):7.2f} {us(got['P'][k]):7.2f} {us(got['B'][k]):7.2f} "
+                        f"{rp:6.3f} {rb:6.3f}")
+        w(f"{i:>4} {order_tag(order):>4} | " + " | ".join(cols))
+    w("-" * len(hdr))
+    w(f"{'median':>9} | {'':7} {'':7} {'':7} {med(rat[('P', 'mean_ns')]):6.3f} "
+      f"{med(rat[('B', 'mean_ns')]):6.3f} | {'':7} {'':7} {'':7} {med(rat[('P', 'p50_ns')]):6.3f} "
+      f"{med(rat[('B', 'p50_ns')]):6.3f} | {'':7} {'':7} {'':7} {med(rat[('P', 'p99_ns')]):6.3f} "
+      f"{med(rat[('B', 'p99_ns')]):6.3f}")
+    w("")
+    hdr2 = (f"{'round':>9} | {'P tracer':>8} {'B tracer':>8} {'B of it':>7} | "
+            f"{'P events':>9} {'B events':>9} | {'P lost':>6} {'B lost':>6} | "
+            f"{'busy U':>6} {'busy P':>6} {'busy B':>6}")
+    w("tracer: CPU in % of one core (B of it: the BPF programs), events, records lost; "
+      "busy CPU in s")
+    w(hdr2)
+    w("-" * len(hdr2))
+    for i, order, got in rounds:
+        p, b, u = got["P"], got["B"], got["U"]
+        w(f"{i:>4} {order_tag(order):>4} | {p['tracer_pct']:7.3f}% {b['tracer_pct']:7.3f}% "
+          f"{b['bpf_pct']:6.3f}% | {p['events']:9d} {b['events']:9d} | {p['lost']:6d} "
+          f"{b['lost']:6d} | {u['busy_s']:6.2f} {p['busy_s']:6.2f} {b['busy_s']:6.2f}")
+    w("-" * len(hdr2))
+    figs = {}
+    for t in ("P", "B"):
+        runs = [got[t] for _, _, got in rounds]
+        figs[t] = {
+            "mean": med(rat[(t, "mean_ns")]), "p50": med(rat[(t, "p50_ns")]),
+            "p99": med(rat[(t, "p99_ns")]),
+            "p50_range": (min(rat[(t, "p50_ns")]), max(rat[(t, "p50_ns")])),
+            "p99_range": (min(rat[(t, "p99_ns")]), max(rat[(t, "p99_ns")])),
+            "cpu_med": med([r["tracer_pct"] for r in runs]),
+            "cpu_max": max(r["tracer_pct"] for r in runs),
+            "bpf_med": med([r["bpf_pct"] for r in runs]),
+            "bpf_zero": sum(1 for r in runs if r["bpf_prog_s"] == 0),
+            "events": med([r["events"] for r in runs]),
+            "lost": sum(r["lost"] for r in runs),
+            "dec": sum(r["decomposed"] for r in runs),
+            "und": sum(r["undecomposed"] for r in runs),
+            "busy": med([r["busy_s"] for r in runs]),
+        }
+    busy_u = med([got["U"]["busy_s"] for _, _, got in rounds])
+    lines = {}
+    for t, name in (("B", "BPF"), ("P", "perf (quoted, no target)")):
+        f = figs[t]
+        lines[t] = (f"{name}: median over rounds of {t}/U: mean {f['mean']:.3f}, p50 {f['p50']:.3f} "
+          f"({f['p50_range'][0]:.3f}-{f['p50_range'][1]:.3f}), p99 {f['p99']:.3f} "
+          f"({f['p99_range'][0]:.3f}-{f['p99_range'][1]:.3f}); tracer CPU median "
+          f"{f['cpu_med']:.3f}% of one core (max {f['cpu_max']:.3f}%"
+          + (f", BPF programs {f['bpf_med']:.3f}%" if t == "B" else "")
+          + f"); events {f['events']:.0f} per run (median); records lost {f['lost']}; "
+          f"samples decomposed {f['dec']}, not {f['und']}; busy CPU median {f['busy']:.2f} s "
+          f"per run (U {busy_u:.2f} s)")
+    w(lines["B"])
+    b = figs["B"]
+    checks = [(f"median B/U p50 <= {LATENCY_RATIO_TARGET:.2f}", b["p50"] <= LATENCY_RATIO_TARGET),
+              (f"median B/U p99 <= {LATENCY_RATIO_TARGET:.2f}", b["p99"] <= LATENCY_RATIO_TARGET)]
+    line = [f"{n}: {verdict(ok)}" for n, ok in checks]
+    if period == TRACER_CPU_TARGET_PERIOD_US:
+        if b["bpf_zero"]:
+            ok = False
+            line.append(f"tracer CPU (user + BPF) < {TRACER_CPU_TARGET_PCT}% of a core (every "
+                        f"run): FAIL, not measured: bpf_prog_ns was 0 in {b['bpf_zero']} of "
+                        f"{len(rounds)} B runs")
+        else:
+            ok = b["cpu_max"] < TRACER_CPU_TARGET_PCT
+            line.append(f"tracer CPU (user + BPF) < {TRACER_CPU_TARGET_PCT}% of a core (every "
+                        f"run): {verdict(ok)}")
+        checks.append(("tracer CPU", ok))
+    else:
+        line.append(f"tracer CPU: no target at {period} us")
+    checks.append(("zero lost", b["lost"] == 0))
+    line.append(f"zero records lost: {verdict(b['lost'] == 0)}")
+    w("BPF targets: " + "; ".join(line))
+    w(lines["P"])
+    w("")
+    return checks
+
+
+def report(args, results, started, bench):
     out = []
     w = out.append
-    w("latscope: timer probe with and without --trace (A/B alternation)")
-    w("=" * 72)
-    w(f"started {started:%Y-%m-%d %H:%M:%S} UTC; kernel {os.uname().release}; "
-      f"CPUs {args.cpus or 'all'}; period {args.period_us} us; FIFO {args.priority}; "
-      f"{args.pairs} pairs x {args.seconds} s per condition")
-    w("order: A = without --trace, B = with --trace; A first in odd pairs, B first in even ones")
-    w("       (AB, BA, AB ...: every two pairs run A B B A; the pair column shows it)")
+    header(args, started, bench, w)
+    ok = True
+    summary = []
+    for key, title, period, _, rounds in results:
+        checks = condition_block(args, title, period, rounds, w)
+        ok = ok and all(c for _, c in checks)
+        missed = [n for n, c in checks if not c]
+        summary.append(f"  {title}: " + ("all BPF targets met" if not missed
+                                         else "missed: " + ", ".join(missed)))
+    w("summary")
+    out.extend(summary)
+    for warning in sorted(bench.warnings):
+        w(f"WARNING: {warning}")
+    if bench.others:
+        w(f"WARNING: other measuring tools or loads ran during the benchmark and may have "
+          f"competed for the CPUs: {', '.join(sorted(bench.others.values())[:5])}")
     w("")
-    verdicts = []
-    for name, pairs in results:
-        w(f"{name}")
-        hdr = (f"{'pair':>6} | {'A mean':>8} {'B mean':>8} {'B/A':>6} | {'A p99':>7} {'B p99':>7} | "
-               f"{'tracer CPU':>10} {'% core':>6} | {'events':>8} {'ns/event':>8} {'lost':>5} | "
-               f"{'busy A':>6} {'busy B':>6}")
-        w(hdr)
-        w("-" * len(hdr))
-        ratios, pcts, lost, per_event = [], [], 0, []
-        for i, (a, b) in enumerate(pairs, 1):
-            ratio = b["mean_ns"] / a["mean_ns"]
-            pct = 100.0 * b["tracer_cpu_s"] / b["duration_s"]
-            ns_ev = b["tracer_cpu_s"] * 1e9 / max(b["events"], 1)
-            ratios.append(ratio)
-            pcts.append(pct)
-            per_event.append(ns_ev)
-            lost += b["lost"]
-            w(f"{i:>3} {order_tag(i)} | {a['mean_ns'] / 1e3:8.2f} {b['mean_ns'] / 1e3:8.2f} {ratio:6.3f} | "
-              f"{a['p99_ns'] / 1e3:7.1f} {b['p99_ns'] / 1e3:7.1f} | {b['tracer_cpu_s'] * 1e3:8.1f}ms "
-              f"{pct:6.2f} | {b['events']:8d} {ns_ev:8.0f} {b['lost']:5d} | "
-              f"{a['busy_s']:6.2f} {b['busy_s']:6.2f}")
-        w("-" * len(hdr))
-        med_r = statistics.median(ratios)
-        max_pct = max(pcts)
-        w(f"median B/A mean latency {med_r:.3f} (pairs {min(ratios):.3f}-{max(ratios):.3f}); "
-          f"tracer CPU median {statistics.median(pcts):.2f}% of one core (max {max_pct:.2f}%); "
-          f"{statistics.median(per_event):.0f} ns of tracer CPU per event; records lost {lost}")
-        dec = sum(b["decomposed"] for _, b in pairs)
-        und = sum(b["undecomposed"] for _, b in pairs)
-        w(f"samples decomposed {dec}, not {und}; whole-machine busy CPU, median A "
-          f"{statistics.median(a['busy_s'] for a, _ in pairs):.2f} s vs B "
-          f"{statistics.median(b['busy_s'] for _, b in pairs):.2f} s per run")
-        ok_r = med_r <= MEAN_RATIO_TARGET
-        ok_c = max_pct <= TRACER_CPU_TARGET_PCT
-        ok_l = lost == 0
-        w(f"target mean latency <= {MEAN_RATIO_TARGET:.2f} x untraced: {'PASS' if ok_r else 'FAIL'}; "
-          f"tracer CPU <= {TRACER_CPU_TARGET_PCT:.0f}% of a core (every run): {'PASS' if ok_c else 'FAIL'}; "
-          f"zero lost records: {'PASS' if ok_l else 'FAIL'}")
-        verdicts += [ok_r, ok_c, ok_l]
-        w("")
-    return out, all(verdicts)
+    w("command lines (per run a fresh store and JSON under a temporary directory):")
+    for tool in TOOLS:
+        w(f"  {tool}: " + show(latscope_argv(args, tool, '<P>', args.seconds, '<tmp>')))
+    if not args.no_load:
+        w(f"  load: {show(bench.load_cmd())} (started 1 s before each round, stopped "
+          f"after it)")
+    return out, ok
+
+
+# --------------------------------------------------------------------------
+# main
+
+
+def dry_run(args, bench):
+    n_cond = len(bench.conditions())
+    runs = n_cond * args.rounds * 3
+    load_rounds = sum(1 for c in bench.conditions() if c[3]) * args.rounds
+    print(f"{PROG}: dry run: nothing is started, {BPF_STATS} is not touched "
+          f"(now {read_first_line(BPF_STATS, 'absent')}; the real run sets it to 1 and "
+          f"puts it back at exit)")
+    lead = f", {load_rounds} s of load lead" if load_rounds else ""
+    print(f"{n_cond} condition{'s' if n_cond != 1 else ''} x {args.rounds} rounds x 3 runs x "
+          f"{args.seconds} s = {runs} runs, {runs * args.seconds} s of measuring "
+          f"({runs * args.seconds / 60:.1f} min), plus each run's start-up{lead} and a 2 s "
+          f"pre-flight")
+    tmp = "<tmp>"
+    for tool in ("P", "B"):
+        print(f"pre-flight {tool}: "
+              + show(latscope_argv(args, tool, args.periods[0], 1,
+                                         os.path.join(tmp, f"preflight-{tool}"))))
+    for key, title, period, loaded in bench.conditions():
+        print(f"[{title}]")
+        for i in range(1, args.rounds + 1):
+            order = order_of(i)
+            print(f"  round {i} {order_tag(order)}"
+                  + (f"  (load: {show(bench.load_cmd())}, 1 s before the first run)"
+                     if loaded else ""))
+            for tool in order:
+                print(f"    {tool}: " + show(latscope_argv(
+                    args, tool, period, args.seconds, os.path.join(tmp, f"{key}-r{i}-{tool}"))))
+
+
+def parse_periods(text):
+    try:
+        periods = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        periods = []
+    if not periods or any(p < 10 for p in periods):
+        raise argparse.ArgumentTypeError("a comma-separated list of periods in us, each >= 10")
+    return periods
 
 
 def main():
-    p = argparse.ArgumentParser(prog="bench/trace-overhead.sh")
-    p.add_argument("--pairs", type=int, default=4)
-    p.add_argument("--seconds", type=int, default=10)
-    p.add_argument("--period-us", type=int, default=1000)
+    p = argparse.ArgumentParser(prog="bench/trace-overhead.sh",
+                                description="latscope untraced / --trace-backend perf / "
+                                            "--trace-backend bpf, alternating")
+    p.add_argument("--rounds", type=int, default=6, help="rounds per condition (default 6)")
+    p.add_argument("--seconds", type=int, default=10, help="length of each run (default 10)")
+    p.add_argument("--periods", type=parse_periods, default=[1000, 100],
+                   help="timer periods in us, comma-separated (default 1000,100)")
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--cpus", default=None, help="CPU list (default: every online CPU)")
-    p.add_argument("--no-load", action="store_true", help="skip the CPU-load condition")
+    p.add_argument("--no-load", action="store_true", help="skip the CPU-load conditions")
     p.add_argument("--no-results-file", action="store_true")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the schedule of runs and their command lines, run nothing")
     p.add_argument("--latscope", default=os.environ.get(
         "LATSCOPE", os.path.join(REPO, "target", "release", "latscope")))
     args = p.parse_args()
-    if os.geteuid() != 0:
-        die("must run as root (tracepoints, SCHED_FIFO)")
-    if not os.access(args.latscope, os.X_OK):
-        die(f"no latscope binary at {args.latscope}: run 'cargo build --release'")
-    if args.pairs < 1 or args.seconds < 1:
-        die("--pairs and --seconds must be at least 1")
-    stress = shutil.which("stress-ng")
-    if not args.no_load and not stress:
-        die("stress-ng not found: apt-get install stress-ng (or pass --no-load)")
-    started = datetime.datetime.now(datetime.timezone.utc)
-    tmp = tempfile.mkdtemp(prefix="latscope-trace-overhead-")
+    if args.rounds < 1 or args.seconds < 1:
+        print(f"{PROG}: --rounds and --seconds must be at least 1", file=sys.stderr)
+        sys.exit(1)
+    args.stress = shutil.which("stress-ng")
+    bench = Bench(args)
+    if args.dry_run:
+        dry_run(args, bench)
+        return 0
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    tmp = None
     try:
-        results = [("idle", condition(args, tmp, "idle", None))]
-        if not args.no_load:
-            n = str(os.cpu_count() or 1)
-            results.append((f"CPU load (stress-ng --cpu {n})",
-                            condition(args, tmp, "load", [stress, "--cpu", n, "--timeout",
-                                                          f"{args.seconds * 3}s"])))
-        out, ok = report(args, results, started)
+        if os.geteuid() != 0:
+            die("must run as root (tracepoints, BPF, SCHED_FIFO, bpf_stats_enabled)")
+        if not os.access(args.latscope, os.X_OK):
+            die(f"no latscope binary at {args.latscope}: run 'cargo build --release'")
+        if not args.no_load and not args.stress:
+            die("stress-ng not found: apt-get install stress-ng (or pass --no-load)")
+        if not os.path.exists(BPF_STATS):
+            die(f"{BPF_STATS} does not exist: this kernel cannot count BPF program run time")
+        started = datetime.datetime.now(datetime.timezone.utc)
+        tmp = tempfile.mkdtemp(prefix="latscope-trace-overhead-")
+        bench.stats.enable()
+        bench.previous_stats = bench.stats.previous
+        n_runs = len(bench.conditions()) * args.rounds * 3
+        print(f"{PROG}: {n_runs} runs x {args.seconds} s (about {n_runs * args.seconds / 60:.0f} "
+              f"min of measuring plus start-up); {BPF_STATS} set to 1 (was "
+              f"{bench.previous_stats})", file=sys.stderr)
+        bench.preflight(tmp)
+        results = []
+        for key, title, period, loaded in bench.conditions():
+            results.append((key, title, period, loaded,
+                            bench.condition(tmp, key, title, period, loaded)))
+        bench.note_others()
+        out, ok = report(args, results, started, bench)
         text = "\n".join(out)
         if not args.no_results_file:
             os.makedirs(RESULTS_DIR, exist_ok=True)
@@ -206,10 +669,21 @@ def main():
                 f.write(text + "\n")
             text += f"\nresults file: {os.path.relpath(path, os.getcwd())}"
         print(text)
-        sys.exit(0 if ok else 3)
+        return 0 if ok else EXIT_TARGET_MISSED
+    except Fatal as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, signal.SIG_IGN)
+        bench.stop_load()
+        bench.stats.restore()
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
