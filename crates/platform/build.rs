@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const PROGRAMS: &[&str] = &["timer"];
+/// Headers the programs include (rebuild when they change).
+const HEADERS: &[&str] = &["hdr_index.h", "vectors.h"];
 
 fn main() {
     println!("cargo:rustc-check-cfg=cfg(latscope_bpf)");
@@ -17,6 +19,9 @@ fn main() {
     println!("cargo:rerun-if-env-changed=LATSCOPE_NO_BPF");
     for p in PROGRAMS {
         println!("cargo:rerun-if-changed=bpf/{p}.bpf.c");
+    }
+    for h in HEADERS {
+        println!("cargo:rerun-if-changed=bpf/{h}");
     }
     if std::env::var_os("LATSCOPE_NO_BPF").is_some_and(|v| v != "0") {
         println!("cargo:warning=latscope: BPF tracing backend left out (LATSCOPE_NO_BPF); --trace uses perf");
@@ -58,7 +63,11 @@ fn build_all(out: &Path) -> Result<(), String> {
         let src = format!("bpf/{p}.bpf.c");
         let obj = out.join(format!("{p}.bpf.o"));
         let output = Command::new(&clang)
-            .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+            // v3: atomic fetch-and-add with its result (the recorder's
+            // slot claim) needs BPF_ATOMIC, kernel 5.12 and later.
+            .args([
+                "-O2", "-g", "-target", "bpf", "-mcpu=v3", "-Wall", "-Werror",
+            ])
             .arg(format!("-D__TARGET_ARCH_{arch}"))
             .arg(format!("-I/usr/include/{multiarch}"))
             .args(["-c", &src, "-o"])

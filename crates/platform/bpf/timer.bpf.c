@@ -1,17 +1,72 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 //
-// latscope's in-kernel timer decomposition (the BPF tracing backend).
+// latscope's BPF tracing backend, the kernel half. Three things share one
+// program per tracepoint (one program run per event, whatever is enabled):
 //
-// For every wake-up of a measuring thread it hands user space one record:
-// the expiry its hrtimer was armed for, when the hrtimer's callback ran
-// (the `now` the kernel passed it, and the BPF clock at that moment), and
-// when the thread was switched in. That is what the perf backend finds by
-// reading 6-8 tracepoint records per wake-up; here the kernel keeps the
-// state per thread and copies out 48 bytes once.
+// 1. The timer decomposition. For every wake-up of a measuring thread
+//    (`watched`) it hands user space one 48-byte record through a ring
+//    buffer: the expiry its hrtimer was armed for, when the hrtimer's
+//    callback ran (the `now` the kernel passed it, and the BPF clock at
+//    that moment), and when the thread was switched in. Matching is the
+//    perf analysis's: the hrtimer a watched thread armed (hrtimer_start, by
+//    address), that hrtimer's callback (hrtimer_expire_entry), then the
+//    thread's next switch-in. It never reads the recorder.
 //
-// Matching is the perf analysis's: the hrtimer a watched thread armed
-// (hrtimer_start, by its address), that hrtimer's callback
-// (hrtimer_expire_entry), then the thread's next switch-in.
+// 2. The flight recorder. On the CPUs user space marked in `traced_cpus`,
+//    every tracepoint below writes one 80-byte `struct rec` into that CPU's
+//    ring: `recorder` is a BPF_F_MMAPABLE array of rings x rec_slots
+//    records, one ring per traced CPU (`traced_cpus` maps a CPU to its
+//    ring r, which owns elements r*rec_slots .. (r+1)*rec_slots - 1), and
+//    `rec_heads` (also mmapable, one 64-byte line per ring so two CPUs
+//    never share a cache line) counts the records each ring has had. User
+//    space maps both read-only and copies what it wants, when it wants:
+//    nothing is sent anywhere, and old records are overwritten.
+//
+//    Writing record n (0-based, per CPU) into slot n % rec_slots:
+//      claim   n = atomic fetch-add of the CPU's head (a program can be
+//              interrupted by another one on the same CPU: an IRQ or NMI
+//              tracepoint; the atomic gives each its own slot)
+//      mark    slot.seq = 0            ("being written")
+//      fill    every other field
+//      publish slot.seq = n + 1
+//    with a compiler barrier between the steps (the JIT emits the stores
+//    in program order). The reader copies a slot as: s1 = seq, copy the
+//    fields, s2 = seq; the copy is record n only if s1 == s2 == n + 1.
+//    Why that is enough on x86 (TSO: a CPU's stores become visible to
+//    others in program order, and loads are not reordered with loads):
+//    seeing s1 == n + 1 means every field store of record n, which came
+//    before that publish, is visible. If a writer overwrites the slot
+//    (record n + k*rec_slots) while we copy, its mark store precedes its
+//    field stores; if any of our field loads saw one of those, our later
+//    load of s2 sees the mark or something later, not n + 1, and the copy
+//    is thrown away. s1 < n + 1 means the writer of n has claimed the slot
+//    but not published it yet (the reader stops there); s1 > n + 1 means
+//    it was overwritten (lost). On arm64 the reader's loads would need
+//    acquire ordering and the writer's publish a release store; the Rust
+//    side uses acquire loads, and BPF has no release store, so arm64 keeps
+//    a (tiny) window this protocol does not close.
+//
+//    Times are bpf_ktime_get_ns(): CLOCK_MONOTONIC, the clock of the
+//    user-space probes and of perf with use_clockid. Two programs nested
+//    on one CPU can leave two neighbouring records out of time order by
+//    the length of the nested one.
+//
+// 3. Histograms of interrupt and deferred work, what
+//    crates/trace/src/analysis/work.rs computes from perf events, over the
+//    traced CPUs: hard IRQ handler time by irq, vector time by vector
+//    index, softirq time and raise->entry delay by vec, NMI handler time,
+//    work item time by function. Each duration goes into latscope's HDR
+//    layout (hdr_index.h) as one count under (kind, source, index) in
+//    `hist`, and into exact count/sum/min/max under (kind, source) in
+//    `hist_totals`. Both are BPF_MAP_TYPE_PERCPU_HASH: each CPU adds to
+//    its own copy of a counter, so no cache line moves between CPUs on the
+//    hot path (a shared HASH would need a locked add on a line every CPU
+//    writes); the cost is memory (nr_cpus values per key), paid once since
+//    the maps are preallocated (no allocation in NMI context), and user
+//    space sums the copies when it reads. The adds are still atomic
+//    because a nested program on the same CPU (an NMI inside an IRQ exit)
+//    could in principle touch the same counter. A full map drops the
+//    update and counts it (counters[3]).
 //
 // CO-RE: the kernel structures are declared with only the fields read,
 // relocated against the running kernel's BTF when the object is loaded.
@@ -25,6 +80,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 
+#include "hdr_index.h"
+
 typedef __s64 ktime_t;
 
 struct timerqueue_node {
@@ -33,10 +90,28 @@ struct timerqueue_node {
 
 struct hrtimer {
     struct timerqueue_node node;
+    ktime_t _softexpires;
+    void *function;
+} __attribute__((preserve_access_index));
+
+struct thread_info {
+    __u32 cpu;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
+    struct thread_info thread_info;
     int pid;
+    int prio;
+    int exit_state;
+    char comm[16];
+} __attribute__((preserve_access_index));
+
+struct irqaction {
+    const char *name;
+} __attribute__((preserve_access_index));
+
+struct work_struct {
+    void *func;
 } __attribute__((preserve_access_index));
 
 /* One wake-up of a watched thread, as user space reads it (48 bytes;
@@ -87,10 +162,12 @@ struct {
     __uint(max_entries, 256 * 1024);
 } records SEC(".maps");
 
-/* Counters: [0] records sent, [1] records dropped (ring full). */
+/* Counters: [0] timer records sent, [1] timer records dropped (ring
+ * full), [2] events written to the recorder, [3] histogram updates dropped
+ * (map full or busy). */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 2);
+    __uint(max_entries, 4);
     __type(key, __u32);
     __type(value, __u64);
 } counters SEC(".maps");
@@ -99,64 +176,345 @@ static __always_inline void count(__u32 which)
 {
     __u64 *c = bpf_map_lookup_elem(&counters, &which);
     if (c)
-        *c += 1;
+        __sync_fetch_and_add(c, 1);
 }
 
-SEC("tp_btf/hrtimer_start")
-int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
+#define C_SENT 0
+#define C_DROPPED 1
+#define C_RECORDED 2
+#define C_HIST_DROPPED 3
+
+/* ---- Settings, written by user space before the object is loaded. ---- */
+
+/* Records per CPU in the recorder, a power of two; 0: no recorder. */
+const volatile __u32 rec_slots = 0;
+/* Whether the histograms are kept. */
+const volatile __u32 hist_on = 0;
+
+/* CPUs to record and histogram: cpu -> 1 + the index of its ring in the
+ * recorder (0: not traced), set before attaching. Sized by user space to
+ * the number of possible CPUs; the recorder has rings for the traced CPUs
+ * only, so tracing 2 CPUs of 256 costs 2 rings. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} traced_cpus SEC(".maps");
+
+/* ---- The flight recorder (see the header comment). ---- */
+
+enum rec_kind {
+    K_SWITCH = 1,
+    K_WAKING = 2,
+    K_HRTIMER_START = 3,
+    K_HRTIMER_EXPIRE_ENTRY = 4,
+    K_HRTIMER_EXPIRE_EXIT = 5,
+    K_IRQ_ENTRY = 6,
+    K_IRQ_EXIT = 7,
+    K_SOFTIRQ_RAISE = 8,
+    K_SOFTIRQ_ENTRY = 9,
+    K_SOFTIRQ_EXIT = 10,
+    K_VECTOR_ENTRY = 11,
+    K_VECTOR_EXIT = 12,
+    K_NMI = 13,
+    K_WORK_START = 14,
+    K_WORK_END = 15,
+};
+
+/* One recorded event: 80 bytes, native endianness. RecordedEvent::parse in
+ * crates/platform/src/bpf.rs reads the same layout (offsets in comments). */
+struct rec {
+    __u64 seq;  /*  0: n + 1 for the CPU's record n; 0 while being written */
+    __u64 time; /*  8: bpf_ktime_get_ns() */
+    __s32 tid;  /* 16: the current task's pid (0: idle) */
+    __u8 kind;  /* 20: enum rec_kind */
+    __u8 aux;   /* 21: vector events: index into vectors.h */
+    __u16 cpu;  /* 22 */
+    union {     /* 24: 56 bytes */
+        struct {
+            __s64 prev_state; /* 24 */
+            __s32 prev_pid;   /* 32 */
+            __s32 prev_prio;  /* 36 */
+            __s32 next_pid;   /* 40 */
+            __s32 next_prio;  /* 44 */
+            char prev_comm[16]; /* 48 */
+            char next_comm[16]; /* 64 */
+        } sw;
+        struct {
+            __s32 pid;        /* 24 */
+            __s32 prio;       /* 28 */
+            __s32 target_cpu; /* 32 */
+            __s32 pad;        /* 36 */
+            char comm[16];    /* 40 */
+        } wk;
+        struct {
+            __u64 hrtimer;     /* 24 */
+            __u64 function;    /* 32 */
+            __s64 expires;     /* 40 (expire entry: now) */
+            __s64 softexpires; /* 48 */
+        } ht;
+        struct {
+            __s32 irq;     /* 24 (vector events: vector) */
+            __s32 ret;     /* 28 */
+            char name[16]; /* 32 */
+        } irq;
+        struct {
+            __u64 handler;  /* 24 */
+            __s64 delta_ns; /* 32 */
+            __s32 handled;  /* 40 */
+        } nmi;
+        struct {
+            __u64 work;     /* 24 */
+            __u64 function; /* 32 */
+        } wq;
+        __u64 raw[7];
+    };
+};
+
+_Static_assert(sizeof(struct rec) == 80, "struct rec is 80 bytes");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rec);
+} recorder SEC(".maps");
+
+/* Records claimed per CPU; one cache line each. */
+struct rec_head {
+    __u64 head;
+    __u64 pad[7];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rec_head);
+} rec_heads SEC(".maps");
+
+#define barrier() asm volatile("" ::: "memory")
+
+/* 1 + the ring of `cpu`, 0 when it is not traced. */
+static __always_inline __u32 traced(__u32 cpu)
 {
-    __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    if (!bpf_map_lookup_elem(&watched, &tid))
-        return 0;
-    struct thread_state s = {};
-    s.hrtimer = (__u64)timer;
-    s.expires = (__u64)BPF_CORE_READ(timer, node.expires);
-    bpf_map_update_elem(&threads, &tid, &s, BPF_ANY);
-    __u64 key = (__u64)timer;
-    bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
-    return 0;
+    __u32 *ring = bpf_map_lookup_elem(&traced_cpus, &cpu);
+    return ring ? *ring : 0;
 }
 
-SEC("tp_btf/hrtimer_expire_entry")
-int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
+/* Claims the next slot of ring `ring1 - 1` (what traced() returned) and
+ * marks it as being written; NULL when the recorder is off. The caller
+ * fills the payload and calls rec_end. */
+static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, __u64 *seq)
 {
-    __u64 key = (__u64)timer;
-    __u32 *tid = bpf_map_lookup_elem(&timers, &key);
-    if (!tid)
+    if (rec_slots == 0 || ring1 == 0)
+        return NULL;
+    __u32 ring = ring1 - 1;
+    struct rec_head *h = bpf_map_lookup_elem(&rec_heads, &ring);
+    if (!h)
+        return NULL;
+    __u64 n = __sync_fetch_and_add(&h->head, 1);
+    __u32 idx = ring * rec_slots + (__u32)(n & (rec_slots - 1));
+    /* Cannot fail: user space sizes the array rings x rec_slots. (If it
+     * did, the claimed slot would never be published and a reader
+     * following the ring would wait at it until it is overwritten.) */
+    struct rec *r = bpf_map_lookup_elem(&recorder, &idx);
+    if (!r)
+        return NULL;
+    r->seq = 0;
+    barrier();
+    r->time = bpf_ktime_get_ns();
+    r->tid = (__s32)(__u32)bpf_get_current_pid_tgid();
+    r->kind = kind;
+    r->aux = 0;
+    r->cpu = (__u16)cpu;
+    *seq = n + 1;
+    return r;
+}
+
+static __always_inline void rec_end(struct rec *r, __u64 seq)
+{
+    barrier();
+    r->seq = seq;
+    count(C_RECORDED);
+}
+
+/* ---- Histograms (see the header comment). ---- */
+
+enum hist_kind {
+    H_IRQ_EXEC = 0,
+    H_VECTOR_EXEC = 1,
+    H_SOFTIRQ_EXEC = 2,
+    H_SOFTIRQ_DELAY = 3,
+    H_NMI = 4,
+    H_WORK = 5,
+};
+
+struct hist_key {
+    __u32 kind;
+    __u32 index; /* HDR counter index; in hist_totals always 0 */
+    __u64 source;
+};
+
+struct hist_total {
+    __u64 count;
+    __u64 sum;
+    __u64 min;
+    __u64 max;
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(max_entries, 16384);
+    __type(key, struct hist_key);
+    __type(value, __u64);
+} hist SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+    __uint(max_entries, 2048);
+    __type(key, struct hist_key);
+    __type(value, struct hist_total);
+} hist_totals SEC(".maps");
+
+/* What is running on a CPU, to pair entries with exits as work.rs does:
+ * one slot per kind, start time 0 meaning none. */
+struct cpu_work {
+    __u64 irq_start;
+    __s64 irq;
+    __u64 vec_start;
+    __u64 vec_index;
+    __u64 softirq_start;
+    __u64 softirq_vec;
+    __u64 work_start;
+    __u64 work_function;
+    __u64 raised[16]; /* first raise time of each pending softirq vec */
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct cpu_work);
+} cpu_work SEC(".maps");
+
+static __always_inline struct cpu_work *work_state(void)
+{
+    if (!hist_on)
+        return NULL;
+    __u32 zero = 0;
+    return bpf_map_lookup_elem(&cpu_work, &zero);
+}
+
+static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
+{
+    struct hist_key k = {.kind = kind, .index = hdr_index(value), .source = source};
+    __u64 *c = bpf_map_lookup_elem(&hist, &k);
+    if (c) {
+        __sync_fetch_and_add(c, 1);
+    } else {
+        __u64 one = 1;
+        if (bpf_map_update_elem(&hist, &k, &one, BPF_NOEXIST)) {
+            /* Another CPU may have added the key meanwhile. */
+            c = bpf_map_lookup_elem(&hist, &k);
+            if (c)
+                __sync_fetch_and_add(c, 1);
+            else
+                count(C_HIST_DROPPED);
+        }
+    }
+    k.index = 0;
+    struct hist_total *t = bpf_map_lookup_elem(&hist_totals, &k);
+    if (t) {
+        __sync_fetch_and_add(&t->count, 1);
+        __sync_fetch_and_add(&t->sum, value);
+        if (value < t->min)
+            t->min = value;
+        if (value > t->max)
+            t->max = value;
+    } else {
+        struct hist_total n = {.count = 1, .sum = value, .min = value, .max = value};
+        if (bpf_map_update_elem(&hist_totals, &k, &n, BPF_NOEXIST)) {
+            t = bpf_map_lookup_elem(&hist_totals, &k);
+            if (t) {
+                __sync_fetch_and_add(&t->count, 1);
+                __sync_fetch_and_add(&t->sum, value);
+                if (value < t->min)
+                    t->min = value;
+                if (value > t->max)
+                    t->max = value;
+            } else {
+                count(C_HIST_DROPPED);
+            }
+        }
+    }
+}
+
+/* ---- The programs: one per tracepoint. ---- */
+
+/* sched_switch's prev_state as the tracepoint reports it
+ * (__trace_sched_switch_state in include/trace/events/sched.h): the
+ * reportable state as one bit, TASK_REPORT_MAX (0x100) when preempted. */
+static __always_inline __s64 switch_state(bool preempt, unsigned int prev_state, int exit_state)
+{
+    if (preempt)
+        return 0x100; /* TASK_REPORT_MAX */
+    unsigned int state = ((unsigned int)prev_state | (unsigned int)exit_state) & 0x7f; /* TASK_REPORT */
+    if ((prev_state & 0x402) == 0x402) /* TASK_IDLE */
+        state = 0x80;                  /* TASK_REPORT_IDLE */
+    if (prev_state & (0x1000 | 0x8000)) /* TASK_RTLOCK_WAIT, TASK_FROZEN */
+        state = 0x2;                    /* TASK_UNINTERRUPTIBLE */
+    /* 1 << (fls(state) - 1): the highest set bit. */
+    if (state == 0)
         return 0;
-    struct thread_state *s = bpf_map_lookup_elem(&threads, tid);
-    if (!s || s->hrtimer != key)
-        return 0;
-    ktime_t n = 0;
-    bpf_probe_read_kernel(&n, sizeof(n), now);
-    s->callback_now = (__u64)n;
-    s->callback_time = bpf_ktime_get_ns();
-    return 0;
+    return (__s64)(1ULL << (31 - hdr_clz64((unsigned long long)state << 32)));
 }
 
 SEC("tp_btf/sched_switch")
-int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+             unsigned int prev_state)
 {
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (ring) {
+        __u64 seq;
+        struct rec *r = rec_begin(ring, cpu, K_SWITCH, &seq);
+        if (r) {
+            r->sw.prev_state = switch_state(preempt, prev_state, BPF_CORE_READ(prev, exit_state));
+            r->sw.prev_pid = BPF_CORE_READ(prev, pid);
+            r->sw.prev_prio = BPF_CORE_READ(prev, prio);
+            r->sw.next_pid = BPF_CORE_READ(next, pid);
+            r->sw.next_prio = BPF_CORE_READ(next, prio);
+            bpf_core_read(r->sw.prev_comm, sizeof(r->sw.prev_comm), &prev->comm);
+            bpf_core_read(r->sw.next_comm, sizeof(r->sw.next_comm), &next->comm);
+            rec_end(r, seq);
+        }
+    }
+
+    /* The timer decomposition: our thread's switch-in after its callback. */
     __u32 tid = (__u32)BPF_CORE_READ(next, pid);
     struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
     /* Only the switch-in after our callback: a thread preempted between
      * arming its timer and sleeping is switched in before it. */
     if (!s || s->hrtimer == 0 || s->callback_time == 0)
         return 0;
-    struct timer_record *r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
-    if (!r) {
-        count(1);
+    struct timer_record *t = bpf_ringbuf_reserve(&records, sizeof(*t), 0);
+    if (!t) {
+        count(C_DROPPED);
         return 0;
     }
-    r->expires = s->expires;
-    r->callback_now = s->callback_now;
-    r->callback_time = s->callback_time;
-    r->switch_in = bpf_ktime_get_ns();
-    r->tid = tid;
-    r->cpu = bpf_get_smp_processor_id();
-    r->reserved = 0;
-    bpf_ringbuf_submit(r, 0);
-    count(0);
+    t->expires = s->expires;
+    t->callback_now = s->callback_now;
+    t->callback_time = s->callback_time;
+    t->switch_in = bpf_ktime_get_ns();
+    t->tid = tid;
+    t->cpu = cpu;
+    t->reserved = 0;
+    bpf_ringbuf_submit(t, 0);
+    count(C_SENT);
     /* One record per arming: the next wake-up needs a new hrtimer_start. */
     __u64 key = s->hrtimer;
     bpf_map_delete_elem(&timers, &key);
@@ -166,4 +524,318 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
     return 0;
 }
 
-char LICENSE[] SEC("license") = "Dual MIT/GPL";
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_sched_waking, struct task_struct *p)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_WAKING, &seq);
+    if (!r)
+        return 0;
+    r->wk.pid = BPF_CORE_READ(p, pid);
+    r->wk.prio = BPF_CORE_READ(p, prio);
+    r->wk.target_cpu = (__s32)BPF_CORE_READ(p, thread_info.cpu);
+    r->wk.pad = 0;
+    bpf_core_read(r->wk.comm, sizeof(r->wk.comm), &p->comm);
+    rec_end(r, seq);
+    return 0;
+}
+
+SEC("tp_btf/hrtimer_start")
+int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __s64 expires = BPF_CORE_READ(timer, node.expires);
+    __u32 ring = traced(cpu);
+    if (ring) {
+        __u64 seq;
+        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_START, &seq);
+        if (r) {
+            r->ht.hrtimer = (__u64)timer;
+            r->ht.function = (__u64)BPF_CORE_READ(timer, function);
+            r->ht.expires = expires;
+            r->ht.softexpires = BPF_CORE_READ(timer, _softexpires);
+            rec_end(r, seq);
+        }
+    }
+
+    __u32 tid = (__u32)bpf_get_current_pid_tgid();
+    if (!bpf_map_lookup_elem(&watched, &tid))
+        return 0;
+    struct thread_state s = {};
+    s.hrtimer = (__u64)timer;
+    s.expires = (__u64)expires;
+    bpf_map_update_elem(&threads, &tid, &s, BPF_ANY);
+    __u64 key = (__u64)timer;
+    bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
+    return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    ktime_t n = 0;
+    bpf_probe_read_kernel(&n, sizeof(n), now);
+    __u32 ring = traced(cpu);
+    if (ring) {
+        __u64 seq;
+        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_ENTRY, &seq);
+        if (r) {
+            r->ht.hrtimer = (__u64)timer;
+            r->ht.function = (__u64)BPF_CORE_READ(timer, function);
+            r->ht.expires = n;
+            r->ht.softexpires = 0;
+            rec_end(r, seq);
+        }
+    }
+
+    __u64 key = (__u64)timer;
+    __u32 *tid = bpf_map_lookup_elem(&timers, &key);
+    if (!tid)
+        return 0;
+    struct thread_state *s = bpf_map_lookup_elem(&threads, tid);
+    if (!s || s->hrtimer != key)
+        return 0;
+    s->callback_now = (__u64)n;
+    s->callback_time = bpf_ktime_get_ns();
+    return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_EXIT, &seq);
+    if (!r)
+        return 0;
+    r->ht.hrtimer = (__u64)timer;
+    rec_end(r, seq);
+    return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_IRQ_ENTRY, &seq);
+    if (r) {
+        r->irq.irq = irq;
+        r->irq.ret = 0;
+        __builtin_memset(r->irq.name, 0, sizeof(r->irq.name));
+        const char *name = BPF_CORE_READ(action, name);
+        if (name)
+            bpf_probe_read_kernel_str(r->irq.name, sizeof(r->irq.name), name);
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (w) {
+        w->irq = irq;
+        w->irq_start = bpf_ktime_get_ns();
+    }
+    return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(on_irq_handler_exit, int irq, struct irqaction *action, int ret)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_IRQ_EXIT, &seq);
+    if (r) {
+        r->irq.irq = irq;
+        r->irq.ret = ret;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (w && w->irq_start) {
+        __u64 start = w->irq_start;
+        w->irq_start = 0;
+        if (w->irq == irq && now >= start)
+            hist_add(H_IRQ_EXEC, (__u64)(__s64)irq, now - start);
+    }
+    return 0;
+}
+
+static __always_inline int on_softirq(__u8 kind, unsigned int vec)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, kind, &seq);
+    if (r) {
+        r->raw[0] = vec;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 0;
+    __u32 v = vec & 15;
+    if (kind == K_SOFTIRQ_RAISE) {
+        if (vec < 16 && w->raised[v] == 0)
+            w->raised[v] = now;
+    } else if (kind == K_SOFTIRQ_ENTRY) {
+        w->softirq_vec = vec;
+        w->softirq_start = now;
+        if (vec < 16 && w->raised[v]) {
+            __u64 raised = w->raised[v];
+            w->raised[v] = 0;
+            if (now >= raised)
+                hist_add(H_SOFTIRQ_DELAY, vec, now - raised);
+        }
+    } else if (w->softirq_start) {
+        __u64 start = w->softirq_start;
+        w->softirq_start = 0;
+        if (w->softirq_vec == vec && now >= start)
+            hist_add(H_SOFTIRQ_EXEC, vec, now - start);
+    }
+    return 0;
+}
+
+SEC("tp_btf/softirq_raise")
+int BPF_PROG(on_softirq_raise, unsigned int vec)
+{
+    return on_softirq(K_SOFTIRQ_RAISE, vec);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(on_softirq_entry, unsigned int vec)
+{
+    return on_softirq(K_SOFTIRQ_ENTRY, vec);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(on_softirq_exit, unsigned int vec)
+{
+    return on_softirq(K_SOFTIRQ_EXIT, vec);
+}
+
+SEC("tp_btf/nmi_handler")
+int BPF_PROG(on_nmi_handler, void *handler, __s64 delta_ns, int handled)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_NMI, &seq);
+    if (r) {
+        r->nmi.handler = (__u64)handler;
+        r->nmi.delta_ns = delta_ns;
+        r->nmi.handled = handled;
+        rec_end(r, seq);
+    }
+    if (hist_on && delta_ns >= 0)
+        hist_add(H_NMI, 0, (__u64)delta_ns);
+    return 0;
+}
+
+SEC("tp_btf/workqueue_execute_start")
+int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 function = (__u64)BPF_CORE_READ(work, func);
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_WORK_START, &seq);
+    if (r) {
+        r->wq.work = (__u64)work;
+        r->wq.function = function;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (w) {
+        w->work_function = function;
+        w->work_start = bpf_ktime_get_ns();
+    }
+    return 0;
+}
+
+SEC("tp_btf/workqueue_execute_end")
+int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, K_WORK_END, &seq);
+    if (r) {
+        r->wq.work = (__u64)work;
+        r->wq.function = (__u64)function;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (w && w->work_start) {
+        __u64 start = w->work_start;
+        w->work_start = 0;
+        if (w->work_function == (__u64)function && now >= start)
+            hist_add(H_WORK, (__u64)function, now - start);
+    }
+    return 0;
+}
+
+static __always_inline int on_vector(__u8 index, int vector, bool entry)
+{
+    __u32 cpu = bpf_get_smp_processor_id();
+    __u32 ring = traced(cpu);
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 seq;
+    struct rec *r = rec_begin(ring, cpu, entry ? K_VECTOR_ENTRY : K_VECTOR_EXIT, &seq);
+    if (r) {
+        r->aux = index;
+        r->irq.irq = vector;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 0;
+    if (entry) {
+        w->vec_index = index;
+        w->vec_start = now;
+    } else if (w->vec_start) {
+        __u64 start = w->vec_start;
+        w->vec_start = 0;
+        if (w->vec_index == index && now >= start)
+            hist_add(H_VECTOR_EXEC, index, now - start);
+    }
+    return 0;
+}
+
+#define VECTOR(index, name)                                                                        \
+    SEC("tp_btf/" #name "_entry")                                                                  \
+    int BPF_PROG(on_##name##_entry, int vector)                                                    \
+    {                                                                                              \
+        return on_vector(index, vector, true);                                                     \
+    }                                                                                              \
+    SEC("tp_btf/" #name "_exit")                                                                   \
+    int BPF_PROG(on_##name##_exit, int vector)                                                     \
+    {                                                                                              \
+        return on_vector(index, vector, false);                                                    \
+    }
+#include "vectors.h"
+#undef VECTOR
+

@@ -1,26 +1,237 @@
 //! latscope's BPF programs, loaded through aya: the in-kernel half of the
 //! BPF tracing backend (issue 17; docs/tracing.md, "The BPF backend").
 //!
-//! The programs are C (`crates/platform/bpf/*.bpf.c`), compiled by clang
+//! The programs are C (`crates/platform/bpf/timer.bpf.c`, whose header
+//! comment is the reference for what runs in the kernel), compiled by clang
 //! when the crate is built (`build.rs`) and embedded; CO-RE relocations are
 //! resolved against the running kernel's BTF (`/sys/kernel/btf/vmlinux`)
 //! when they are loaded. Without clang at build time [`built`] is false and
-//! [`TimerBpf::open`] says so in one line.
+//! [`TraceBpf::open`] says so in one line.
+//!
+//! One program per tracepoint (`tp_btf`) does up to three things:
+//!
+//! * **Timer decomposition** for the measuring threads ([`BpfConfig::tids`],
+//!   [`TraceBpf::watch`]): one [`TimerRecord`] per wake-up (expiry, the
+//!   callback's `now` and time, switch-in) through a BPF ring buffer,
+//!   read with [`TraceBpf::drain_samples`]. It never reads the recorder.
+//!
+//! * **A per-CPU flight recorder** on [`BpfConfig::cpus`]: every
+//!   `sched_switch`, `sched_waking`, `hrtimer_*`, `irq_handler_*`,
+//!   `softirq_*`, `nmi_handler`, `workqueue_execute_*` and x86
+//!   `irq_vectors` `*_entry`/`*_exit` event writes one 80-byte record
+//!   ([`RecordedEvent`]; layout in `bpf/record.rs`) into the CPU's ring, a
+//!   slice of one `BPF_F_MMAPABLE` array of rings × slots records. A per-ring
+//!   head counts the records claimed. Nothing is sent and nothing wakes
+//!   user space: it maps both arrays read-only and copies a CPU's recent
+//!   events when it wants them ([`TraceBpf::recorder_window`], for a
+//!   sample above the threshold) or follows the ring
+//!   ([`TraceBpf::recorder_since`]). The recorder overwrites, so the reader
+//!   must notice a slot rewritten under it: each record carries its
+//!   sequence number, written last. The writer claims record n with an
+//!   atomic add on the head (a tracepoint program can be interrupted by an
+//!   IRQ or NMI one on the same CPU), stores seq = 0, then the fields, then
+//!   seq = n + 1, with compiler barriers between. The reader loads seq
+//!   (acquire), copies, fences (acquire), loads seq again, and keeps the
+//!   copy only if both loads read n + 1. On x86 (TSO: stores become
+//!   visible in program order, loads are not reordered with loads) seeing
+//!   n + 1 first means every field of record n is visible; a writer that
+//!   overwrites the slot meanwhile stores 0 before any field, so if the
+//!   copy read any new field, the second load reads 0 or a later number.
+//!   A first load below n + 1 is a record claimed but not yet published
+//!   (the reader stops there), above n + 1 one already overwritten (lost).
+//!   Times are `bpf_ktime_get_ns()`, CLOCK_MONOTONIC, the clock of the
+//!   user-space probes and of perf with `use_clockid`.
+//!
+//! * **Histograms** of interrupt and deferred work
+//!   ([`BpfConfig::histograms`]), what the perf analysis's `work.rs`
+//!   computes from events: hard IRQ handler time by irq, vector time by
+//!   vector index ([`VECTOR_NAMES`]), softirq time and raise→entry delay by
+//!   vec, NMI handler time, work item time by function. The kernel files
+//!   each duration under latscope's HDR counter index (`bpf/hdr_index.h`,
+//!   a line-by-line port of `index_of` in `crates/stats/src/layout.rs`,
+//!   tested against it here) in a `PERCPU_HASH` keyed by (kind, source,
+//!   index), and its exact count/sum/min/max in a second one keyed by
+//!   (kind, source). Per-CPU values because each CPU then adds to its own
+//!   cache line (a shared hash would move a line between CPUs on every
+//!   interrupt); memory is nr_cpus values per key, preallocated so NMI
+//!   context never allocates; user space sums the CPUs when it reads
+//!   ([`TraceBpf::histograms`], [`TraceBpf::hist_totals`]). A full map
+//!   drops the update and counts it ([`BpfCounters::hist_dropped`]).
+//!
+//! Tracepoints this kernel lacks are not attached and listed by
+//! [`TraceBpf::missing`]; the three the timer decomposition needs
+//! (`sched_switch`, `hrtimer_start`, `hrtimer_expire_entry`) are required.
+//! [`TraceBpf::prog_stats`] reads each program's run time and count, which
+//! the kernel keeps while [`enable_bpf_stats`]'s guard lives.
 //!
 //! Why aya: a pure-Rust loader (no libbpf, libelf or zlib to build and link
 //! into latscope, nothing that could fail on a machine without them), with
 //! CO-RE, BTF tracepoints, ring buffers and per-CPU maps behind safe APIs,
 //! and actively kept. The programs themselves stay in C: writing them in
 //! Rust needs a nightly toolchain and bpf-linker, which these machines and
-//! most users' do not have, whereas clang is one Debian package.
+//! most users' do not have, whereas clang is one Debian package. aya has
+//! no mmap of an array map; `loaded.rs` does it with libc.
 
-use std::time::Duration;
+#[cfg(not(latscope_bpf))]
+mod fallback;
+#[cfg(latscope_bpf)]
+mod loaded;
+mod record;
 
-use crate::error::PlatformError;
+#[cfg(not(latscope_bpf))]
+pub use fallback::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
+#[cfg(latscope_bpf)]
+pub use loaded::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
+pub use record::{RecordedEvent, RecordedKind, RECORD_BYTES};
+
+/// The name this module had when it did only the timer decomposition.
+pub type TimerBpf = TraceBpf;
 
 /// Whether this build has the BPF programs (clang was there at build time).
 pub fn built() -> bool {
     cfg!(latscope_bpf)
+}
+
+/// The x86 `irq_vectors` tracepoint pairs (`<name>_entry`/`<name>_exit`)
+/// the recorder and histograms know, by index: the table in
+/// `bpf/vectors.h` (a test checks they agree). Append only.
+pub const VECTOR_NAMES: [&str; 11] = [
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+    "x86_platform_ipi",
+    "error_apic",
+    "spurious_apic",
+    "thermal_apic",
+    "threshold_apic",
+    "deferred_error_apic",
+];
+
+/// The name of vector index `index` ("?" outside the table).
+pub fn vector_name(index: u32) -> &'static str {
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| VECTOR_NAMES.get(i))
+        .copied()
+        .unwrap_or("?")
+}
+
+/// The index of a vector name in [`VECTOR_NAMES`].
+pub fn vector_index(name: &str) -> Option<u32> {
+    VECTOR_NAMES
+        .iter()
+        .position(|&n| n == name)
+        .and_then(|i| u32::try_from(i).ok())
+}
+
+/// Flight recorder records per CPU unless told otherwise.
+pub const DEFAULT_RECORDER_SLOTS: u32 = 8192;
+
+/// What to load and attach.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BpfConfig {
+    /// Threads whose wake-ups the kernel decomposes (more can be added
+    /// with [`TraceBpf::watch`]).
+    pub tids: Vec<u32>,
+    /// CPUs whose events go to the flight recorder and histograms; empty:
+    /// only the timer decomposition's three tracepoints are attached.
+    pub cpus: Vec<u32>,
+    /// Records per CPU ring, a power of two; 0: no recorder.
+    pub recorder_slots: u32,
+    /// Keep the interrupt and deferred-work histograms.
+    pub histograms: bool,
+}
+
+impl Default for BpfConfig {
+    fn default() -> BpfConfig {
+        BpfConfig {
+            tids: Vec::new(),
+            cpus: Vec::new(),
+            recorder_slots: DEFAULT_RECORDER_SLOTS,
+            histograms: true,
+        }
+    }
+}
+
+/// What [`TraceBpf::recorder_window`] copied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecorderRead {
+    /// The ring still held an event older than the window's start, and
+    /// nothing in the window was overwritten while it was copied: the
+    /// window has every event of the CPU from its start on.
+    pub complete: bool,
+    /// Events appended.
+    pub events: usize,
+}
+
+/// What a histogram measures ([`BpfHistBucket::kind`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BpfHistKind {
+    /// Hard IRQ handler run time; source: the irq number.
+    IrqExec,
+    /// Interrupt vector run time; source: index into [`VECTOR_NAMES`].
+    VectorExec,
+    /// Softirq run time; source: the vec.
+    SoftirqExec,
+    /// Softirq first raise → entry on one CPU; source: the vec.
+    SoftirqDelay,
+    /// NMI handler time (`delta_ns`); source 0.
+    Nmi,
+    /// Workqueue item run time; source: the work function's address.
+    Work,
+}
+
+impl BpfHistKind {
+    /// The kernel's `enum hist_kind`.
+    pub fn from_raw(raw: u32) -> Option<BpfHistKind> {
+        Some(match raw {
+            0 => BpfHistKind::IrqExec,
+            1 => BpfHistKind::VectorExec,
+            2 => BpfHistKind::SoftirqExec,
+            3 => BpfHistKind::SoftirqDelay,
+            4 => BpfHistKind::Nmi,
+            5 => BpfHistKind::Work,
+            _ => return None,
+        })
+    }
+}
+
+/// One histogram counter, summed over CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BpfHistBucket {
+    pub kind: BpfHistKind,
+    /// Irq number (as `i64` bits), vec, vector index, or work function.
+    pub source: u64,
+    /// latscope's HDR counter index (`latscope_stats` layout).
+    pub index: u32,
+    pub count: u64,
+}
+
+/// Exact totals of one histogram, summed over CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BpfHistTotal {
+    pub kind: BpfHistKind,
+    pub source: u64,
+    pub count: u64,
+    /// Sum of the durations, ns.
+    pub sum: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+/// What the programs counted, summed over CPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BpfCounters {
+    /// Timer records handed over.
+    pub samples_sent: u64,
+    /// Timer records dropped because the ring buffer was full.
+    pub samples_dropped: u64,
+    /// Events written to the flight recorder.
+    pub recorded: u64,
+    /// Histogram updates dropped (map full, or busy in a nested program).
+    pub hist_dropped: u64,
 }
 
 /// One wake-up of a watched thread, decomposed in the kernel: the timer's
@@ -66,176 +277,5 @@ impl TimerRecord {
     }
 }
 
-/// What the programs counted: records handed over, and records dropped
-/// because the ring was full.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimerCounters {
-    pub sent: u64,
-    pub dropped: u64,
-}
-
-#[cfg(latscope_bpf)]
-mod loaded {
-    use super::*;
-    use aya::maps::{HashMap, MapData, PerCpuArray, RingBuf};
-    use aya::programs::BtfTracePoint;
-    use aya::{Btf, Ebpf};
-
-    const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/timer.bpf.o"));
-
-    /// The timer decomposition programs, attached, following some threads.
-    pub struct TimerBpf {
-        ebpf: Ebpf,
-        ring: RingBuf<MapData>,
-    }
-
-    fn err(what: &str) -> impl Fn(String) -> PlatformError + '_ {
-        move |e| PlatformError::Invalid(format!("BPF: {what}: {e}"))
-    }
-
-    impl TimerBpf {
-        /// Loads the programs, watches `tids` and attaches to
-        /// `hrtimer_start`, `hrtimer_expire_entry` and `sched_switch`.
-        pub fn open(tids: &[u32]) -> Result<TimerBpf, PlatformError> {
-            // The object is parsed from an owned copy: ELF parsing wants
-            // its sections aligned, which an embedded byte string is not.
-            let object = OBJECT.to_vec();
-            let mut ebpf = Ebpf::load(&object).map_err(|e| err("loading")(e.to_string()))?;
-            let btf =
-                Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
-            {
-                let map = ebpf
-                    .map_mut("watched")
-                    .ok_or_else(|| err("the object")("no map 'watched'".into()))?;
-                let mut watched: HashMap<_, u32, u32> =
-                    HashMap::try_from(map).map_err(|e| err("map 'watched'")(e.to_string()))?;
-                for &tid in tids {
-                    watched
-                        .insert(tid, 1, 0)
-                        .map_err(|e| err("watching a thread")(e.to_string()))?;
-                }
-            }
-            for (program, tracepoint) in [
-                ("on_hrtimer_start", "hrtimer_start"),
-                ("on_hrtimer_expire_entry", "hrtimer_expire_entry"),
-                ("on_sched_switch", "sched_switch"),
-            ] {
-                let p: &mut BtfTracePoint = ebpf
-                    .program_mut(program)
-                    .ok_or_else(|| err("the object")(format!("no program {program}")))?
-                    .try_into()
-                    .map_err(|e: aya::programs::ProgramError| err(program)(e.to_string()))?;
-                p.load(tracepoint, &btf)
-                    .map_err(|e| err(tracepoint)(e.to_string()))?;
-                p.attach().map_err(|e| err(tracepoint)(e.to_string()))?;
-            }
-            let map = ebpf
-                .take_map("records")
-                .ok_or_else(|| err("the object")("no map 'records'".into()))?;
-            let ring = RingBuf::try_from(map).map_err(|e| err("map 'records'")(e.to_string()))?;
-            Ok(TimerBpf { ebpf, ring })
-        }
-
-        /// Appends every record waiting in the ring to `out`; returns how
-        /// many. Never blocks.
-        pub fn drain(&mut self, out: &mut Vec<TimerRecord>) -> usize {
-            let before = out.len();
-            while let Some(item) = self.ring.next() {
-                if let Some(r) = TimerRecord::parse(&item) {
-                    out.push(r);
-                }
-            }
-            out.len() - before
-        }
-
-        /// Waits up to `timeout` for records (polling the ring's fd).
-        pub fn wait(&self, timeout: Duration) -> Result<bool, PlatformError> {
-            use std::os::fd::{AsRawFd, BorrowedFd};
-            let raw = self.ring.as_raw_fd();
-            // SAFETY: `raw` is the ring map's descriptor, owned by
-            // `self.ring`, which outlives the borrow (this call).
-            let fd = unsafe { BorrowedFd::borrow_raw(raw) };
-            crate::perf::poll_readable(&[fd], Some(timeout))
-                .map(|n| n > 0)
-                .map_err(|e| PlatformError::Invalid(format!("BPF: waiting for records: {e}")))
-        }
-
-        /// The programs' counters, summed over CPUs.
-        pub fn counters(&self) -> Result<TimerCounters, PlatformError> {
-            let map = self
-                .ebpf
-                .map("counters")
-                .ok_or_else(|| err("the object")("no map 'counters'".into()))?;
-            let counters: PerCpuArray<_, u64> =
-                PerCpuArray::try_from(map).map_err(|e| err("map 'counters'")(e.to_string()))?;
-            let sum = |i: u32| -> Result<u64, PlatformError> {
-                Ok(counters
-                    .get(&i, 0)
-                    .map_err(|e| err("reading the counters")(e.to_string()))?
-                    .iter()
-                    .sum())
-            };
-            Ok(TimerCounters {
-                sent: sum(0)?,
-                dropped: sum(1)?,
-            })
-        }
-    }
-}
-
-#[cfg(latscope_bpf)]
-pub use loaded::TimerBpf;
-
-/// Without the programs in this build: [`TimerBpf::open`] explains why.
-#[cfg(not(latscope_bpf))]
-pub struct TimerBpf;
-
-#[cfg(not(latscope_bpf))]
-impl TimerBpf {
-    pub fn open(_tids: &[u32]) -> Result<TimerBpf, PlatformError> {
-        Err(PlatformError::Invalid(
-            "BPF: this build has no BPF programs (clang was not found when it was built)"
-                .to_string(),
-        ))
-    }
-    pub fn drain(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
-        0
-    }
-    pub fn wait(&self, _timeout: Duration) -> Result<bool, PlatformError> {
-        Ok(false)
-    }
-    pub fn counters(&self) -> Result<TimerCounters, PlatformError> {
-        Ok(TimerCounters::default())
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_record_reads_back_and_short_bytes_are_refused() {
-        let mut b = Vec::new();
-        for v in [10u64, 20, 30, 40] {
-            b.extend_from_slice(&v.to_ne_bytes());
-        }
-        b.extend_from_slice(&7u32.to_ne_bytes());
-        b.extend_from_slice(&1u32.to_ne_bytes());
-        b.extend_from_slice(&0u64.to_ne_bytes());
-        let r = TimerRecord::parse(&b).unwrap();
-        assert_eq!(
-            r,
-            TimerRecord {
-                expires: 10,
-                callback_now: 20,
-                callback_time: 30,
-                switch_in: 40,
-                tid: 7,
-                cpu: 1
-            }
-        );
-        for n in 0..TIMER_RECORD_BYTES {
-            assert_eq!(TimerRecord::parse(&b[..n]), None);
-        }
-    }
-}
+mod tests;

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use latscope_model::CpuId;
-use latscope_platform::bpf::{self, TimerBpf, TimerRecord};
+use latscope_platform::bpf::{self, BpfConfig, TimerRecord, TraceBpf};
 use latscope_platform::{
     current_tid, monotonic_ns, set_affinity, set_scheduler, timers, SchedPolicy,
 };
@@ -62,7 +62,13 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
     let tid = ready_rx.recv().unwrap();
 
     let mut tracer = Tracer::open(&TracerConfig::new(vec![CpuId(0)])).unwrap();
-    let mut kernel = TimerBpf::open(&[u32::try_from(tid).unwrap()]).unwrap();
+    let mut kernel = TraceBpf::open(&BpfConfig {
+        tids: vec![u32::try_from(tid).unwrap()],
+        cpus: Vec::new(),
+        recorder_slots: 0,
+        histograms: false,
+    })
+    .unwrap();
     tracer.enable().unwrap();
     go_tx.send(()).unwrap();
     let mut events: Vec<TraceEvent> = Vec::new();
@@ -94,8 +100,8 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
         records.len(),
         events.len()
     );
-    assert_eq!(counters.dropped, 0);
-    assert_eq!(counters.sent, records.len() as u64);
+    assert_eq!(counters.samples_dropped, 0);
+    assert_eq!(counters.samples_sent, records.len() as u64);
 
     // Every record is one of our wake-ups, on CPU 0, in order.
     let ours: Vec<&TimerRecord> = records.iter().filter(|r| r.tid as i32 == tid).collect();

@@ -1,0 +1,77 @@
+//! Without the programs in this build: [`TraceBpf::open`] explains why, in
+//! one line; the rest of the API exists so callers compile either way.
+
+use std::time::Duration;
+
+use super::{
+    BpfConfig, BpfCounters, BpfHistBucket, BpfHistTotal, RecordedEvent, RecorderRead, TimerRecord,
+};
+use crate::error::PlatformError;
+
+fn not_built() -> PlatformError {
+    PlatformError::Invalid(
+        "BPF: this build has no BPF programs (clang was not found when it was built)".to_string(),
+    )
+}
+
+/// The BPF backend's kernel half (not in this build).
+pub struct TraceBpf {
+    _private: (),
+}
+
+impl TraceBpf {
+    pub fn open(_config: &BpfConfig) -> Result<TraceBpf, PlatformError> {
+        Err(not_built())
+    }
+    pub fn watch(&mut self, _tids: &[u32]) -> Result<(), PlatformError> {
+        Err(not_built())
+    }
+    pub fn missing(&self) -> &[String] {
+        &[]
+    }
+    pub fn drain_samples(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
+        0
+    }
+    pub fn drain(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
+        0
+    }
+    pub fn wait(&self, _timeout: Duration) -> Result<bool, PlatformError> {
+        Ok(false)
+    }
+    pub fn counters(&self) -> Result<BpfCounters, PlatformError> {
+        Ok(BpfCounters::default())
+    }
+    pub fn recorder_window(
+        &self,
+        _cpu: u32,
+        _from_time: u64,
+        _out: &mut Vec<RecordedEvent>,
+    ) -> RecorderRead {
+        RecorderRead::default()
+    }
+    pub fn recorder_since(
+        &self,
+        _cpu: u32,
+        after_seq: u64,
+        _out: &mut Vec<RecordedEvent>,
+    ) -> (u64, u64) {
+        (after_seq, 0)
+    }
+    pub fn recorder_head(&self, _cpu: u32) -> Option<u64> {
+        None
+    }
+    pub fn histograms(&self, _out: &mut Vec<BpfHistBucket>) {}
+    pub fn hist_totals(&self, _out: &mut Vec<BpfHistTotal>) {}
+    pub fn prog_stats(&self) -> Vec<(String, u64, u64)> {
+        Vec::new()
+    }
+}
+
+/// Keeps the kernel's BPF run-time statistics on (not in this build).
+pub struct BpfStatsGuard {
+    _private: (),
+}
+
+pub fn enable_bpf_stats() -> Result<BpfStatsGuard, PlatformError> {
+    Err(not_built())
+}

@@ -1,0 +1,653 @@
+//! The programs loaded and attached through aya, and the flight recorder
+//! read through its own read-only mmap (aya maps no array; see the module
+//! docs of `bpf` for the record ordering this reader relies on).
+
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::Duration;
+
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+
+use super::{
+    BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
+    TimerRecord, RECORD_BYTES, VECTOR_NAMES,
+};
+use crate::error::PlatformError;
+
+const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/timer.bpf.o"));
+
+/// `struct rec_head`: one cache line per ring.
+const HEAD_BYTES: usize = 64;
+
+fn err(what: &str) -> impl Fn(String) -> PlatformError + '_ {
+    move |e| PlatformError::Invalid(format!("BPF: {what}: {e}"))
+}
+
+/// `struct hist_key` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct HistKey {
+    kind: u32,
+    index: u32,
+    source: u64,
+}
+
+/// `struct hist_total` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct HistTotal {
+    count: u64,
+    sum: u64,
+    min: u64,
+    max: u64,
+}
+
+// SAFETY: both are #[repr(C)], made of integers only with no padding
+// (4 + 4 + 8 and 4 × 8 bytes), so every bit pattern is a valid value and
+// they can be copied to and from the kernel's bytes.
+unsafe impl aya::Pod for HistKey {}
+// SAFETY: as above.
+unsafe impl aya::Pod for HistTotal {}
+
+/// A read-only shared mapping of a BPF array map, unmapped on drop.
+struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory shared with the kernel, only read
+// (through volatile and atomic loads) and unmapped once, by its owner's
+// drop; nothing in it is tied to the thread that created it.
+unsafe impl Send for Mapping {}
+// SAFETY: all accesses through a shared reference are reads.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn of(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<Mapping, PlatformError> {
+        // SAFETY: a new mapping chosen by the kernel (no address given), of
+        // a descriptor that is open for the duration of the call; the
+        // kernel checks `len` against the map's size (an array created
+        // with BPF_F_MMAPABLE) and fails rather than map beyond it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(PlatformError::last_os(format!("BPF: mapping {what}")));
+        }
+        let ptr = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| PlatformError::Invalid(format!("BPF: mapping {what}: null")))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// The u64 at byte `offset`, loaded atomically with `order`.
+    fn load_u64(&self, offset: usize, order: Ordering) -> u64 {
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len);
+        // SAFETY: in bounds (checked above), 8-aligned (page-aligned base,
+        // 8-aligned offset), and the memory lives as long as `self`. The
+        // kernel writes it concurrently, which is what an atomic load is
+        // for; we never write it.
+        let a = unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(offset).cast::<u64>()) };
+        a.load(order)
+    }
+
+    /// Copies `words` u64s from byte `offset` into `buf` with volatile
+    /// loads (the seqlock reader's copy: the values may be torn, which the
+    /// caller detects from the sequence numbers around it).
+    fn copy_words(&self, offset: usize, buf: &mut [u8; RECORD_BYTES], words: usize) {
+        let words = words.min(RECORD_BYTES / 8);
+        assert!(offset.is_multiple_of(8) && offset + words * 8 <= self.len);
+        for i in 0..words {
+            // SAFETY: in bounds and aligned as checked above; a volatile
+            // read of plain integers, so any value read is valid.
+            let w = unsafe {
+                std::ptr::read_volatile(self.ptr.as_ptr().add(offset + i * 8).cast::<u64>())
+            };
+            buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned and were
+        // given; no reference into the mapping outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// What reading one slot found.
+enum Slot {
+    /// The record, copied whole.
+    Read,
+    /// Claimed by a writer that has not published it yet.
+    Pending,
+    /// Already overwritten by a later record (or during the copy).
+    Overwritten,
+}
+
+/// The flight recorder's rings, mapped.
+struct Recorder {
+    records: Mapping,
+    heads: Mapping,
+    slots: u64,
+    /// `cpus[r]` is the CPU of ring r.
+    cpus: Vec<u32>,
+}
+
+impl Recorder {
+    fn ring_of(&self, cpu: u32) -> Option<usize> {
+        self.cpus.iter().position(|&c| c == cpu)
+    }
+
+    fn head(&self, ring: usize) -> u64 {
+        self.heads.load_u64(ring * HEAD_BYTES, Ordering::Acquire)
+    }
+
+    /// Copies record `n` of `ring` (its first `words` u64s) into `buf`.
+    fn read(&self, ring: usize, n: u64, buf: &mut [u8; RECORD_BYTES], words: usize) -> Slot {
+        let slot = (ring as u64) * self.slots + (n & (self.slots - 1));
+        let offset = slot as usize * RECORD_BYTES;
+        let want = n + 1;
+        let s1 = self.records.load_u64(offset, Ordering::Acquire);
+        if s1 < want {
+            return Slot::Pending;
+        }
+        if s1 > want {
+            return Slot::Overwritten;
+        }
+        self.records.copy_words(offset, buf, words);
+        // The copy's loads may not move below the second sequence load.
+        fence(Ordering::Acquire);
+        if self.records.load_u64(offset, Ordering::Relaxed) != want {
+            return Slot::Overwritten;
+        }
+        Slot::Read
+    }
+}
+
+/// The BPF backend's kernel half, loaded and attached (see the module
+/// docs of `bpf`).
+pub struct TraceBpf {
+    ebpf: Ebpf,
+    ring: RingBuf<MapData>,
+    recorder: Option<Recorder>,
+    missing: Vec<String>,
+    attached: Vec<String>,
+}
+
+/// Tracepoint groups: attached together or not at all (an entry without
+/// its exit would only mislead the analysis).
+type Group = Vec<(String, String)>;
+
+fn group(pairs: &[(&str, &str)]) -> Group {
+    pairs
+        .iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect()
+}
+
+/// The timer decomposition's tracepoints: required.
+fn required_groups() -> Vec<Group> {
+    vec![
+        group(&[("on_sched_switch", "sched_switch")]),
+        group(&[("on_hrtimer_start", "hrtimer_start")]),
+        group(&[("on_hrtimer_expire_entry", "hrtimer_expire_entry")]),
+    ]
+}
+
+/// The recorder's and histograms' other tracepoints: optional.
+fn optional_groups() -> Vec<Group> {
+    let mut g = vec![
+        group(&[("on_sched_waking", "sched_waking")]),
+        group(&[("on_hrtimer_expire_exit", "hrtimer_expire_exit")]),
+        group(&[
+            ("on_irq_handler_entry", "irq_handler_entry"),
+            ("on_irq_handler_exit", "irq_handler_exit"),
+        ]),
+        group(&[("on_softirq_raise", "softirq_raise")]),
+        group(&[
+            ("on_softirq_entry", "softirq_entry"),
+            ("on_softirq_exit", "softirq_exit"),
+        ]),
+        group(&[("on_nmi_handler", "nmi_handler")]),
+        group(&[
+            ("on_workqueue_execute_start", "workqueue_execute_start"),
+            ("on_workqueue_execute_end", "workqueue_execute_end"),
+        ]),
+    ];
+    for name in VECTOR_NAMES {
+        g.push(vec![
+            (format!("on_{name}_entry"), format!("{name}_entry")),
+            (format!("on_{name}_exit"), format!("{name}_exit")),
+        ]);
+    }
+    g
+}
+
+/// Loads and attaches every program of `g`; the first failure says which.
+fn attach_group(ebpf: &mut Ebpf, btf: &Btf, g: &Group) -> Result<(), String> {
+    for (program, tracepoint) in g {
+        let p: &mut BtfTracePoint = ebpf
+            .program_mut(program)
+            .ok_or_else(|| format!("no program {program}"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| format!("{program}: {e}"))?;
+        p.load(tracepoint, btf)
+            .map_err(|e| format!("{tracepoint}: {e}"))?;
+    }
+    for (program, tracepoint) in g {
+        let p: &mut BtfTracePoint = ebpf
+            .program_mut(program)
+            .ok_or_else(|| format!("no program {program}"))?
+            .try_into()
+            .map_err(|e: aya::programs::ProgramError| format!("{program}: {e}"))?;
+        p.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn map_fd<'a>(ebpf: &'a Ebpf, name: &str) -> Result<BorrowedFd<'a>, PlatformError> {
+    match ebpf.map(name) {
+        Some(Map::Array(data)) => Ok(data.fd().as_fd()),
+        Some(_) => Err(err("the object")(format!("map '{name}' is not an array"))),
+        None => Err(err("the object")(format!("no map '{name}'"))),
+    }
+}
+
+impl TraceBpf {
+    /// Loads the programs with the recorder sized for `config`, watches
+    /// `config.tids`, marks `config.cpus` as traced, and attaches: always
+    /// `sched_switch`, `hrtimer_start` and `hrtimer_expire_entry` (failing
+    /// if one cannot be), and with `cpus` every other tracepoint this
+    /// kernel has ([`TraceBpf::missing`] lists the others).
+    pub fn open(config: &BpfConfig) -> Result<TraceBpf, PlatformError> {
+        let possible = aya::util::nr_cpus()
+            .map_err(|(what, e)| err("counting the possible CPUs")(format!("{what}: {e}")))?;
+        let possible = u32::try_from(possible)
+            .map_err(|_| err("counting the possible CPUs")("too many".into()))?;
+        let mut cpus: Vec<u32> = Vec::with_capacity(config.cpus.len());
+        for &cpu in &config.cpus {
+            if cpu >= possible || cpu > u32::from(u16::MAX) {
+                return Err(err("tracing CPUs")(format!(
+                    "CPU {cpu} does not exist ({possible} possible)"
+                )));
+            }
+            if !cpus.contains(&cpu) {
+                cpus.push(cpu);
+            }
+        }
+        let slots = config.recorder_slots;
+        if slots != 0 && !slots.is_power_of_two() {
+            return Err(err("the recorder")(format!(
+                "{slots} slots per CPU is not a power of two"
+            )));
+        }
+        let rings = u32::try_from(cpus.len().max(1))
+            .map_err(|_| err("the recorder")("too many CPUs".into()))?;
+        let records = rings
+            .checked_mul(slots.max(1))
+            .filter(|&n| usize::try_from(n).is_ok_and(|n| n.checked_mul(RECORD_BYTES).is_some()))
+            .ok_or_else(|| {
+                err("the recorder")(format!("{slots} slots × {rings} CPUs is too big"))
+            })?;
+        let hist_on = u32::from(config.histograms);
+
+        // The object is parsed from an owned copy: ELF parsing wants its
+        // sections aligned, which an embedded byte string is not.
+        let object = OBJECT.to_vec();
+        let mut ebpf = EbpfLoader::new()
+            .set_max_entries("recorder", records)
+            .set_max_entries("rec_heads", rings)
+            .set_max_entries("traced_cpus", possible)
+            .set_global("rec_slots", &slots, true)
+            .set_global("hist_on", &hist_on, true)
+            .load(&object)
+            .map_err(|e| err("loading")(e.to_string()))?;
+        let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
+        {
+            let map = ebpf
+                .map_mut("traced_cpus")
+                .ok_or_else(|| err("the object")("no map 'traced_cpus'".into()))?;
+            let mut traced: Array<_, u32> =
+                Array::try_from(map).map_err(|e| err("map 'traced_cpus'")(e.to_string()))?;
+            for (ring, &cpu) in (1u32..).zip(&cpus) {
+                traced
+                    .set(cpu, ring, 0)
+                    .map_err(|e| err("tracing a CPU")(e.to_string()))?;
+            }
+        }
+        let map = ebpf
+            .take_map("records")
+            .ok_or_else(|| err("the object")("no map 'records'".into()))?;
+        let ring = RingBuf::try_from(map).map_err(|e| err("map 'records'")(e.to_string()))?;
+        let recorder = if slots > 0 && !cpus.is_empty() {
+            let len = records as usize * RECORD_BYTES;
+            Some(Recorder {
+                records: Mapping::of(map_fd(&ebpf, "recorder")?, len, "the recorder")?,
+                heads: Mapping::of(
+                    map_fd(&ebpf, "rec_heads")?,
+                    rings as usize * HEAD_BYTES,
+                    "the recorder's heads",
+                )?,
+                slots: u64::from(slots),
+                cpus: cpus.clone(),
+            })
+        } else {
+            None
+        };
+        let mut bpf = TraceBpf {
+            ebpf,
+            ring,
+            recorder,
+            missing: Vec::new(),
+            attached: Vec::new(),
+        };
+        bpf.watch(&config.tids)?;
+        for g in required_groups() {
+            attach_group(&mut bpf.ebpf, &btf, &g).map_err(|e| err("attaching")(e))?;
+            bpf.attached.extend(g.into_iter().map(|(p, _)| p));
+        }
+        if !cpus.is_empty() {
+            for g in optional_groups() {
+                if attach_group(&mut bpf.ebpf, &btf, &g).is_ok() {
+                    bpf.attached.extend(g.into_iter().map(|(p, _)| p));
+                } else {
+                    bpf.missing.extend(g.into_iter().map(|(_, t)| t));
+                }
+            }
+        }
+        Ok(bpf)
+    }
+
+    /// Follows these threads' wake-ups too (the timer decomposition).
+    pub fn watch(&mut self, tids: &[u32]) -> Result<(), PlatformError> {
+        let map = self
+            .ebpf
+            .map_mut("watched")
+            .ok_or_else(|| err("the object")("no map 'watched'".into()))?;
+        let mut watched: HashMap<_, u32, u32> =
+            HashMap::try_from(map).map_err(|e| err("map 'watched'")(e.to_string()))?;
+        for &tid in tids {
+            watched
+                .insert(tid, 1, 0)
+                .map_err(|e| err("watching a thread")(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// Tracepoints not attached because this kernel lacks them (or one of
+    /// their group), by name (`threshold_apic_entry`, ...).
+    pub fn missing(&self) -> &[String] {
+        &self.missing
+    }
+
+    /// Appends every timer record waiting in the ring buffer to `out`;
+    /// returns how many. Never blocks.
+    pub fn drain_samples(&mut self, out: &mut Vec<TimerRecord>) -> usize {
+        let before = out.len();
+        while let Some(item) = self.ring.next() {
+            if let Some(r) = TimerRecord::parse(&item) {
+                out.push(r);
+            }
+        }
+        out.len() - before
+    }
+
+    /// [`TraceBpf::drain_samples`], by its first name.
+    pub fn drain(&mut self, out: &mut Vec<TimerRecord>) -> usize {
+        self.drain_samples(out)
+    }
+
+    /// Waits up to `timeout` for timer records (polling the ring's fd).
+    pub fn wait(&self, timeout: Duration) -> Result<bool, PlatformError> {
+        let raw = self.ring.as_raw_fd();
+        // SAFETY: `raw` is the ring map's descriptor, owned by
+        // `self.ring`, which outlives the borrow (this call).
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        crate::perf::poll_readable(&[fd], Some(timeout))
+            .map(|n| n > 0)
+            .map_err(|e| PlatformError::Invalid(format!("BPF: waiting for records: {e}")))
+    }
+
+    /// The programs' counters, summed over CPUs.
+    pub fn counters(&self) -> Result<BpfCounters, PlatformError> {
+        let map = self
+            .ebpf
+            .map("counters")
+            .ok_or_else(|| err("the object")("no map 'counters'".into()))?;
+        let counters: PerCpuArray<_, u64> =
+            PerCpuArray::try_from(map).map_err(|e| err("map 'counters'")(e.to_string()))?;
+        let sum = |i: u32| -> Result<u64, PlatformError> {
+            Ok(counters
+                .get(&i, 0)
+                .map_err(|e| err("reading the counters")(e.to_string()))?
+                .iter()
+                .sum())
+        };
+        Ok(BpfCounters {
+            samples_sent: sum(0)?,
+            samples_dropped: sum(1)?,
+            recorded: sum(2)?,
+            hist_dropped: sum(3)?,
+        })
+    }
+
+    /// How many records `cpu`'s ring has had (the sequence number the next
+    /// one will get); `None` when `cpu` is not recorded. A follower that
+    /// wants only what comes next starts [`TraceBpf::recorder_since`] here.
+    pub fn recorder_head(&self, cpu: u32) -> Option<u64> {
+        let rec = self.recorder.as_ref()?;
+        rec.ring_of(cpu).map(|r| rec.head(r))
+    }
+
+    /// Appends to `out`, oldest first, every event of `cpu` with time ≥
+    /// `from_time` that the ring still holds and that was not overwritten
+    /// while copied. Allocates nothing but `out`'s growth.
+    pub fn recorder_window(
+        &self,
+        cpu: u32,
+        from_time: u64,
+        out: &mut Vec<RecordedEvent>,
+    ) -> RecorderRead {
+        let Some((rec, ring)) = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.ring_of(cpu).map(|i| (r, i)))
+        else {
+            return RecorderRead::default();
+        };
+        let mut buf = [0u8; RECORD_BYTES];
+        let head = rec.head(ring);
+        let oldest = head.saturating_sub(rec.slots);
+        // Back from the newest to the first event before the window,
+        // reading only (seq, time).
+        let mut start = oldest;
+        let mut older_seen = false;
+        let mut n = head;
+        while n > oldest {
+            n -= 1;
+            match rec.read(ring, n, &mut buf, 2) {
+                Slot::Read => {
+                    let time = u64::from_ne_bytes([
+                        buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], buf[14], buf[15],
+                    ]);
+                    if time < from_time {
+                        older_seen = true;
+                        start = n + 1;
+                        break;
+                    }
+                }
+                Slot::Pending => {}
+                Slot::Overwritten => {
+                    // The writer has lapped us here: older ones are gone.
+                    start = n + 1;
+                    break;
+                }
+            }
+        }
+        let before = out.len();
+        let mut complete = older_seen;
+        for n in start..head {
+            match rec.read(ring, n, &mut buf, RECORD_BYTES / 8) {
+                Slot::Read => {
+                    if let Some(ev) = RecordedEvent::parse(&buf) {
+                        // Two nested programs can leave neighbours out of
+                        // order by a little: keep only what is in range.
+                        if ev.time >= from_time {
+                            out.push(ev);
+                        }
+                    }
+                }
+                Slot::Pending => break,
+                Slot::Overwritten => complete = false,
+            }
+        }
+        RecorderRead {
+            complete,
+            events: out.len() - before,
+        }
+    }
+
+    /// For a reader that follows `cpu`'s ring: appends, oldest first, the
+    /// records from sequence number `after_seq` on (0: the oldest the ring
+    /// holds) up to the newest published one, and returns the sequence
+    /// number to pass next time and how many records were overwritten
+    /// before they could be read. Allocates nothing but `out`'s growth.
+    pub fn recorder_since(
+        &self,
+        cpu: u32,
+        after_seq: u64,
+        out: &mut Vec<RecordedEvent>,
+    ) -> (u64, u64) {
+        let Some((rec, ring)) = self
+            .recorder
+            .as_ref()
+            .and_then(|r| r.ring_of(cpu).map(|i| (r, i)))
+        else {
+            return (after_seq, 0);
+        };
+        let mut buf = [0u8; RECORD_BYTES];
+        let head = rec.head(ring);
+        let mut n = after_seq;
+        let mut lost = 0;
+        let oldest = head.saturating_sub(rec.slots);
+        if n < oldest {
+            lost += oldest - n;
+            n = oldest;
+        }
+        while n < head {
+            match rec.read(ring, n, &mut buf, RECORD_BYTES / 8) {
+                Slot::Read => {
+                    if let Some(ev) = RecordedEvent::parse(&buf) {
+                        out.push(ev);
+                    }
+                }
+                Slot::Pending => break,
+                Slot::Overwritten => lost += 1,
+            }
+            n += 1;
+        }
+        (n, lost)
+    }
+
+    /// Appends the histogram counters (summed over CPUs) to `out`. The
+    /// kernel keeps adding while this reads; a key added meanwhile may be
+    /// missed until the next call.
+    pub fn histograms(&self, out: &mut Vec<BpfHistBucket>) {
+        let Some(map) = self.ebpf.map("hist") else {
+            return;
+        };
+        let Ok(hist) = PerCpuHashMap::<_, HistKey, u64>::try_from(map) else {
+            return;
+        };
+        for (key, values) in hist.iter().flatten() {
+            let Some(kind) = BpfHistKind::from_raw(key.kind) else {
+                continue;
+            };
+            let count = values.iter().fold(0u64, |a, &v| a.saturating_add(v));
+            if count > 0 {
+                out.push(BpfHistBucket {
+                    kind,
+                    source: key.source,
+                    index: key.index,
+                    count,
+                });
+            }
+        }
+    }
+
+    /// Appends each histogram's exact count, sum, min and max (over CPUs).
+    pub fn hist_totals(&self, out: &mut Vec<BpfHistTotal>) {
+        let Some(map) = self.ebpf.map("hist_totals") else {
+            return;
+        };
+        let Ok(totals) = PerCpuHashMap::<_, HistKey, HistTotal>::try_from(map) else {
+            return;
+        };
+        for (key, values) in totals.iter().flatten() {
+            let Some(kind) = BpfHistKind::from_raw(key.kind) else {
+                continue;
+            };
+            let mut t = BpfHistTotal {
+                kind,
+                source: key.source,
+                count: 0,
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+            };
+            for v in values.iter().filter(|v| v.count > 0) {
+                t.count = t.count.saturating_add(v.count);
+                t.sum = t.sum.saturating_add(v.sum);
+                t.min = t.min.min(v.min);
+                t.max = t.max.max(v.max);
+            }
+            if t.count > 0 {
+                out.push(t);
+            }
+        }
+    }
+
+    /// Each attached program's name, run time (ns) and run count, from its
+    /// `bpf_prog_info`. The kernel counts only while BPF statistics are
+    /// on ([`enable_bpf_stats`], or `kernel.bpf_stats_enabled = 1`).
+    pub fn prog_stats(&self) -> Vec<(String, u64, u64)> {
+        let mut out = Vec::with_capacity(self.attached.len());
+        for (name, program) in self.ebpf.programs() {
+            if !self.attached.iter().any(|a| a == name) {
+                continue;
+            }
+            if let Ok(info) = program.info() {
+                let ns = u64::try_from(info.run_time().as_nanos()).unwrap_or(u64::MAX);
+                out.push((name.to_string(), ns, info.run_count()));
+            }
+        }
+        out
+    }
+}
+
+/// Keeps the kernel's BPF run-time statistics on while it lives (the
+/// BPF_ENABLE_STATS descriptor: the kernel counts while any is open).
+pub struct BpfStatsGuard {
+    _fd: OwnedFd,
+}
+
+/// Turns on the kernel's per-program run time and count
+/// ([`TraceBpf::prog_stats`]) until the guard is dropped. Needs root.
+pub fn enable_bpf_stats() -> Result<BpfStatsGuard, PlatformError> {
+    aya::sys::enable_stats(aya::sys::Stats::RunTime)
+        .map(|fd| BpfStatsGuard { _fd: fd })
+        .map_err(|e| err("enabling the BPF run-time statistics")(e.to_string()))
+}

@@ -1,0 +1,508 @@
+//! The flight recorder's record format: `struct rec` in
+//! `crates/platform/bpf/timer.bpf.c`, 80 bytes, native endianness.
+//!
+//! ```text
+//! offset size
+//!  0     8    seq         n + 1 for the ring's record n; 0 while written
+//!  8     8    time        bpf_ktime_get_ns() (CLOCK_MONOTONIC)
+//! 16     4    tid         the current task's pid (0: idle)
+//! 20     1    kind        1..=15, see KIND_* below
+//! 21     1    aux         vector events: index into VECTOR_NAMES
+//! 22     2    cpu
+//! 24    56    payload, by kind:
+//!   Switch    24 prev_state i64, 32 prev_pid, 36 prev_prio, 40 next_pid,
+//!             44 next_prio (i32), 48 prev_comm [16], 64 next_comm [16]
+//!   Waking    24 pid, 28 prio, 32 target_cpu (i32), 40 comm [16]
+//!   Hrtimer*  24 hrtimer u64, 32 function u64, 40 expires / now i64,
+//!             48 softexpires i64
+//!   Irq*      24 irq i32, 28 ret i32, 32 name [16]
+//!   Softirq*  24 vec u32
+//!   Vector*   24 vector i32 (name: aux)
+//!   Nmi       24 handler u64, 32 delta_ns i64, 40 handled i32
+//!   Work*     24 work u64, 32 function u64
+//! ```
+
+use super::{vector_index, VECTOR_NAMES};
+
+/// The size of a flight recorder record (`struct rec`).
+pub const RECORD_BYTES: usize = 80;
+
+const KIND_SWITCH: u8 = 1;
+const KIND_WAKING: u8 = 2;
+const KIND_HRTIMER_START: u8 = 3;
+const KIND_HRTIMER_EXPIRE_ENTRY: u8 = 4;
+const KIND_HRTIMER_EXPIRE_EXIT: u8 = 5;
+const KIND_IRQ_ENTRY: u8 = 6;
+const KIND_IRQ_EXIT: u8 = 7;
+const KIND_SOFTIRQ_RAISE: u8 = 8;
+const KIND_SOFTIRQ_ENTRY: u8 = 9;
+const KIND_SOFTIRQ_EXIT: u8 = 10;
+const KIND_VECTOR_ENTRY: u8 = 11;
+const KIND_VECTOR_EXIT: u8 = 12;
+const KIND_NMI: u8 = 13;
+const KIND_WORK_START: u8 = 14;
+const KIND_WORK_END: u8 = 15;
+
+/// What a recorded tracepoint saw: the fields perf's format gives, with
+/// the same values (`prio` is the kernel's `p->prio`, `prev_state` as
+/// `__trace_sched_switch_state` reports it, comms and IRQ handler names as
+/// 15 bytes and a NUL).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordedKind {
+    Switch {
+        prev_pid: i32,
+        prev_prio: i32,
+        prev_state: i64,
+        prev_comm: [u8; 16],
+        next_pid: i32,
+        next_prio: i32,
+        next_comm: [u8; 16],
+    },
+    Waking {
+        pid: i32,
+        prio: i32,
+        target_cpu: i32,
+        comm: [u8; 16],
+    },
+    HrtimerStart {
+        hrtimer: u64,
+        function: u64,
+        expires: i64,
+        softexpires: i64,
+    },
+    HrtimerExpireEntry {
+        hrtimer: u64,
+        now: i64,
+        function: u64,
+    },
+    HrtimerExpireExit {
+        hrtimer: u64,
+    },
+    IrqEntry {
+        irq: i32,
+        name: [u8; 16],
+    },
+    IrqExit {
+        irq: i32,
+        ret: i32,
+    },
+    SoftirqRaise {
+        vec: u32,
+    },
+    SoftirqEntry {
+        vec: u32,
+    },
+    SoftirqExit {
+        vec: u32,
+    },
+    /// `irq_vectors:<name>_entry`; `name` is from [`VECTOR_NAMES`].
+    VectorEntry {
+        name: &'static str,
+        vector: i32,
+    },
+    VectorExit {
+        name: &'static str,
+        vector: i32,
+    },
+    Nmi {
+        handler: u64,
+        delta_ns: i64,
+        handled: i32,
+    },
+    WorkStart {
+        work: u64,
+        function: u64,
+    },
+    WorkEnd {
+        work: u64,
+        function: u64,
+    },
+}
+
+/// One flight recorder event. `time` is CLOCK_MONOTONIC ns, `tid` the task
+/// that was current (0: idle), as in a perf sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordedEvent {
+    pub time: u64,
+    pub cpu: u32,
+    pub tid: i32,
+    pub kind: RecordedKind,
+}
+
+fn u64_at(b: &[u8], i: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+fn i64_at(b: &[u8], i: usize) -> Option<i64> {
+    Some(i64::from_ne_bytes(b.get(i..i + 8)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+fn i32_at(b: &[u8], i: usize) -> Option<i32> {
+    Some(i32::from_ne_bytes(b.get(i..i + 4)?.try_into().ok()?))
+}
+fn u16_at(b: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(i..i + 2)?.try_into().ok()?))
+}
+fn name_at(b: &[u8], i: usize) -> Option<[u8; 16]> {
+    b.get(i..i + 16)?.try_into().ok()
+}
+
+impl RecordedEvent {
+    /// Reads a record as the programs write it; `None` when the bytes are
+    /// shorter than [`RECORD_BYTES`], the kind is unknown, or a vector's
+    /// name index is outside [`VECTOR_NAMES`]. The sequence number is the
+    /// reader's business and is not looked at.
+    pub fn parse(b: &[u8]) -> Option<RecordedEvent> {
+        if b.len() < RECORD_BYTES {
+            return None;
+        }
+        let kind = *b.get(20)?;
+        let aux = usize::from(*b.get(21)?);
+        let p = 24;
+        let kind = match kind {
+            KIND_SWITCH => RecordedKind::Switch {
+                prev_state: i64_at(b, p)?,
+                prev_pid: i32_at(b, p + 8)?,
+                prev_prio: i32_at(b, p + 12)?,
+                next_pid: i32_at(b, p + 16)?,
+                next_prio: i32_at(b, p + 20)?,
+                prev_comm: name_at(b, p + 24)?,
+                next_comm: name_at(b, p + 40)?,
+            },
+            KIND_WAKING => RecordedKind::Waking {
+                pid: i32_at(b, p)?,
+                prio: i32_at(b, p + 4)?,
+                target_cpu: i32_at(b, p + 8)?,
+                comm: name_at(b, p + 16)?,
+            },
+            KIND_HRTIMER_START => RecordedKind::HrtimerStart {
+                hrtimer: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+                expires: i64_at(b, p + 16)?,
+                softexpires: i64_at(b, p + 24)?,
+            },
+            KIND_HRTIMER_EXPIRE_ENTRY => RecordedKind::HrtimerExpireEntry {
+                hrtimer: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+                now: i64_at(b, p + 16)?,
+            },
+            KIND_HRTIMER_EXPIRE_EXIT => RecordedKind::HrtimerExpireExit {
+                hrtimer: u64_at(b, p)?,
+            },
+            KIND_IRQ_ENTRY => RecordedKind::IrqEntry {
+                irq: i32_at(b, p)?,
+                name: name_at(b, p + 8)?,
+            },
+            KIND_IRQ_EXIT => RecordedKind::IrqExit {
+                irq: i32_at(b, p)?,
+                ret: i32_at(b, p + 4)?,
+            },
+            KIND_SOFTIRQ_RAISE => RecordedKind::SoftirqRaise { vec: u32_at(b, p)? },
+            KIND_SOFTIRQ_ENTRY => RecordedKind::SoftirqEntry { vec: u32_at(b, p)? },
+            KIND_SOFTIRQ_EXIT => RecordedKind::SoftirqExit { vec: u32_at(b, p)? },
+            KIND_VECTOR_ENTRY => RecordedKind::VectorEntry {
+                name: VECTOR_NAMES.get(aux)?,
+                vector: i32_at(b, p)?,
+            },
+            KIND_VECTOR_EXIT => RecordedKind::VectorExit {
+                name: VECTOR_NAMES.get(aux)?,
+                vector: i32_at(b, p)?,
+            },
+            KIND_NMI => RecordedKind::Nmi {
+                handler: u64_at(b, p)?,
+                delta_ns: i64_at(b, p + 8)?,
+                handled: i32_at(b, p + 16)?,
+            },
+            KIND_WORK_START => RecordedKind::WorkStart {
+                work: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+            },
+            KIND_WORK_END => RecordedKind::WorkEnd {
+                work: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+            },
+            _ => return None,
+        };
+        Some(RecordedEvent {
+            time: u64_at(b, 8)?,
+            cpu: u32::from(u16_at(b, 22)?),
+            tid: i32_at(b, 16)?,
+            kind,
+        })
+    }
+
+    /// The record as the programs would write it with sequence number
+    /// `seq` (for saved streams and tests); `None` for a vector name not in
+    /// [`VECTOR_NAMES`] or a CPU above 65535.
+    pub fn to_bytes(&self, seq: u64) -> Option<[u8; RECORD_BYTES]> {
+        let mut b = [0u8; RECORD_BYTES];
+        let put = |b: &mut [u8; RECORD_BYTES], at: usize, v: &[u8]| {
+            b[at..at + v.len()].copy_from_slice(v);
+        };
+        put(&mut b, 0, &seq.to_ne_bytes());
+        put(&mut b, 8, &self.time.to_ne_bytes());
+        put(&mut b, 16, &self.tid.to_ne_bytes());
+        put(&mut b, 22, &u16::try_from(self.cpu).ok()?.to_ne_bytes());
+        let p = 24;
+        let (kind, aux) = match self.kind {
+            RecordedKind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            } => {
+                put(&mut b, p, &prev_state.to_ne_bytes());
+                put(&mut b, p + 8, &prev_pid.to_ne_bytes());
+                put(&mut b, p + 12, &prev_prio.to_ne_bytes());
+                put(&mut b, p + 16, &next_pid.to_ne_bytes());
+                put(&mut b, p + 20, &next_prio.to_ne_bytes());
+                put(&mut b, p + 24, &prev_comm);
+                put(&mut b, p + 40, &next_comm);
+                (KIND_SWITCH, 0)
+            }
+            RecordedKind::Waking {
+                pid,
+                prio,
+                target_cpu,
+                comm,
+            } => {
+                put(&mut b, p, &pid.to_ne_bytes());
+                put(&mut b, p + 4, &prio.to_ne_bytes());
+                put(&mut b, p + 8, &target_cpu.to_ne_bytes());
+                put(&mut b, p + 16, &comm);
+                (KIND_WAKING, 0)
+            }
+            RecordedKind::HrtimerStart {
+                hrtimer,
+                function,
+                expires,
+                softexpires,
+            } => {
+                put(&mut b, p, &hrtimer.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                put(&mut b, p + 16, &expires.to_ne_bytes());
+                put(&mut b, p + 24, &softexpires.to_ne_bytes());
+                (KIND_HRTIMER_START, 0)
+            }
+            RecordedKind::HrtimerExpireEntry {
+                hrtimer,
+                now,
+                function,
+            } => {
+                put(&mut b, p, &hrtimer.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                put(&mut b, p + 16, &now.to_ne_bytes());
+                (KIND_HRTIMER_EXPIRE_ENTRY, 0)
+            }
+            RecordedKind::HrtimerExpireExit { hrtimer } => {
+                put(&mut b, p, &hrtimer.to_ne_bytes());
+                (KIND_HRTIMER_EXPIRE_EXIT, 0)
+            }
+            RecordedKind::IrqEntry { irq, name } => {
+                put(&mut b, p, &irq.to_ne_bytes());
+                put(&mut b, p + 8, &name);
+                (KIND_IRQ_ENTRY, 0)
+            }
+            RecordedKind::IrqExit { irq, ret } => {
+                put(&mut b, p, &irq.to_ne_bytes());
+                put(&mut b, p + 4, &ret.to_ne_bytes());
+                (KIND_IRQ_EXIT, 0)
+            }
+            RecordedKind::SoftirqRaise { vec } => {
+                put(&mut b, p, &vec.to_ne_bytes());
+                (KIND_SOFTIRQ_RAISE, 0)
+            }
+            RecordedKind::SoftirqEntry { vec } => {
+                put(&mut b, p, &vec.to_ne_bytes());
+                (KIND_SOFTIRQ_ENTRY, 0)
+            }
+            RecordedKind::SoftirqExit { vec } => {
+                put(&mut b, p, &vec.to_ne_bytes());
+                (KIND_SOFTIRQ_EXIT, 0)
+            }
+            RecordedKind::VectorEntry { name, vector } => {
+                put(&mut b, p, &vector.to_ne_bytes());
+                (KIND_VECTOR_ENTRY, vector_index(name)?)
+            }
+            RecordedKind::VectorExit { name, vector } => {
+                put(&mut b, p, &vector.to_ne_bytes());
+                (KIND_VECTOR_EXIT, vector_index(name)?)
+            }
+            RecordedKind::Nmi {
+                handler,
+                delta_ns,
+                handled,
+            } => {
+                put(&mut b, p, &handler.to_ne_bytes());
+                put(&mut b, p + 8, &delta_ns.to_ne_bytes());
+                put(&mut b, p + 16, &handled.to_ne_bytes());
+                (KIND_NMI, 0)
+            }
+            RecordedKind::WorkStart { work, function } => {
+                put(&mut b, p, &work.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                (KIND_WORK_START, 0)
+            }
+            RecordedKind::WorkEnd { work, function } => {
+                put(&mut b, p, &work.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                (KIND_WORK_END, 0)
+            }
+        };
+        b[20] = kind;
+        b[21] = u8::try_from(aux).ok()?;
+        Some(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn name16(s: &str) -> [u8; 16] {
+        let mut n = [0u8; 16];
+        n[..s.len()].copy_from_slice(s.as_bytes());
+        n
+    }
+
+    fn samples() -> Vec<RecordedKind> {
+        vec![
+            RecordedKind::Switch {
+                prev_pid: 7,
+                prev_prio: 89,
+                prev_state: 0x100,
+                prev_comm: name16("sleeper"),
+                next_pid: 0,
+                next_prio: 120,
+                next_comm: name16("swapper/0"),
+            },
+            RecordedKind::Waking {
+                pid: -3,
+                prio: 139,
+                target_cpu: 1,
+                comm: name16("kworker/1:2"),
+            },
+            RecordedKind::HrtimerStart {
+                hrtimer: u64::MAX,
+                function: 0xffff_ffff_8100_0000,
+                expires: -1,
+                softexpires: i64::MIN,
+            },
+            RecordedKind::HrtimerExpireEntry {
+                hrtimer: 1,
+                now: 2,
+                function: 3,
+            },
+            RecordedKind::HrtimerExpireExit { hrtimer: 9 },
+            RecordedKind::IrqEntry {
+                irq: 24,
+                name: name16("virtio0-input.0"),
+            },
+            RecordedKind::IrqExit { irq: 24, ret: 1 },
+            RecordedKind::SoftirqRaise { vec: 9 },
+            RecordedKind::SoftirqEntry { vec: 1 },
+            RecordedKind::SoftirqExit { vec: u32::MAX },
+            RecordedKind::VectorEntry {
+                name: "local_timer",
+                vector: 236,
+            },
+            RecordedKind::VectorExit {
+                name: "deferred_error_apic",
+                vector: -1,
+            },
+            RecordedKind::Nmi {
+                handler: 5,
+                delta_ns: 1234,
+                handled: 1,
+            },
+            RecordedKind::WorkStart {
+                work: 10,
+                function: 11,
+            },
+            RecordedKind::WorkEnd {
+                work: 10,
+                function: 11,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_kind_round_trips_and_short_bytes_are_refused() {
+        for (i, kind) in samples().into_iter().enumerate() {
+            let ev = RecordedEvent {
+                time: 1_000_000 + i as u64,
+                cpu: 65535,
+                tid: -(i as i32),
+                kind,
+            };
+            let b = ev.to_bytes(42).unwrap();
+            assert_eq!(u64::from_ne_bytes(b[..8].try_into().unwrap()), 42);
+            assert_eq!(RecordedEvent::parse(&b), Some(ev));
+            for n in 0..RECORD_BYTES {
+                assert_eq!(RecordedEvent::parse(&b[..n]), None);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_vector_indices_are_refused() {
+        let mut b = [0u8; RECORD_BYTES];
+        for k in [0u8, 16, 200, 255] {
+            b[20] = k;
+            assert_eq!(RecordedEvent::parse(&b), None);
+        }
+        b[20] = KIND_VECTOR_ENTRY;
+        b[21] = VECTOR_NAMES.len() as u8;
+        assert_eq!(RecordedEvent::parse(&b), None);
+        let ev = RecordedEvent {
+            time: 0,
+            cpu: 0,
+            tid: 0,
+            kind: RecordedKind::VectorExit {
+                name: "no_such_vector",
+                vector: 1,
+            },
+        };
+        assert_eq!(ev.to_bytes(1), None);
+        let ev = RecordedEvent {
+            cpu: 70_000,
+            kind: RecordedKind::SoftirqRaise { vec: 1 },
+            ..ev
+        };
+        assert_eq!(ev.to_bytes(1), None);
+    }
+
+    proptest! {
+        #[test]
+        fn parse_never_panics_and_what_it_reads_writes_back(
+            bytes in proptest::collection::vec(any::<u8>(), 0..200)
+        ) {
+            if let Some(ev) = RecordedEvent::parse(&bytes) {
+                prop_assert!(bytes.len() >= RECORD_BYTES);
+                // Re-encoding gives the same event (padding bytes aside).
+                let again = ev.to_bytes(0).and_then(|b| RecordedEvent::parse(&b));
+                prop_assert_eq!(again, Some(ev));
+            }
+        }
+
+        #[test]
+        fn any_kind_byte_with_random_payload_parses_or_is_refused(
+            kind in any::<u8>(), aux in any::<u8>(),
+            payload in proptest::collection::vec(any::<u8>(), RECORD_BYTES..RECORD_BYTES + 1)
+        ) {
+            let mut b = payload;
+            b[20] = kind;
+            b[21] = aux;
+            let parsed = RecordedEvent::parse(&b);
+            let known = (1..=15).contains(&kind)
+                && (!(kind == KIND_VECTOR_ENTRY || kind == KIND_VECTOR_EXIT)
+                    || usize::from(aux) < VECTOR_NAMES.len());
+            prop_assert_eq!(parsed.is_some(), known);
+        }
+    }
+}
