@@ -688,7 +688,12 @@ static __always_inline int on_softirq(__u8 kind, unsigned int vec)
     struct cpu_work *w = work_state();
     if (!w)
         return 0;
-    __u32 v = vec & 15;
+    /* The mask after an opaque copy, so the verifier sees an index in
+     * 0..15 (clang would otherwise reuse `vec`, bounded only by a 32-bit
+     * compare the verifier does not carry over). */
+    __u32 v = vec;
+    asm volatile("" : "+r"(v));
+    v &= 15;
     if (kind == K_SOFTIRQ_RAISE) {
         if (vec < 16 && w->raised[v] == 0)
             w->raised[v] = now;
@@ -771,7 +776,10 @@ int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
     return 0;
 }
 
-SEC("tp_btf/workqueue_execute_end")
+/* A raw tracepoint, not tp_btf: the verifier refuses a BTF program's read
+ * of an argument that points to a function (work_func_t), and the raw
+ * tracepoint's arguments are plain u64s (the same values). */
+SEC("raw_tp/workqueue_execute_end")
 int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
 {
     __u32 cpu = bpf_get_smp_processor_id();

@@ -8,7 +8,7 @@ use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::Duration;
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
-use aya::programs::BtfTracePoint;
+use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
 use super::{
@@ -237,23 +237,25 @@ fn optional_groups() -> Vec<Group> {
 }
 
 /// Loads and attaches every program of `g`; the first failure says which.
+/// Most are BTF tracepoints; one is a raw tracepoint (see the C file).
 fn attach_group(ebpf: &mut Ebpf, btf: &Btf, g: &Group) -> Result<(), String> {
     for (program, tracepoint) in g {
-        let p: &mut BtfTracePoint = ebpf
-            .program_mut(program)
-            .ok_or_else(|| format!("no program {program}"))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| format!("{program}: {e}"))?;
-        p.load(tracepoint, btf)
-            .map_err(|e| format!("{tracepoint}: {e}"))?;
+        match ebpf.program_mut(program) {
+            Some(Program::BtfTracePoint(p)) => p.load(tracepoint, btf),
+            Some(Program::RawTracePoint(p)) => p.load(),
+            Some(_) => return Err(format!("{program}: not a tracepoint program")),
+            None => return Err(format!("no program {program}")),
+        }
+        .map_err(|e| format!("{tracepoint}: {e}"))?;
     }
     for (program, tracepoint) in g {
-        let p: &mut BtfTracePoint = ebpf
-            .program_mut(program)
-            .ok_or_else(|| format!("no program {program}"))?
-            .try_into()
-            .map_err(|e: aya::programs::ProgramError| format!("{program}: {e}"))?;
-        p.attach().map_err(|e| format!("{tracepoint}: {e}"))?;
+        match ebpf.program_mut(program) {
+            Some(Program::BtfTracePoint(p)) => p.attach().map(|_| ()),
+            Some(Program::RawTracePoint(p)) => p.attach(tracepoint).map(|_| ()),
+            Some(_) => return Err(format!("{program}: not a tracepoint program")),
+            None => return Err(format!("no program {program}")),
+        }
+        .map_err(|e| format!("{tracepoint}: {e}"))?;
     }
     Ok(())
 }

@@ -1,0 +1,292 @@
+//! The BPF programs on this machine (needs root and a build with the
+//! programs; otherwise prints `skipped: …`): everything loaded on CPU 0
+//! while a pinned thread sleeps 1 ms 200 times and reads /dev/zero. The
+//! flight recorder must name the thread in its switches, hold its hrtimer's
+//! start and expiry and the local timer vector, be followed without loss at
+//! this rate, and the histograms must have counted the local timer and a
+//! timer or RCU softirq.
+#![allow(clippy::unwrap_used)]
+
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use latscope_model::CpuId;
+use latscope_platform::bpf::{
+    self, BpfConfig, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecordedKind,
+    TimerRecord, TraceBpf, VECTOR_NAMES,
+};
+use latscope_platform::{current_tid, monotonic_ns, set_affinity, timers};
+
+const NAME: &str = "bpf-live-sleepr";
+
+fn comm(raw: &[u8; 16]) -> &str {
+    let n = raw.iter().position(|&b| b == 0).unwrap_or(16);
+    std::str::from_utf8(&raw[..n]).unwrap_or("?")
+}
+
+/// Whether this machine can run the test; prints why not.
+fn can_run() -> bool {
+    if !latscope_platform::caps::detect().root {
+        println!("skipped: needs root (BPF)");
+        return false;
+    }
+    if !bpf::built() {
+        println!("skipped: needs the BPF programs (this build had no clang)");
+        return false;
+    }
+    true
+}
+
+/// Opens `config` with the sleeper's tid added, or says why it cannot.
+fn open(config: &BpfConfig) -> Option<TraceBpf> {
+    match TraceBpf::open(config) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            println!("skipped: BPF unavailable: {e}");
+            None
+        }
+    }
+}
+
+/// A thread pinned to CPU 0 that, once told to go, sleeps 1 ms and reads
+/// 4 KiB of /dev/zero `rounds` times.
+fn sleeper(rounds: u32) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) {
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let worker = std::thread::Builder::new()
+        .name(NAME.to_string())
+        .spawn(move || {
+            set_affinity(CpuId(0)).unwrap();
+            let mut zero = std::fs::File::open("/dev/zero").unwrap();
+            let mut buf = vec![0u8; 4096];
+            ready_tx.send(current_tid()).unwrap();
+            go_rx.recv().unwrap();
+            for _ in 0..rounds {
+                timers::sleep_for(1_000_000).unwrap();
+                zero.read_exact(&mut buf).unwrap();
+            }
+        })
+        .unwrap();
+    let tid = ready_rx.recv().unwrap();
+    (worker, tid, go_tx)
+}
+
+#[test]
+fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
+    if !can_run() {
+        return;
+    }
+    let (worker, tid, go) = sleeper(200);
+    let Some(mut kernel) = open(&BpfConfig {
+        tids: vec![u32::try_from(tid).unwrap()],
+        cpus: vec![0],
+        recorder_slots: 8192,
+        histograms: true,
+    }) else {
+        drop(go);
+        let _ = worker.join();
+        return;
+    };
+    let stats = bpf::enable_bpf_stats().ok();
+    println!("missing tracepoints: {:?}", kernel.missing());
+
+    let start = monotonic_ns();
+    go.send(()).unwrap();
+    // Follow CPU 0's ring from its oldest record while the thread runs.
+    let mut followed: Vec<RecordedEvent> = Vec::with_capacity(1 << 16);
+    let mut samples: Vec<TimerRecord> = Vec::new();
+    let mut next = 0;
+    let mut lost = 0;
+    let mut reads = 0;
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(10));
+        let (n, l) = kernel.recorder_since(0, next, &mut followed);
+        next = n;
+        lost += l;
+        reads += 1;
+        kernel.drain_samples(&mut samples);
+    }
+    worker.join().unwrap();
+    let end = monotonic_ns();
+    let (n, l) = kernel.recorder_since(0, next, &mut followed);
+    next = n;
+    lost += l;
+    kernel.drain_samples(&mut samples);
+
+    let mut window = Vec::new();
+    let read = kernel.recorder_window(0, start, &mut window);
+    let counters = kernel.counters().unwrap();
+    let mut buckets: Vec<BpfHistBucket> = Vec::new();
+    let mut totals: Vec<BpfHistTotal> = Vec::new();
+    kernel.histograms(&mut buckets);
+    kernel.hist_totals(&mut totals);
+    let progs = kernel.prog_stats();
+    drop(stats);
+
+    println!(
+        "{} ms: followed {} events in {reads} reads up to seq {next}, {lost} lost; window from start: {} events, complete {}; {} timer samples; {counters:?}",
+        (end - start) / 1_000_000,
+        followed.len(),
+        read.events,
+        read.complete,
+        samples.len()
+    );
+    let mut per_kind: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in &window {
+        let k = format!("{:?}", e.kind);
+        let k = k.split([' ', '{']).next().unwrap_or("?").to_string();
+        *per_kind.entry(k).or_default() += 1;
+    }
+    println!("window events by kind: {per_kind:?}");
+    let mut by_kind: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
+    for b in &buckets {
+        let e = by_kind.entry(format!("{:?}", b.kind)).or_default();
+        e.0 += 1;
+        e.1 += b.count;
+    }
+    println!("histogram buckets (kind: keys, counts): {by_kind:?}");
+    for t in &totals {
+        let source = match t.kind {
+            BpfHistKind::VectorExec => bpf::vector_name(t.source as u32).to_string(),
+            BpfHistKind::Work => format!("{:#x}", t.source),
+            _ => t.source.to_string(),
+        };
+        println!(
+            "  {:?} {source}: count {} mean {} ns min {} max {}",
+            t.kind,
+            t.count,
+            t.sum / t.count.max(1),
+            t.min,
+            t.max
+        );
+    }
+    let mut top: Vec<&(String, u64, u64)> = progs.iter().filter(|p| p.2 > 0).collect();
+    top.sort_by_key(|p| std::cmp::Reverse(p.2));
+    for (name, ns, count) in top.iter().take(8) {
+        println!(
+            "  prog {name}: {count} runs, {ns} ns ({} ns/run)",
+            ns / count.max(&1)
+        );
+    }
+
+    // The window: complete, in time order, all on CPU 0.
+    assert!(read.complete, "the ring held everything since the start");
+    assert_eq!(read.events, window.len());
+    assert!(window.iter().all(|e| e.cpu == 0 && e.time >= start));
+    // Nested programs can swap neighbours by a little; no more.
+    for w in window.windows(2) {
+        assert!(w[1].time + 50_000 >= w[0].time, "{w:?}");
+    }
+    // The thread's switches, by pid and comm.
+    let ins = window
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, RecordedKind::Switch { next_pid, next_comm, .. }
+                if next_pid == tid && comm(&next_comm) == NAME)
+        })
+        .count();
+    let outs = window
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, RecordedKind::Switch { prev_pid, prev_comm, .. }
+                if prev_pid == tid && comm(&prev_comm) == NAME)
+                && e.tid == tid
+        })
+        .count();
+    assert!(ins >= 150 && outs >= 150, "{ins} switch-ins, {outs} outs");
+    // Its hrtimer: started by the thread, then expired.
+    let starts: Vec<u64> = window
+        .iter()
+        .filter(|e| e.tid == tid)
+        .filter_map(|e| match e.kind {
+            RecordedKind::HrtimerStart { hrtimer, .. } => Some(hrtimer),
+            _ => None,
+        })
+        .collect();
+    assert!(starts.len() >= 150, "{} hrtimer starts", starts.len());
+    let expiries = window
+        .iter()
+        .filter(|e| matches!(e.kind, RecordedKind::HrtimerExpireEntry { hrtimer, .. } if starts.contains(&hrtimer)))
+        .count();
+    assert!(expiries >= 150, "{expiries} expiries of its timer");
+    assert!(
+        window.iter().any(|e| matches!(
+            e.kind,
+            RecordedKind::VectorEntry {
+                name: "local_timer",
+                ..
+            }
+        )),
+        "no local_timer entry"
+    );
+
+    // Following: nothing lost, and the same events as the window.
+    assert_eq!(lost, 0);
+    let followed_since: Vec<&RecordedEvent> = followed.iter().filter(|e| e.time >= start).collect();
+    assert!(followed_since.len() >= window.len());
+    assert!(counters.recorded >= next, "{counters:?} vs {next}");
+
+    // Histograms: the local timer vector and a TIMER or RCU softirq.
+    assert!(buckets
+        .iter()
+        .any(|b| b.kind == BpfHistKind::VectorExec && b.source == 0 && b.count > 0));
+    assert!(buckets
+        .iter()
+        .any(|b| b.kind == BpfHistKind::SoftirqExec && (b.source == 1 || b.source == 9)));
+    assert!(totals.iter().all(|t| t.min <= t.max && t.count > 0));
+    assert_eq!(counters.hist_dropped, 0);
+    assert_eq!(VECTOR_NAMES[0], "local_timer");
+
+    // The timer decomposition ran alongside.
+    assert!(counters.samples_sent > 0);
+    assert_eq!(counters.samples_dropped, 0);
+    assert!(samples.iter().all(|s| s.tid as i32 == tid));
+}
+
+/// A ring far too small for the rate: the follower is told exactly how
+/// much it missed (read + lost = records written), and a window that
+/// reaches before the ring's oldest record is not complete.
+#[test]
+fn a_small_ring_reports_its_losses() {
+    if !can_run() {
+        return;
+    }
+    let (worker, _tid, go) = sleeper(50);
+    let Some(kernel) = open(&BpfConfig {
+        tids: Vec::new(),
+        cpus: vec![0],
+        recorder_slots: 16,
+        histograms: false,
+    }) else {
+        drop(go);
+        let _ = worker.join();
+        return;
+    };
+    let start = monotonic_ns();
+    let first = kernel.recorder_head(0).unwrap();
+    go.send(()).unwrap();
+    let mut out = Vec::new();
+    let (mut next, mut lost) = (first, 0);
+    while !worker.is_finished() {
+        std::thread::sleep(Duration::from_millis(5));
+        let (n, l) = kernel.recorder_since(0, next, &mut out);
+        next = n;
+        lost += l;
+    }
+    worker.join().unwrap();
+    let mut window = Vec::new();
+    let read = kernel.recorder_window(0, start, &mut window);
+    println!(
+        "16 slots: read {}, lost {lost}, {} records; window {} events, complete {}",
+        out.len(),
+        next - first,
+        read.events,
+        read.complete
+    );
+    assert!(lost > 0);
+    assert_eq!(out.len() as u64 + lost, next - first);
+    assert!(!read.complete);
+    assert!(read.events <= 16);
+    assert!(kernel.recorder_window(5000, 0, &mut window).events == 0);
+}
