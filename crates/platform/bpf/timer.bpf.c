@@ -98,8 +98,11 @@ struct thread_info {
     __u32 cpu;
 } __attribute__((preserve_access_index));
 
+struct pid;
+
 struct task_struct {
     struct thread_info thread_info;
+    struct pid *thread_pid;
     int pid;
     int prio;
     int exit_state;
@@ -227,7 +230,7 @@ enum rec_kind {
 struct rec {
     __u64 seq;  /*  0: n + 1 for the CPU's record n; 0 while being written */
     __u64 time; /*  8: bpf_ktime_get_ns() */
-    __s32 tid;  /* 16: the current task's pid (0: idle) */
+    __s32 tid;  /* 16: current_tid() */
     __u8 kind;  /* 20: enum rec_kind */
     __u8 aux;   /* 21: vector events: index into vectors.h */
     __u16 cpu;  /* 22 */
@@ -305,6 +308,18 @@ static __always_inline __u32 traced(__u32 cpu)
     return ring ? *ring : 0;
 }
 
+/* The current task as a perf sample names it (perf_event_tid): its pid,
+ * but -1 for a task whose pid is already released (the last switch-out of
+ * an exiting task); the idle task is 0. */
+static __always_inline __s32 current_tid(void)
+{
+    __s32 tid = (__s32)(__u32)bpf_get_current_pid_tgid();
+    struct task_struct *cur = bpf_get_current_task_btf();
+    if (tid != 0 && !cur->thread_pid)
+        return -1;
+    return tid;
+}
+
 /* Claims the next slot of ring `ring1 - 1` (what traced() returned) and
  * marks it as being written; NULL when the recorder is off. The caller
  * fills the payload and calls rec_end. */
@@ -327,7 +342,7 @@ static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, 
     r->seq = 0;
     barrier();
     r->time = bpf_ktime_get_ns();
-    r->tid = (__s32)(__u32)bpf_get_current_pid_tgid();
+    r->tid = current_tid();
     r->kind = kind;
     r->aux = 0;
     r->cpu = (__u16)cpu;

@@ -88,7 +88,7 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
         let _ = worker.join();
         return;
     };
-    let stats = bpf::enable_bpf_stats().ok();
+    let _stats = bpf::enable_bpf_stats().ok();
     println!("missing tracepoints: {:?}", kernel.missing());
 
     let start = monotonic_ns();
@@ -122,7 +122,6 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
     kernel.histograms(&mut buckets);
     kernel.hist_totals(&mut totals);
     let progs = kernel.prog_stats();
-    drop(stats);
 
     println!(
         "{} ms: followed {} events in {reads} reads up to seq {next}, {lost} lost; window from start: {} events, complete {}; {} timer samples; {counters:?}",

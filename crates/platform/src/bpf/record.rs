@@ -5,7 +5,7 @@
 //! offset size
 //!  0     8    seq         n + 1 for the ring's record n; 0 while written
 //!  8     8    time        bpf_ktime_get_ns() (CLOCK_MONOTONIC)
-//! 16     4    tid         the current task's pid (0: idle)
+//! 16     4    tid         the current task's pid (0: idle, -1: pid released)
 //! 20     1    kind        1..=15, see KIND_* below
 //! 21     1    aux         vector events: index into VECTOR_NAMES
 //! 22     2    cpu
@@ -120,7 +120,8 @@ pub enum RecordedKind {
 }
 
 /// One flight recorder event. `time` is CLOCK_MONOTONIC ns, `tid` the task
-/// that was current (0: idle), as in a perf sample.
+/// that was current as a perf sample names it (0: idle; -1: a task whose
+/// pid is already released, at the last switch-out of an exiting task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordedEvent {
     pub time: u64,
