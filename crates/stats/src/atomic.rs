@@ -147,18 +147,16 @@ impl AtomicHistogram {
     /// be a few samples behind and its sum may not match its counts exactly;
     /// after the writer has stopped it is exact.
     pub fn snapshot(&self) -> Histogram {
-        let counts: Vec<u64> = self
-            .counts
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .collect();
-        let sum = (u128::from(self.sum_hi.load(Ordering::Relaxed)) << 64)
-            | u128::from(self.sum_lo.load(Ordering::Relaxed));
-        Histogram::from_parts(
-            counts,
-            sum,
-            self.min.load(Ordering::Relaxed),
-            self.max.load(Ordering::Relaxed),
+        // Read straight into the histogram's sparse chunks, with no dense
+        // copy; the counters first, then the sum, minimum and maximum.
+        Histogram::from_counters(
+            |i| self.counts.get(i).map_or(0, |c| c.load(Ordering::Relaxed)),
+            || {
+                let sum = (u128::from(self.sum_hi.load(Ordering::Relaxed)) << 64)
+                    | u128::from(self.sum_lo.load(Ordering::Relaxed));
+                let min = self.min.load(Ordering::Relaxed);
+                (sum, min, self.max.load(Ordering::Relaxed))
+            },
         )
     }
 }
