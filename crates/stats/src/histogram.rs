@@ -175,6 +175,55 @@ impl Histogram {
         Histogram::from_chunks(chunks, sum, min, max)
     }
 
+    /// A histogram from counts by counter index (the layout's, as another
+    /// recorder computed them: latscope's BPF programs) and the exact sum,
+    /// minimum and maximum it kept beside them. Counts at the same index
+    /// add up. The counts and the exact figures may have been read at
+    /// slightly different times while the other recorder kept counting: a
+    /// minimum or maximum outside the lowest or highest non-empty counter
+    /// is replaced by that counter's bound. `None` when an index is outside
+    /// the layout.
+    pub fn from_index_counts(
+        counts: &[(usize, u64)],
+        sum: u128,
+        min: u64,
+        max: u64,
+    ) -> Option<Histogram> {
+        let mut h = Histogram::new();
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        for &(i, n) in counts {
+            if i >= COUNTS_LEN {
+                return None;
+            }
+            if n == 0 {
+                continue;
+            }
+            let (k, j) = split(i);
+            match h.chunks.get_mut(k) {
+                Some(Some(c)) => c[j] += n,
+                _ => h.add_chunk(k)[j] += n,
+            }
+            h.total += n;
+            lo = lo.min(i);
+            hi = hi.max(i);
+        }
+        if h.total == 0 {
+            return Some(h);
+        }
+        h.sum = sum;
+        h.min = if index_of(min) == lo {
+            min
+        } else {
+            lowest_of(lo)
+        };
+        h.max = if index_of(max) == hi {
+            max
+        } else {
+            highest_of(hi)
+        };
+        Some(h)
+    }
+
     /// A histogram of the given chunks; the total is their sum, and the
     /// minimum and maximum are reset when it is zero.
     fn from_chunks(chunks: Vec<Option<Box<Chunk>>>, sum: u128, min: u64, max: u64) -> Histogram {
@@ -824,5 +873,52 @@ mod tests {
         assert!(a.merge_bytes(&bytes).is_err());
         assert!(a.merge_bytes(b"LSH0").is_err());
         assert_eq!(a, before);
+    }
+}
+
+#[cfg(test)]
+mod index_count_tests {
+    use super::*;
+
+    #[test]
+    fn counts_by_index_rebuild_the_histogram_that_recorded_them() {
+        let values = [
+            0u64,
+            5,
+            2047,
+            2048,
+            3_000,
+            150_000,
+            1_000_000,
+            70_000_000_000,
+        ];
+        let mut want = Histogram::new();
+        let mut counts = Vec::new();
+        for (n, &v) in values.iter().enumerate() {
+            want.record_n(v, n as u64 + 1);
+            counts.push((index_of(v), n as u64 + 1));
+        }
+        let got = Histogram::from_index_counts(&counts, want.sum(), 0, HIGHEST_TRACKABLE).unwrap();
+        // 70 s is clamped into the top counter; the kept maximum is the
+        // caller's (here the top of the layout).
+        assert_eq!(got.count(), want.count());
+        assert_eq!(got.quantile(0.5), want.quantile(0.5));
+        assert_eq!(got.sum(), want.sum());
+        assert_eq!(got.to_bytes().len(), want.to_bytes().len());
+        assert_eq!(
+            Histogram::from_index_counts(&[], 0, 0, 0),
+            Some(Histogram::new())
+        );
+        assert_eq!(
+            Histogram::from_index_counts(&[(COUNTS_LEN, 1)], 1, 1, 1),
+            None
+        );
+        // A minimum or maximum outside the counters (read at another time)
+        // is bounded by them.
+        let h = Histogram::from_index_counts(&[(index_of(3_000), 1)], 3_000, 10, 9_000).unwrap();
+        assert_eq!(h.min(), Some(Nanos(lowest_of(index_of(3_000)))));
+        assert_eq!(h.max(), Some(Nanos(highest_of(index_of(3_000)))));
+        let h = Histogram::from_index_counts(&[(index_of(3_000), 1)], 3_001, 3_001, 3_001).unwrap();
+        assert_eq!((h.min(), h.max()), (Some(Nanos(3_001)), Some(Nanos(3_001))));
     }
 }
