@@ -158,10 +158,20 @@ pub(crate) fn run_cell(
     let mut trace_open = None;
     if let Some(tp) = &ctx.config.trace {
         let traced: Vec<CpuId> = ctx.online.iter().collect();
-        match trace_session::open(&traced, &measured_cpus, tp.stack_period) {
+        match trace_session::open(
+            &traced,
+            &measured_cpus,
+            tp.stack_period,
+            tp.backend,
+            analysis_mode(&cell.probe),
+        ) {
             Ok(t) => {
                 ctx.capabilities.tracepoints = true;
                 ctx.capabilities.stack_samples = tp.stack_period.is_some();
+                if ctx.trace_line.as_deref() != Some(t.line.as_str()) {
+                    ctx.observer.notice(&t.line);
+                    ctx.trace_line = Some(t.line.clone());
+                }
                 trace_open = Some(t);
             }
             Err(e) => {

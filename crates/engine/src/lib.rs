@@ -29,6 +29,7 @@ mod settings;
 mod sink;
 mod stop;
 pub mod suite;
+mod trace_bpf;
 mod trace_session;
 mod workload_list;
 

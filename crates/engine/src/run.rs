@@ -70,6 +70,9 @@ pub(crate) struct RunCtx<'a, 'e> {
     /// The sink lost something no later checkpoint carries again (a call
     /// other than a checkpoint failed, or the bounded buffer dropped data).
     pub sink_lost: bool,
+    /// The tracing backend's line as last told (told again when a cell's
+    /// differs).
+    pub trace_line: Option<String>,
     /// The capability lines have been told (after the first cell's
     /// threads tried what they could get).
     pub told: bool,
@@ -225,6 +228,7 @@ pub fn run(
         sink_owes: false,
         sink_lost: false,
         told: false,
+        trace_line: None,
         max_latency: Nanos::ZERO,
         stopped_above: None,
     };

@@ -16,12 +16,16 @@ use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::Handoff;
 use latscope_stats::MetricResult;
 use latscope_trace::analysis::{Analyzer, AnalyzerConfig, Environment, Measured, Symbolize};
+use latscope_trace::bpf::{BpfTracer, BpfTracerConfig, DEFAULT_RECORDER_SLOTS};
 use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
+
+use crate::config::TraceBackend;
+use crate::trace_bpf::BpfReader;
 
 /// How long the thread sleeps between reads when the rings stay below
 /// their wake-up watermark. Short, so samples wait little for their events
 /// and the analysis window stays small.
-const READ_EVERY: Duration = Duration::from_millis(10);
+pub(crate) const READ_EVERY: Duration = Duration::from_millis(10);
 /// /proc/stat steal readings, for the episodes' steal time.
 const STEAL_EVERY_NS: u64 = 100_000_000;
 
@@ -70,20 +74,62 @@ pub enum AnalysisMode {
     Udp,
 }
 
+/// The tracer that reads the kernel's events.
+pub enum Source {
+    Perf(Box<Tracer>),
+    /// BPF programs, with perf `cpu-clock` sampling beside them for
+    /// `--stacks`.
+    Bpf(Box<BpfTracer>, Option<Box<Tracer>>),
+}
+
 /// What to trace, given before the probe starts.
 pub struct TraceOpen {
-    pub tracer: Tracer,
+    pub source: Source,
     pub symbols: Option<Kallsyms>,
+    /// One line: which backend and why.
+    pub line: String,
 }
 
 /// Opens and enables the tracer (before the measuring threads start, so
-/// their first samples have events). Errors come back as one line for the
+/// their first samples have events) with the backend asked for: `Auto`
+/// tries BPF and falls back to perf. Errors come back as one line for the
 /// run's capabilities.
 pub fn open(
     traced: &[CpuId],
     stack_cpus: &[CpuId],
     stack_period: Option<Nanos>,
+    backend: TraceBackend,
+    mode: AnalysisMode,
 ) -> Result<TraceOpen, String> {
+    let bpf_error = match backend {
+        TraceBackend::Perf => None,
+        TraceBackend::Auto | TraceBackend::Bpf => {
+            match open_bpf(traced, stack_cpus, stack_period, mode) {
+                Ok(source) => {
+                    let attached = match &source {
+                        Source::Bpf(b, _) if !b.missing_events().is_empty() => {
+                            format!("; not on this kernel: {}", b.missing_events().join(", "))
+                        }
+                        _ => String::new(),
+                    };
+                    let how = if mode == AnalysisMode::Timer {
+                        "wake-ups decomposed in the kernel, events copied out for episodes only"
+                    } else {
+                        "events recorded in the kernel, read from its flight recorder"
+                    };
+                    return Ok(TraceOpen {
+                        source,
+                        symbols: Kallsyms::load().ok(),
+                        line: format!("--trace: BPF backend ({how}){attached}"),
+                    });
+                }
+                Err(e) if backend == TraceBackend::Bpf => {
+                    return Err(format!("--trace-backend bpf: {e}"))
+                }
+                Err(e) => Some(e),
+            }
+        }
+    };
     let mut cfg = TracerConfig::new(traced.to_vec());
     if let Some(p) = stack_period {
         cfg.stack_cpus = stack_cpus.to_vec();
@@ -91,8 +137,41 @@ pub fn open(
     }
     let tracer = Tracer::open(&cfg).map_err(|e| e.to_string())?;
     tracer.enable().map_err(|e| e.to_string())?;
-    let symbols = Kallsyms::load().ok();
-    Ok(TraceOpen { tracer, symbols })
+    let line = match bpf_error {
+        None => "--trace: perf backend (--trace-backend perf)".to_string(),
+        Some(e) => format!("--trace: perf backend ({e})"),
+    };
+    Ok(TraceOpen {
+        source: Source::Perf(Box::new(tracer)),
+        symbols: Kallsyms::load().ok(),
+        line,
+    })
+}
+
+fn open_bpf(
+    traced: &[CpuId],
+    stack_cpus: &[CpuId],
+    stack_period: Option<Nanos>,
+    mode: AnalysisMode,
+) -> Result<Source, String> {
+    let bpf = BpfTracer::open(&BpfTracerConfig {
+        cpus: traced.iter().map(|c| c.0).collect(),
+        recorder_slots: DEFAULT_RECORDER_SLOTS,
+        histograms: mode == AnalysisMode::Timer,
+    })
+    .map_err(|e| e.to_string())?;
+    let stacks = match stack_period {
+        Some(p) => {
+            let mut cfg = TracerConfig::new(Vec::new());
+            cfg.stack_cpus = stack_cpus.to_vec();
+            cfg.stack_period = p;
+            let t = Tracer::open(&cfg).map_err(|e| format!("stack sampling: {e}"))?;
+            t.enable().map_err(|e| format!("stack sampling: {e}"))?;
+            Some(Box::new(t))
+        }
+        None => None,
+    };
+    Ok(Source::Bpf(Box::new(bpf), stacks))
 }
 
 impl TraceSession {
@@ -127,8 +206,18 @@ impl TraceSession {
         let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
         let shared = Arc::new(Mutex::new(Shared::default()));
         let stop = Arc::new(AtomicBool::new(false));
+        let reader = match open.source {
+            Source::Perf(t) => Reader::Perf(t),
+            Source::Bpf(b, stacks) => {
+                let mut r = BpfReader::new(b, stacks, mode);
+                if let Err(e) = r.watch(&handoffs) {
+                    return Err(std::io::Error::other(e));
+                }
+                Reader::Bpf(Box::new(r))
+            }
+        };
         let worker = Worker {
-            tracer: open.tracer,
+            reader,
             analyzer,
             handoffs,
             shared: Arc::clone(&shared),
@@ -176,8 +265,13 @@ impl TraceSession {
     }
 }
 
+enum Reader {
+    Perf(Box<Tracer>),
+    Bpf(Box<BpfReader>),
+}
+
 struct Worker {
-    tracer: Tracer,
+    reader: Reader,
     analyzer: Analyzer,
     handoffs: Vec<Handoff>,
     shared: Arc<Mutex<Shared>>,
@@ -202,18 +296,27 @@ impl Worker {
                 ring.drain(|d, u| samples.push((*cpu, d, u)));
             }
             let read_at = monotonic_ns();
-            buf.clear();
-            if let Err(e) = self.tracer.read(&mut |d| buf.push(d)) {
-                error = Some(format!("tracing stopped early: {e}"));
+            match &mut self.reader {
+                Reader::Perf(tracer) => {
+                    buf.clear();
+                    if let Err(e) = tracer.read(&mut |d| buf.push(d)) {
+                        error = Some(format!("tracing stopped early: {e}"));
+                    }
+                    let names = tracer.names();
+                    for (cpu, d, u) in samples.drain(..) {
+                        self.analyzer.on_sample(cpu, d, u, names);
+                    }
+                    for d in &buf {
+                        self.analyzer.on_decoded(d, names);
+                    }
+                    self.analyzer.flush(read_at, names);
+                }
+                Reader::Bpf(r) => {
+                    if let Err(e) = r.step(&mut self.analyzer, &mut samples, read_at) {
+                        error = Some(format!("tracing stopped early: {e}"));
+                    }
+                }
             }
-            let names = self.tracer.names();
-            for (cpu, d, u) in samples.drain(..) {
-                self.analyzer.on_sample(cpu, d, u, names);
-            }
-            for d in &buf {
-                self.analyzer.on_decoded(d, names);
-            }
-            self.analyzer.flush(read_at, names);
             let now = monotonic_ns();
             if now.saturating_sub(last_steal) >= STEAL_EVERY_NS {
                 last_steal = now;
@@ -229,17 +332,36 @@ impl Worker {
                 s.episodes.extend(episodes);
                 if publish {
                     last_publish = now;
-                    s.metrics = self.analyzer.metrics(names);
+                    if let Reader::Bpf(r) = &mut self.reader {
+                        r.publish(&mut self.analyzer);
+                    }
+                    s.metrics = self.analyzer.metrics(self.names());
                     s.summary = Some(self.summary(cpu_start));
                 }
             }
             if finishing || error.is_some() {
                 break;
             }
-            let _ = self.tracer.wait(READ_EVERY);
+            match &self.reader {
+                Reader::Perf(t) => {
+                    let _ = t.wait(READ_EVERY);
+                }
+                Reader::Bpf(r) => r.wait(),
+            }
         }
-        let _ = self.tracer.disable();
-        let names = self.tracer.names();
+        match &mut self.reader {
+            Reader::Perf(t) => {
+                let _ = t.disable();
+            }
+            Reader::Bpf(r) => {
+                r.disable();
+                r.publish(&mut self.analyzer);
+            }
+        }
+        let names = match &self.reader {
+            Reader::Perf(t) => t.names(),
+            Reader::Bpf(r) => r.names(),
+        };
         self.analyzer.finish(names);
         for Handoff { cpu, ring, .. } in &self.handoffs {
             self.analyzer.add_undecomposed(*cpu, ring.dropped());
@@ -253,10 +375,23 @@ impl Worker {
         }
     }
 
+    fn names(&self) -> &latscope_trace::Names {
+        match &self.reader {
+            Reader::Perf(t) => t.names(),
+            Reader::Bpf(r) => r.names(),
+        }
+    }
+
     fn summary(&self, cpu_start: u64) -> TraceSummary {
         let mut s = self.analyzer.summary();
         s.tracer_cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
-        s.missing_events = self.tracer.missing_events().to_vec();
+        match &self.reader {
+            Reader::Perf(t) => {
+                s.backend = "perf".into();
+                s.missing_events = t.missing_events().to_vec();
+            }
+            Reader::Bpf(r) => r.summarize(&mut s),
+        }
         s
     }
 }

@@ -7,6 +7,7 @@
 //! same code, so the analysis is tested on recorded fixtures.
 
 pub mod analysis;
+pub mod bpf;
 pub mod decode;
 mod error;
 pub mod event;

@@ -40,6 +40,15 @@ impl Analyzer {
         latency_ns > self.config.threshold.0
     }
 
+    /// The interrupt and deferred-work histograms the kernel aggregated
+    /// (BPF backend), in place of those built from events.
+    pub fn set_work_histograms(
+        &mut self,
+        hist: std::collections::HashMap<super::work::WorkKey, latscope_stats::Histogram>,
+    ) {
+        self.work.replace(hist);
+    }
+
     /// One timer sample whose parts the kernel found (`None`: it sent no
     /// record for this wake-up). `window`, for a sample above the threshold,
     /// holds the CPU's events from `deadline - replay_ns()` to at least the

@@ -143,6 +143,16 @@ impl WorkStats {
         }
     }
 
+    /// The BPF backend: the kernel's histograms replace what events would
+    /// have built.
+    pub fn replace(&mut self, hist: HashMap<WorkKey, Histogram>) {
+        self.work_functions = hist
+            .keys()
+            .filter(|k| matches!(k, WorkKey::Work { .. }))
+            .count();
+        self.hist = hist;
+    }
+
     /// Forget half-open entries (after lost records: they can no longer be
     /// matched reliably).
     pub fn reset_cpu(&mut self, cpu: u32) {

@@ -1,0 +1,358 @@
+//! The BPF tracing backend, user-space half: it turns what latscope's BPF
+//! programs hand over (one record per wake-up of a measuring thread, the
+//! per-CPU flight recorder, the in-kernel histograms) into what the
+//! analysis takes from perf: [`KernelSample`]s, [`TraceEvent`] windows and
+//! [`WorkKey`] histograms. The kernel half is `latscope_platform::bpf`.
+//!
+//! Timer samples: the kernel pairs each wake-up with its hrtimer's callback
+//! and switch-in; user space copies a CPU's recent events out of the flight
+//! recorder only for a sample above the threshold. Noise and UDP samples
+//! need the events of every interruption or datagram, so in those modes the
+//! recorder is followed continuously ([`BpfTracer::follow`]) and its events
+//! go to the analysis as perf's would, still recorded in the kernel without
+//! a perf record or a wake-up per event.
+
+use std::collections::HashMap;
+
+use latscope_platform::bpf::{
+    BpfConfig, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecordedKind, TimerRecord,
+    TraceBpf,
+};
+use latscope_stats::Histogram;
+
+use crate::analysis::work::WorkKey;
+use crate::analysis::KernelSample;
+use crate::error::TraceError;
+use crate::event::{Comm, Decoded, EventKind, NameId, Names, TraceEvent};
+
+/// Flight recorder slots per CPU (the platform's default: 8192 events of
+/// 80 bytes hold a few hundred milliseconds of a busy CPU, far more than
+/// the 2 ms before an expiry an episode needs).
+pub use latscope_platform::bpf::DEFAULT_RECORDER_SLOTS;
+
+/// What to trace with BPF.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BpfTracerConfig {
+    /// CPUs whose events go to the flight recorder.
+    pub cpus: Vec<u32>,
+    /// Flight recorder slots per CPU (a power of two).
+    pub recorder_slots: u32,
+    /// Aggregate interrupt and deferred-work times in the kernel (timer
+    /// mode); off when the recorder is followed and the analysis sees every
+    /// event anyway.
+    pub histograms: bool,
+}
+
+/// A wake-up the kernel decomposed, with whose it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelRecord {
+    pub tid: i32,
+    pub cpu: u32,
+    pub sample: KernelSample,
+}
+
+/// The BPF backend (see the module docs).
+pub struct BpfTracer {
+    bpf: TraceBpf,
+    names: Names,
+    records: Vec<TimerRecord>,
+    raw: Vec<RecordedEvent>,
+    window: Vec<TraceEvent>,
+    /// Continuous mode: the next sequence number to read, per CPU.
+    next_seq: HashMap<u32, u64>,
+    cpus: Vec<u32>,
+    /// Events lost to the recorder's wrap before they were read.
+    lost: u64,
+    /// Events handed to the analysis.
+    events: u64,
+    buckets: Vec<BpfHistBucket>,
+    totals: Vec<BpfHistTotal>,
+    irq_names: HashMap<i32, NameId>,
+}
+
+impl std::fmt::Debug for BpfTracer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfTracer")
+            .field("cpus", &self.cpus)
+            .finish()
+    }
+}
+
+fn invalid(e: impl std::fmt::Display) -> TraceError {
+    TraceError::Invalid(e.to_string())
+}
+
+impl BpfTracer {
+    /// Loads and attaches the programs. The measuring threads are added
+    /// with [`BpfTracer::watch`] once they exist.
+    pub fn open(config: &BpfTracerConfig) -> Result<BpfTracer, TraceError> {
+        let bpf = TraceBpf::open(&BpfConfig {
+            tids: Vec::new(),
+            cpus: config.cpus.clone(),
+            recorder_slots: config.recorder_slots,
+            histograms: config.histograms,
+        })
+        .map_err(invalid)?;
+        Ok(BpfTracer {
+            bpf,
+            names: Names::default(),
+            records: Vec::with_capacity(4096),
+            raw: Vec::with_capacity(config.recorder_slots as usize),
+            window: Vec::with_capacity(config.recorder_slots as usize),
+            next_seq: HashMap::new(),
+            cpus: config.cpus.clone(),
+            lost: 0,
+            events: 0,
+            buckets: Vec::new(),
+            totals: Vec::new(),
+            irq_names: HashMap::new(),
+        })
+    }
+
+    /// Follows these threads' wake-ups from now on.
+    pub fn watch(&mut self, tids: &[i32]) -> Result<(), TraceError> {
+        let tids: Vec<u32> = tids.iter().filter_map(|&t| u32::try_from(t).ok()).collect();
+        self.bpf.watch(&tids).map_err(invalid)
+    }
+
+    /// Interned IRQ handler and vector names of the events handed out.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// Tracepoints this kernel lacks (not attached).
+    pub fn missing_events(&self) -> &[String] {
+        self.bpf.missing()
+    }
+
+    /// Waits up to `timeout` for the kernel's per-wake-up records.
+    pub fn wait(&self, timeout: std::time::Duration) {
+        let _ = self.bpf.wait(timeout);
+    }
+
+    /// Every wake-up record the kernel sent since the last call.
+    pub fn drain(&mut self, out: &mut Vec<KernelRecord>) {
+        self.records.clear();
+        self.bpf.drain_samples(&mut self.records);
+        out.extend(self.records.iter().map(|r| KernelRecord {
+            tid: r.tid as i32,
+            cpu: r.cpu,
+            sample: KernelSample {
+                expires: r.expires as i64,
+                callback_now: r.callback_now,
+                callback_time: r.callback_time,
+                switch_in: r.switch_in,
+            },
+        }));
+    }
+
+    /// `cpu`'s recorded events from `from` on, oldest first, whether the
+    /// recorder still held all of them, and the names they use.
+    pub fn window(&mut self, cpu: u32, from: u64) -> (&[TraceEvent], bool, &Names) {
+        self.raw.clear();
+        let read = self.bpf.recorder_window(cpu, from, &mut self.raw);
+        self.window.clear();
+        for r in &self.raw {
+            if let Some(ev) = convert(r, &mut self.names) {
+                self.window.push(ev);
+            }
+        }
+        self.events += self.window.len() as u64;
+        (&self.window, read.complete, &self.names)
+    }
+
+    /// Continuous mode: every event recorded since the last call, per CPU
+    /// in time order, as the perf tracer hands them out (with a
+    /// [`Decoded::Lost`] where the recorder wrapped before it was read).
+    pub fn follow(&mut self, sink: &mut dyn FnMut(Decoded)) {
+        for &cpu in &self.cpus {
+            self.raw.clear();
+            let after = self.next_seq.get(&cpu).copied().unwrap_or(0);
+            let (next, lost) = self.bpf.recorder_since(cpu, after, &mut self.raw);
+            self.next_seq.insert(cpu, next);
+            if lost > 0 && after > 0 {
+                self.lost += lost;
+                sink(Decoded::Lost { cpu, count: lost });
+            }
+            for r in &self.raw {
+                if let Some(ev) = convert(r, &mut self.names) {
+                    self.events += 1;
+                    sink(Decoded::Event(ev));
+                }
+            }
+        }
+    }
+
+    /// The kernel's interrupt and deferred-work histograms so far, keyed
+    /// as the perf analysis keys them.
+    pub fn work_histograms(&mut self) -> HashMap<WorkKey, Histogram> {
+        self.buckets.clear();
+        self.totals.clear();
+        self.bpf.histograms(&mut self.buckets);
+        self.bpf.hist_totals(&mut self.totals);
+        let mut counts: HashMap<WorkKey, Vec<(usize, u64)>> = HashMap::new();
+        for b in &self.buckets {
+            let key = work_key(&mut self.names, &mut self.irq_names, b.kind, b.source);
+            counts
+                .entry(key)
+                .or_default()
+                .push((b.index as usize, b.count));
+        }
+        let mut out = HashMap::new();
+        for t in &self.totals {
+            let key = work_key(&mut self.names, &mut self.irq_names, t.kind, t.source);
+            let Some(c) = counts.get(&key) else {
+                continue;
+            };
+            if let Some(h) = Histogram::from_index_counts(c, u128::from(t.sum), t.min, t.max) {
+                out.insert(key, h);
+            }
+        }
+        out
+    }
+
+    /// Events handed to the analysis, and events the recorder lost before
+    /// they were read (continuous mode); records the kernel dropped.
+    pub fn counts(&self) -> (u64, u64) {
+        let dropped = self
+            .bpf
+            .counters()
+            .map_or(0, |c| c.samples_dropped + c.hist_dropped);
+        (self.events, self.lost + dropped)
+    }
+
+    /// Run time of the programs in the kernel, ns (0 unless the kernel's
+    /// BPF statistics are on).
+    pub fn prog_ns(&self) -> u64 {
+        self.bpf.prog_stats().iter().map(|(_, ns, _)| ns).sum()
+    }
+}
+
+/// The analysis's key for a kernel histogram. IRQ names are read once per
+/// IRQ.
+fn work_key(
+    names: &mut Names,
+    irq_names: &mut HashMap<i32, NameId>,
+    kind: BpfHistKind,
+    source: u64,
+) -> WorkKey {
+    match kind {
+        BpfHistKind::IrqExec => {
+            let irq = source as i32;
+            let name = *irq_names
+                .entry(irq)
+                .or_insert_with(|| names.intern(&irq_name(irq)));
+            WorkKey::IrqExec { irq, name }
+        }
+        BpfHistKind::VectorExec => WorkKey::VectorExec {
+            name: names.intern(latscope_platform::bpf::vector_name(source as u32)),
+        },
+        BpfHistKind::SoftirqExec => WorkKey::SoftirqExec { vec: source as u32 },
+        BpfHistKind::SoftirqDelay => WorkKey::SoftirqDelay { vec: source as u32 },
+        BpfHistKind::Nmi => WorkKey::Nmi,
+        BpfHistKind::Work => WorkKey::Work { function: source },
+    }
+}
+
+/// An IRQ's handler names as the kernel lists them
+/// (`/sys/kernel/irq/N/actions`), as perf's `irq_handler_entry` names it.
+fn irq_name(irq: i32) -> String {
+    std::fs::read_to_string(format!("/sys/kernel/irq/{irq}/actions"))
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| format!("irq{irq}"))
+}
+
+/// A recorded event as the perf decoder would have produced it.
+pub fn convert(r: &RecordedEvent, names: &mut Names) -> Option<TraceEvent> {
+    let kind = match r.kind {
+        RecordedKind::Switch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            prev_comm,
+            next_pid,
+            next_prio,
+            next_comm,
+        } => EventKind::SchedSwitch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            prev_comm: Comm::from_bytes(&prev_comm),
+            next_pid,
+            next_prio,
+            next_comm: Comm::from_bytes(&next_comm),
+        },
+        RecordedKind::Waking {
+            pid,
+            prio,
+            target_cpu,
+            comm,
+        } => EventKind::SchedWaking {
+            pid,
+            prio,
+            target_cpu,
+            comm: Comm::from_bytes(&comm),
+        },
+        RecordedKind::HrtimerStart {
+            hrtimer,
+            function,
+            expires,
+            softexpires,
+        } => EventKind::HrtimerStart {
+            hrtimer,
+            function,
+            expires,
+            softexpires,
+        },
+        RecordedKind::HrtimerExpireEntry {
+            hrtimer,
+            now,
+            function,
+        } => EventKind::HrtimerExpireEntry {
+            hrtimer,
+            now,
+            function,
+        },
+        RecordedKind::HrtimerExpireExit { hrtimer } => EventKind::HrtimerExpireExit { hrtimer },
+        RecordedKind::IrqEntry { irq, name } => EventKind::IrqEntry {
+            irq,
+            name: intern_bytes(names, &name),
+        },
+        RecordedKind::IrqExit { irq, ret } => EventKind::IrqExit { irq, ret },
+        RecordedKind::SoftirqRaise { vec } => EventKind::SoftirqRaise { vec },
+        RecordedKind::SoftirqEntry { vec } => EventKind::SoftirqEntry { vec },
+        RecordedKind::SoftirqExit { vec } => EventKind::SoftirqExit { vec },
+        RecordedKind::VectorEntry { name, vector } => EventKind::VectorEntry {
+            name: names.intern(name),
+            vector,
+        },
+        RecordedKind::VectorExit { name, vector } => EventKind::VectorExit {
+            name: names.intern(name),
+            vector,
+        },
+        RecordedKind::Nmi {
+            handler,
+            delta_ns,
+            handled,
+        } => EventKind::Nmi {
+            handler,
+            delta_ns,
+            handled,
+        },
+        RecordedKind::WorkStart { work, function } => EventKind::WorkStart { work, function },
+        RecordedKind::WorkEnd { work, function } => EventKind::WorkEnd { work, function },
+    };
+    Some(TraceEvent {
+        time: r.time,
+        cpu: r.cpu,
+        tid: r.tid,
+        kind,
+    })
+}
+
+fn intern_bytes(names: &mut Names, raw: &[u8]) -> NameId {
+    let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    names.intern(&String::from_utf8_lossy(&raw[..n]))
+}
