@@ -208,13 +208,9 @@ impl TraceSession {
         let stop = Arc::new(AtomicBool::new(false));
         let reader = match open.source {
             Source::Perf(t) => Reader::Perf(t),
-            Source::Bpf(b, stacks) => {
-                let mut r = BpfReader::new(b, stacks, mode);
-                if let Err(e) = r.watch(&handoffs) {
-                    return Err(std::io::Error::other(e));
-                }
-                Reader::Bpf(Box::new(r))
-            }
+            Source::Bpf(b, stacks) => Reader::Bpf(Box::new(
+                BpfReader::start(b, stacks, mode, &handoffs).map_err(std::io::Error::other)?,
+            )),
         };
         let worker = Worker {
             reader,

@@ -12,6 +12,8 @@
 //! go to the analysis as perf's would, still recorded in the kernel without
 //! a perf record or a wake-up per event.
 
+mod feed;
+
 use std::collections::HashMap;
 
 use latscope_platform::bpf::{
@@ -24,6 +26,8 @@ use crate::analysis::work::WorkKey;
 use crate::analysis::KernelSample;
 use crate::error::TraceError;
 use crate::event::{Comm, Decoded, EventKind, NameId, Names, TraceEvent};
+
+pub use feed::KernelFeed;
 
 /// Flight recorder slots per CPU (the platform's default: 8192 events of
 /// 80 bytes hold a few hundred milliseconds of a busy CPU, far more than

@@ -11,7 +11,7 @@
 use latscope_model::CpuId;
 
 use super::{Analyzer, Found, REPLAY_NS};
-use crate::event::{Names, TraceEvent};
+use crate::event::{EventKind, Names, TraceEvent};
 
 /// What the kernel computed for one wake-up of a measuring thread, all
 /// CLOCK_MONOTONIC ns.
@@ -80,11 +80,18 @@ impl Analyzer {
                 Some(deadline.saturating_sub(REPLAY_NS))
             };
         }
-        let found = found.map(|k| Found {
-            callback_time: k.callback_time,
-            callback_now: k.callback_now,
-            switch_in: k.switch_in,
-            expires: k.expires,
+        let tid = self.measured[m].tid;
+        let found = found.map(|k| {
+            let mut f = Found {
+                callback_time: k.callback_time,
+                callback_now: k.callback_now,
+                switch_in: k.switch_in,
+                expires: k.expires,
+            };
+            if let Some((events, _)) = window {
+                align(&mut f, events, tid);
+            }
+            f
         });
         self.decompose(m, deadline, wake, found, names);
         if window.is_some() {
@@ -94,4 +101,26 @@ impl Analyzer {
             mc.evicted_at = None;
         }
     }
+}
+
+/// The kernel's record and the flight recorder read the clock separately
+/// (two programs on one tracepoint). The attribution places the phases
+/// among the window's events, so the callback and the switch-in are taken
+/// from the window itself where it holds them: the callback by its `now`
+/// (the same kernel value in both), the switch-in as our thread's next
+/// `sched_switch` in.
+fn align(f: &mut Found, events: &[TraceEvent], tid: i32) {
+    let Some(i) = events.iter().position(|e| {
+        matches!(e.kind, EventKind::HrtimerExpireEntry { now, .. } if now >= 0 && now as u64 == f.callback_now)
+    }) else {
+        return;
+    };
+    let Some(s) = events[i..]
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == tid))
+    else {
+        return;
+    };
+    f.callback_time = events[i].time;
+    f.switch_in = s.time;
 }
