@@ -7,7 +7,9 @@
 //! real tracefs formats of `tests/fixtures` and the real recording of
 //! `tests/fixtures/streams`), the format parser ([`EventFormat::parse`],
 //! [`Tracefs`] on files), the recording reader ([`Recording::parse`]) and
-//! the kallsyms parser. Generators are structure-aware: most inputs start
+//! the kallsyms parser, and the BPF backend's records (the flight
+//! recorder's events, [`RecordedEvent::parse`] and their conversion, and
+//! the per-wake-up [`TimerRecord::parse`]). Generators are structure-aware: most inputs start
 //! valid (records built from the formats, real records, real files) and are
 //! then mutated where it matters (sizes that lie, `__data_loc` locators out
 //! of bounds, call chains longer than the record, numbers out of range,
@@ -1505,7 +1507,7 @@ fn decoder_mutated_streams_never_panic_and_balance() {
     let mut rd = real_world.decoder.clone();
     let mut case = 0u64;
     let mut tally = Tally::default();
-    run("decoder_mutated", 2720, |rng| {
+    run("decoder_mutated", 2420, |rng| {
         case += 1;
         if case % 512 == 0 {
             d = world.decoder.clone();
@@ -2572,4 +2574,45 @@ fn regression_decoder_errors_quote_recorded_names_on_one_line() {
         let e = Decoder::new(&one_event_schema(system, &format)).unwrap_err();
         assert_one_line(&e.to_string());
     }
+}
+
+// ---------------------------------------------------------------------------
+// The BPF backend's records: what the kernel's programs write into the
+// flight recorder and the ring buffer, read back from shared memory.
+
+#[test]
+fn bpf_records() {
+    use latscope_platform::bpf::{RecordedEvent, TimerRecord, RECORD_BYTES, TIMER_RECORD_BYTES};
+    let mut names = Names::default();
+    let mut tally = Tally::default();
+    run("bpf_records", 300, |rng| {
+        let extra = rng.below(16);
+        let mut b = rng.bytes(RECORD_BYTES + extra);
+        // Mostly a known kind (byte 20) with a vector index in range
+        // (byte 21), then mutations.
+        if rng.chance(7, 8) {
+            b[20] = rng.within(1, 15) as u8;
+            b[21] = rng.below(12) as u8;
+        }
+        if rng.chance(1, 4) {
+            let n = rng.below(RECORD_BYTES + 1);
+            b.truncate(n);
+        }
+        note_input(&b);
+        let Some(ev) = RecordedEvent::parse(&b) else {
+            tally.add("refused", 1);
+            return;
+        };
+        assert!(b.len() >= RECORD_BYTES, "a short record parsed");
+        tally.add("parsed", 1);
+        let again = ev.to_bytes(1).and_then(|x| RecordedEvent::parse(&x));
+        assert_eq!(again, Some(ev), "a record reads back as written");
+        let t =
+            latscope_trace::bpf::convert(&ev, &mut names).expect("every parsed record converts");
+        assert_eq!((t.time, t.cpu, t.tid), (ev.time, ev.cpu, ev.tid));
+        let n = rng.below(TIMER_RECORD_BYTES + 8);
+        let r = TimerRecord::parse(&b[..n.min(b.len())]);
+        assert_eq!(r.is_some(), n.min(b.len()) >= TIMER_RECORD_BYTES);
+    });
+    tally.print("bpf_records");
 }
