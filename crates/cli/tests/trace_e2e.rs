@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::cell::Cell;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,14 +21,39 @@ const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
 const BURNER: &str = "ka-burner";
 
-/// Runs latscope with --trace; `None` (and a visible skip line) when this
-/// machine cannot trace.
+thread_local! {
+    /// The `--trace-backend` of the case running on this thread.
+    static BACKEND: Cell<&'static str> = const { Cell::new("perf") };
+}
+
+/// Runs a known-answer case once per tracing backend this build has (perf
+/// always, BPF when its programs were built): both must give the known
+/// answer, each against its own control.
+fn on_each_backend(case: impl Fn()) {
+    let mut backends = vec!["perf"];
+    if latscope_platform::bpf::built() {
+        backends.push("bpf");
+    } else {
+        eprintln!("bpf: skipped: this build has no BPF programs (no clang)");
+    }
+    for b in backends {
+        eprintln!("--- --trace-backend {b}");
+        BACKEND.set(b);
+        case();
+    }
+}
+
+/// Runs latscope with --trace (with this thread's backend); `None` (and a
+/// visible skip line) when this machine cannot trace.
 fn traced_run(extra: &[&str], dir: &std::path::Path) -> Option<Value> {
     let store = store_in(dir);
     let json = dir.join("trace.json");
+    let backend = BACKEND.get();
     let mut args = vec![
         "run",
         "--trace",
+        "--trace-backend",
+        backend,
         "--store",
         store.to_str().unwrap(),
         "--json",
@@ -38,6 +64,13 @@ fn traced_run(extra: &[&str], dir: &std::path::Path) -> Option<Value> {
     let o = latscope(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc = read_json(&json);
+    if doc["capabilities"]["tracepoints"] == Value::Bool(true) {
+        assert_eq!(
+            trace_summary(&doc)["backend"],
+            backend,
+            "the run records its backend"
+        );
+    }
     if doc["capabilities"]["tracepoints"] != Value::Bool(true) {
         eprintln!(
             "skipped: needs kernel tracepoints ({})",
@@ -73,6 +106,10 @@ fn best_traced_cpu(dir: &std::path::Path) -> Option<u32> {
 
 #[test]
 fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
+    on_each_backend(a_known_fifo_burner_is_named_as_the_blocking_thread_case);
+}
+
+fn a_known_fifo_burner_is_named_as_the_blocking_thread_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for SCHED_FIFO and tracepoints");
@@ -318,6 +355,10 @@ fn parts_add_up(doc: &Value) {
 
 #[test]
 fn samples_decompose_and_the_parts_add_up_on_an_idle_system() {
+    on_each_backend(samples_decompose_and_the_parts_add_up_on_an_idle_system_case);
+}
+
+fn samples_decompose_and_the_parts_add_up_on_an_idle_system_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for tracepoints");
@@ -356,6 +397,10 @@ fn samples_decompose_and_the_parts_add_up_on_an_idle_system() {
 
 #[test]
 fn every_sample_decomposes_on_busy_cpus() {
+    on_each_backend(every_sample_decomposes_on_busy_cpus_case);
+}
+
+fn every_sample_decomposes_on_busy_cpus_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for tracepoints");
@@ -428,6 +473,10 @@ fn udp_flood(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
 
 #[test]
 fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
+    on_each_backend(a_udp_flood_over_loopback_shows_net_rx_softirqs_case);
+}
+
+fn a_udp_flood_over_loopback_shows_net_rx_softirqs_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for tracepoints");
@@ -554,6 +603,10 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
 
 #[test]
 fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
+    on_each_backend(stack_samples_name_the_kernel_code_that_ran_during_episodes_case);
+}
+
+fn stack_samples_name_the_kernel_code_that_ran_during_episodes_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for SCHED_FIFO and tracepoints");
