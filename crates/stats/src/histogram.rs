@@ -53,6 +53,8 @@
 
 use latscope_model::Nanos;
 
+use std::sync::Arc;
+
 use crate::layout::{highest_of, index_of, lowest_of, COUNTS_LEN, HIGHEST_TRACKABLE};
 
 /// log2 of the counters per chunk.
@@ -71,8 +73,8 @@ static ZERO: Chunk = [0; CHUNK];
 /// A zeroed chunk.
 #[cold]
 #[inline(never)]
-fn new_chunk() -> Box<Chunk> {
-    Box::new([0; CHUNK])
+fn new_chunk() -> Arc<Chunk> {
+    Arc::new([0; CHUNK])
 }
 
 /// Splits a counter index into its chunk and the offset in the chunk.
@@ -94,11 +96,18 @@ fn split(index: usize) -> (usize, usize) {
 /// 10 µs and 1 ms about 56 KiB, at most 216 KiB. Recording may therefore
 /// allocate; measuring threads record into the preallocated
 /// [`crate::AtomicHistogram`] instead.
+///
+/// Chunks are shared by a histogram and its clones until one of them
+/// writes to a chunk, which then gets its own copy of that chunk alone
+/// (copy on write): a cumulative histogram published at every checkpoint
+/// (the tracer's per-source metrics) costs, per publication, the chunk index
+/// and the chunks written since the last one, not a full copy.
+/// [`Histogram::heap_bytes`] counts shared chunks in every holder.
 #[derive(Clone)]
 pub struct Histogram {
     /// Chunk `k` holds counters `k·CHUNK .. (k+1)·CHUNK`; `None` (or beyond
     /// the end) means all zero. At most [`CHUNKS`] long.
-    chunks: Vec<Option<Box<Chunk>>>,
+    chunks: Vec<Option<Arc<Chunk>>>,
     total: u64,
     sum: u128,
     min: u64,
@@ -168,7 +177,7 @@ impl Histogram {
             }
             if any != 0 {
                 chunks.resize_with(k, || None);
-                chunks.push(Some(Box::new(buf)));
+                chunks.push(Some(Arc::new(buf)));
             }
         }
         let (sum, min, max) = exact();
@@ -200,7 +209,7 @@ impl Histogram {
             }
             let (k, j) = split(i);
             match h.chunks.get_mut(k) {
-                Some(Some(c)) => c[j] += n,
+                Some(Some(c)) => Arc::make_mut(c)[j] += n,
                 _ => h.add_chunk(k)[j] += n,
             }
             h.total += n;
@@ -226,7 +235,7 @@ impl Histogram {
 
     /// A histogram of the given chunks; the total is their sum, and the
     /// minimum and maximum are reset when it is zero.
-    fn from_chunks(chunks: Vec<Option<Box<Chunk>>>, sum: u128, min: u64, max: u64) -> Histogram {
+    fn from_chunks(chunks: Vec<Option<Arc<Chunk>>>, sum: u128, min: u64, max: u64) -> Histogram {
         let mut h = Histogram {
             chunks,
             total: 0,
@@ -254,7 +263,7 @@ impl Histogram {
             self.add_chunk(k);
         }
         // Allocated just above: the closure never runs.
-        self.chunks[k].get_or_insert_with(new_chunk)
+        Arc::make_mut(self.chunks[k].get_or_insert_with(new_chunk))
     }
 
     /// Allocates chunk `k` (and the index up to it) if it is not.
@@ -265,7 +274,7 @@ impl Histogram {
             self.chunks.reserve_exact(k + 1 - self.chunks.len());
             self.chunks.resize_with(k + 1, || None);
         }
-        self.chunks[k].get_or_insert_with(new_chunk)
+        Arc::make_mut(self.chunks[k].get_or_insert_with(new_chunk))
     }
 
     /// The allocated chunks with their numbers, ascending.
@@ -301,7 +310,7 @@ impl Histogram {
     /// histogram that never held a sample; at most 216 KiB plus the index.
     pub fn heap_bytes(&self) -> usize {
         let chunks = self.chunks.iter().flatten().count();
-        self.chunks.capacity() * std::mem::size_of::<Option<Box<Chunk>>>()
+        self.chunks.capacity() * std::mem::size_of::<Option<Arc<Chunk>>>()
             + chunks * std::mem::size_of::<Chunk>()
     }
 
@@ -315,7 +324,7 @@ impl Histogram {
         }
         let (k, j) = split(index_of(value));
         match self.chunks.get_mut(k) {
-            Some(Some(c)) => c[j] += n,
+            Some(Some(c)) => Arc::make_mut(c)[j] += n,
             _ => self.add_chunk(k)[j] += n,
         }
         self.total += n;
@@ -356,11 +365,11 @@ impl Histogram {
             }
             // Some counter differs: either it grew, or `earlier` is not
             // earlier and the subtraction below fails.
-            let mut d = new_chunk();
+            let mut d: Chunk = [0; CHUNK];
             for ((d, &x), &y) in d.iter_mut().zip(a).zip(b) {
                 *d = x.checked_sub(y)?;
             }
-            chunks.push(Some(d));
+            chunks.push(Some(Arc::new(d)));
         }
         let sum = self.sum.checked_sub(earlier.sum)?;
         let mut part = Histogram::from_chunks(chunks, sum, u64::MAX, 0);
@@ -533,7 +542,7 @@ impl Histogram {
             if c > 0 {
                 h.chunk_mut(k)[j] = c;
             } else if let Some(Some(chunk)) = h.chunks.get_mut(k) {
-                chunk[j] = 0;
+                Arc::make_mut(chunk)[j] = 0;
             }
         }
         for slot in &mut h.chunks {

@@ -461,7 +461,7 @@ fn odd_binary_forms_read_as_before() {
 }
 
 const CHUNK_BYTES: usize = std::mem::size_of::<Chunk>();
-const INDEX_BYTES: usize = CHUNKS * std::mem::size_of::<Option<Box<Chunk>>>();
+const INDEX_BYTES: usize = CHUNKS * std::mem::size_of::<Option<Arc<Chunk>>>();
 const DENSE_BYTES: usize = COUNTS_LEN * 8;
 
 #[test]
@@ -549,4 +549,34 @@ fn small_and_few_values_take_little() {
         (DENSE_BYTES..=DENSE_BYTES + INDEX_BYTES).contains(&b),
         "{b}"
     );
+}
+
+#[test]
+fn clones_share_chunks_until_one_of_them_writes() {
+    let mut h = Histogram::new();
+    for v in [100u64, 5_000, 80_000, 2_000_000] {
+        h.record(v);
+    }
+    let published = h.clone();
+    let shared = |a: &Histogram, b: &Histogram| {
+        a.chunks
+            .iter()
+            .zip(&b.chunks)
+            .filter(|(x, y)| matches!((x, y), (Some(x), Some(y)) if Arc::ptr_eq(x, y)))
+            .count()
+    };
+    assert_eq!(shared(&h, &published), 4, "a clone copies no chunk");
+    // Writing to one chunk copies that chunk only; the clone keeps its value.
+    h.record(101);
+    assert_eq!(shared(&h, &published), 3);
+    assert_eq!(published.count(), 4);
+    assert_eq!(h.count(), 5);
+    let (k, j) = split(index_of(101));
+    assert_eq!(published.chunk(k).map(|c| c[j]), Some(0));
+    assert_eq!(h.chunk(k).map(|c| c[j]), Some(1));
+    // A merge into a clone leaves the original alone.
+    let mut m = published.clone();
+    m.merge(&h);
+    assert_eq!(published.count(), 4);
+    assert_eq!(m.count(), 9);
 }
