@@ -19,6 +19,25 @@ struct Script {
     cpu: u32,
 }
 
+/// An analysis of CPU 1 (thread `TID`) with this threshold, keeping every
+/// decomposition.
+fn analyzer(threshold: u64) -> Analyzer {
+    let mut a = Analyzer::new(
+        AnalyzerConfig::new(
+            vec![Measured {
+                cpu: CpuId(1),
+                tid: TID,
+            }],
+            Nanos(threshold),
+            D - 1_000_000_000,
+        ),
+        Box::new(NoEnvironment),
+        Box::new(NoSymbols),
+    );
+    a.keep_decompositions();
+    a
+}
+
 impl Script {
     fn new() -> Script {
         let mut names = Names::default();
@@ -122,19 +141,7 @@ impl Script {
     }
 
     fn run(&self, threshold: u64, samples: &[(u64, u64)]) -> Analyzer {
-        let mut a = Analyzer::new(
-            AnalyzerConfig::new(
-                vec![Measured {
-                    cpu: CpuId(1),
-                    tid: TID,
-                }],
-                Nanos(threshold),
-                D - 1_000_000_000,
-            ),
-            Box::new(NoEnvironment),
-            Box::new(NoSymbols),
-        );
-        a.keep_decompositions();
+        let mut a = analyzer(threshold);
         for &(d, u) in samples {
             a.on_sample(CpuId(1), d, u, &self.names);
         }
@@ -151,19 +158,7 @@ impl Script {
     /// it would be (`found`), the window copied from the recorder for an
     /// episode.
     fn run_kernel(&self, threshold: u64, samples: &[(u64, u64, Option<KernelSample>)]) -> Analyzer {
-        let mut a = Analyzer::new(
-            AnalyzerConfig::new(
-                vec![Measured {
-                    cpu: CpuId(1),
-                    tid: TID,
-                }],
-                Nanos(threshold),
-                D - 1_000_000_000,
-            ),
-            Box::new(NoEnvironment),
-            Box::new(NoSymbols),
-        );
-        a.keep_decompositions();
+        let mut a = analyzer(threshold);
         for &(d, u, k) in samples {
             let from = d.saturating_sub(Analyzer::replay_ns());
             let window: Vec<TraceEvent> = self
@@ -1107,18 +1102,7 @@ fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
         callback_time: D + 3 * US,
         switch_in: D + 500 * US,
     };
-    let mut a = Analyzer::new(
-        AnalyzerConfig::new(
-            vec![Measured {
-                cpu: CpuId(1),
-                tid: TID,
-            }],
-            Nanos(50 * US),
-            D - 1_000_000_000,
-        ),
-        Box::new(NoEnvironment),
-        Box::new(NoSymbols),
-    );
+    let mut a = analyzer(50 * US);
     a.on_kernel_sample(
         CpuId(1),
         D,
