@@ -274,6 +274,10 @@ fn idle_noise_has_at_least_one_interruption_per_local_timer_interrupt() {
 
 #[test]
 fn with_trace_the_interferer_is_classified_as_a_thread_by_name() {
+    on_each_backend(with_trace_the_interferer_is_classified_as_a_thread_by_name_case);
+}
+
+fn with_trace_the_interferer_is_classified_as_a_thread_by_name_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for SCHED_FIFO and tracepoints");
@@ -297,6 +301,8 @@ fn with_trace_the_interferer_is_classified_as_a_thread_by_name() {
                     "--gap-min",
                     "50us",
                     "--trace",
+                    "--trace-backend",
+                    backend(),
                     "--threshold",
                     "200us",
                 ],

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::cell::Cell;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -21,34 +20,12 @@ const SLOT_NS: u64 = 50_000_000;
 const BURST_NS: u64 = 500_000;
 const BURNER: &str = "ka-burner";
 
-thread_local! {
-    /// The `--trace-backend` of the case running on this thread.
-    static BACKEND: Cell<&'static str> = const { Cell::new("perf") };
-}
-
-/// Runs a known-answer case once per tracing backend this build has (perf
-/// always, BPF when its programs were built): both must give the known
-/// answer, each against its own control.
-fn on_each_backend(case: impl Fn()) {
-    let mut backends = vec!["perf"];
-    if latscope_platform::bpf::built() {
-        backends.push("bpf");
-    } else {
-        eprintln!("bpf: skipped: this build has no BPF programs (no clang)");
-    }
-    for b in backends {
-        eprintln!("--- --trace-backend {b}");
-        BACKEND.set(b);
-        case();
-    }
-}
-
 /// Runs latscope with --trace (with this thread's backend); `None` (and a
 /// visible skip line) when this machine cannot trace.
 fn traced_run(extra: &[&str], dir: &std::path::Path) -> Option<Value> {
     let store = store_in(dir);
     let json = dir.join("trace.json");
-    let backend = BACKEND.get();
+    let backend = backend();
     let mut args = vec![
         "run",
         "--trace",

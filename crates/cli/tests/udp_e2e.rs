@@ -419,6 +419,10 @@ fn net_rx_and_deliver(doc: &Value) -> Vec<(u64, u64)> {
 
 #[test]
 fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes() {
+    on_each_backend(a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes_case);
+}
+
+fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes_case() {
     let _g = serial();
     if !is_root() {
         eprintln!("skipped: needs root for the net workload and tracepoints");
@@ -430,7 +434,15 @@ fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes() {
     let (o, quiet) = udp_run(
         dir.path(),
         "quiet",
-        &["--duration", "6s", "--trace", "--threshold", "50us"],
+        &[
+            "--duration",
+            "6s",
+            "--trace",
+            "--trace-backend",
+            backend(),
+            "--threshold",
+            "50us",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let quiet = quiet.unwrap();
@@ -443,6 +455,8 @@ fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes() {
             "--workload",
             "net",
             "--trace",
+            "--trace-backend",
+            backend(),
             "--threshold",
             "50us",
         ],

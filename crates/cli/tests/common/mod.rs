@@ -260,3 +260,32 @@ pub fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String)
     };
     (status, header("content-type").unwrap_or_default(), body)
 }
+
+thread_local! {
+    /// The `--trace-backend` of the known-answer case running on this
+    /// thread (see [`on_each_backend`]).
+    static BACKEND: std::cell::Cell<&'static str> = const { std::cell::Cell::new("perf") };
+}
+
+/// The tracing backend of the case running on this thread.
+pub fn backend() -> &'static str {
+    BACKEND.get()
+}
+
+/// Runs a known-answer case once per tracing backend this build has (perf
+/// always, BPF when its programs were built): both must give the known
+/// answer, each against its own control. The case passes
+/// `--trace-backend` [`backend()`] to its runs.
+pub fn on_each_backend(case: impl Fn()) {
+    let mut backends = vec!["perf"];
+    if latscope_platform::bpf::built() {
+        backends.push("bpf");
+    } else {
+        eprintln!("bpf: skipped: this build has no BPF programs (no clang)");
+    }
+    for b in backends {
+        eprintln!("--- --trace-backend {b}");
+        BACKEND.set(b);
+        case();
+    }
+}
