@@ -544,38 +544,48 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
     let Some((dir, copy)) = unprivileged_dir() else {
         return;
     };
-    let store = store_in(dir.path());
-    let json = dir.path().join("u.json");
-    let o = as_nobody(&copy)
-        .args([
-            "run",
-            "--trace",
-            "--duration",
-            "1s",
-            "--store",
-            store.to_str().unwrap(),
-            "--json",
-        ])
-        .arg(&json)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let trace_lines: Vec<&str> = err.lines().filter(|l| l.contains("--trace")).collect();
-    assert_eq!(trace_lines.len(), 1, "one line about --trace: {err}");
-    eprintln!("unprivileged: {}", trace_lines[0]);
-    let doc = read_json(&json);
-    assert_eq!(doc["capabilities"]["tracepoints"], false);
-    assert!(doc["capabilities"]["missing"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|m| m.as_str().unwrap().contains("--trace")));
-    assert!(metrics(&doc, "timer.latency")[0]["count"].as_u64().unwrap() > 100);
-    assert!(!matches!(doc["episodes"].as_array(), Some(a) if !a.is_empty()));
-    assert!(metrics(&doc, "timer.irq").is_empty());
+    for backend in ["auto", "bpf", "perf"] {
+        let store = dir.path().join(format!("{backend}.db"));
+        let json = dir.path().join(format!("{backend}.json"));
+        let o = as_nobody(&copy)
+            .args([
+                "run",
+                "--trace",
+                "--trace-backend",
+                backend,
+                "--duration",
+                "1s",
+                "--store",
+                store.to_str().unwrap(),
+                "--json",
+            ])
+            .arg(&json)
+            .arg("--quiet")
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let trace_lines: Vec<&str> = err.lines().filter(|l| l.contains("--trace")).collect();
+        assert_eq!(trace_lines.len(), 1, "one line about --trace: {err}");
+        eprintln!(
+            "unprivileged, --trace-backend {backend}: {}",
+            trace_lines[0]
+        );
+        if backend == "bpf" {
+            assert!(trace_lines[0].contains("--trace: BPF: "), "{err}");
+        }
+        let doc = read_json(&json);
+        assert_eq!(doc["capabilities"]["tracepoints"], false);
+        assert!(doc["capabilities"]["missing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m.as_str().unwrap().contains("--trace")));
+        assert!(metrics(&doc, "timer.latency")[0]["count"].as_u64().unwrap() > 100);
+        assert!(!matches!(doc["episodes"].as_array(), Some(a) if !a.is_empty()));
+        assert!(metrics(&doc, "timer.irq").is_empty());
+    }
 }
 
 #[test]

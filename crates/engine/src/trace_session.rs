@@ -123,9 +123,7 @@ pub fn open(
                         line: format!("--trace: BPF backend ({how}){attached}"),
                     });
                 }
-                Err(e) if backend == TraceBackend::Bpf => {
-                    return Err(format!("--trace-backend bpf: {e}"))
-                }
+                Err(e) if backend == TraceBackend::Bpf => return Err(e),
                 Err(e) => Some(e),
             }
         }

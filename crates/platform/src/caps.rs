@@ -32,6 +32,27 @@ pub fn detect() -> Capabilities {
     }
 }
 
+/// Bits of the capabilities that loading tracing BPF programs needs:
+/// `CAP_SYS_ADMIN`, or `CAP_BPF` with `CAP_PERFMON` (Linux 5.8 and later).
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+
+/// Whether this process may load and attach tracing BPF programs. Asked
+/// before trying, so that a refusal is one clear line instead of the first
+/// map the kernel refused to create.
+pub fn may_load_bpf() -> bool {
+    let cap_eff = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| parse_cap_eff(&status))
+        .unwrap_or(0);
+    bpf_allowed(cap_eff)
+}
+
+fn bpf_allowed(cap_eff: u64) -> bool {
+    has_cap(cap_eff, CAP_SYS_ADMIN) || (has_cap(cap_eff, CAP_BPF) && has_cap(cap_eff, CAP_PERFMON))
+}
+
 fn has_cap(set: u64, bit: u32) -> bool {
     set & (1u64 << bit) != 0
 }
@@ -145,5 +166,14 @@ mod tests {
         };
         assert!(can_use_rt(&nice, 99));
         assert!(can_lock_memory(&nice));
+    }
+
+    #[test]
+    fn bpf_needs_sys_admin_or_bpf_with_perfmon() {
+        assert!(bpf_allowed(1 << CAP_SYS_ADMIN));
+        assert!(bpf_allowed((1 << CAP_BPF) | (1 << CAP_PERFMON)));
+        assert!(!bpf_allowed(1 << CAP_BPF));
+        assert!(!bpf_allowed(1 << CAP_PERFMON));
+        assert!(!bpf_allowed(0));
     }
 }

@@ -308,6 +308,11 @@ impl TraceBpf {
 
         // The object is parsed from an owned copy: ELF parsing wants its
         // sections aligned, which an embedded byte string is not.
+        if !crate::caps::may_load_bpf() {
+            return Err(PlatformError::Invalid(
+                "BPF: permission denied (needs root, or CAP_BPF and CAP_PERFMON)".to_string(),
+            ));
+        }
         let object = OBJECT.to_vec();
         let mut ebpf = EbpfLoader::new()
             .set_max_entries("recorder", records)
