@@ -10,7 +10,8 @@ use crate::error::PlatformError;
 
 fn not_built() -> PlatformError {
     PlatformError::Invalid(
-        "BPF: this build has no BPF programs (clang was not found when it was built)".to_string(),
+        "BPF: this build has no BPF programs (built without clang or with LATSCOPE_NO_BPF=1)"
+            .to_string(),
     )
 }
 
