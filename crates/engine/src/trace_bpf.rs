@@ -82,6 +82,18 @@ impl BpfReader {
         }
     }
 
+    /// At the end: all of the kernel's histograms; a line for the run's
+    /// notes if some of them could not be read.
+    pub(crate) fn publish_final(&mut self, analyzer: &mut Analyzer) -> Option<String> {
+        if self.mode == AnalysisMode::Timer {
+            analyzer.set_work_histograms(self.bpf.final_work_histograms());
+        }
+        let n = self.bpf.drain_errors();
+        (n > 0).then(|| {
+            format!("{n} reads of the kernel's interrupt histograms failed; their counts may be incomplete")
+        })
+    }
+
     pub(crate) fn wait(&self) {
         self.bpf.wait(crate::trace_session::READ_EVERY);
     }

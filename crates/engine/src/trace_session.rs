@@ -349,7 +349,9 @@ impl Worker {
             }
             Reader::Bpf(r) => {
                 r.disable();
-                r.publish(&mut self.analyzer);
+                if let Some(note) = r.publish_final(&mut self.analyzer) {
+                    error.get_or_insert(note);
+                }
             }
         }
         let names = match &self.reader {

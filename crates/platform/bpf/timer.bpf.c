@@ -57,8 +57,8 @@
 //    index, softirq time and raise->entry delay by vec, NMI handler time,
 //    work item time by function. Each duration goes into latscope's HDR
 //    layout (hdr_index.h) as one count under (kind, source, index) in
-//    `hist`, and into exact count/sum/min/max under (kind, source) in
-//    `hist_totals`. Both are BPF_MAP_TYPE_PERCPU_HASH: each CPU adds to
+//    `hist0`/`hist1`, and into exact count/sum/min/max under (kind, source)
+//    in `totals0`/`totals1`. Both are BPF_MAP_TYPE_PERCPU_HASH: each CPU adds to
 //    its own copy of a counter, so no cache line moves between CPUs on the
 //    hot path (a shared HASH would need a locked add on a line every CPU
 //    writes); the cost is memory (nr_cpus values per key), paid once since
@@ -66,7 +66,11 @@
 //    space sums the copies when it reads. The adds are still atomic
 //    because a nested program on the same CPU (an NMI inside an IRQ exit)
 //    could in principle touch the same counter. A full map drops the
-//    update and counts it (counters[3]).
+//    update and counts it (counters[3]). There are two such sets of maps
+//    (`hist0`/`totals0`, `hist1`/`totals1`); the programs write the one
+//    `hist_sel` names and user space drains the other (reads and deletes
+//    every key) before flipping `hist_sel`, so a set only ever holds the
+//    keys of one drain interval and the totals live in user space.
 //
 // CO-RE: the kernel structures are declared with only the fields read,
 // relocated against the running kernel's BTF when the object is loaded.
@@ -381,19 +385,32 @@ struct hist_total {
     __u64 max;
 };
 
-struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-    __uint(max_entries, 16384);
-    __type(key, struct hist_key);
-    __type(value, __u64);
-} hist SEC(".maps");
+/* Two sets of histogram maps, written in turn: the programs add to the set
+ * `hist_sel` names, and user space drains the other one (reads every key
+ * and deletes it) before switching the programs to it. A set holds only
+ * the keys of one drain interval, however long the run: kept cumulative,
+ * the (kind, source, bucket) keys of a machine's interrupts and work items
+ * filled 16384 entries within minutes. */
+#define HIST_MAP(name, entries, value_type)          \
+    struct {                                         \
+        __uint(type, BPF_MAP_TYPE_PERCPU_HASH);      \
+        __uint(max_entries, entries);                \
+        __type(key, struct hist_key);                \
+        __type(value, value_type);                   \
+    } name SEC(".maps")
 
+HIST_MAP(hist0, 16384, __u64);
+HIST_MAP(hist1, 16384, __u64);
+HIST_MAP(totals0, 2048, struct hist_total);
+HIST_MAP(totals1, 2048, struct hist_total);
+
+/* Which set the programs write: 0 or 1 (user space flips it). */
 struct {
-    __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-    __uint(max_entries, 2048);
-    __type(key, struct hist_key);
-    __type(value, struct hist_total);
-} hist_totals SEC(".maps");
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} hist_sel SEC(".maps");
 
 /* What is running on a CPU, to pair entries with exits as work.rs does:
  * one slot per kind, start time 0 meaning none. */
@@ -424,17 +441,18 @@ static __always_inline struct cpu_work *work_state(void)
     return bpf_map_lookup_elem(&cpu_work, &zero);
 }
 
-static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
+static __always_inline void hist_add_to(void *hist, void *hist_totals, __u32 kind,
+                                        __u64 source, __u64 value)
 {
     struct hist_key k = {.kind = kind, .index = hdr_index(value), .source = source};
-    __u64 *c = bpf_map_lookup_elem(&hist, &k);
+    __u64 *c = bpf_map_lookup_elem(hist, &k);
     if (c) {
         __sync_fetch_and_add(c, 1);
     } else {
         __u64 one = 1;
-        if (bpf_map_update_elem(&hist, &k, &one, BPF_NOEXIST)) {
+        if (bpf_map_update_elem(hist, &k, &one, BPF_NOEXIST)) {
             /* Another CPU may have added the key meanwhile. */
-            c = bpf_map_lookup_elem(&hist, &k);
+            c = bpf_map_lookup_elem(hist, &k);
             if (c)
                 __sync_fetch_and_add(c, 1);
             else
@@ -442,7 +460,7 @@ static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
         }
     }
     k.index = 0;
-    struct hist_total *t = bpf_map_lookup_elem(&hist_totals, &k);
+    struct hist_total *t = bpf_map_lookup_elem(hist_totals, &k);
     if (t) {
         __sync_fetch_and_add(&t->count, 1);
         __sync_fetch_and_add(&t->sum, value);
@@ -452,8 +470,8 @@ static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
             t->max = value;
     } else {
         struct hist_total n = {.count = 1, .sum = value, .min = value, .max = value};
-        if (bpf_map_update_elem(&hist_totals, &k, &n, BPF_NOEXIST)) {
-            t = bpf_map_lookup_elem(&hist_totals, &k);
+        if (bpf_map_update_elem(hist_totals, &k, &n, BPF_NOEXIST)) {
+            t = bpf_map_lookup_elem(hist_totals, &k);
             if (t) {
                 __sync_fetch_and_add(&t->count, 1);
                 __sync_fetch_and_add(&t->sum, value);
@@ -466,6 +484,16 @@ static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
             }
         }
     }
+}
+
+static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
+{
+    __u32 zero = 0;
+    __u32 *sel = bpf_map_lookup_elem(&hist_sel, &zero);
+    if (sel && *sel)
+        hist_add_to(&hist1, &totals1, kind, source, value);
+    else
+        hist_add_to(&hist0, &totals0, kind, source, value);
 }
 
 /* ---- The programs: one per tracepoint. ---- */

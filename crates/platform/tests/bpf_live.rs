@@ -119,8 +119,23 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
     let counters = kernel.counters().unwrap();
     let mut buckets: Vec<BpfHistBucket> = Vec::new();
     let mut totals: Vec<BpfHistTotal> = Vec::new();
-    kernel.histograms(&mut buckets);
-    kernel.hist_totals(&mut totals);
+    // The programs write one set of maps while the other is drained: the
+    // first drain empties the idle set and switches the programs to it,
+    // the second (after the programs left the first set) takes what they
+    // counted there.
+    kernel.drain_histograms(&mut buckets, &mut totals).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    kernel.drain_histograms(&mut buckets, &mut totals).unwrap();
+    // Drained sets are empty: a third drain holds only what came since.
+    let (mut again, mut again_totals) = (Vec::new(), Vec::new());
+    std::thread::sleep(Duration::from_millis(20));
+    kernel
+        .drain_histograms(&mut again, &mut again_totals)
+        .unwrap();
+    let since: u64 = again_totals.iter().map(|t| t.count).sum();
+    let before: u64 = totals.iter().map(|t| t.count).sum();
+    println!("after the drains: {since} more durations in 20 ms, against {before} before");
+    assert!(since < before, "a drained set was emptied");
     let progs = kernel.prog_stats();
 
     println!(

@@ -72,6 +72,10 @@ pub struct BpfTracer {
     buckets: Vec<BpfHistBucket>,
     totals: Vec<BpfHistTotal>,
     irq_names: HashMap<i32, NameId>,
+    /// The interrupt and work histograms so far (sums of the drains).
+    work: HashMap<WorkKey, Histogram>,
+    /// Drains of the kernel's histogram maps that failed.
+    drain_errors: u64,
 }
 
 impl std::fmt::Debug for BpfTracer {
@@ -110,6 +114,8 @@ impl BpfTracer {
             buckets: Vec::new(),
             totals: Vec::new(),
             irq_names: HashMap::new(),
+            work: HashMap::new(),
+            drain_errors: 0,
         })
     }
 
@@ -190,10 +196,34 @@ impl BpfTracer {
     /// The kernel's interrupt and deferred-work histograms so far, keyed
     /// as the perf analysis keys them.
     pub fn work_histograms(&mut self) -> HashMap<WorkKey, Histogram> {
+        self.drain_work();
+        self.work.clone()
+    }
+
+    /// [`BpfTracer::work_histograms`] at the end: both sets of the kernel's
+    /// maps drained (the one the programs were writing too, after a pause
+    /// that lets any program still in it finish).
+    pub fn final_work_histograms(&mut self) -> HashMap<WorkKey, Histogram> {
+        self.drain_work();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        self.drain_work();
+        self.work.clone()
+    }
+
+    /// Adds what the kernel counted since the last drain to the running
+    /// histograms (the kernel's maps hold one interval only).
+    fn drain_work(&mut self) {
         self.buckets.clear();
         self.totals.clear();
-        self.bpf.histograms(&mut self.buckets);
-        self.bpf.hist_totals(&mut self.totals);
+        // On an error what was read is still added; the rest stays in the
+        // kernel's maps for the next drain.
+        if self
+            .bpf
+            .drain_histograms(&mut self.buckets, &mut self.totals)
+            .is_err()
+        {
+            self.drain_errors += 1;
+        }
         let mut counts: HashMap<WorkKey, Vec<(usize, u64)>> = HashMap::new();
         for b in &self.buckets {
             let key = work_key(&mut self.names, &mut self.irq_names, b.kind, b.source);
@@ -202,27 +232,33 @@ impl BpfTracer {
                 .or_default()
                 .push((b.index as usize, b.count));
         }
-        let mut out = HashMap::new();
         for t in &self.totals {
             let key = work_key(&mut self.names, &mut self.irq_names, t.kind, t.source);
             let Some(c) = counts.get(&key) else {
                 continue;
             };
             if let Some(h) = Histogram::from_index_counts(c, u128::from(t.sum), t.min, t.max) {
-                out.insert(key, h);
+                self.work.entry(key).or_default().merge(&h);
             }
         }
-        out
     }
 
-    /// Events handed to the analysis, and events the recorder lost before
-    /// they were read (continuous mode); records the kernel dropped.
+    /// Events handed to the analysis, and what was lost: events the
+    /// recorder overwrote before they were read (continuous mode),
+    /// per-wake-up records the ring could not take, histogram updates a full
+    /// map refused.
     pub fn counts(&self) -> (u64, u64) {
         let dropped = self
             .bpf
             .counters()
             .map_or(0, |c| c.samples_dropped + c.hist_dropped);
         (self.events, self.lost + dropped)
+    }
+
+    /// Drains of the kernel's histogram maps that failed (their counts
+    /// stayed in the kernel for the next drain).
+    pub fn drain_errors(&self) -> u64 {
+        self.drain_errors
     }
 
     /// Run time of the programs in the kernel, ns (0 unless the kernel's

@@ -61,8 +61,13 @@ impl TraceBpf {
     pub fn recorder_head(&self, _cpu: u32) -> Option<u64> {
         None
     }
-    pub fn histograms(&self, _out: &mut Vec<BpfHistBucket>) {}
-    pub fn hist_totals(&self, _out: &mut Vec<BpfHistTotal>) {}
+    pub fn drain_histograms(
+        &mut self,
+        _buckets: &mut Vec<BpfHistBucket>,
+        _totals: &mut Vec<BpfHistTotal>,
+    ) -> Result<(), PlatformError> {
+        Ok(())
+    }
     pub fn prog_stats(&self) -> Vec<(String, u64, u64)> {
         Vec::new()
     }

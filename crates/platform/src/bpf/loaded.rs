@@ -569,62 +569,100 @@ impl TraceBpf {
         (n, lost)
     }
 
-    /// Appends the histogram counters (summed over CPUs) to `out`. The
-    /// kernel keeps adding while this reads; a key added meanwhile may be
-    /// missed until the next call.
-    pub fn histograms(&self, out: &mut Vec<BpfHistBucket>) {
-        let Some(map) = self.ebpf.map("hist") else {
-            return;
+    /// Drains the histogram set the programs are not writing: appends its
+    /// counters and exact totals (summed over CPUs) to `buckets` and
+    /// `totals`, deletes them from the kernel's maps, and switches the
+    /// programs to the drained set. What the programs add meanwhile goes to
+    /// the other set, drained by the next call; so each call returns what
+    /// was added up to the previous one, and the caller keeps the sums.
+    /// (A set is read only after the programs left it a whole call
+    /// interval before, so no update is lost between the read and the
+    /// delete.)
+    pub fn drain_histograms(
+        &mut self,
+        buckets: &mut Vec<BpfHistBucket>,
+        totals: &mut Vec<BpfHistTotal>,
+    ) -> Result<(), PlatformError> {
+        let sel_map = self
+            .ebpf
+            .map_mut("hist_sel")
+            .ok_or_else(|| err("the object")("no map 'hist_sel'".into()))?;
+        let active = Array::<_, u32>::try_from(sel_map)
+            .map_err(|e| err("map 'hist_sel'")(e.to_string()))?
+            .get(&0, 0)
+            .map_err(|e| err("reading 'hist_sel'")(e.to_string()))?;
+        let idle = u32::from(active == 0);
+        let (hist_name, totals_name) = if idle == 0 {
+            ("hist0", "totals0")
+        } else {
+            ("hist1", "totals1")
         };
-        let Ok(hist) = PerCpuHashMap::<_, HistKey, u64>::try_from(map) else {
-            return;
-        };
-        for (key, values) in hist.iter().flatten() {
-            let Some(kind) = BpfHistKind::from_raw(key.kind) else {
-                continue;
-            };
-            let count = values.iter().fold(0u64, |a, &v| a.saturating_add(v));
-            if count > 0 {
-                out.push(BpfHistBucket {
-                    kind,
-                    source: key.source,
-                    index: key.index,
-                    count,
-                });
+        {
+            let map = self
+                .ebpf
+                .map_mut(hist_name)
+                .ok_or_else(|| err("the object")(format!("no map '{hist_name}'")))?;
+            let mut hist: PerCpuHashMap<_, HistKey, u64> =
+                PerCpuHashMap::try_from(map).map_err(|e| err("a histogram map")(e.to_string()))?;
+            let keys: Vec<HistKey> = hist.keys().flatten().collect();
+            for key in keys {
+                if let (Ok(values), Some(kind)) =
+                    (hist.get(&key, 0), BpfHistKind::from_raw(key.kind))
+                {
+                    let count = values.iter().fold(0u64, |a, &v| a.saturating_add(v));
+                    if count > 0 {
+                        buckets.push(BpfHistBucket {
+                            kind,
+                            source: key.source,
+                            index: key.index,
+                            count,
+                        });
+                    }
+                }
+                let _ = hist.remove(&key);
             }
         }
-    }
-
-    /// Appends each histogram's exact count, sum, min and max (over CPUs).
-    pub fn hist_totals(&self, out: &mut Vec<BpfHistTotal>) {
-        let Some(map) = self.ebpf.map("hist_totals") else {
-            return;
-        };
-        let Ok(totals) = PerCpuHashMap::<_, HistKey, HistTotal>::try_from(map) else {
-            return;
-        };
-        for (key, values) in totals.iter().flatten() {
-            let Some(kind) = BpfHistKind::from_raw(key.kind) else {
-                continue;
-            };
-            let mut t = BpfHistTotal {
-                kind,
-                source: key.source,
-                count: 0,
-                sum: 0,
-                min: u64::MAX,
-                max: 0,
-            };
-            for v in values.iter().filter(|v| v.count > 0) {
-                t.count = t.count.saturating_add(v.count);
-                t.sum = t.sum.saturating_add(v.sum);
-                t.min = t.min.min(v.min);
-                t.max = t.max.max(v.max);
-            }
-            if t.count > 0 {
-                out.push(t);
+        {
+            let map = self
+                .ebpf
+                .map_mut(totals_name)
+                .ok_or_else(|| err("the object")(format!("no map '{totals_name}'")))?;
+            let mut tot: PerCpuHashMap<_, HistKey, HistTotal> =
+                PerCpuHashMap::try_from(map).map_err(|e| err("a totals map")(e.to_string()))?;
+            let keys: Vec<HistKey> = tot.keys().flatten().collect();
+            for key in keys {
+                if let (Ok(values), Some(kind)) =
+                    (tot.get(&key, 0), BpfHistKind::from_raw(key.kind))
+                {
+                    let mut t = BpfHistTotal {
+                        kind,
+                        source: key.source,
+                        count: 0,
+                        sum: 0,
+                        min: u64::MAX,
+                        max: 0,
+                    };
+                    for v in values.iter().filter(|v| v.count > 0) {
+                        t.count = t.count.saturating_add(v.count);
+                        t.sum = t.sum.saturating_add(v.sum);
+                        t.min = t.min.min(v.min);
+                        t.max = t.max.max(v.max);
+                    }
+                    if t.count > 0 {
+                        totals.push(t);
+                    }
+                }
+                let _ = tot.remove(&key);
             }
         }
+        let sel_map = self
+            .ebpf
+            .map_mut("hist_sel")
+            .ok_or_else(|| err("the object")("no map 'hist_sel'".into()))?;
+        let mut sel: Array<_, u32> =
+            Array::try_from(sel_map).map_err(|e| err("map 'hist_sel'")(e.to_string()))?;
+        sel.set(0, idle, 0)
+            .map_err(|e| err("switching the histogram maps")(e.to_string()))
     }
 
     /// Each attached program's name, run time (ns) and run count, from its
