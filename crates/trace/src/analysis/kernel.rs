@@ -89,7 +89,7 @@ impl Analyzer {
                 expires: k.expires,
             };
             if let Some((events, _)) = window {
-                align(&mut f, events, tid);
+                align(&mut f, events, tid, wake);
             }
             f
         });
@@ -107,18 +107,21 @@ impl Analyzer {
 /// (two programs on one tracepoint). The attribution places the phases
 /// among the window's events, so the callback and the switch-in are taken
 /// from the window itself where it holds them: the callback by its `now`
-/// (the same kernel value in both), the switch-in as our thread's next
-/// `sched_switch` in.
-fn align(f: &mut Found, events: &[TraceEvent], tid: i32) {
+/// (the same kernel value in both), the switch-in as perf's analysis takes
+/// it, our thread's last `sched_switch` in before the wake-up. (The
+/// kernel's record has the first one after the callback: they differ when
+/// the thread was preempted again before it read the clock, which an
+/// episode must then show as the time it waited for the CPU.)
+fn align(f: &mut Found, events: &[TraceEvent], tid: i32, wake: u64) {
     let Some(i) = events.iter().position(|e| {
         matches!(e.kind, EventKind::HrtimerExpireEntry { now, .. } if now >= 0 && now as u64 == f.callback_now)
     }) else {
         return;
     };
-    let Some(s) = events[i..]
-        .iter()
-        .find(|e| matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == tid))
-    else {
+    let Some(s) = events[i..].iter().rev().find(|e| {
+        e.time <= wake
+            && matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == tid)
+    }) else {
         return;
     };
     f.callback_time = events[i].time;
