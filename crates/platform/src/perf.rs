@@ -1010,14 +1010,29 @@ mod tests {
     #[test]
     fn poll_times_out_on_a_silent_fd() {
         let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors pipe writes.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        // SAFETY: both were just created by pipe and are owned by nothing else.
+        // Close-on-exec, and readiness by a written byte rather than by the
+        // writer's close: another test of this binary may fork while the pipe
+        // is open, and a child holding the write end would keep the pipe from
+        // hanging up (CI once saw 0 here for that reason).
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both were just created by pipe2 and are owned by nothing else.
         let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let n = poll_readable(&[r.as_fd()], Some(Duration::from_millis(5))).unwrap();
         assert_eq!(n, 0);
-        drop(w);
-        let n = poll_readable(&[r.as_fd()], Some(Duration::from_millis(5))).unwrap();
+        // SAFETY: `w` is an open pipe write end and the buffer is one valid byte.
+        assert_eq!(
+            unsafe { libc::write(w.as_raw_fd(), [1u8].as_ptr().cast(), 1) },
+            1
+        );
+        // A signal may interrupt the wait (reported as 0); the byte stays.
+        let mut n = 0;
+        for _ in 0..100 {
+            n = poll_readable(&[r.as_fd()], Some(Duration::from_secs(1))).unwrap();
+            if n != 0 {
+                break;
+            }
+        }
         assert_eq!(n, 1);
     }
 }
