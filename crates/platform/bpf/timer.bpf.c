@@ -133,15 +133,7 @@ struct timer_record {
     __u64 reserved;
 };
 
-/* Per watched thread: its armed hrtimer and what has happened since. */
-struct thread_state {
-    __u64 hrtimer;
-    __u64 expires;
-    __u64 callback_now;
-    __u64 callback_time;
-};
-
-/* Threads to follow (tid -> 1), filled by user space before attaching. */
+/* Threads to follow (tid -> 1), filled by user space. */
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
     __uint(max_entries, 1024);
@@ -149,20 +141,47 @@ struct {
     __type(value, __u32);
 } watched SEC(".maps");
 
-struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 1024);
-    __type(key, __u32);
-    __type(value, struct thread_state);
-} threads SEC(".maps");
+/* Per CPU: the watched thread that last armed an hrtimer there, that
+ * hrtimer, and what has happened since. A measuring thread is pinned, so
+ * its hrtimer is armed, expires and wakes it on one CPU, and each program
+ * finds the state with an array lookup the verifier inlines, not a hash
+ * lookup (a hash lookup here, on every switch and every hrtimer, cost
+ * 100-300 ns a run on the VMs latscope was built on). `not_tid` caches the
+ * last thread found not watched, so a CPU's other hrtimer users skip the
+ * `watched` hash too. A thread that arms on one CPU and wakes on another,
+ * or two watched threads on one CPU, lose those records: their samples are
+ * counted as not decomposed, never misattributed. */
+struct cpu_timer {
+    __u32 tid;     /* watched thread, 0: none yet */
+    __u32 not_tid; /* last thread seen not watched (0: none) */
+    __u64 not_gen; /* `watch_gen` when not_tid was seen */
+    __u64 hrtimer; /* its armed hrtimer, 0: none */
+    __u64 expires;
+    __u64 callback_now;
+    __u64 callback_time;
+};
 
-/* hrtimer address -> the watched thread that armed it. */
 struct {
-    __uint(type, BPF_MAP_TYPE_HASH);
-    __uint(max_entries, 1024);
-    __type(key, __u64);
-    __type(value, __u32);
-} timers SEC(".maps");
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct cpu_timer);
+} cpu_timer SEC(".maps");
+
+/* Bumped by user space after each change to `watched`: a thread cached as
+ * not watched under an older generation is looked up again. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u64);
+} watch_gen SEC(".maps");
+
+static __always_inline struct cpu_timer *timer_state(void)
+{
+    __u32 zero = 0;
+    return bpf_map_lookup_elem(&cpu_timer, &zero);
+}
 
 struct {
     __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -170,8 +189,8 @@ struct {
 } records SEC(".maps");
 
 /* Counters: [0] timer records sent, [1] timer records dropped (ring
- * full), [2] events written to the recorder, [3] histogram updates dropped
- * (map full or busy). */
+ * full), [2] unused (the recorder's heads count its events), [3] histogram
+ * updates dropped (map full or busy). */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 4);
@@ -188,7 +207,6 @@ static __always_inline void count(__u32 which)
 
 #define C_SENT 0
 #define C_DROPPED 1
-#define C_RECORDED 2
 #define C_HIST_DROPPED 3
 
 /* ---- Settings, written by user space before the object is loaded. ---- */
@@ -326,8 +344,11 @@ static __always_inline __s32 current_tid(void)
 
 /* Claims the next slot of ring `ring1 - 1` (what traced() returned) and
  * marks it as being written; NULL when the recorder is off. The caller
- * fills the payload and calls rec_end. */
-static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, __u64 *seq)
+ * fills the payload and calls rec_end. `now` is the program's one reading
+ * of the BPF clock (each reading costs a helper call). The ring's head
+ * counts what was written: no separate counter. */
+static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, __u64 now,
+                                             __u64 *seq)
 {
     if (rec_slots == 0 || ring1 == 0)
         return NULL;
@@ -345,7 +366,7 @@ static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, 
         return NULL;
     r->seq = 0;
     barrier();
-    r->time = bpf_ktime_get_ns();
+    r->time = now;
     r->tid = current_tid();
     r->kind = kind;
     r->aux = 0;
@@ -354,11 +375,19 @@ static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, 
     return r;
 }
 
+/* A task's comm as two 8-byte loads: a BTF pointer is read directly (a
+ * load the JIT guards with an exception-table entry), not through the
+ * bpf_probe_read_kernel helper, whose call costs more than the whole copy. */
+static __always_inline void copy_comm(char *dst, const char *comm)
+{
+    ((__u64 *)dst)[0] = ((const __u64 *)comm)[0];
+    ((__u64 *)dst)[1] = ((const __u64 *)comm)[1];
+}
+
 static __always_inline void rec_end(struct rec *r, __u64 seq)
 {
     barrier();
     r->seq = seq;
-    count(C_RECORDED);
 }
 
 /* ---- Histograms (see the header comment). ---- */
@@ -374,8 +403,18 @@ enum hist_kind {
 
 struct hist_key {
     __u32 kind;
-    __u32 index; /* HDR counter index; in hist_totals always 0 */
+    __u32 index; /* HDR counter index / HIST_CHUNK; in hist_totals always 0 */
     __u64 source;
+};
+
+/* The counters of HIST_CHUNK consecutive HDR indices: a key per chunk, not
+ * per counter. A duration lands mostly in a chunk some earlier one used,
+ * so an update is a lookup that finds its key; a key per counter made most
+ * updates inserts after each drain (the hash's lock, a free element, every
+ * CPU's copy zeroed), a few hundred ns on every interrupt exit. */
+#define HIST_CHUNK 16
+struct hist_chunk {
+    __u64 count[HIST_CHUNK];
 };
 
 struct hist_total {
@@ -399,10 +438,29 @@ struct hist_total {
         __type(value, value_type);                   \
     } name SEC(".maps")
 
-HIST_MAP(hist0, 16384, __u64);
-HIST_MAP(hist1, 16384, __u64);
+HIST_MAP(hist0, 4096, struct hist_chunk);
+HIST_MAP(hist1, 4096, struct hist_chunk);
 HIST_MAP(totals0, 2048, struct hist_total);
 HIST_MAP(totals1, 2048, struct hist_total);
+
+/* The totals of the kinds whose sources are few and known (vectors,
+ * softirq vecs, NMIs) in per-CPU arrays instead: FIXED_KINDS blocks of 16
+ * sources, at fixed_slot(kind, source). An array lookup is inlined by the
+ * verifier; the hash lookup it replaces cost a few hundred ns on the
+ * wake-up path (every local timer interrupt's exit). User space reads and
+ * zeroes the idle set like the hashes. */
+#define FIXED_KINDS 4
+#define FIXED_SLOTS (FIXED_KINDS * 16)
+#define FIXED_TOTALS(name)                      \
+    struct {                                    \
+        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); \
+        __uint(max_entries, FIXED_SLOTS);       \
+        __type(key, __u32);                     \
+        __type(value, struct hist_total);       \
+    } name SEC(".maps")
+
+FIXED_TOTALS(fixed_totals0);
+FIXED_TOTALS(fixed_totals1);
 
 /* Which set the programs write: 0 or 1 (user space flips it). */
 struct {
@@ -441,23 +499,65 @@ static __always_inline struct cpu_work *work_state(void)
     return bpf_map_lookup_elem(&cpu_work, &zero);
 }
 
-static __always_inline void hist_add_to(void *hist, void *hist_totals, __u32 kind,
+/* The slot of (kind, source) in fixed_totals, -1 for the hashed kinds. The
+ * order of the blocks is BpfHistKind::FIXED in crates/platform/src/bpf.rs. */
+static __always_inline int fixed_slot(__u32 kind, __u64 source)
+{
+    if (source >= 16)
+        return -1;
+    switch (kind) {
+    case H_VECTOR_EXEC:
+        return (int)source;
+    case H_SOFTIRQ_EXEC:
+        return 16 + (int)source;
+    case H_SOFTIRQ_DELAY:
+        return 32 + (int)source;
+    case H_NMI:
+        return 48 + (int)source;
+    default:
+        return -1;
+    }
+}
+
+static __always_inline void total_add(struct hist_total *t, __u64 value)
+{
+    /* An empty slot's min is 0: the first value sets it. */
+    if (t->count == 0 || value < t->min)
+        t->min = value;
+    if (value > t->max)
+        t->max = value;
+    __sync_fetch_and_add(&t->count, 1);
+    __sync_fetch_and_add(&t->sum, value);
+}
+
+static __always_inline void hist_add_to(void *hist, void *hist_totals, void *fixed, __u32 kind,
                                         __u64 source, __u64 value)
 {
-    struct hist_key k = {.kind = kind, .index = hdr_index(value), .source = source};
-    __u64 *c = bpf_map_lookup_elem(hist, &k);
+    __u32 index = hdr_index(value);
+    __u32 j = index & (HIST_CHUNK - 1);
+    struct hist_key k = {.kind = kind, .index = index / HIST_CHUNK, .source = source};
+    struct hist_chunk *c = bpf_map_lookup_elem(hist, &k);
     if (c) {
-        __sync_fetch_and_add(c, 1);
+        __sync_fetch_and_add(&c->count[j], 1);
     } else {
-        __u64 one = 1;
+        struct hist_chunk one = {};
+        one.count[j] = 1;
         if (bpf_map_update_elem(hist, &k, &one, BPF_NOEXIST)) {
             /* Another CPU may have added the key meanwhile. */
             c = bpf_map_lookup_elem(hist, &k);
             if (c)
-                __sync_fetch_and_add(c, 1);
+                __sync_fetch_and_add(&c->count[j], 1);
             else
                 count(C_HIST_DROPPED);
         }
+    }
+    int slot = fixed_slot(kind, source);
+    if (slot >= 0) {
+        __u32 i = (__u32)slot;
+        struct hist_total *f = bpf_map_lookup_elem(fixed, &i);
+        if (f)
+            total_add(f, value);
+        return;
     }
     k.index = 0;
     struct hist_total *t = bpf_map_lookup_elem(hist_totals, &k);
@@ -491,9 +591,9 @@ static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
     __u32 zero = 0;
     __u32 *sel = bpf_map_lookup_elem(&hist_sel, &zero);
     if (sel && *sel)
-        hist_add_to(&hist1, &totals1, kind, source, value);
+        hist_add_to(&hist1, &totals1, &fixed_totals1, kind, source, value);
     else
-        hist_add_to(&hist0, &totals0, kind, source, value);
+        hist_add_to(&hist0, &totals0, &fixed_totals0, kind, source, value);
 }
 
 /* ---- The programs: one per tracepoint. ---- */
@@ -521,49 +621,48 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
              unsigned int prev_state)
 {
     __u32 cpu = bpf_get_smp_processor_id();
+    __u64 now = bpf_ktime_get_ns();
     __u32 ring = traced(cpu);
+    __s32 next_pid = next->pid;
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_SWITCH, &seq);
+        struct rec *r = rec_begin(ring, cpu, K_SWITCH, now, &seq);
         if (r) {
-            r->sw.prev_state = switch_state(preempt, prev_state, BPF_CORE_READ(prev, exit_state));
-            r->sw.prev_pid = BPF_CORE_READ(prev, pid);
-            r->sw.prev_prio = BPF_CORE_READ(prev, prio);
-            r->sw.next_pid = BPF_CORE_READ(next, pid);
-            r->sw.next_prio = BPF_CORE_READ(next, prio);
-            bpf_core_read(r->sw.prev_comm, sizeof(r->sw.prev_comm), &prev->comm);
-            bpf_core_read(r->sw.next_comm, sizeof(r->sw.next_comm), &next->comm);
+            r->sw.prev_state = switch_state(preempt, prev_state, prev->exit_state);
+            r->sw.prev_pid = prev->pid;
+            r->sw.prev_prio = prev->prio;
+            r->sw.next_pid = next_pid;
+            r->sw.next_prio = next->prio;
+            copy_comm(r->sw.prev_comm, prev->comm);
+            copy_comm(r->sw.next_comm, next->comm);
             rec_end(r, seq);
         }
     }
 
     /* The timer decomposition: our thread's switch-in after its callback. */
-    __u32 tid = (__u32)BPF_CORE_READ(next, pid);
-    struct thread_state *s = bpf_map_lookup_elem(&threads, &tid);
+    struct cpu_timer *s = timer_state();
     /* Only the switch-in after our callback: a thread preempted between
      * arming its timer and sleeping is switched in before it. */
-    if (!s || s->hrtimer == 0 || s->callback_time == 0)
+    if (!s || s->callback_time == 0 || s->tid != (__u32)next_pid || s->hrtimer == 0)
         return 0;
     struct timer_record *t = bpf_ringbuf_reserve(&records, sizeof(*t), 0);
     if (!t) {
         count(C_DROPPED);
-        return 0;
+    } else {
+        t->expires = s->expires;
+        t->callback_now = s->callback_now;
+        t->callback_time = s->callback_time;
+        t->switch_in = now;
+        t->tid = s->tid;
+        t->cpu = cpu;
+        t->reserved = 0;
+        /* No wake-up: a woken reader costs an irq_work interrupt on this
+         * (the measured) CPU for every record. The reader drains the ring
+         * on its own clock (every 10 ms), so nothing waits for the signal. */
+        bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
+        count(C_SENT);
     }
-    t->expires = s->expires;
-    t->callback_now = s->callback_now;
-    t->callback_time = s->callback_time;
-    t->switch_in = bpf_ktime_get_ns();
-    t->tid = tid;
-    t->cpu = cpu;
-    t->reserved = 0;
-    /* No wake-up: a woken reader costs an irq_work interrupt on this (the
-     * measured) CPU for every record. The reader drains the ring on its own
-     * clock (every 10 ms), so nothing waits for the signal. */
-    bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
-    count(C_SENT);
     /* One record per arming: the next wake-up needs a new hrtimer_start. */
-    __u64 key = s->hrtimer;
-    bpf_map_delete_elem(&timers, &key);
     s->hrtimer = 0;
     s->callback_now = 0;
     s->callback_time = 0;
@@ -578,14 +677,14 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WAKING, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_WAKING, bpf_ktime_get_ns(), &seq);
     if (!r)
         return 0;
-    r->wk.pid = BPF_CORE_READ(p, pid);
-    r->wk.prio = BPF_CORE_READ(p, prio);
-    r->wk.target_cpu = (__s32)BPF_CORE_READ(p, thread_info.cpu);
+    r->wk.pid = p->pid;
+    r->wk.prio = p->prio;
+    r->wk.target_cpu = (__s32)p->thread_info.cpu;
     r->wk.pad = 0;
-    bpf_core_read(r->wk.comm, sizeof(r->wk.comm), &p->comm);
+    copy_comm(r->wk.comm, p->comm);
     rec_end(r, seq);
     return 0;
 }
@@ -594,29 +693,40 @@ SEC("tp_btf/hrtimer_start")
 int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
 {
     __u32 cpu = bpf_get_smp_processor_id();
-    __s64 expires = BPF_CORE_READ(timer, node.expires);
+    __s64 expires = timer->node.expires;
     __u32 ring = traced(cpu);
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_START, &seq);
+        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_START, bpf_ktime_get_ns(), &seq);
         if (r) {
             r->ht.hrtimer = (__u64)timer;
-            r->ht.function = (__u64)BPF_CORE_READ(timer, function);
+            r->ht.function = (__u64)timer->function;
             r->ht.expires = expires;
-            r->ht.softexpires = BPF_CORE_READ(timer, _softexpires);
+            r->ht.softexpires = timer->_softexpires;
             rec_end(r, seq);
         }
     }
 
     __u32 tid = (__u32)bpf_get_current_pid_tgid();
-    if (!bpf_map_lookup_elem(&watched, &tid))
+    struct cpu_timer *s = timer_state();
+    __u32 zero = 0;
+    __u64 *gen = bpf_map_lookup_elem(&watch_gen, &zero);
+    if (!s || !gen || tid == 0)
         return 0;
-    struct thread_state s = {};
-    s.hrtimer = (__u64)timer;
-    s.expires = (__u64)expires;
-    bpf_map_update_elem(&threads, &tid, &s, BPF_ANY);
-    __u64 key = (__u64)timer;
-    bpf_map_update_elem(&timers, &key, &tid, BPF_ANY);
+    if (tid == s->not_tid && s->not_gen == *gen)
+        return 0;
+    if (tid != s->tid) {
+        if (!bpf_map_lookup_elem(&watched, &tid)) {
+            s->not_tid = tid;
+            s->not_gen = *gen;
+            return 0;
+        }
+        s->tid = tid;
+    }
+    s->hrtimer = (__u64)timer;
+    s->expires = (__u64)expires;
+    s->callback_now = 0;
+    s->callback_time = 0;
     return 0;
 }
 
@@ -626,28 +736,25 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     __u32 cpu = bpf_get_smp_processor_id();
     ktime_t n = 0;
     bpf_probe_read_kernel(&n, sizeof(n), now);
+    __u64 time = bpf_ktime_get_ns();
     __u32 ring = traced(cpu);
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_ENTRY, &seq);
+        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_ENTRY, time, &seq);
         if (r) {
             r->ht.hrtimer = (__u64)timer;
-            r->ht.function = (__u64)BPF_CORE_READ(timer, function);
+            r->ht.function = (__u64)timer->function;
             r->ht.expires = n;
             r->ht.softexpires = 0;
             rec_end(r, seq);
         }
     }
 
-    __u64 key = (__u64)timer;
-    __u32 *tid = bpf_map_lookup_elem(&timers, &key);
-    if (!tid)
-        return 0;
-    struct thread_state *s = bpf_map_lookup_elem(&threads, tid);
-    if (!s || s->hrtimer != key)
+    struct cpu_timer *s = timer_state();
+    if (!s || s->hrtimer != (__u64)timer)
         return 0;
     s->callback_now = (__u64)n;
-    s->callback_time = bpf_ktime_get_ns();
+    s->callback_time = time;
     return 0;
 }
 
@@ -659,7 +766,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_EXIT, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_EXIT, bpf_ktime_get_ns(), &seq);
     if (!r)
         return 0;
     r->ht.hrtimer = (__u64)timer;
@@ -674,8 +781,9 @@ int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
     __u32 ring = traced(cpu);
     if (!ring)
         return 0;
+    __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_IRQ_ENTRY, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_IRQ_ENTRY, now, &seq);
     if (r) {
         r->irq.irq = irq;
         r->irq.ret = 0;
@@ -688,7 +796,7 @@ int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
     struct cpu_work *w = work_state();
     if (w) {
         w->irq = irq;
-        w->irq_start = bpf_ktime_get_ns();
+        w->irq_start = now;
     }
     return 0;
 }
@@ -702,7 +810,7 @@ int BPF_PROG(on_irq_handler_exit, int irq, struct irqaction *action, int ret)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_IRQ_EXIT, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_IRQ_EXIT, now, &seq);
     if (r) {
         r->irq.irq = irq;
         r->irq.ret = ret;
@@ -726,7 +834,7 @@ static __always_inline int on_softirq(__u8 kind, unsigned int vec)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, kind, &seq);
+    struct rec *r = rec_begin(ring, cpu, kind, now, &seq);
     if (r) {
         r->raw[0] = vec;
         rec_end(r, seq);
@@ -787,7 +895,7 @@ int BPF_PROG(on_nmi_handler, void *handler, __s64 delta_ns, int handled)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_NMI, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_NMI, bpf_ktime_get_ns(), &seq);
     if (r) {
         r->nmi.handler = (__u64)handler;
         r->nmi.delta_ns = delta_ns;
@@ -806,9 +914,10 @@ int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
     __u32 ring = traced(cpu);
     if (!ring)
         return 0;
-    __u64 function = (__u64)BPF_CORE_READ(work, func);
+    __u64 function = (__u64)work->func;
+    __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WORK_START, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_WORK_START, now, &seq);
     if (r) {
         r->wq.work = (__u64)work;
         r->wq.function = function;
@@ -817,7 +926,7 @@ int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
     struct cpu_work *w = work_state();
     if (w) {
         w->work_function = function;
-        w->work_start = bpf_ktime_get_ns();
+        w->work_start = now;
     }
     return 0;
 }
@@ -834,7 +943,7 @@ int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WORK_END, &seq);
+    struct rec *r = rec_begin(ring, cpu, K_WORK_END, now, &seq);
     if (r) {
         r->wq.work = (__u64)work;
         r->wq.function = (__u64)function;
@@ -858,7 +967,7 @@ static __always_inline int on_vector(__u8 index, int vector, bool entry)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, entry ? K_VECTOR_ENTRY : K_VECTOR_EXIT, &seq);
+    struct rec *r = rec_begin(ring, cpu, entry ? K_VECTOR_ENTRY : K_VECTOR_EXIT, now, &seq);
     if (r) {
         r->aux = index;
         r->irq.irq = vector;

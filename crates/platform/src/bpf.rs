@@ -184,6 +184,15 @@ pub enum BpfHistKind {
 }
 
 impl BpfHistKind {
+    /// The kinds whose totals the kernel keeps in `fixed_totals`, in the
+    /// order of its blocks of 16 sources (`fixed_slot` in timer.bpf.c).
+    pub const FIXED: [BpfHistKind; 4] = [
+        BpfHistKind::VectorExec,
+        BpfHistKind::SoftirqExec,
+        BpfHistKind::SoftirqDelay,
+        BpfHistKind::Nmi,
+    ];
+
     /// The kernel's `enum hist_kind`.
     pub fn from_raw(raw: u32) -> Option<BpfHistKind> {
         Some(match raw {

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::Duration;
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, RingBuf};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues, RingBuf};
 use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
@@ -35,9 +35,18 @@ struct HistKey {
     source: u64,
 }
 
-/// `struct hist_total` of the programs.
+/// Counters per histogram key: `struct hist_chunk` of the programs, the
+/// counts of `HIST_CHUNK` consecutive HDR indices (the key's index is the
+/// first one's divided by it).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
+struct HistChunk([u64; HIST_CHUNK]);
+
+const HIST_CHUNK: usize = 16;
+
+/// `struct hist_total` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
 struct HistTotal {
     count: u64,
     sum: u64,
@@ -49,6 +58,8 @@ struct HistTotal {
 // (4 + 4 + 8 and 4 × 8 bytes), so every bit pattern is a valid value and
 // they can be copied to and from the kernel's bytes.
 unsafe impl aya::Pod for HistKey {}
+// SAFETY: #[repr(C)] array of integers: no padding, every bit pattern valid.
+unsafe impl aya::Pod for HistChunk {}
 // SAFETY: as above.
 unsafe impl aya::Pod for HistTotal {}
 
@@ -391,6 +402,20 @@ impl TraceBpf {
                 .insert(tid, 1, 0)
                 .map_err(|e| err("watching a thread")(e.to_string()))?;
         }
+        // The programs cache a CPU's last unwatched thread; a new
+        // generation makes them look again.
+        let map = self
+            .ebpf
+            .map_mut("watch_gen")
+            .ok_or_else(|| err("the object")("no map 'watch_gen'".into()))?;
+        let mut gen: Array<_, u64> =
+            Array::try_from(map).map_err(|e| err("map 'watch_gen'")(e.to_string()))?;
+        let next = gen
+            .get(&0, 0)
+            .map_err(|e| err("map 'watch_gen'")(e.to_string()))?
+            .wrapping_add(1);
+        gen.set(0, next, 0)
+            .map_err(|e| err("map 'watch_gen'")(e.to_string()))?;
         Ok(())
     }
 
@@ -446,7 +471,11 @@ impl TraceBpf {
         Ok(BpfCounters {
             samples_sent: sum(0)?,
             samples_dropped: sum(1)?,
-            recorded: sum(2)?,
+            // The rings' heads count what was written (claimed slots).
+            recorded: self
+                .recorder
+                .as_ref()
+                .map_or(0, |rec| (0..rec.cpus.len()).map(|r| rec.head(r)).sum()),
             hist_dropped: sum(3)?,
         })
     }
@@ -592,31 +621,33 @@ impl TraceBpf {
             .get(&0, 0)
             .map_err(|e| err("reading 'hist_sel'")(e.to_string()))?;
         let idle = u32::from(active == 0);
-        let (hist_name, totals_name) = if idle == 0 {
-            ("hist0", "totals0")
+        let (hist_name, totals_name, fixed_name) = if idle == 0 {
+            ("hist0", "totals0", "fixed_totals0")
         } else {
-            ("hist1", "totals1")
+            ("hist1", "totals1", "fixed_totals1")
         };
         {
             let map = self
                 .ebpf
                 .map_mut(hist_name)
                 .ok_or_else(|| err("the object")(format!("no map '{hist_name}'")))?;
-            let mut hist: PerCpuHashMap<_, HistKey, u64> =
+            let mut hist: PerCpuHashMap<_, HistKey, HistChunk> =
                 PerCpuHashMap::try_from(map).map_err(|e| err("a histogram map")(e.to_string()))?;
             let keys: Vec<HistKey> = hist.keys().flatten().collect();
             for key in keys {
                 if let (Ok(values), Some(kind)) =
                     (hist.get(&key, 0), BpfHistKind::from_raw(key.kind))
                 {
-                    let count = values.iter().fold(0u64, |a, &v| a.saturating_add(v));
-                    if count > 0 {
-                        buckets.push(BpfHistBucket {
-                            kind,
-                            source: key.source,
-                            index: key.index,
-                            count,
-                        });
+                    for j in 0..HIST_CHUNK {
+                        let count = values.iter().fold(0u64, |a, v| a.saturating_add(v.0[j]));
+                        if count > 0 {
+                            buckets.push(BpfHistBucket {
+                                kind,
+                                source: key.source,
+                                index: key.index.saturating_mul(HIST_CHUNK as u32) + j as u32,
+                                count,
+                            });
+                        }
                     }
                 }
                 let _ = hist.remove(&key);
@@ -653,6 +684,42 @@ impl TraceBpf {
                     }
                 }
                 let _ = tot.remove(&key);
+            }
+        }
+        {
+            let map = self
+                .ebpf
+                .map_mut(fixed_name)
+                .ok_or_else(|| err("the object")(format!("no map '{fixed_name}'")))?;
+            let mut fixed: PerCpuArray<_, HistTotal> =
+                PerCpuArray::try_from(map).map_err(|e| err("a totals array")(e.to_string()))?;
+            for (block, kind) in BpfHistKind::FIXED.iter().enumerate() {
+                for source in 0..16u32 {
+                    let slot = block as u32 * 16 + source;
+                    let Ok(values) = fixed.get(&slot, 0) else {
+                        continue;
+                    };
+                    let mut t = BpfHistTotal {
+                        kind: *kind,
+                        source: u64::from(source),
+                        count: 0,
+                        sum: 0,
+                        min: u64::MAX,
+                        max: 0,
+                    };
+                    for v in values.iter().filter(|v| v.count > 0) {
+                        t.count = t.count.saturating_add(v.count);
+                        t.sum = t.sum.saturating_add(v.sum);
+                        t.min = t.min.min(v.min);
+                        t.max = t.max.max(v.max);
+                    }
+                    if t.count > 0 {
+                        totals.push(t);
+                        let zero = PerCpuValues::try_from(vec![HistTotal::default(); values.len()])
+                            .map_err(|e| err("a totals array")(e.to_string()))?;
+                        let _ = fixed.set(slot, zero, 0);
+                    }
+                }
             }
         }
         let sel_map = self
