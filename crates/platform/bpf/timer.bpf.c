@@ -472,6 +472,10 @@ struct {
 
 /* What is running on a CPU, to pair entries with exits as work.rs does:
  * one slot per kind, start time 0 meaning none. */
+/* Vector run times held per CPU until the CPU switches to a task other
+ * than its measuring thread. */
+#define PENDING_VECTORS 8
+
 struct cpu_work {
     __u64 irq_start;
     __s64 irq;
@@ -482,6 +486,12 @@ struct cpu_work {
     __u64 work_start;
     __u64 work_function;
     __u64 raised[16]; /* first raise time of each pending softirq vec */
+    /* Vector run times not yet in the histograms (see defer_vector). */
+    __u64 npending;
+    struct {
+        __u64 index;
+        __u64 value;
+    } pending[PENDING_VECTORS];
 };
 
 struct {
@@ -596,6 +606,49 @@ static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
         hist_add_to(&hist0, &totals0, &fixed_totals0, kind, source, value);
 }
 
+/* A vector's run time is not added to the histograms in its exit: the
+ * local timer interrupt's exit is on the path from our timer's expiry to
+ * our thread, and a histogram update (a hash lookup on cold cache lines)
+ * was the most expensive program run on it. The value waits in the CPU's
+ * `pending` list and is added when the CPU next switches to a task that is
+ * not its measuring thread (going idle, or back to the load), off the
+ * measured path; a full list adds directly. Vector exits run in hard-IRQ
+ * context and sched_switch with interrupts off, so on one CPU they never
+ * interleave; an NMI program adds its own value directly. */
+static __always_inline void defer_vector(struct cpu_work *w, __u64 index, __u64 value)
+{
+    __u64 n = w->npending;
+    if (n >= PENDING_VECTORS) {
+        hist_add(H_VECTOR_EXEC, index, value);
+        return;
+    }
+    w->pending[n & (PENDING_VECTORS - 1)].index = index;
+    w->pending[n & (PENDING_VECTORS - 1)].value = value;
+    w->npending = n + 1;
+}
+
+static long flush_one(__u64 i, void *ctx)
+{
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 1;
+    __u64 k = i & (PENDING_VECTORS - 1);
+    hist_add(H_VECTOR_EXEC, w->pending[k].index, w->pending[k].value);
+    return 0;
+}
+
+static __always_inline void flush_vectors(void)
+{
+    struct cpu_work *w = work_state();
+    if (!w || w->npending == 0)
+        return;
+    __u64 n = w->npending;
+    if (n > PENDING_VECTORS)
+        n = PENDING_VECTORS;
+    bpf_loop((__u32)n, flush_one, NULL, 0);
+    w->npending = 0;
+}
+
 /* ---- The programs: one per tracepoint. ---- */
 
 /* sched_switch's prev_state as the tracepoint reports it
@@ -641,6 +694,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
     /* The timer decomposition: our thread's switch-in after its callback. */
     struct cpu_timer *s = timer_state();
+    if (!s || s->tid != (__u32)next_pid)
+        flush_vectors();
     /* Only the switch-in after our callback: a thread preempted between
      * arming its timer and sleeping is switched in before it. */
     if (!s || s->callback_time == 0 || s->tid != (__u32)next_pid || s->hrtimer == 0)
@@ -983,7 +1038,7 @@ static __always_inline int on_vector(__u8 index, int vector, bool entry)
         __u64 start = w->vec_start;
         w->vec_start = 0;
         if (w->vec_index == index && now >= start)
-            hist_add(H_VECTOR_EXEC, index, now - start);
+            defer_vector(w, index, now - start);
     }
     return 0;
 }

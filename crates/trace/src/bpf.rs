@@ -135,9 +135,13 @@ impl BpfTracer {
         self.bpf.missing()
     }
 
-    /// Waits up to `timeout` for the kernel's per-wake-up records.
+    /// Waits `timeout` before the next read. A plain sleep: the programs
+    /// submit their records without waking the reader (a wake-up costs an
+    /// interrupt on the measured CPU), so polling the ring's descriptor
+    /// would only ever time out, at the price of a poll system call and its
+    /// wait-queue setup each time.
     pub fn wait(&self, timeout: std::time::Duration) {
-        let _ = self.bpf.wait(timeout);
+        std::thread::sleep(timeout);
     }
 
     /// Every wake-up record the kernel sent since the last call.
