@@ -107,9 +107,8 @@ impl BpfReader {
     /// The backend's part of the summary.
     pub(crate) fn summarize(&self, s: &mut TraceSummary) {
         s.backend = "bpf".into();
-        let (_events, lost) = self.bpf.counts();
         s.events += self.feed.received();
-        s.lost_records += lost;
+        s.lost_records += self.bpf.lost();
         s.missing_events = self.bpf.missing_events().to_vec();
         s.bpf_prog_ns = self.bpf.prog_ns();
     }

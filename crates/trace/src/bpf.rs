@@ -67,8 +67,6 @@ pub struct BpfTracer {
     cpus: Vec<u32>,
     /// Events lost to the recorder's wrap before they were read.
     lost: u64,
-    /// Events handed to the analysis.
-    events: u64,
     buckets: Vec<BpfHistBucket>,
     totals: Vec<BpfHistTotal>,
     irq_names: HashMap<i32, NameId>,
@@ -110,7 +108,6 @@ impl BpfTracer {
             next_seq: HashMap::new(),
             cpus: config.cpus.clone(),
             lost: 0,
-            events: 0,
             buckets: Vec::new(),
             totals: Vec::new(),
             irq_names: HashMap::new(),
@@ -171,7 +168,6 @@ impl BpfTracer {
                 self.window.push(ev);
             }
         }
-        self.events += self.window.len() as u64;
         (&self.window, read.complete, &self.names)
     }
 
@@ -190,7 +186,6 @@ impl BpfTracer {
             }
             for r in &self.raw {
                 if let Some(ev) = convert(r, &mut self.names) {
-                    self.events += 1;
                     sink(Decoded::Event(ev));
                 }
             }
@@ -247,16 +242,16 @@ impl BpfTracer {
         }
     }
 
-    /// Events handed to the analysis, and what was lost: events the
-    /// recorder overwrote before they were read (continuous mode),
-    /// per-wake-up records the ring could not take, histogram updates a full
-    /// map refused.
-    pub fn counts(&self) -> (u64, u64) {
+    /// What was lost: events the recorder overwrote before they were read
+    /// (continuous mode), per-wake-up records the ring could not take,
+    /// histogram updates a full map refused. (The analysis counts the
+    /// events it is handed.)
+    pub fn lost(&self) -> u64 {
         let dropped = self
             .bpf
             .counters()
             .map_or(0, |c| c.samples_dropped + c.hist_dropped);
-        (self.events, self.lost + dropped)
+        self.lost + dropped
     }
 
     /// Drains of the kernel's histogram maps that failed (their counts

@@ -44,6 +44,25 @@ struct HistChunk([u64; HIST_CHUNK]);
 
 const HIST_CHUNK: usize = 16;
 
+/// The per-CPU copies of one total, summed; `None` when none counted.
+fn sum_cpus(kind: BpfHistKind, source: u64, values: &[HistTotal]) -> Option<BpfHistTotal> {
+    let mut t = BpfHistTotal {
+        kind,
+        source,
+        count: 0,
+        sum: 0,
+        min: u64::MAX,
+        max: 0,
+    };
+    for v in values.iter().filter(|v| v.count > 0) {
+        t.count = t.count.saturating_add(v.count);
+        t.sum = t.sum.saturating_add(v.sum);
+        t.min = t.min.min(v.min);
+        t.max = t.max.max(v.max);
+    }
+    (t.count > 0).then_some(t)
+}
+
 /// `struct hist_total` of the programs.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -665,21 +684,7 @@ impl TraceBpf {
                 if let (Ok(values), Some(kind)) =
                     (tot.get(&key, 0), BpfHistKind::from_raw(key.kind))
                 {
-                    let mut t = BpfHistTotal {
-                        kind,
-                        source: key.source,
-                        count: 0,
-                        sum: 0,
-                        min: u64::MAX,
-                        max: 0,
-                    };
-                    for v in values.iter().filter(|v| v.count > 0) {
-                        t.count = t.count.saturating_add(v.count);
-                        t.sum = t.sum.saturating_add(v.sum);
-                        t.min = t.min.min(v.min);
-                        t.max = t.max.max(v.max);
-                    }
-                    if t.count > 0 {
+                    if let Some(t) = sum_cpus(kind, key.source, &values) {
                         totals.push(t);
                     }
                 }
@@ -699,21 +704,7 @@ impl TraceBpf {
                     let Ok(values) = fixed.get(&slot, 0) else {
                         continue;
                     };
-                    let mut t = BpfHistTotal {
-                        kind: *kind,
-                        source: u64::from(source),
-                        count: 0,
-                        sum: 0,
-                        min: u64::MAX,
-                        max: 0,
-                    };
-                    for v in values.iter().filter(|v| v.count > 0) {
-                        t.count = t.count.saturating_add(v.count);
-                        t.sum = t.sum.saturating_add(v.sum);
-                        t.min = t.min.min(v.min);
-                        t.max = t.max.max(v.max);
-                    }
-                    if t.count > 0 {
+                    if let Some(t) = sum_cpus(*kind, u64::from(source), &values) {
                         totals.push(t);
                         let zero = PerCpuValues::try_from(vec![HistTotal::default(); values.len()])
                             .map_err(|e| err("a totals array")(e.to_string()))?;
