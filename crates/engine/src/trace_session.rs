@@ -396,15 +396,12 @@ impl Worker {
 /// Cumulative steal time per CPU from /proc/stat (in USER_HZ ticks,
 /// converted with `sysconf(_SC_CLK_TCK)`).
 pub fn read_steal(cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
-    let Ok(text) = std::fs::read_to_string("/proc/stat") else {
-        return Vec::new();
-    };
-    parse_steal(&text, cpus)
+    StealReader::default().read(cpus)
 }
 
-/// [`read_steal`] for the tracer thread's ten readings a second: the file
-/// stays open and the text's buffer is reused (a fresh open of /proc/stat
-/// was a tenth of the thread's time with the BPF backend).
+/// [`read_steal`] kept open, for the tracer thread's ten readings a second:
+/// the file stays open and the text's buffer is reused (a fresh open of
+/// /proc/stat was a tenth of the thread's time with the BPF backend).
 #[derive(Default)]
 struct StealReader {
     file: Option<std::fs::File>,

@@ -470,12 +470,12 @@ struct {
     __type(value, __u32);
 } hist_sel SEC(".maps");
 
-/* What is running on a CPU, to pair entries with exits as work.rs does:
- * one slot per kind, start time 0 meaning none. */
 /* Vector run times held per CPU until the CPU switches to a task other
  * than its measuring thread. */
 #define PENDING_VECTORS 8
 
+/* What is running on a CPU, to pair entries with exits as work.rs does:
+ * one slot per kind, start time 0 meaning none. */
 struct cpu_work {
     __u64 irq_start;
     __s64 irq;
@@ -572,26 +572,15 @@ static __always_inline void hist_add_to(void *hist, void *hist_totals, void *fix
     k.index = 0;
     struct hist_total *t = bpf_map_lookup_elem(hist_totals, &k);
     if (t) {
-        __sync_fetch_and_add(&t->count, 1);
-        __sync_fetch_and_add(&t->sum, value);
-        if (value < t->min)
-            t->min = value;
-        if (value > t->max)
-            t->max = value;
+        total_add(t, value);
     } else {
         struct hist_total n = {.count = 1, .sum = value, .min = value, .max = value};
         if (bpf_map_update_elem(hist_totals, &k, &n, BPF_NOEXIST)) {
             t = bpf_map_lookup_elem(hist_totals, &k);
-            if (t) {
-                __sync_fetch_and_add(&t->count, 1);
-                __sync_fetch_and_add(&t->sum, value);
-                if (value < t->min)
-                    t->min = value;
-                if (value > t->max)
-                    t->max = value;
-            } else {
+            if (t)
+                total_add(t, value);
+            else
                 count(C_HIST_DROPPED);
-            }
         }
     }
 }

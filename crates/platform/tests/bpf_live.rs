@@ -265,6 +265,35 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
             "{t:?}: buckets hold {n}"
         );
     }
+    // Every local timer run on CPU 0 is counted once. Their run times wait
+    // per CPU and enter the histograms at the CPU's next switch away from
+    // the watched thread: the first two drains must hold all of the exits
+    // the recorder saw (`followed` is CPU 0's whole ring since attaching,
+    // nothing lost) but for at most 8 still waiting and one whose entry came
+    // before attaching, and not many more than it saw (the drains came a
+    // few tens of ms after the last follow).
+    let exits = followed
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                RecordedKind::VectorExit {
+                    name: "local_timer",
+                    ..
+                }
+            )
+        })
+        .count() as u64;
+    let counted: u64 = totals
+        .iter()
+        .filter(|t| t.kind == BpfHistKind::VectorExec && t.source == 0)
+        .map(|t| t.count)
+        .sum();
+    println!("local_timer: {exits} exits recorded, {counted} run times counted");
+    assert!(
+        counted + 9 >= exits && counted <= exits + exits / 4 + 20,
+        "{exits} local_timer exits recorded on CPU 0, {counted} counted"
+    );
     assert_eq!(counters.hist_dropped, 0);
     assert_eq!(VECTOR_NAMES[0], "local_timer");
 

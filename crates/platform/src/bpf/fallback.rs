@@ -1,7 +1,6 @@
 //! Without the programs in this build: [`TraceBpf::open`] explains why, in
 //! one line; the rest of the API exists so callers compile either way.
 
-use std::time::Duration;
 
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistTotal, RecordedEvent, RecorderRead, TimerRecord,
@@ -35,9 +34,6 @@ impl TraceBpf {
     }
     pub fn drain(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
         0
-    }
-    pub fn wait(&self, _timeout: Duration) -> Result<bool, PlatformError> {
-        Ok(false)
     }
     pub fn counters(&self) -> Result<BpfCounters, PlatformError> {
         Ok(BpfCounters::default())

@@ -5,7 +5,6 @@
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
-use std::time::Duration;
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues, RingBuf};
 use aya::programs::Program;
@@ -299,6 +298,15 @@ fn map_fd<'a>(ebpf: &'a Ebpf, name: &str) -> Result<BorrowedFd<'a>, PlatformErro
 }
 
 impl TraceBpf {
+    /// The object's one-element-or-more array map `name`.
+    fn array<T: aya::Pod>(&mut self, name: &str) -> Result<Array<&mut MapData, T>, PlatformError> {
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or_else(|| err("the object")(format!("no map '{name}'")))?;
+        Array::try_from(map).map_err(|e| err("an array map")(format!("'{name}': {e}")))
+    }
+
     /// Loads the programs with the recorder sized for `config`, watches
     /// `config.tids`, marks `config.cpus` as traced, and attaches: always
     /// `sched_switch`, `hrtimer_start` and `hrtimer_expire_entry` (failing
@@ -423,12 +431,7 @@ impl TraceBpf {
         }
         // The programs cache a CPU's last unwatched thread; a new
         // generation makes them look again.
-        let map = self
-            .ebpf
-            .map_mut("watch_gen")
-            .ok_or_else(|| err("the object")("no map 'watch_gen'".into()))?;
-        let mut gen: Array<_, u64> =
-            Array::try_from(map).map_err(|e| err("map 'watch_gen'")(e.to_string()))?;
+        let mut gen = self.array::<u64>("watch_gen")?;
         let next = gen
             .get(&0, 0)
             .map_err(|e| err("map 'watch_gen'")(e.to_string()))?
@@ -459,17 +462,6 @@ impl TraceBpf {
     /// [`TraceBpf::drain_samples`], by its first name.
     pub fn drain(&mut self, out: &mut Vec<TimerRecord>) -> usize {
         self.drain_samples(out)
-    }
-
-    /// Waits up to `timeout` for timer records (polling the ring's fd).
-    pub fn wait(&self, timeout: Duration) -> Result<bool, PlatformError> {
-        let raw = self.ring.as_raw_fd();
-        // SAFETY: `raw` is the ring map's descriptor, owned by
-        // `self.ring`, which outlives the borrow (this call).
-        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
-        crate::perf::poll_readable(&[fd], Some(timeout))
-            .map(|n| n > 0)
-            .map_err(|e| PlatformError::Invalid(format!("BPF: waiting for records: {e}")))
     }
 
     /// The programs' counters, summed over CPUs.
@@ -631,12 +623,8 @@ impl TraceBpf {
         buckets: &mut Vec<BpfHistBucket>,
         totals: &mut Vec<BpfHistTotal>,
     ) -> Result<(), PlatformError> {
-        let sel_map = self
-            .ebpf
-            .map_mut("hist_sel")
-            .ok_or_else(|| err("the object")("no map 'hist_sel'".into()))?;
-        let active = Array::<_, u32>::try_from(sel_map)
-            .map_err(|e| err("map 'hist_sel'")(e.to_string()))?
+        let active = self
+            .array::<u32>("hist_sel")?
             .get(&0, 0)
             .map_err(|e| err("reading 'hist_sel'")(e.to_string()))?;
         let idle = u32::from(active == 0);
@@ -713,13 +701,8 @@ impl TraceBpf {
                 }
             }
         }
-        let sel_map = self
-            .ebpf
-            .map_mut("hist_sel")
-            .ok_or_else(|| err("the object")("no map 'hist_sel'".into()))?;
-        let mut sel: Array<_, u32> =
-            Array::try_from(sel_map).map_err(|e| err("map 'hist_sel'")(e.to_string()))?;
-        sel.set(0, idle, 0)
+        self.array::<u32>("hist_sel")?
+            .set(0, idle, 0)
             .map_err(|e| err("switching the histogram maps")(e.to_string()))
     }
 
