@@ -1,7 +1,6 @@
 //! Without the programs in this build: [`TraceBpf::open`] explains why, in
 //! one line; the rest of the API exists so callers compile either way.
 
-
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistTotal, RecordedEvent, RecorderRead, TimerRecord,
 };
