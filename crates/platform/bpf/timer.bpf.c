@@ -4,10 +4,11 @@
 // program per tracepoint (one program run per event, whatever is enabled):
 //
 // 1. The timer decomposition. For every wake-up of a measuring thread
-//    (`watched`) it hands user space one 48-byte record through a ring
-//    buffer: the expiry its hrtimer was armed for, when the hrtimer's
-//    callback ran (the `now` the kernel passed it, and the BPF clock at
-//    that moment), and when the thread was switched in. Matching is the
+//    (`watched`) it writes one 64-byte record into the CPU's sample ring
+//    (`samples`, read like the recorder below): the expiry its hrtimer was
+//    armed for, when the hrtimer's callback ran (the `now` the kernel
+//    passed it, and the BPF clock at that moment), and when the thread
+//    was switched in. Matching is the
 //    perf analysis's: the hrtimer a watched thread armed (hrtimer_start, by
 //    address), that hrtimer's callback (hrtimer_expire_entry), then the
 //    thread's next switch-in. It never reads the recorder.
@@ -121,17 +122,21 @@ struct work_struct {
     void *func;
 } __attribute__((preserve_access_index));
 
-/* One wake-up of a watched thread, as user space reads it (48 bytes;
- * platform::bpf::TimerRecord has the same layout). */
+/* One wake-up of a watched thread, as user space reads it: a 64-byte slot
+ * of the CPU's sample ring, `seq` then the 48 bytes
+ * platform::bpf::TimerRecord parses. */
 struct timer_record {
+    __u64 seq;           /* n + 1 for the ring's record n; 0 while written */
     __u64 expires;       /* the hrtimer's expiry, CLOCK_MONOTONIC ns */
     __u64 callback_now;  /* hrtimer_expire_entry's `now` */
     __u64 callback_time; /* BPF clock (CLOCK_MONOTONIC) in the callback */
     __u64 switch_in;     /* BPF clock when the thread was switched in */
     __u32 tid;
     __u32 cpu;
-    __u64 reserved;
+    __u64 reserved[2];
 };
+
+_Static_assert(sizeof(struct timer_record) == 64, "struct timer_record is 64 bytes");
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {
@@ -183,14 +188,31 @@ static __always_inline struct cpu_timer *timer_state(void)
     return bpf_map_lookup_elem(&cpu_timer, &zero);
 }
 
+/* The sample rings: one per CPU user space gave a ring in `sample_rings`
+ * (cpu -> 1 + ring, 0: none), `sample_slots` records each, in one
+ * mmapable array like the recorder's and read the same way (see the
+ * header comment), with a head per ring on its own cache line. Only
+ * sched_switch writes them, with interrupts off, and NMI programs never:
+ * one writer per ring at a time, so the head is a plain store, not the
+ * recorder's atomic add. (A BPF ring buffer took a spinlock shared by all
+ * CPUs on every wake-up, on the path to the woken thread.) */
 struct {
-    __uint(type, BPF_MAP_TYPE_RINGBUF);
-    __uint(max_entries, 256 * 1024);
-} records SEC(".maps");
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct timer_record);
+} samples SEC(".maps");
 
-/* Counters: [0] timer records sent, [1] timer records dropped (ring
- * full), [2] unused (the recorder's heads count its events), [3] histogram
- * updates dropped (map full or busy). */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} sample_rings SEC(".maps");
+
+/* Counters: [0]-[2] unused (the rings' heads count what was written),
+ * [3] histogram updates dropped (map full or busy). */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 4);
@@ -205,14 +227,14 @@ static __always_inline void count(__u32 which)
         __sync_fetch_and_add(c, 1);
 }
 
-#define C_SENT 0
-#define C_DROPPED 1
 #define C_HIST_DROPPED 3
 
 /* ---- Settings, written by user space before the object is loaded. ---- */
 
 /* Records per CPU in the recorder, a power of two; 0: no recorder. */
 const volatile __u32 rec_slots = 0;
+/* Records per sample ring, a power of two. */
+const volatile __u32 sample_slots = 1;
 /* Whether the histograms are kept. */
 const volatile __u32 hist_on = 0;
 
@@ -320,6 +342,14 @@ struct {
     __type(key, __u32);
     __type(value, struct rec_head);
 } rec_heads SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct rec_head);
+} sample_heads SEC(".maps");
 
 #define barrier() asm volatile("" ::: "memory")
 
@@ -638,6 +668,34 @@ static __always_inline void flush_vectors(void)
     w->npending = 0;
 }
 
+/* The wake-up's record into the CPU's sample ring (sched_switch only). */
+static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 now)
+{
+    __u32 *ring1 = bpf_map_lookup_elem(&sample_rings, &cpu);
+    if (!ring1 || *ring1 == 0)
+        return;
+    __u32 ring = *ring1 - 1;
+    struct rec_head *h = bpf_map_lookup_elem(&sample_heads, &ring);
+    if (!h)
+        return;
+    __u64 n = h->head;
+    __u32 idx = ring * sample_slots + (__u32)(n & (sample_slots - 1));
+    struct timer_record *t = bpf_map_lookup_elem(&samples, &idx);
+    if (!t)
+        return;
+    t->seq = 0;
+    barrier();
+    t->expires = s->expires;
+    t->callback_now = s->callback_now;
+    t->callback_time = s->callback_time;
+    t->switch_in = now;
+    t->tid = s->tid;
+    t->cpu = cpu;
+    barrier();
+    t->seq = n + 1;
+    h->head = n + 1;
+}
+
 /* ---- The programs: one per tracepoint. ---- */
 
 /* sched_switch's prev_state as the tracepoint reports it
@@ -689,23 +747,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
      * arming its timer and sleeping is switched in before it. */
     if (!s || s->callback_time == 0 || s->tid != (__u32)next_pid || s->hrtimer == 0)
         return 0;
-    struct timer_record *t = bpf_ringbuf_reserve(&records, sizeof(*t), 0);
-    if (!t) {
-        count(C_DROPPED);
-    } else {
-        t->expires = s->expires;
-        t->callback_now = s->callback_now;
-        t->callback_time = s->callback_time;
-        t->switch_in = now;
-        t->tid = s->tid;
-        t->cpu = cpu;
-        t->reserved = 0;
-        /* No wake-up: a woken reader costs an irq_work interrupt on this
-         * (the measured) CPU for every record. The reader drains the ring
-         * on its own clock (every 10 ms), so nothing waits for the signal. */
-        bpf_ringbuf_submit(t, BPF_RB_NO_WAKEUP);
-        count(C_SENT);
-    }
+    sample_write(s, cpu, now);
     /* One record per arming: the next wake-up needs a new hrtimer_start. */
     s->hrtimer = 0;
     s->callback_now = 0;

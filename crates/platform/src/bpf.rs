@@ -12,8 +12,10 @@
 //!
 //! * **Timer decomposition** for the measuring threads ([`BpfConfig::tids`],
 //!   [`TraceBpf::watch`]): one [`TimerRecord`] per wake-up (expiry, the
-//!   callback's `now` and time, switch-in) through a BPF ring buffer,
-//!   read with [`TraceBpf::drain_samples`]. It never reads the recorder.
+//!   callback's `now` and time, switch-in) in the CPU's sample ring, a
+//!   mmapable array read like the recorder below (one writer per ring, so
+//!   a plain head store), with [`TraceBpf::drain_samples`]. It never reads
+//!   the recorder.
 //!
 //! * **A per-CPU flight recorder** on [`BpfConfig::cpus`]: every
 //!   `sched_switch`, `sched_waking`, `hrtimer_*`, `irq_handler_*`,
@@ -129,6 +131,10 @@ pub fn vector_index(name: &str) -> Option<u32> {
 /// Flight recorder records per CPU unless told otherwise.
 pub const DEFAULT_RECORDER_SLOTS: u32 = 8192;
 
+/// Timer records per CPU's sample ring: 256 KiB a CPU, 0.4 s of wake-ups
+/// at a 100 µs period, many times the reader's longest pause.
+pub const SAMPLE_SLOTS: u32 = 4096;
+
 /// What to load and attach.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BpfConfig {
@@ -233,9 +239,9 @@ pub struct BpfHistTotal {
 /// What the programs counted, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BpfCounters {
-    /// Timer records handed over.
+    /// Timer records written (the sample rings' heads).
     pub samples_sent: u64,
-    /// Timer records dropped because the ring buffer was full.
+    /// Timer records overwritten in their ring before they were read.
     pub samples_dropped: u64,
     /// Events written to the flight recorder.
     pub recorded: u64,
@@ -259,7 +265,7 @@ pub struct TimerRecord {
     pub cpu: u32,
 }
 
-/// The size of a record in the ring (`struct timer_record`).
+/// The size of a record (`struct timer_record` after its sequence number).
 pub const TIMER_RECORD_BYTES: usize = 48;
 
 impl TimerRecord {

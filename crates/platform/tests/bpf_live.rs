@@ -14,11 +14,19 @@ use std::time::Duration;
 use latscope_model::CpuId;
 use latscope_platform::bpf::{
     self, BpfConfig, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecordedKind,
-    TimerRecord, TraceBpf, VECTOR_NAMES,
+    TimerRecord, TraceBpf, SAMPLE_SLOTS, VECTOR_NAMES,
 };
 use latscope_platform::{current_tid, monotonic_ns, set_affinity, timers};
 
 const NAME: &str = "bpf-live-sleepr";
+
+/// Held by each test for its whole run: they all load the programs and pin
+/// a sleeper to CPU 0, and one's events would fill another's recorder.
+static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn cpu0() -> std::sync::MutexGuard<'static, ()> {
+    CPU0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn comm(raw: &[u8; 16]) -> &str {
     let n = raw.iter().position(|&b| b == 0).unwrap_or(16);
@@ -52,6 +60,14 @@ fn open(config: &BpfConfig) -> Option<TraceBpf> {
 /// A thread pinned to CPU 0 that, once told to go, sleeps 1 ms and reads
 /// 4 KiB of /dev/zero `rounds` times.
 fn sleeper(rounds: u32) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) {
+    sleeper_every(rounds, 1_000_000)
+}
+
+/// [`sleeper`] with sleeps of `span_ns`.
+fn sleeper_every(
+    rounds: u32,
+    span_ns: u64,
+) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) {
     let (ready_tx, ready_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let worker = std::thread::Builder::new()
@@ -63,7 +79,7 @@ fn sleeper(rounds: u32) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) 
             ready_tx.send(current_tid()).unwrap();
             go_rx.recv().unwrap();
             for _ in 0..rounds {
-                timers::sleep_for(1_000_000).unwrap();
+                timers::sleep_for(span_ns).unwrap();
                 zero.read_exact(&mut buf).unwrap();
             }
         })
@@ -74,6 +90,7 @@ fn sleeper(rounds: u32) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) 
 
 #[test]
 fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
+    let _cpu0 = cpu0();
     if !can_run() {
         return;
     }
@@ -308,6 +325,7 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
 /// reaches before the ring's oldest record is not complete.
 #[test]
 fn a_small_ring_reports_its_losses() {
+    let _cpu0 = cpu0();
     if !can_run() {
         return;
     }
@@ -348,4 +366,51 @@ fn a_small_ring_reports_its_losses() {
     assert!(!read.complete);
     assert!(read.events <= 16);
     assert!(kernel.recorder_window(5000, 0, &mut window).events == 0);
+}
+
+/// The sample ring overwrites what is not read in time, and says how much:
+/// a thread wakes half again as often as the ring has slots while nobody
+/// reads; the one read after returns the newest records, in order, and
+/// counts the rest as dropped.
+#[test]
+fn an_unread_sample_ring_keeps_the_newest_and_counts_the_rest() {
+    let _cpu0 = cpu0();
+    if !can_run() {
+        return;
+    }
+    let rounds = SAMPLE_SLOTS + SAMPLE_SLOTS / 2;
+    let (worker, tid, go) = sleeper_every(rounds, 20_000);
+    let Some(mut kernel) = open(&BpfConfig {
+        tids: vec![u32::try_from(tid).unwrap()],
+        cpus: vec![0],
+        recorder_slots: 0,
+        histograms: false,
+    }) else {
+        drop(go);
+        let _ = worker.join();
+        return;
+    };
+    go.send(()).unwrap();
+    worker.join().unwrap();
+    let mut samples: Vec<TimerRecord> = Vec::new();
+    let read = kernel.drain_samples(&mut samples);
+    let counters = kernel.counters().unwrap();
+    println!("{rounds} wake-ups, {read} records read, {counters:?}");
+    assert_eq!(read, samples.len());
+    assert_eq!(
+        counters.samples_sent,
+        read as u64 + counters.samples_dropped
+    );
+    assert!(read <= SAMPLE_SLOTS as usize);
+    assert!(
+        counters.samples_sent > u64::from(SAMPLE_SLOTS),
+        "only {} of {rounds} wake-ups recorded",
+        counters.samples_sent
+    );
+    assert!(counters.samples_dropped > 0);
+    assert!(samples.iter().all(|r| r.tid as i32 == tid && r.cpu == 0));
+    assert!(samples.windows(2).all(|w| w[0].switch_in < w[1].switch_in));
+    // A second read finds nothing new and loses nothing more.
+    assert_eq!(kernel.drain_samples(&mut samples), 0);
+    assert_eq!(kernel.counters().unwrap(), counters);
 }

@@ -34,6 +34,9 @@ impl TraceBpf {
     pub fn drain(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
         0
     }
+    pub fn fill_since_last(&mut self) -> f64 {
+        0.0
+    }
     pub fn counters(&self) -> Result<BpfCounters, PlatformError> {
         Ok(BpfCounters::default())
     }

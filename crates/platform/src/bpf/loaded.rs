@@ -6,13 +6,13 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues, RingBuf};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
 use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
-    TimerRecord, RECORD_BYTES, VECTOR_NAMES,
+    TimerRecord, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES, VECTOR_NAMES,
 };
 use crate::error::PlatformError;
 
@@ -20,6 +20,8 @@ const OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/timer.bpf.o"));
 
 /// `struct rec_head`: one cache line per ring.
 const HEAD_BYTES: usize = 64;
+/// `struct timer_record`: a slot of a sample ring (seq, then the record).
+const SAMPLE_SLOT_BYTES: usize = 64;
 
 fn err(what: &str) -> impl Fn(String) -> PlatformError + '_ {
     move |e| PlatformError::Invalid(format!("BPF: {what}: {e}"))
@@ -166,11 +168,14 @@ enum Slot {
     Overwritten,
 }
 
-/// The flight recorder's rings, mapped.
+/// Rings of sequence-numbered slots, mapped: the flight recorder's, and
+/// the sample rings.
 struct Recorder {
     records: Mapping,
     heads: Mapping,
     slots: u64,
+    /// Bytes per slot.
+    slot_bytes: usize,
     /// `cpus[r]` is the CPU of ring r.
     cpus: Vec<u32>,
 }
@@ -187,7 +192,7 @@ impl Recorder {
     /// Copies record `n` of `ring` (its first `words` u64s) into `buf`.
     fn read(&self, ring: usize, n: u64, buf: &mut [u8; RECORD_BYTES], words: usize) -> Slot {
         let slot = (ring as u64) * self.slots + (n & (self.slots - 1));
-        let offset = slot as usize * RECORD_BYTES;
+        let offset = slot as usize * self.slot_bytes;
         let want = n + 1;
         let s1 = self.records.load_u64(offset, Ordering::Acquire);
         if s1 < want {
@@ -210,7 +215,14 @@ impl Recorder {
 /// docs of `bpf`).
 pub struct TraceBpf {
     ebpf: Ebpf,
-    ring: RingBuf<MapData>,
+    samples: Recorder,
+    /// Per sample ring: the next record to read.
+    sample_next: Vec<u64>,
+    /// Sample records overwritten before they were read.
+    samples_lost: u64,
+    /// Every ring's head at the last [`TraceBpf::fill_since_last`]: the
+    /// sample rings', then the recorder's.
+    fill_marks: Vec<u64>,
     recorder: Option<Recorder>,
     missing: Vec<String>,
     attached: Vec<String>,
@@ -343,6 +355,18 @@ impl TraceBpf {
                 err("the recorder")(format!("{slots} slots × {rings} CPUs is too big"))
             })?;
         let hist_on = u32::from(config.histograms);
+        // Sample rings for the recorded CPUs, or for every CPU when only the
+        // decomposition runs (the watched threads may be anywhere).
+        let sample_cpus: Vec<u32> = if cpus.is_empty() {
+            (0..possible).collect()
+        } else {
+            cpus.clone()
+        };
+        let sample_rings = u32::try_from(sample_cpus.len())
+            .map_err(|_| err("the sample rings")("too many CPUs".into()))?;
+        let sample_records = sample_rings
+            .checked_mul(SAMPLE_SLOTS)
+            .ok_or_else(|| err("the sample rings")("too many CPUs".into()))?;
 
         // The object is parsed from an owned copy: ELF parsing wants its
         // sections aligned, which an embedded byte string is not.
@@ -356,7 +380,11 @@ impl TraceBpf {
             .set_max_entries("recorder", records)
             .set_max_entries("rec_heads", rings)
             .set_max_entries("traced_cpus", possible)
+            .set_max_entries("samples", sample_records)
+            .set_max_entries("sample_heads", sample_rings)
+            .set_max_entries("sample_rings", possible)
             .set_global("rec_slots", &slots, true)
+            .set_global("sample_slots", &SAMPLE_SLOTS, true)
             .set_global("hist_on", &hist_on, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
@@ -373,10 +401,33 @@ impl TraceBpf {
                     .map_err(|e| err("tracing a CPU")(e.to_string()))?;
             }
         }
-        let map = ebpf
-            .take_map("records")
-            .ok_or_else(|| err("the object")("no map 'records'".into()))?;
-        let ring = RingBuf::try_from(map).map_err(|e| err("map 'records'")(e.to_string()))?;
+        {
+            let map = ebpf
+                .map_mut("sample_rings")
+                .ok_or_else(|| err("the object")("no map 'sample_rings'".into()))?;
+            let mut rings: Array<_, u32> =
+                Array::try_from(map).map_err(|e| err("map 'sample_rings'")(e.to_string()))?;
+            for (ring, &cpu) in (1u32..).zip(&sample_cpus) {
+                rings
+                    .set(cpu, ring, 0)
+                    .map_err(|e| err("a sample ring")(e.to_string()))?;
+            }
+        }
+        let samples = Recorder {
+            records: Mapping::of(
+                map_fd(&ebpf, "samples")?,
+                sample_records as usize * SAMPLE_SLOT_BYTES,
+                "the sample rings",
+            )?,
+            heads: Mapping::of(
+                map_fd(&ebpf, "sample_heads")?,
+                sample_rings as usize * HEAD_BYTES,
+                "the sample rings' heads",
+            )?,
+            slots: u64::from(SAMPLE_SLOTS),
+            slot_bytes: SAMPLE_SLOT_BYTES,
+            cpus: sample_cpus,
+        };
         let recorder = if slots > 0 && !cpus.is_empty() {
             let len = records as usize * RECORD_BYTES;
             Some(Recorder {
@@ -387,6 +438,7 @@ impl TraceBpf {
                     "the recorder's heads",
                 )?,
                 slots: u64::from(slots),
+                slot_bytes: RECORD_BYTES,
                 cpus: cpus.clone(),
             })
         } else {
@@ -394,7 +446,10 @@ impl TraceBpf {
         };
         let mut bpf = TraceBpf {
             ebpf,
-            ring,
+            sample_next: vec![0; samples.cpus.len()],
+            samples,
+            samples_lost: 0,
+            fill_marks: Vec::new(),
             recorder,
             missing: Vec::new(),
             attached: Vec::new(),
@@ -447,14 +502,34 @@ impl TraceBpf {
         &self.missing
     }
 
-    /// Appends every timer record waiting in the ring buffer to `out`;
-    /// returns how many. Never blocks.
+    /// Appends every timer record written since the last call to `out`
+    /// (ring by ring, oldest first in each); returns how many. Records
+    /// overwritten before they were read are counted
+    /// ([`BpfCounters::samples_dropped`]). Never blocks.
     pub fn drain_samples(&mut self, out: &mut Vec<TimerRecord>) -> usize {
         let before = out.len();
-        while let Some(item) = self.ring.next() {
-            if let Some(r) = TimerRecord::parse(&item) {
-                out.push(r);
+        let mut buf = [0u8; RECORD_BYTES];
+        for ring in 0..self.samples.cpus.len() {
+            let head = self.samples.head(ring);
+            let mut n = self.sample_next[ring];
+            if head.saturating_sub(n) > self.samples.slots {
+                let skip = head - self.samples.slots;
+                self.samples_lost += skip - n;
+                n = skip;
             }
+            while n < head {
+                match self.samples.read(ring, n, &mut buf, SAMPLE_SLOT_BYTES / 8) {
+                    Slot::Read => {
+                        if let Some(r) = TimerRecord::parse(&buf[8..8 + TIMER_RECORD_BYTES]) {
+                            out.push(r);
+                        }
+                    }
+                    Slot::Pending => break,
+                    Slot::Overwritten => self.samples_lost += 1,
+                }
+                n += 1;
+            }
+            self.sample_next[ring] = n;
         }
         out.len() - before
     }
@@ -462,6 +537,35 @@ impl TraceBpf {
     /// [`TraceBpf::drain_samples`], by its first name.
     pub fn drain(&mut self, out: &mut Vec<TimerRecord>) -> usize {
         self.drain_samples(out)
+    }
+
+    /// The largest share of one ring (a sample ring or a recorder ring)
+    /// written since the previous call, 0 on the first: how near a reader
+    /// that calls this at each read came to having records overwritten
+    /// before it read them. Loads only the heads.
+    pub fn fill_since_last(&mut self) -> f64 {
+        let rec_rings = self.recorder.as_ref().map_or(0, |r| r.cpus.len());
+        let n = self.samples.cpus.len() + rec_rings;
+        let first = self.fill_marks.len() != n;
+        if first {
+            self.fill_marks = vec![0; n];
+        }
+        let mut fill = 0f64;
+        let rings = (0..self.samples.cpus.len())
+            .map(|r| (&self.samples, r))
+            .chain(
+                self.recorder
+                    .iter()
+                    .flat_map(|rec| (0..rec.cpus.len()).map(move |r| (rec, r))),
+            );
+        for ((ring, r), mark) in rings.zip(self.fill_marks.iter_mut()) {
+            let head = ring.head(r);
+            if !first {
+                fill = fill.max(head.saturating_sub(*mark) as f64 / ring.slots as f64);
+            }
+            *mark = head;
+        }
+        fill
     }
 
     /// The programs' counters, summed over CPUs.
@@ -480,8 +584,10 @@ impl TraceBpf {
                 .sum())
         };
         Ok(BpfCounters {
-            samples_sent: sum(0)?,
-            samples_dropped: sum(1)?,
+            samples_sent: (0..self.samples.cpus.len())
+                .map(|r| self.samples.head(r))
+                .sum(),
+            samples_dropped: self.samples_lost,
             // The rings' heads count what was written (claimed slots).
             recorded: self
                 .recorder
