@@ -3,6 +3,8 @@
 //! UDP probes), handed to the same analysis as perf's events
 //! ([`KernelFeed`]).
 
+use std::time::Duration;
+
 use latscope_model::{CpuId, TraceSummary};
 use latscope_probes::Handoff;
 use latscope_trace::analysis::Analyzer;
@@ -11,6 +13,31 @@ use latscope_trace::{Decoded, Names, Tracer};
 
 use crate::trace_session::AnalysisMode;
 
+/// The reader's pause between reads: it starts at the perf reader's
+/// 10 ms and adapts to the busiest ring. Longer pauses cost the tracer
+/// thread less (each wake-up, read and sleep costs tens of µs of CPU, and
+/// at 10 ms a third of the thread's time was sleeping and waking); the
+/// kernel's rings overwrite, so the pause must stay well below the time
+/// the busiest one takes to wrap. After a read in which some ring filled
+/// more than an eighth of itself the pause halves; below a thirty-second
+/// it doubles, up to 50 ms (the wait a sample has before its decomposition
+/// is published, far below the 1 s of the published metrics).
+const PAUSE_MIN: Duration = Duration::from_millis(5);
+const PAUSE_START: Duration = Duration::from_millis(10);
+const PAUSE_MAX: Duration = Duration::from_millis(50);
+
+/// The next pause after a read in which the busiest ring filled `fill`
+/// (a share of its slots) during `pause`.
+fn next_pause(pause: Duration, fill: f64) -> Duration {
+    if fill > 1.0 / 8.0 {
+        (pause / 2).max(PAUSE_MIN)
+    } else if fill < 1.0 / 32.0 {
+        (pause * 2).min(PAUSE_MAX)
+    } else {
+        pause
+    }
+}
+
 pub(crate) struct BpfReader {
     bpf: Box<BpfTracer>,
     /// `--stacks`: perf `cpu-clock` sampling beside BPF.
@@ -18,6 +45,7 @@ pub(crate) struct BpfReader {
     mode: AnalysisMode,
     feed: KernelFeed,
     stack_buf: Vec<Decoded>,
+    pause: Duration,
 }
 
 impl BpfReader {
@@ -40,6 +68,7 @@ impl BpfReader {
             mode,
             feed: KernelFeed::new(&threads),
             stack_buf: Vec::with_capacity(1024),
+            pause: PAUSE_START,
         })
     }
 
@@ -72,6 +101,7 @@ impl BpfReader {
             self.feed
                 .recorded(&mut self.bpf, analyzer, samples, read_at);
         }
+        self.pause = next_pause(self.pause, self.bpf.fill_since_last());
         error.map_or(Ok(()), Err)
     }
 
@@ -95,7 +125,7 @@ impl BpfReader {
     }
 
     pub(crate) fn wait(&self) {
-        self.bpf.wait(crate::trace_session::READ_EVERY);
+        self.bpf.wait(self.pause);
     }
 
     pub(crate) fn disable(&mut self) {
@@ -111,5 +141,32 @@ impl BpfReader {
         s.lost_records += self.bpf.lost();
         s.missing_events = self.bpf.missing_events().to_vec();
         s.bpf_prog_ns = self.bpf.prog_ns();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pause_follows_the_busiest_ring() {
+        // Quiet rings stretch it to the ceiling and no further.
+        let mut p = PAUSE_START;
+        for _ in 0..10 {
+            p = next_pause(p, 0.0);
+        }
+        assert_eq!(p, PAUSE_MAX);
+        // A ring that filled an eighth or more halves it, down to the floor.
+        assert_eq!(next_pause(PAUSE_MAX, 0.2), PAUSE_MAX / 2);
+        let mut p = PAUSE_MAX;
+        for _ in 0..10 {
+            p = next_pause(p, 0.9);
+        }
+        assert_eq!(p, PAUSE_MIN);
+        // In between it holds.
+        assert_eq!(
+            next_pause(Duration::from_millis(20), 0.05),
+            Duration::from_millis(20)
+        );
     }
 }

@@ -141,6 +141,13 @@ impl BpfTracer {
         std::thread::sleep(timeout);
     }
 
+    /// The largest share of one of the kernel's rings written since the
+    /// previous call (see `TraceBpf::fill_since_last`): a reader calling
+    /// it after each read learns how far it can stretch its pauses.
+    pub fn fill_since_last(&mut self) -> f64 {
+        self.bpf.fill_since_last()
+    }
+
     /// Every wake-up record the kernel sent since the last call.
     pub fn drain(&mut self, out: &mut Vec<KernelRecord>) {
         self.records.clear();

@@ -4,6 +4,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use foldhash::fast::FixedState;
+
 use latscope_model::CpuId;
 
 use super::{BpfTracer, KernelRecord};
@@ -15,12 +17,17 @@ use crate::event::Decoded;
 const MATCH_TOLERANCE_NS: u64 = 1_000;
 
 /// Pairs the probe's samples with the kernel's per-wake-up records.
+///
+/// Its maps are looked up a few times per sample, thousands of times a
+/// second, with small integer keys that no outsider chooses: they hash with
+/// foldhash's fast fixed hasher, not the standard SipHash (8 % of the
+/// tracer thread's time).
 #[derive(Debug, Default)]
 pub struct KernelFeed {
     /// Records not yet matched with a sample, per measuring thread.
-    queued: HashMap<i32, VecDeque<KernelSample>>,
+    queued: HashMap<i32, VecDeque<KernelSample>, FixedState>,
     /// The measuring thread of each CPU.
-    tid_of: HashMap<u32, i32>,
+    tid_of: HashMap<u32, i32, FixedState>,
     records: Vec<KernelRecord>,
     events: Vec<Decoded>,
     received: u64,
