@@ -7,8 +7,10 @@
 # Needs root, bpftool and a release build (cargo build --release). Turns
 # /proc/sys/kernel/bpf_stats_enabled on while it runs and puts it back.
 # Extra arguments go to `latscope run` (e.g. --period 100us, --cpus 1).
-# SECONDS_MEASURED (default 20) sets how long it counts. The table goes to
-# stdout and bench/results/bpf-prog-cost-<UTC>.txt.
+# SECONDS_MEASURED (default 20) sets how long it counts. LATSCOPE_BPF_DIAG
+# (recorder: only the flight recorder; attached: programs that return at
+# once) measures what parts of the work cost; unset, everything runs. The
+# table goes to stdout and bench/results/bpf-prog-cost-<UTC>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LATSCOPE=${LATSCOPE:-target/release/latscope}
@@ -20,6 +22,11 @@ command -v bpftool >/dev/null || die "needs bpftool (Debian: apt-get install bpf
 command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
+case "${LATSCOPE_BPF_DIAG:-}" in
+    ''|recorder|attached) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder or attached (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+esac
+export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 
 tmp=$(mktemp -d)
 previous=$(cat "$STATS")
@@ -50,6 +57,7 @@ result="bench/results/bpf-prog-cost-$started.txt"
 {
 echo "latscope BPF programs, per run and per second, over $SECONDS_MEASURED s of"
 echo "latscope run --trace --trace-backend bpf $* (bpf_stats_enabled = 1)"
+echo "programs doing: ${LATSCOPE_BPF_DIAG:-everything} (LATSCOPE_BPF_DIAG)"
 echo "finished $started; kernel $(uname -r); $(nproc) CPUs"
 echo
 python3 - "$tmp/before.txt" "$tmp/after.txt" "$SECONDS_MEASURED" <<'PY'

@@ -429,6 +429,11 @@ def header(args, started, bench, w):
       f"{args.rounds} rounds x {len(TOOLS)} runs x {args.seconds} s per condition")
     w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}; "
       f"C = {TOOL_NAME['C']}")
+    diag = os.environ.get("LATSCOPE_BPF_DIAG", "")
+    if diag:
+        w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's programs do "
+          + ("only the flight recorder" if diag == "recorder" else "nothing (attached only)")
+          + "; samples are not decomposed, so the BPF targets below do not apply")
     w("order rotating through " + ", ".join(order_tag(o) for o in ORDERS)
       + " (round column)")
     w(f"{BPF_STATS} = 0 for U, P and B and 1 for C (was {bench.previous_stats}, put back at "

@@ -122,10 +122,18 @@ pub fn open(
                     } else {
                         "events recorded in the kernel, read from its flight recorder"
                     };
+                    // bench/bpf-prog-cost.sh's diagnostic switch leaves
+                    // the programs doing less: a run under it says so.
+                    let diag = match std::env::var("LATSCOPE_BPF_DIAG").as_deref() {
+                        Ok(d @ ("recorder" | "attached")) => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
+                        ),
+                        _ => String::new(),
+                    };
                     return Ok(TraceOpen {
                         source,
                         symbols: Kallsyms::load().ok(),
-                        line: format!("--trace: BPF backend ({how}){attached}"),
+                        line: format!("--trace: BPF backend ({how}){attached}{diag}"),
                     });
                 }
                 Err(e) if backend == TraceBackend::Bpf => return Err(e),

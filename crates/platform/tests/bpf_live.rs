@@ -25,7 +25,8 @@ const NAME: &str = "bpf-live-sleepr";
 static CPU0: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn cpu0() -> std::sync::MutexGuard<'static, ()> {
-    CPU0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    CPU0.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn comm(raw: &[u8; 16]) -> &str {
@@ -310,6 +311,23 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
     assert!(
         counted + 9 >= exits && counted <= exits + exits / 4 + 20,
         "{exits} local_timer exits recorded on CPU 0, {counted} counted"
+    );
+    // Softirq run times wait the same way (but on PREEMPT_RT), in a list
+    // of 16.
+    let softirq_exits = followed
+        .iter()
+        .filter(|e| matches!(e.kind, RecordedKind::SoftirqExit { .. }))
+        .count() as u64;
+    let softirq_counted: u64 = totals
+        .iter()
+        .filter(|t| t.kind == BpfHistKind::SoftirqExec)
+        .map(|t| t.count)
+        .sum();
+    println!("softirqs: {softirq_exits} exits recorded, {softirq_counted} run times counted");
+    assert!(
+        softirq_counted + 17 >= softirq_exits
+            && softirq_counted <= softirq_exits + softirq_exits / 4 + 20,
+        "{softirq_exits} softirq exits recorded on CPU 0, {softirq_counted} counted"
     );
     assert_eq!(counters.hist_dropped, 0);
     assert_eq!(VECTOR_NAMES[0], "local_timer");

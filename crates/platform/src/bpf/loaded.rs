@@ -355,6 +355,18 @@ impl TraceBpf {
                 err("the recorder")(format!("{slots} slots × {rings} CPUs is too big"))
             })?;
         let hist_on = u32::from(config.histograms);
+        // Softirq times wait for the next switch like vector times, except
+        // on PREEMPT_RT, where softirqs are preemptible (timer.bpf.c,
+        // defer_softirq); an RT kernel has /sys/kernel/realtime = 1.
+        let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
+        let softirq_deferred = u32::from(!rt);
+        // bench/bpf-prog-cost.sh's diagnostic: what the programs cost with
+        // only the recorder, or doing nothing (timer.bpf.c, diag_level).
+        let diag_level: u32 = match std::env::var("LATSCOPE_BPF_DIAG").as_deref() {
+            Ok("recorder") => 1,
+            Ok("attached") => 2,
+            _ => 0,
+        };
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -386,6 +398,8 @@ impl TraceBpf {
             .set_global("rec_slots", &slots, true)
             .set_global("sample_slots", &SAMPLE_SLOTS, true)
             .set_global("hist_on", &hist_on, true)
+            .set_global("softirq_deferred", &softirq_deferred, true)
+            .set_global("diag_level", &diag_level, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
