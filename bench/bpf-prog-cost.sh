@@ -9,7 +9,9 @@
 # Extra arguments go to `latscope run` (e.g. --period 100us, --cpus 1).
 # SECONDS_MEASURED (default 20) sets how long it counts. LATSCOPE_BPF_DIAG
 # (recorder: only the flight recorder; attached: programs that return at
-# once) measures what parts of the work cost; unset, everything runs. The
+# once; softirq-at-once: softirq times added to the histograms in their
+# own programs, not deferred) measures what parts of the work cost; unset,
+# everything runs as usual. The
 # table goes to stdout and bench/results/bpf-prog-cost-<UTC>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +25,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder or attached (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|softirq-at-once) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached or softirq-at-once (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 

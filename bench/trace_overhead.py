@@ -430,7 +430,10 @@ def header(args, started, bench, w):
     w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}; "
       f"C = {TOOL_NAME['C']}")
     diag = os.environ.get("LATSCOPE_BPF_DIAG", "")
-    if diag:
+    if diag == "softirq-at-once":
+        w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's softirq programs add their "
+          f"times to the histograms at once instead of deferring them")
+    elif diag:
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's programs do "
           + ("only the flight recorder" if diag == "recorder" else "nothing (attached only)")
           + "; samples are not decomposed, so the BPF targets below do not apply")

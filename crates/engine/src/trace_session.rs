@@ -128,6 +128,9 @@ pub fn open(
                         Ok(d @ ("recorder" | "attached")) => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
                         ),
+                        Ok("softirq-at-once") => {
+                            "; LATSCOPE_BPF_DIAG=softirq-at-once: a diagnostic".to_string()
+                        }
                         _ => String::new(),
                     };
                     return Ok(TraceOpen {

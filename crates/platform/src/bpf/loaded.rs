@@ -359,12 +359,14 @@ impl TraceBpf {
         // on PREEMPT_RT, where softirqs are preemptible (timer.bpf.c,
         // defer_softirq); an RT kernel has /sys/kernel/realtime = 1.
         let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
-        let softirq_deferred = u32::from(!rt);
+        let diag = std::env::var("LATSCOPE_BPF_DIAG").unwrap_or_default();
+        let softirq_deferred = u32::from(!rt && diag != "softirq-at-once");
         // bench/bpf-prog-cost.sh's diagnostic: what the programs cost with
-        // only the recorder, or doing nothing (timer.bpf.c, diag_level).
-        let diag_level: u32 = match std::env::var("LATSCOPE_BPF_DIAG").as_deref() {
-            Ok("recorder") => 1,
-            Ok("attached") => 2,
+        // only the recorder, or doing nothing (timer.bpf.c, diag_level);
+        // `softirq-at-once` (above) compares deferring softirq times with not.
+        let diag_level: u32 = match diag.as_str() {
+            "recorder" => 1,
+            "attached" => 2,
             _ => 0,
         };
         // Sample rings for the recorded CPUs, or for every CPU when only the
