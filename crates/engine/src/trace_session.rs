@@ -453,9 +453,13 @@ fn parse_steal(text: &str, cpus: &[CpuId]) -> Vec<(CpuId, u64)> {
         let Some(rest) = line.strip_prefix("cpu") else {
             break;
         };
+        // The all-CPU line, "cpu  ...", has no number after "cpu".
+        if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
         let mut fields = rest.split_ascii_whitespace();
         let Some(Ok(n)) = fields.next().map(str::parse::<u32>) else {
-            continue; // the all-CPU line, "cpu  ..."
+            continue;
         };
         if !cpus.contains(&CpuId(n)) {
             continue;
@@ -547,6 +551,14 @@ mod tests {
             vec![(CpuId(3), 0)]
         );
         assert_eq!(parse_steal("", &[CpuId(0)]), vec![]);
+        // The all-CPU line's first count is not a CPU number.
+        assert_eq!(
+            parse_steal(
+                "cpu  7 0 0 0 0 0 0 9\ncpu0 1 0 0 0 0 0 0 2\n",
+                &[CpuId(7), CpuId(0)]
+            ),
+            vec![(CpuId(0), 20_000_000)]
+        );
     }
 
     #[test]

@@ -2578,7 +2578,7 @@ fn regression_decoder_errors_quote_recorded_names_on_one_line() {
 
 // ---------------------------------------------------------------------------
 // The BPF backend's records: what the kernel's programs write into the
-// flight recorder and the ring buffer, read back from shared memory.
+// flight recorder and the sample rings, read back from shared memory.
 
 #[test]
 fn bpf_records() {
