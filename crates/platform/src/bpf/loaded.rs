@@ -309,6 +309,22 @@ fn map_fd<'a>(ebpf: &'a Ebpf, name: &str) -> Result<BorrowedFd<'a>, PlatformErro
     }
 }
 
+/// Fills the cpu -> ring map `name` (an array over the possible CPUs): the
+/// CPU `cpus[r]` gets 1 + r, the programs' "ring r" (0 stays "none").
+fn number_rings(ebpf: &mut Ebpf, name: &str, cpus: &[u32]) -> Result<(), PlatformError> {
+    let map = ebpf
+        .map_mut(name)
+        .ok_or_else(|| err("the object")(format!("no map '{name}'")))?;
+    let mut rings: Array<_, u32> =
+        Array::try_from(map).map_err(|e| err("an array map")(format!("'{name}': {e}")))?;
+    for (ring, &cpu) in (1u32..).zip(cpus) {
+        rings
+            .set(cpu, ring, 0)
+            .map_err(|e| err("numbering the rings")(format!("'{name}': {e}")))?;
+    }
+    Ok(())
+}
+
 impl TraceBpf {
     /// The object's one-element-or-more array map `name`.
     fn array<T: aya::Pod>(&mut self, name: &str) -> Result<Array<&mut MapData, T>, PlatformError> {
@@ -405,30 +421,8 @@ impl TraceBpf {
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
-        {
-            let map = ebpf
-                .map_mut("traced_cpus")
-                .ok_or_else(|| err("the object")("no map 'traced_cpus'".into()))?;
-            let mut traced: Array<_, u32> =
-                Array::try_from(map).map_err(|e| err("map 'traced_cpus'")(e.to_string()))?;
-            for (ring, &cpu) in (1u32..).zip(&cpus) {
-                traced
-                    .set(cpu, ring, 0)
-                    .map_err(|e| err("tracing a CPU")(e.to_string()))?;
-            }
-        }
-        {
-            let map = ebpf
-                .map_mut("sample_rings")
-                .ok_or_else(|| err("the object")("no map 'sample_rings'".into()))?;
-            let mut rings: Array<_, u32> =
-                Array::try_from(map).map_err(|e| err("map 'sample_rings'")(e.to_string()))?;
-            for (ring, &cpu) in (1u32..).zip(&sample_cpus) {
-                rings
-                    .set(cpu, ring, 0)
-                    .map_err(|e| err("a sample ring")(e.to_string()))?;
-            }
-        }
+        number_rings(&mut ebpf, "traced_cpus", &cpus)?;
+        number_rings(&mut ebpf, "sample_rings", &sample_cpus)?;
         let samples = Recorder {
             records: Mapping::of(
                 map_fd(&ebpf, "samples")?,
