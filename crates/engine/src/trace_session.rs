@@ -30,7 +30,7 @@ const READ_EVERY: Duration = Duration::from_millis(10);
 /// /proc/stat steal readings, for the episodes' steal time. An episode gets
 /// the steal between the readings around it, so this is the resolution of
 /// its steal share; /proc/stat sums every interrupt of every CPU each time
-/// it is read (60-100 µs here, 15 % of the BPF tracer thread's time at ten
+/// it is read (15 % of the BPF tracer thread's time at ten
 /// readings a second).
 const STEAL_EVERY_NS: u64 = 250_000_000;
 
