@@ -4,7 +4,10 @@
 //! one warning saying so, and `--trace` uses the perf backend.
 //!
 //! `LATSCOPE_CLANG` names another clang; `LATSCOPE_NO_BPF=1` leaves the
-//! programs out on purpose (to test the fallback).
+//! programs out on purpose (to test the fallback). `LATSCOPE_REQUIRE_BPF=1`
+//! (set by `.ci/run`) turns "not built" into a build error, so that a
+//! program clang rejects cannot pass CI as a build without the backend,
+//! whose BPF tests all say "skipped".
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,6 +20,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(latscope_bpf)");
     println!("cargo:rerun-if-env-changed=LATSCOPE_CLANG");
     println!("cargo:rerun-if-env-changed=LATSCOPE_NO_BPF");
+    println!("cargo:rerun-if-env-changed=LATSCOPE_REQUIRE_BPF");
     for p in PROGRAMS {
         println!("cargo:rerun-if-changed=bpf/{p}.bpf.c");
     }
@@ -33,6 +37,10 @@ fn main() {
     };
     match build_all(&out) {
         Ok(()) => println!("cargo:rustc-cfg=latscope_bpf"),
+        Err(why) if std::env::var_os("LATSCOPE_REQUIRE_BPF").is_some_and(|v| v != "0") => {
+            eprintln!("latscope: LATSCOPE_REQUIRE_BPF is set, but the BPF programs did not build: {why}");
+            std::process::exit(1);
+        }
         Err(why) => println!(
             "cargo:warning=latscope: BPF tracing backend not built ({why}); --trace uses perf. Install clang and libbpf-dev (Debian) to build it"
         ),

@@ -34,6 +34,11 @@ fn comm(raw: &[u8; 16]) -> &str {
     std::str::from_utf8(&raw[..n]).unwrap_or("?")
 }
 
+/// Whether CI asked for the BPF backend to be there (LATSCOPE_REQUIRE_BPF).
+fn required() -> bool {
+    std::env::var_os("LATSCOPE_REQUIRE_BPF").is_some_and(|v| v != "0")
+}
+
 /// Whether this machine can run the test; prints why not.
 fn can_run() -> bool {
     if !latscope_platform::caps::detect().root {
@@ -51,6 +56,11 @@ fn can_run() -> bool {
 fn open(config: &BpfConfig) -> Option<TraceBpf> {
     match TraceBpf::open(config) {
         Ok(b) => Some(b),
+        // CI sets LATSCOPE_REQUIRE_BPF: there a machine that built the
+        // programs must also load them (a verifier refusal is a bug).
+        Err(e) if required() => {
+            panic!("LATSCOPE_REQUIRE_BPF is set, but the BPF programs did not load: {e}")
+        }
         Err(e) => {
             println!("skipped: BPF unavailable: {e}");
             None
