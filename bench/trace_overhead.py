@@ -92,9 +92,21 @@ def die(msg):
     raise Fatal(msg)
 
 
-def order_of(i):
-    """The tools of round i (from 1) in the order they run."""
-    return ORDERS[(i - 1) % len(ORDERS)]
+def order_of(i, tools=TOOLS):
+    """The tools of round i (from 1) in the order they run: ORDERS with the
+    tools not chosen left out. Any subset keeps the balance: for U and B
+    alone the eight orders give UB, BU, BU, UB, BU, UB, UB, BU."""
+    return tuple(t for t in ORDERS[(i - 1) % len(ORDERS)] if t in tools)
+
+
+def parse_tools(text):
+    """--tools: U and at least one traced tool, each once, from U P B C."""
+    tools = tuple(t for t in TOOLS if t in text.upper())
+    if (len(tools) != len(text) or "U" not in tools or len(tools) < 2
+            or any(c not in TOOLS for c in text.upper())):
+        raise argparse.ArgumentTypeError(
+            "letters from UPBC, each at most once, with U and at least one of P, B, C")
+    return tools
 
 
 def show(argv):
@@ -374,7 +386,7 @@ class Bench:
         """One second of P and of C, to stop at once (with latscope's own
         line) when a backend cannot run, rather than minutes in."""
         period = self.args.periods[0]
-        for tool in ("P", "C"):
+        for tool in [t for t in ("P", "C", "B") if t in self.args.tools][:2]:
             print(f"{PROG}: pre-flight: 1 s of {TOOL_NAME[tool]} ...", file=sys.stderr)
             run_latscope(self.args, tmp, f"preflight-{tool}", tool, period, 1, self)
 
@@ -382,7 +394,7 @@ class Bench:
         a = self.args
         rounds = []
         for i in range(1, a.rounds + 1):
-            order = order_of(i)
+            order = order_of(i, a.tools)
             self.note_others()
             if loaded:
                 self.start_load()
@@ -426,7 +438,7 @@ def header(args, started, bench, w):
     w("=" * 78)
     w(f"started {started:%Y-%m-%d %H:%M:%S} UTC; kernel {os.uname().release}; "
       f"{os.cpu_count()} CPUs; measured CPUs {args.cpus or 'all'}; FIFO {args.priority}; "
-      f"{args.rounds} rounds x {len(TOOLS)} runs x {args.seconds} s per condition")
+      f"{args.rounds} rounds x {len(args.tools)} runs x {args.seconds} s per condition")
     w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}; "
       f"C = {TOOL_NAME['C']}")
     diag = os.environ.get("LATSCOPE_BPF_DIAG", "")
@@ -437,8 +449,12 @@ def header(args, started, bench, w):
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's programs do "
           + ("only the flight recorder" if diag == "recorder" else "nothing (attached only)")
           + "; samples are not decomposed, so the BPF targets below do not apply")
-    w("order rotating through " + ", ".join(order_tag(o) for o in ORDERS)
+    w(f"tools {''.join(args.tools)}; order rotating through "
+      + ", ".join(order_tag(order_of(i, args.tools)) for i in range(1, len(ORDERS) + 1))
       + " (round column)")
+    w("latency verdicts: PASS when the 95 % interval of the median over rounds of B/U "
+      "(distribution-free, from the order statistics) lies at or below the target, FAIL when "
+      "it lies above, UNRESOLVED when it holds the target")
     w(f"{BPF_STATS} = 0 for U, P and B and 1 for C (was {bench.previous_stats}, put back at "
       f"exit): with it on the kernel times every BPF program run, which C needs to count the "
       f"programs' CPU but which also lengthens the wake-up path; so latency targets are on "
@@ -460,51 +476,108 @@ def header(args, started, bench, w):
     w("")
 
 
+def median_ci(xs, level=0.95):
+    """A distribution-free interval for the median of xs: the order
+    statistics x(k) and x(n+1-k) with the largest k for which
+    P(Binomial(n, 1/2) <= k-1) <= (1 - level) / 2, so that the interval
+    holds the median with at least `level` probability whatever the
+    distribution of the per-round ratios. None when n is too small (below 6
+    for 95 %)."""
+    n = len(xs)
+    tail = (1.0 - level) / 2.0
+    k, acc = 0, 0.0
+    for j in range(n):
+        acc += math.comb(n, j) / 2.0 ** n
+        if acc > tail:
+            break
+        k = j + 1
+    if k == 0:
+        return None
+    s = sorted(xs)
+    return (s[k - 1], s[n - k])
+
+
+def ratio_verdict(xs, target):
+    """PASS when the 95 % interval of the median ratio lies at or below the
+    target, FAIL when it lies above, UNRESOLVED when it holds the target
+    (the rounds cannot tell), with the interval in words."""
+    ci = median_ci(xs)
+    m = med(xs)
+    if ci is None:
+        word = "PASS" if m <= target else "FAIL"
+        return word == "PASS", f"{word} (median {m:.3f}; too few rounds for a 95 % interval)"
+    lo, hi = ci
+    if hi <= target:
+        word = "PASS"
+    elif lo > target:
+        word = "FAIL"
+    else:
+        word = "UNRESOLVED"
+    return word == "PASS", f"{word} (median {m:.3f}, 95 % interval {lo:.3f}-{hi:.3f})"
+
+
 def condition_block(args, title, period, rounds, w):
-    """The tables and summary of one condition. Returns (verdicts, lines)
-    where verdicts are the BPF targets' (name, ok) pairs."""
+    """The tables and summary of one condition. Returns the BPF targets'
+    (name, ok) pairs (only those the chosen tools measure)."""
+    traced = [t for t in args.tools if t != "U"]
     w(title)
-    hdr = (f"{'round':>10} | {'U mean':>7} {'P mean':>7} {'B mean':>7} {'P/U':>6} {'B/U':>6} | "
-           f"{'U p50':>7} {'P p50':>7} {'B p50':>7} {'P/U':>6} {'B/U':>6} | "
-           f"{'U p99':>7} {'P p99':>7} {'B p99':>7} {'P/U':>6} {'B/U':>6}")
-    w("latency, us")
+    keys = (("mean_ns", "mean"), ("p50_ns", "p50"), ("p99_ns", "p99"))
+    groups = []
+    for _, label in keys:
+        cols = [f"{'U ' + label:>7}"] + [f"{t + ' ' + label:>7}" for t in traced]
+        cols += [f"{t + '/U':>6}" for t in traced if t != "C"]
+        groups.append(" ".join(cols))
+    hdr = f"{'round':>10} | " + " | ".join(groups)
+    w("latency, us" + ("; C/U is in the tracer table" if "C" in traced else ""))
     w(hdr)
     w("-" * len(hdr))
-    rat = {(t, k): [] for t in ("P", "B", "C") for k in ("mean_ns", "p50_ns", "p99_ns")}
+    rat = {(t, k): [] for t in traced for k, _ in keys}
     for i, order, got in rounds:
         u = got["U"]
         cols = []
-        for k in ("mean_ns", "p50_ns", "p99_ns"):
-            rp, rb = ratio(got["P"][k], u[k]), ratio(got["B"][k], u[k])
-            rat[("P", k)].append(rp)
-            rat[("B", k)].append(rb)
-            rat[("C", k)].append(ratio(got["C"][k], u[k]))
-            cols.append(f"{us(u[k]):7.2f} {us(got['P'][k]):7.2f} {us(got['B'][k]):7.2f} "
-                        f"{rp:6.3f} {rb:6.3f}")
+        for k, _ in keys:
+            vals = [f"{us(u[k]):7.2f}"] + [f"{us(got[t][k]):7.2f}" for t in traced]
+            for t in traced:
+                rat[(t, k)].append(ratio(got[t][k], u[k]))
+            vals += [f"{ratio(got[t][k], u[k]):6.3f}" for t in traced if t != "C"]
+            cols.append(" ".join(vals))
         w(f"{i:>5} {order_tag(order):>4} | " + " | ".join(cols))
     w("-" * len(hdr))
-    w(f"{'median':>10} | {'':7} {'':7} {'':7} {med(rat[('P', 'mean_ns')]):6.3f} "
-      f"{med(rat[('B', 'mean_ns')]):6.3f} | {'':7} {'':7} {'':7} {med(rat[('P', 'p50_ns')]):6.3f} "
-      f"{med(rat[('B', 'p50_ns')]):6.3f} | {'':7} {'':7} {'':7} {med(rat[('P', 'p99_ns')]):6.3f} "
-      f"{med(rat[('B', 'p99_ns')]):6.3f}")
+    cols = []
+    for k, _ in keys:
+        vals = [f"{'':7}"] * (1 + len(traced))
+        vals += [f"{med(rat[(t, k)]):6.3f}" for t in traced if t != "C"]
+        cols.append(" ".join(vals))
+    w(f"{'median':>10} | " + " | ".join(cols))
     w("")
-    hdr2 = (f"{'round':>10} | {'P tracer':>8} {'B user':>8} {'C tracer':>8} {'C BPF':>7} | "
-            f"{'P events':>9} {'B events':>9} | {'P lost':>6} {'B lost':>6} {'C lost':>6} | "
-            f"{'busy U':>6} {'busy P':>6} {'busy B':>6} | {'C/U p50':>7}")
+    hdr2 = f"{'round':>10} | " + " ".join(
+        f"{t + (' tracer' if t != 'B' else ' user'):>8}" for t in traced)
+    if "C" in traced:
+        hdr2 += f" {'C BPF':>7}"
+    hdr2 += " | " + " ".join(f"{t + ' events':>9}" for t in traced)
+    hdr2 += " | " + " ".join(f"{t + ' lost':>6}" for t in traced)
+    hdr2 += " | " + " ".join(f"{'busy ' + t:>6}" for t in ["U"] + traced)
+    if "C" in traced:
+        hdr2 += f" | {'C/U p50':>7}"
     w("tracer: CPU in % of one core (B user: the tracer thread alone; C tracer: thread + BPF "
-      "programs, C BPF: the programs), events, records lost; busy CPU in s; C/U p50: "
-      "what counting adds")
+      "programs, C BPF: the programs), events, records lost; busy CPU in s"
+      + ("; C/U p50: what counting adds" if "C" in traced else ""))
     w(hdr2)
     w("-" * len(hdr2))
     for i, order, got in rounds:
-        p, b, c, u = got["P"], got["B"], got["C"], got["U"]
-        w(f"{i:>5} {order_tag(order):>4} | {p['tracer_pct']:7.3f}% {b['tracer_pct']:7.3f}% "
-          f"{c['tracer_pct']:7.3f}% {c['bpf_pct']:6.3f}% | {p['events']:9d} {b['events']:9d} | "
-          f"{p['lost']:6d} {b['lost']:6d} {c['lost']:6d} | {u['busy_s']:6.2f} "
-          f"{p['busy_s']:6.2f} {b['busy_s']:6.2f} | {ratio(c['p50_ns'], u['p50_ns']):7.3f}")
+        line = f"{i:>5} {order_tag(order):>4} | " + " ".join(
+            f"{got[t]['tracer_pct']:7.3f}%" for t in traced)
+        if "C" in traced:
+            line += f" {got['C']['bpf_pct']:6.3f}%"
+        line += " | " + " ".join(f"{got[t]['events']:9d}" for t in traced)
+        line += " | " + " ".join(f"{got[t]['lost']:6d}" for t in traced)
+        line += " | " + " ".join(f"{got[t]['busy_s']:6.2f}" for t in ["U"] + traced)
+        if "C" in traced:
+            line += f" | {ratio(got['C']['p50_ns'], got['U']['p50_ns']):7.3f}"
+        w(line)
     w("-" * len(hdr2))
     figs = {}
-    for t in ("P", "B", "C"):
+    for t in traced:
         runs = [got[t] for _, _, got in rounds]
         figs[t] = {
             "mean": med(rat[(t, "mean_ns")]), "p50": med(rat[(t, "p50_ns")]),
@@ -524,6 +597,8 @@ def condition_block(args, title, period, rounds, w):
     busy_u = med([got["U"]["busy_s"] for _, _, got in rounds])
     lines = {}
     for t, name in (("B", "BPF"), ("C", "BPF counted (C)"), ("P", "perf (quoted, no target)")):
+        if t not in figs:
+            continue
         f = figs[t]
         lines[t] = (f"{name}: median over rounds of {t}/U: mean {f['mean']:.3f}, p50 {f['p50']:.3f} "
           f"({f['p50_range'][0]:.3f}-{f['p50_range'][1]:.3f}), p99 {f['p99']:.3f} "
@@ -534,31 +609,41 @@ def condition_block(args, title, period, rounds, w):
           + f"); events {f['events']:.0f} per run (median); records lost {f['lost']}; "
           f"samples decomposed {f['dec']}, not {f['und']}; busy CPU median {f['busy']:.2f} s "
           f"per run (U {busy_u:.2f} s)")
-    w(lines["B"])
-    w(lines["C"])
-    b = figs["B"]
-    c = figs["C"]
-    checks = [(f"median B/U p50 <= {LATENCY_RATIO_TARGET:.2f}", b["p50"] <= LATENCY_RATIO_TARGET),
-              (f"median B/U p99 <= {LATENCY_RATIO_TARGET:.2f}", b["p99"] <= LATENCY_RATIO_TARGET)]
-    line = [f"{n}: {verdict(ok)}" for n, ok in checks]
-    if period == TRACER_CPU_TARGET_PERIOD_US:
-        if c["bpf_zero"]:
-            ok = False
-            line.append(f"tracer CPU (user + BPF, C) < {TRACER_CPU_TARGET_PCT}% of a core "
-                        f"(every run): FAIL, not measured: bpf_prog_ns was 0 in "
-                        f"{c['bpf_zero']} of {len(rounds)} C runs")
+    for t in ("B", "C"):
+        if t in lines:
+            w(lines[t])
+    checks = []
+    line = []
+    if "B" in figs:
+        for k, label in (("p50_ns", "p50"), ("p99_ns", "p99")):
+            ok, words = ratio_verdict(rat[("B", k)], LATENCY_RATIO_TARGET)
+            name = f"median B/U {label} <= {LATENCY_RATIO_TARGET:.2f}"
+            checks.append((name, ok))
+            line.append(f"{name}: {words}")
+    if "C" in figs:
+        c = figs["C"]
+        if period == TRACER_CPU_TARGET_PERIOD_US:
+            if c["bpf_zero"]:
+                ok = False
+                line.append(f"tracer CPU (user + BPF, C) < {TRACER_CPU_TARGET_PCT}% of a core "
+                            f"(every run): FAIL, not measured: bpf_prog_ns was 0 in "
+                            f"{c['bpf_zero']} of {len(rounds)} C runs")
+            else:
+                ok = c["cpu_max"] < TRACER_CPU_TARGET_PCT
+                line.append(f"tracer CPU (user + BPF, C) < {TRACER_CPU_TARGET_PCT}% of a core "
+                            f"(every run): {verdict(ok)}")
+            checks.append(("tracer CPU", ok))
         else:
-            ok = c["cpu_max"] < TRACER_CPU_TARGET_PCT
-            line.append(f"tracer CPU (user + BPF, C) < {TRACER_CPU_TARGET_PCT}% of a core "
-                        f"(every run): {verdict(ok)}")
-        checks.append(("tracer CPU", ok))
-    else:
-        line.append(f"tracer CPU: no target at {period} us")
-    lost = b["lost"] + c["lost"]
-    checks.append(("zero lost", lost == 0))
-    line.append(f"zero records lost (B and C): {verdict(lost == 0)}")
-    w("BPF targets: " + "; ".join(line))
-    w(lines["P"])
+            line.append(f"tracer CPU: no target at {period} us")
+    bc = [t for t in ("B", "C") if t in figs]
+    if bc:
+        lost = sum(figs[t]["lost"] for t in bc)
+        checks.append(("zero lost", lost == 0))
+        line.append(f"zero records lost ({' and '.join(bc)}): {verdict(lost == 0)}")
+    if line:
+        w("BPF targets: " + "; ".join(line))
+    if "P" in lines:
+        w(lines["P"])
     w("")
     return checks
 
@@ -584,7 +669,7 @@ def report(args, results, started, bench):
           f"competed for the CPUs: {', '.join(sorted(bench.others.values())[:5])}")
     w("")
     w("command lines (per run a fresh store and JSON under a temporary directory):")
-    for tool in TOOLS:
+    for tool in args.tools:
         w(f"  {tool}: " + show(latscope_argv(args, tool, '<P>', args.seconds, '<tmp>')))
     if not args.no_load:
         w(f"  load: {show(bench.load_cmd())} (started 1 s before each round, stopped "
@@ -598,26 +683,26 @@ def report(args, results, started, bench):
 
 def dry_run(args, bench):
     n_cond = len(bench.conditions())
-    runs = n_cond * args.rounds * len(TOOLS)
+    runs = n_cond * args.rounds * len(args.tools)
     load_rounds = sum(1 for c in bench.conditions() if c[3]) * args.rounds
     print(f"{PROG}: dry run: nothing is started, {BPF_STATS} is not touched "
           f"(now {read_first_line(BPF_STATS, 'absent')}; the real run sets it to 1 for C, "
           f"0 for the others, and puts it back at exit)")
     lead = f", {load_rounds} s of load lead" if load_rounds else ""
     print(f"{n_cond} condition{'s' if n_cond != 1 else ''} x {args.rounds} rounds x "
-          f"{len(TOOLS)} runs x "
+          f"{len(args.tools)} runs x "
           f"{args.seconds} s = {runs} runs, {runs * args.seconds} s of measuring "
           f"({runs * args.seconds / 60:.1f} min), plus each run's start-up{lead} and a 2 s "
           f"pre-flight")
     tmp = "<tmp>"
-    for tool in ("P", "C"):
+    for tool in [t for t in ("P", "C", "B") if t in args.tools][:2]:
         print(f"pre-flight {tool}: "
               + show(latscope_argv(args, tool, args.periods[0], 1,
                                          os.path.join(tmp, f"preflight-{tool}"))))
     for key, title, period, loaded in bench.conditions():
         print(f"[{title}]")
         for i in range(1, args.rounds + 1):
-            order = order_of(i)
+            order = order_of(i, args.tools)
             print(f"  round {i} {order_tag(order)}"
                   + (f"  (load: {show(bench.load_cmd())}, 1 s before the first run)"
                      if loaded else ""))
@@ -645,6 +730,9 @@ def main():
     p.add_argument("--seconds", type=int, default=10, help="length of each run (default 10)")
     p.add_argument("--periods", type=parse_periods, default=[1000, 100],
                    help="timer periods in us, comma-separated (default 1000,100)")
+    p.add_argument("--tools", type=parse_tools, default=TOOLS,
+                   help="which of U P B C to run (default UPBC; U and at least one other), "
+                        "e.g. UB for many short rounds on the latency targets alone")
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--cpus", default=None, help="CPU list (default: every online CPU)")
     p.add_argument("--no-load", action="store_true", help="skip the CPU-load conditions")
@@ -682,7 +770,7 @@ def main():
         tmp = tempfile.mkdtemp(prefix="latscope-trace-overhead-")
         bench.stats.save()
         bench.previous_stats = bench.stats.previous
-        n_runs = len(bench.conditions()) * args.rounds * len(TOOLS)
+        n_runs = len(bench.conditions()) * args.rounds * len(args.tools)
         print(f"{PROG}: {n_runs} runs x {args.seconds} s (about {n_runs * args.seconds / 60:.0f} "
               f"min of measuring plus start-up); {BPF_STATS} 1 for C runs, 0 for the others "
               f"(was {bench.previous_stats})", file=sys.stderr)
