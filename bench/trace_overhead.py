@@ -550,31 +550,28 @@ def condition_block(args, title, period, rounds, w):
         cols.append(" ".join(vals))
     w(f"{'median':>10} | " + " | ".join(cols))
     w("")
-    hdr2 = f"{'round':>10} | " + " ".join(
-        f"{t + (' tracer' if t != 'B' else ' user'):>8}" for t in traced)
+    # The tracer table's column groups: (title, width, cell of a round).
+    groups = [[(f"{t} {'user' if t == 'B' else 'tracer'}", 8,
+                lambda g, t=t: f"{g[t]['tracer_pct']:7.3f}%") for t in traced]]
     if "C" in traced:
-        hdr2 += f" {'C BPF':>7}"
-    hdr2 += " | " + " ".join(f"{t + ' events':>9}" for t in traced)
-    hdr2 += " | " + " ".join(f"{t + ' lost':>6}" for t in traced)
-    hdr2 += " | " + " ".join(f"{'busy ' + t:>6}" for t in ["U"] + traced)
+        groups[0].append(("C BPF", 7, lambda g: f"{g['C']['bpf_pct']:6.3f}%"))
+    groups.append([(f"{t} events", 9, lambda g, t=t: f"{g[t]['events']:9d}") for t in traced])
+    groups.append([(f"{t} lost", 6, lambda g, t=t: f"{g[t]['lost']:6d}") for t in traced])
+    groups.append([(f"busy {t}", 6, lambda g, t=t: f"{g[t]['busy_s']:6.2f}")
+                   for t in ["U"] + traced])
     if "C" in traced:
-        hdr2 += f" | {'C/U p50':>7}"
+        groups.append([("C/U p50", 7,
+                        lambda g: f"{ratio(g['C']['p50_ns'], g['U']['p50_ns']):7.3f}")])
+    hdr2 = f"{'round':>10} | " + " | ".join(
+        " ".join(f"{title:>{width}}" for title, width, _ in grp) for grp in groups)
     w("tracer: CPU in % of one core (B user: the tracer thread alone; C tracer: thread + BPF "
       "programs, C BPF: the programs), events, records lost; busy CPU in s"
       + ("; C/U p50: what counting adds" if "C" in traced else ""))
     w(hdr2)
     w("-" * len(hdr2))
     for i, order, got in rounds:
-        line = f"{i:>5} {order_tag(order):>4} | " + " ".join(
-            f"{got[t]['tracer_pct']:7.3f}%" for t in traced)
-        if "C" in traced:
-            line += f" {got['C']['bpf_pct']:6.3f}%"
-        line += " | " + " ".join(f"{got[t]['events']:9d}" for t in traced)
-        line += " | " + " ".join(f"{got[t]['lost']:6d}" for t in traced)
-        line += " | " + " ".join(f"{got[t]['busy_s']:6.2f}" for t in ["U"] + traced)
-        if "C" in traced:
-            line += f" | {ratio(got['C']['p50_ns'], got['U']['p50_ns']):7.3f}"
-        w(line)
+        w(f"{i:>5} {order_tag(order):>4} | " + " | ".join(
+            " ".join(cell(got) for _, _, cell in grp) for grp in groups))
     w("-" * len(hdr2))
     figs = {}
     for t in traced:
