@@ -88,7 +88,10 @@ fn sleeper_every(
             let mut zero = std::fs::File::open("/dev/zero").unwrap();
             let mut buf = vec![0u8; 4096];
             ready_tx.send(current_tid()).unwrap();
-            go_rx.recv().unwrap();
+            // A test that skips (BPF unavailable) drops `go` unsent.
+            if go_rx.recv().is_err() {
+                return;
+            }
             for _ in 0..rounds {
                 timers::sleep_for(span_ns).unwrap();
                 zero.read_exact(&mut buf).unwrap();
