@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Unit tests of trace_overhead.py's pure logic: the interval for the
+median, the three-way latency verdict, the tool subsets and their orders.
+Standard library only; crates/cli/tests/bench_scripts.rs runs this file
+as part of `cargo test`."""
+
+import argparse
+import math
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import trace_overhead as t  # noqa: E402
+
+
+def binom_cdf(n, k):
+    """P(Binomial(n, 1/2) <= k)."""
+    return sum(math.comb(n, j) for j in range(k + 1)) / 2.0 ** n
+
+
+class MedianInterval(unittest.TestCase):
+    def test_too_few_rounds_have_none(self):
+        for n in range(0, 6):
+            self.assertIsNone(t.median_ci(list(range(n))), n)
+
+    def test_known_order_statistics(self):
+        self.assertEqual(t.median_ci([float(x) for x in range(1, 9)]), (1.0, 8.0))
+        self.assertEqual(t.median_ci([float(x) for x in range(1, 41)]), (14.0, 27.0))
+
+    def test_k_is_the_largest_with_at_most_2_5_percent_in_each_tail(self):
+        for n in range(6, 121):
+            lo, hi = t.median_ci(list(range(1, n + 1)))
+            k = lo
+            self.assertEqual(hi, n + 1 - k, n)
+            self.assertLessEqual(binom_cdf(n, k - 1), 0.025, n)
+            self.assertGreater(binom_cdf(n, k), 0.025, n)
+
+    def test_order_of_the_input_does_not_matter(self):
+        xs = [1.3, 0.9, 1.1, 1.0, 1.2, 0.8, 1.05, 0.95]
+        self.assertEqual(t.median_ci(xs), (0.8, 1.3))
+
+
+class Verdict(unittest.TestCase):
+    def test_pass_fail_unresolved(self):
+        self.assertTrue(t.ratio_verdict([1.0] * 8, 1.05)[0])
+        ok, words = t.ratio_verdict([1.1] * 8, 1.05)
+        self.assertFalse(ok)
+        self.assertTrue(words.startswith("FAIL"), words)
+        ok, words = t.ratio_verdict([1.0, 1.1] * 4, 1.05)
+        self.assertFalse(ok)
+        self.assertTrue(words.startswith("UNRESOLVED"), words)
+
+    def test_a_median_below_the_target_is_not_enough(self):
+        # Median 1.0, but one round in eight at 1.2: the interval holds 1.05.
+        ok, words = t.ratio_verdict([1.0] * 7 + [1.2], 1.05)
+        self.assertFalse(ok)
+        self.assertIn("UNRESOLVED", words)
+
+    def test_too_few_rounds_say_so(self):
+        ok, words = t.ratio_verdict([1.0, 1.0, 1.0], 1.05)
+        self.assertTrue(ok)
+        self.assertIn("too few rounds", words)
+
+
+class Tools(unittest.TestCase):
+    def test_subsets_put_every_tool_first_about_equally_often(self):
+        for tools in (("U", "B"), ("U", "P", "B"), t.TOOLS):
+            firsts = [t.order_of(i, tools)[0] for i in range(1, 9)]
+            counts = [firsts.count(tool) for tool in tools]
+            self.assertLessEqual(max(counts) - min(counts), 1, (tools, firsts))
+            for i in range(1, 9):
+                self.assertEqual(sorted(t.order_of(i, tools)), sorted(tools))
+
+    def test_u_and_b_alternate_evenly(self):
+        self.assertEqual(["".join(t.order_of(i, ("U", "B"))) for i in range(1, 9)],
+                         ["UB", "BU", "BU", "UB", "BU", "UB", "UB", "BU"])
+
+    def test_parse_tools(self):
+        self.assertEqual(t.parse_tools("UB"), ("U", "B"))
+        self.assertEqual(t.parse_tools("bu"), ("U", "B"))
+        self.assertEqual(t.parse_tools("UPBC"), t.TOOLS)
+        for bad in ("", "U", "PB", "UBB", "UX", "UB C"):
+            with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
+                t.parse_tools(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()
