@@ -14,7 +14,7 @@
 //    thread's next switch-in. It never reads the recorder.
 //
 // 2. The flight recorder. On the CPUs user space marked in `traced_cpus`,
-//    every tracepoint below writes one 80-byte `struct rec` into that CPU's
+//    every tracepoint below writes one 64-byte `struct rec` into that CPU's
 //    ring: `recorder` is a BPF_F_MMAPABLE array of rings x rec_slots
 //    records, one ring per traced CPU (`traced_cpus` maps a CPU to its
 //    ring r, which owns elements r*rec_slots .. (r+1)*rec_slots - 1), and
@@ -281,24 +281,28 @@ enum rec_kind {
     K_WORK_END = 15,
 };
 
-/* One recorded event: 80 bytes, native endianness. RecordedEvent::parse in
- * crates/platform/src/bpf.rs reads the same layout (offsets in comments). */
+/* One recorded event: 64 bytes, native endianness, one cache line (the
+ * mmapable array's values start page-aligned): each event on the path to a
+ * woken thread writes one line, not the two an 80-byte record straddled.
+ * The CPU is not stored, user space knows it from the ring. A switch's
+ * `tid` is prev's pid (the current task), with aux 1 when that pid is
+ * already released (perf names such a task -1). RecordedEvent::parse in
+ * crates/platform/src/bpf/record.rs reads the same layout (offsets in
+ * comments). */
 struct rec {
-    __u64 seq;  /*  0: n + 1 for the CPU's record n; 0 while being written */
-    __u64 time; /*  8: bpf_ktime_get_ns() */
-    __s32 tid;  /* 16: current_tid() */
-    __u8 kind;  /* 20: enum rec_kind */
-    __u8 aux;   /* 21: vector events: index into vectors.h */
-    __u16 cpu;  /* 22 */
-    union {     /* 24: 56 bytes */
+    __u64 seq;    /*  0: n + 1 for the CPU's record n; 0 while being written */
+    __u64 time;   /*  8: bpf_ktime_get_ns() */
+    __s32 tid;    /* 16: current_tid(); switch: prev's pid */
+    __u8 kind;    /* 20: enum rec_kind */
+    __u8 aux;     /* 21: vector events: index into vectors.h; switch: 1 = pid released */
+    __u16 state;  /* 22: switch: prev_state (at most 0x100) */
+    union {       /* 24: 40 bytes */
         struct {
-            __s64 prev_state; /* 24 */
-            __s32 prev_pid;   /* 32 */
-            __s32 prev_prio;  /* 36 */
-            __s32 next_pid;   /* 40 */
-            __s32 next_prio;  /* 44 */
-            char prev_comm[16]; /* 48 */
-            char next_comm[16]; /* 64 */
+            __s32 next_pid;     /* 24 */
+            __s16 prev_prio;    /* 28 */
+            __s16 next_prio;    /* 30 */
+            char prev_comm[16]; /* 32 */
+            char next_comm[16]; /* 48 */
         } sw;
         struct {
             __s32 pid;        /* 24 */
@@ -327,11 +331,11 @@ struct rec {
             __u64 work;     /* 24 */
             __u64 function; /* 32 */
         } wq;
-        __u64 raw[7];
+        __u64 raw[5];
     };
 };
 
-_Static_assert(sizeof(struct rec) == 80, "struct rec is 80 bytes");
+_Static_assert(sizeof(struct rec) == 64, "struct rec is 64 bytes");
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -379,8 +383,10 @@ static __always_inline __u32 traced(__u32 cpu)
  * an exiting task); the idle task is 0. */
 static __always_inline __s32 current_tid(void)
 {
-    __s32 tid = (__s32)(__u32)bpf_get_current_pid_tgid();
+    /* One helper call: the task's pid is what bpf_get_current_pid_tgid's
+     * low half would return. */
     struct task_struct *cur = bpf_get_current_task_btf();
+    __s32 tid = cur->pid;
     if (tid != 0 && !cur->thread_pid)
         return -1;
     return tid;
@@ -391,7 +397,7 @@ static __always_inline __s32 current_tid(void)
  * fills the payload and calls rec_end. `now` is the program's one reading
  * of the BPF clock (each reading costs a helper call). The ring's head
  * counts what was written: no separate counter. */
-static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, __u64 now,
+static __always_inline struct rec *rec_begin(__u32 ring1, __u8 kind, __u64 now,
                                              __u64 *seq)
 {
     if (rec_slots == 0 || ring1 == 0)
@@ -414,7 +420,7 @@ static __always_inline struct rec *rec_begin(__u32 ring1, __u32 cpu, __u8 kind, 
     r->tid = current_tid();
     r->kind = kind;
     r->aux = 0;
-    r->cpu = (__u16)cpu;
+    r->state = 0;
     *seq = n + 1;
     return r;
 }
@@ -764,12 +770,12 @@ static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 n
 }
 
 /* Brings the slots the next wake-up will write into this CPU's cache:
- * the next WARM_RECORDS recorder records and the next sample record, read
+ * the next WARM_RECORDS recorder records, the CPU's `cpu_work` and the
+ * next sample record, read
  * (not written: they still hold the ring's oldest records) when the CPU
  * switches away from its measuring thread, off the measured path. On the
  * way to a woken thread every program writes a record into a slot last
- * touched a whole ring ago, each a cache miss (two lines for an 80-byte
- * record); read now, the lines wait in this CPU's cache in the exclusive
+ * touched a whole ring ago, each a cache miss; read now, the lines wait in this CPU's cache in the exclusive
  * state and the writes hit. */
 #define WARM_RECORDS 16
 static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
@@ -782,12 +788,17 @@ static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
             for (__u32 k = 0; k < WARM_RECORDS; k++) {
                 __u32 idx = ring * rec_slots + (__u32)((head + k) & (rec_slots - 1));
                 struct rec *r = bpf_map_lookup_elem(&recorder, &idx);
-                if (r) {
+                if (r)
                     (void)*(volatile __u64 *)&r->seq;
-                    (void)*(volatile __u64 *)&r->raw[6];
-                }
             }
         }
+    }
+    /* The CPU's interrupt and softirq bookkeeping, a line at a time. */
+    struct cpu_work *w = work_state();
+    if (w) {
+#pragma unroll
+        for (__u32 k = 0; k < sizeof(struct cpu_work) / 64; k++)
+            (void)*((volatile __u64 *)w + k * 8);
     }
     __u32 *s1 = bpf_map_lookup_elem(&sample_rings, &cpu);
     if (!s1 || *s1 == 0)
@@ -832,13 +843,15 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
     __s32 next_pid = next->pid;
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_SWITCH, now, &seq);
+        struct rec *r = rec_begin(ring, K_SWITCH, now, &seq);
         if (r) {
-            r->sw.prev_state = switch_state(preempt, prev_state, prev->exit_state);
-            r->sw.prev_pid = prev->pid;
-            r->sw.prev_prio = prev->prio;
+            __s32 prev_pid = prev->pid;
+            r->aux = r->tid == -1;
+            r->tid = prev_pid;
+            r->state = (__u16)switch_state(preempt, prev_state, prev->exit_state);
             r->sw.next_pid = next_pid;
-            r->sw.next_prio = next->prio;
+            r->sw.prev_prio = (__s16)prev->prio;
+            r->sw.next_prio = (__s16)next->prio;
             copy_comm(r->sw.prev_comm, prev->comm);
             copy_comm(r->sw.next_comm, next->comm);
             rec_end(r, seq);
@@ -872,7 +885,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WAKING, bpf_ktime_get_ns(), &seq);
+    struct rec *r = rec_begin(ring, K_WAKING, bpf_ktime_get_ns(), &seq);
     if (!r)
         return 0;
     r->wk.pid = p->pid;
@@ -892,7 +905,7 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
     __u32 ring = traced(cpu);
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_START, bpf_ktime_get_ns(), &seq);
+        struct rec *r = rec_begin(ring, K_HRTIMER_START, bpf_ktime_get_ns(), &seq);
         if (r) {
             r->ht.hrtimer = (__u64)timer;
             r->ht.function = (__u64)timer->function;
@@ -935,7 +948,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     __u32 ring = traced(cpu);
     if (ring) {
         __u64 seq;
-        struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_ENTRY, time, &seq);
+        struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_ENTRY, time, &seq);
         if (r) {
             r->ht.hrtimer = (__u64)timer;
             r->ht.function = (__u64)timer->function;
@@ -961,7 +974,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_HRTIMER_EXPIRE_EXIT, bpf_ktime_get_ns(), &seq);
+    struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_EXIT, bpf_ktime_get_ns(), &seq);
     if (!r)
         return 0;
     r->ht.hrtimer = (__u64)timer;
@@ -978,7 +991,7 @@ int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_IRQ_ENTRY, now, &seq);
+    struct rec *r = rec_begin(ring, K_IRQ_ENTRY, now, &seq);
     if (r) {
         r->irq.irq = irq;
         r->irq.ret = 0;
@@ -1005,7 +1018,7 @@ int BPF_PROG(on_irq_handler_exit, int irq, struct irqaction *action, int ret)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_IRQ_EXIT, now, &seq);
+    struct rec *r = rec_begin(ring, K_IRQ_EXIT, now, &seq);
     if (r) {
         r->irq.irq = irq;
         r->irq.ret = ret;
@@ -1029,7 +1042,7 @@ static __always_inline int on_softirq(__u8 kind, unsigned int vec)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, kind, now, &seq);
+    struct rec *r = rec_begin(ring, kind, now, &seq);
     if (r) {
         r->raw[0] = vec;
         rec_end(r, seq);
@@ -1090,7 +1103,7 @@ int BPF_PROG(on_nmi_handler, void *handler, __s64 delta_ns, int handled)
     if (!ring)
         return 0;
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_NMI, bpf_ktime_get_ns(), &seq);
+    struct rec *r = rec_begin(ring, K_NMI, bpf_ktime_get_ns(), &seq);
     if (r) {
         r->nmi.handler = (__u64)handler;
         r->nmi.delta_ns = delta_ns;
@@ -1112,7 +1125,7 @@ int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
     __u64 function = (__u64)work->func;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WORK_START, now, &seq);
+    struct rec *r = rec_begin(ring, K_WORK_START, now, &seq);
     if (r) {
         r->wq.work = (__u64)work;
         r->wq.function = function;
@@ -1138,7 +1151,7 @@ int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, K_WORK_END, now, &seq);
+    struct rec *r = rec_begin(ring, K_WORK_END, now, &seq);
     if (r) {
         r->wq.work = (__u64)work;
         r->wq.function = (__u64)function;
@@ -1162,7 +1175,7 @@ static __always_inline int on_vector(__u8 index, int vector, bool entry)
         return 0;
     __u64 now = bpf_ktime_get_ns();
     __u64 seq;
-    struct rec *r = rec_begin(ring, cpu, entry ? K_VECTOR_ENTRY : K_VECTOR_EXIT, now, &seq);
+    struct rec *r = rec_begin(ring, entry ? K_VECTOR_ENTRY : K_VECTOR_EXIT, now, &seq);
     if (r) {
         r->aux = index;
         r->irq.irq = vector;

@@ -20,8 +20,8 @@
 //! * **A per-CPU flight recorder** on [`BpfConfig::cpus`]: every
 //!   `sched_switch`, `sched_waking`, `hrtimer_*`, `irq_handler_*`,
 //!   `softirq_*`, `nmi_handler`, `workqueue_execute_*` and x86
-//!   `irq_vectors` `*_entry`/`*_exit` event writes one 80-byte record
-//!   ([`RecordedEvent`]; layout in `bpf/record.rs`) into the CPU's ring, a
+//!   `irq_vectors` `*_entry`/`*_exit` event writes one 64-byte record, one
+//!   cache line ([`RecordedEvent`]; layout in `bpf/record.rs`) into the CPU's ring, a
 //!   slice of one `BPF_F_MMAPABLE` array of rings × slots records. A per-ring
 //!   head counts the records claimed. Nothing is sent and nothing wakes
 //!   user space: it maps both arrays read-only and copies a CPU's recent

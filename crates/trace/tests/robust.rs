@@ -2599,13 +2599,14 @@ fn bpf_records() {
             b.truncate(n);
         }
         note_input(&b);
-        let Some(ev) = RecordedEvent::parse(&b) else {
+        let cpu = rng.below(1 << 20) as u32;
+        let Some(ev) = RecordedEvent::parse(&b, cpu) else {
             tally.add("refused", 1);
             return;
         };
         assert!(b.len() >= RECORD_BYTES, "a short record parsed");
         tally.add("parsed", 1);
-        let again = ev.to_bytes(1).and_then(|x| RecordedEvent::parse(&x));
+        let again = ev.to_bytes(1).and_then(|x| RecordedEvent::parse(&x, cpu));
         assert_eq!(again, Some(ev), "a record reads back as written");
         let t =
             latscope_trace::bpf::convert(&ev, &mut names).expect("every parsed record converts");

@@ -665,7 +665,7 @@ impl TraceBpf {
         for n in start..head {
             match rec.read(ring, n, &mut buf, RECORD_BYTES / 8) {
                 Slot::Read => {
-                    if let Some(ev) = RecordedEvent::parse(&buf) {
+                    if let Some(ev) = RecordedEvent::parse(&buf, cpu) {
                         // Two nested programs can leave neighbours out of
                         // order by a little: keep only what is in range.
                         if ev.time >= from_time {
@@ -713,7 +713,7 @@ impl TraceBpf {
         while n < head {
             match rec.read(ring, n, &mut buf, RECORD_BYTES / 8) {
                 Slot::Read => {
-                    if let Some(ev) = RecordedEvent::parse(&buf) {
+                    if let Some(ev) = RecordedEvent::parse(&buf, cpu) {
                         out.push(ev);
                     }
                 }

@@ -1,17 +1,22 @@
 //! The flight recorder's record format: `struct rec` in
-//! `crates/platform/bpf/timer.bpf.c`, 80 bytes, native endianness.
+//! `crates/platform/bpf/timer.bpf.c`, 64 bytes (one cache line, so that
+//! each event writes one line), native endianness. The CPU is not in the
+//! record: the reader knows it from the ring.
 //!
 //! ```text
 //! offset size
 //!  0     8    seq         n + 1 for the ring's record n; 0 while written
 //!  8     8    time        bpf_ktime_get_ns() (CLOCK_MONOTONIC)
-//! 16     4    tid         the current task's pid (0: idle, -1: pid released)
+//! 16     4    tid         the current task's pid (0: idle, -1: pid released);
+//!                         Switch: prev_pid (the current task)
 //! 20     1    kind        1..=15, see KIND_* below
-//! 21     1    aux         vector events: index into VECTOR_NAMES
-//! 22     2    cpu
-//! 24    56    payload, by kind:
-//!   Switch    24 prev_state i64, 32 prev_pid, 36 prev_prio, 40 next_pid,
-//!             44 next_prio (i32), 48 prev_comm [16], 64 next_comm [16]
+//! 21     1    aux         vector events: index into VECTOR_NAMES;
+//!                         Switch: non-zero when prev's pid is released
+//!                         (the event's tid is then -1)
+//! 22     2    state       Switch: prev_state (u16)
+//! 24    40    payload, by kind:
+//!   Switch    24 next_pid i32, 28 prev_prio i16, 30 next_prio i16,
+//!             32 prev_comm [16], 48 next_comm [16]
 //!   Waking    24 pid, 28 prio, 32 target_cpu (i32), 40 comm [16]
 //!   Hrtimer*  24 hrtimer u64, 32 function u64, 40 expires / now i64,
 //!             48 softexpires i64
@@ -25,7 +30,7 @@
 use super::{vector_index, VECTOR_NAMES};
 
 /// The size of a flight recorder record (`struct rec`).
-pub const RECORD_BYTES: usize = 80;
+pub const RECORD_BYTES: usize = 64;
 
 const KIND_SWITCH: u8 = 1;
 const KIND_WAKING: u8 = 2;
@@ -145,32 +150,42 @@ fn i32_at(b: &[u8], i: usize) -> Option<i32> {
 fn u16_at(b: &[u8], i: usize) -> Option<u16> {
     Some(u16::from_ne_bytes(b.get(i..i + 2)?.try_into().ok()?))
 }
+fn i16_at(b: &[u8], i: usize) -> Option<i16> {
+    Some(i16::from_ne_bytes(b.get(i..i + 2)?.try_into().ok()?))
+}
 fn name_at(b: &[u8], i: usize) -> Option<[u8; 16]> {
     b.get(i..i + 16)?.try_into().ok()
 }
 
 impl RecordedEvent {
-    /// Reads a record as the programs write it; `None` when the bytes are
-    /// shorter than [`RECORD_BYTES`], the kind is unknown, or a vector's
-    /// name index is outside [`VECTOR_NAMES`]. The sequence number is the
-    /// reader's business and is not looked at.
-    pub fn parse(b: &[u8]) -> Option<RecordedEvent> {
+    /// Reads a record of `cpu`'s ring as the programs write it; `None`
+    /// when the bytes are shorter than [`RECORD_BYTES`], the kind is
+    /// unknown, or a vector's name index is outside [`VECTOR_NAMES`]. The
+    /// sequence number is the reader's business and is not looked at.
+    pub fn parse(b: &[u8], cpu: u32) -> Option<RecordedEvent> {
         if b.len() < RECORD_BYTES {
             return None;
         }
         let kind = *b.get(20)?;
         let aux = usize::from(*b.get(21)?);
+        let mut tid = i32_at(b, 16)?;
         let p = 24;
         let kind = match kind {
-            KIND_SWITCH => RecordedKind::Switch {
-                prev_state: i64_at(b, p)?,
-                prev_pid: i32_at(b, p + 8)?,
-                prev_prio: i32_at(b, p + 12)?,
-                next_pid: i32_at(b, p + 16)?,
-                next_prio: i32_at(b, p + 20)?,
-                prev_comm: name_at(b, p + 24)?,
-                next_comm: name_at(b, p + 40)?,
-            },
+            KIND_SWITCH => {
+                let prev_pid = tid;
+                if aux != 0 {
+                    tid = -1;
+                }
+                RecordedKind::Switch {
+                    prev_state: i64::from(u16_at(b, 22)?),
+                    prev_pid,
+                    prev_prio: i32::from(i16_at(b, p + 4)?),
+                    next_pid: i32_at(b, p)?,
+                    next_prio: i32::from(i16_at(b, p + 6)?),
+                    prev_comm: name_at(b, p + 8)?,
+                    next_comm: name_at(b, p + 24)?,
+                }
+            }
             KIND_WAKING => RecordedKind::Waking {
                 pid: i32_at(b, p)?,
                 prio: i32_at(b, p + 4)?,
@@ -227,15 +242,17 @@ impl RecordedEvent {
         };
         Some(RecordedEvent {
             time: u64_at(b, 8)?,
-            cpu: u32::from(u16_at(b, 22)?),
-            tid: i32_at(b, 16)?,
+            cpu,
+            tid,
             kind,
         })
     }
 
     /// The record as the programs would write it with sequence number
-    /// `seq` (for saved streams and tests); `None` for a vector name not in
-    /// [`VECTOR_NAMES`] or a CPU above 65535.
+    /// `seq` (for tests; the CPU is left out, as the programs leave it);
+    /// `None` for what the layout cannot hold: a vector name not in
+    /// [`VECTOR_NAMES`], or a switch whose tid is neither its prev_pid nor
+    /// -1, whose prev_state is not a u16 or whose priorities are not i16s.
     pub fn to_bytes(&self, seq: u64) -> Option<[u8; RECORD_BYTES]> {
         let mut b = [0u8; RECORD_BYTES];
         let put = |b: &mut [u8; RECORD_BYTES], at: usize, v: &[u8]| {
@@ -244,7 +261,6 @@ impl RecordedEvent {
         put(&mut b, 0, &seq.to_ne_bytes());
         put(&mut b, 8, &self.time.to_ne_bytes());
         put(&mut b, 16, &self.tid.to_ne_bytes());
-        put(&mut b, 22, &u16::try_from(self.cpu).ok()?.to_ne_bytes());
         let p = 24;
         let (kind, aux) = match self.kind {
             RecordedKind::Switch {
@@ -256,14 +272,18 @@ impl RecordedEvent {
                 next_prio,
                 next_comm,
             } => {
-                put(&mut b, p, &prev_state.to_ne_bytes());
-                put(&mut b, p + 8, &prev_pid.to_ne_bytes());
-                put(&mut b, p + 12, &prev_prio.to_ne_bytes());
-                put(&mut b, p + 16, &next_pid.to_ne_bytes());
-                put(&mut b, p + 20, &next_prio.to_ne_bytes());
-                put(&mut b, p + 24, &prev_comm);
-                put(&mut b, p + 40, &next_comm);
-                (KIND_SWITCH, 0)
+                let released = self.tid == -1;
+                if !released && self.tid != prev_pid {
+                    return None;
+                }
+                put(&mut b, 16, &prev_pid.to_ne_bytes());
+                put(&mut b, 22, &u16::try_from(prev_state).ok()?.to_ne_bytes());
+                put(&mut b, p, &next_pid.to_ne_bytes());
+                put(&mut b, p + 4, &i16::try_from(prev_prio).ok()?.to_ne_bytes());
+                put(&mut b, p + 6, &i16::try_from(next_prio).ok()?.to_ne_bytes());
+                put(&mut b, p + 8, &prev_comm);
+                put(&mut b, p + 24, &next_comm);
+                (KIND_SWITCH, u32::from(released))
             }
             RecordedKind::Waking {
                 pid,
@@ -435,19 +455,67 @@ mod tests {
     #[test]
     fn every_kind_round_trips_and_short_bytes_are_refused() {
         for (i, kind) in samples().into_iter().enumerate() {
+            // A switch's tid is its prev_pid (the layout stores it once).
+            let tid = match kind {
+                RecordedKind::Switch { prev_pid, .. } => prev_pid,
+                _ => -(i as i32),
+            };
             let ev = RecordedEvent {
                 time: 1_000_000 + i as u64,
-                cpu: 65535,
-                tid: -(i as i32),
+                cpu: 70_000,
+                tid,
                 kind,
             };
             let b = ev.to_bytes(42).unwrap();
             assert_eq!(u64::from_ne_bytes(b[..8].try_into().unwrap()), 42);
-            assert_eq!(RecordedEvent::parse(&b), Some(ev));
+            assert_eq!(RecordedEvent::parse(&b, 70_000), Some(ev));
             for n in 0..RECORD_BYTES {
-                assert_eq!(RecordedEvent::parse(&b[..n]), None);
+                assert_eq!(RecordedEvent::parse(&b[..n], 70_000), None);
             }
         }
+    }
+
+    #[test]
+    fn a_switch_out_of_a_released_pid_keeps_both_pids() {
+        let ev = RecordedEvent {
+            time: 5,
+            cpu: 1,
+            tid: -1,
+            kind: samples()[0],
+        };
+        let b = ev.to_bytes(1).unwrap();
+        assert_eq!(b[21], 1);
+        assert_eq!(RecordedEvent::parse(&b, 1), Some(ev));
+        // What the layout cannot hold is refused, not truncated.
+        let RecordedKind::Switch {
+            prev_pid,
+            prev_prio,
+            prev_state,
+            prev_comm,
+            next_pid,
+            next_comm,
+            ..
+        } = samples()[0]
+        else {
+            unreachable!()
+        };
+        let switch = |tid, prev_state, next_prio| RecordedEvent {
+            tid,
+            kind: RecordedKind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_state,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            },
+            ..ev
+        };
+        assert!(switch(prev_pid, prev_state, 120).to_bytes(1).is_some());
+        assert_eq!(switch(prev_pid + 1, prev_state, 120).to_bytes(1), None);
+        assert_eq!(switch(prev_pid, 0x1_0000, 120).to_bytes(1), None);
+        assert_eq!(switch(prev_pid, prev_state, 40_000).to_bytes(1), None);
     }
 
     #[test]
@@ -455,11 +523,11 @@ mod tests {
         let mut b = [0u8; RECORD_BYTES];
         for k in [0u8, 16, 200, 255] {
             b[20] = k;
-            assert_eq!(RecordedEvent::parse(&b), None);
+            assert_eq!(RecordedEvent::parse(&b, 0), None);
         }
         b[20] = KIND_VECTOR_ENTRY;
         b[21] = VECTOR_NAMES.len() as u8;
-        assert_eq!(RecordedEvent::parse(&b), None);
+        assert_eq!(RecordedEvent::parse(&b, 0), None);
         let ev = RecordedEvent {
             time: 0,
             cpu: 0,
@@ -470,12 +538,6 @@ mod tests {
             },
         };
         assert_eq!(ev.to_bytes(1), None);
-        let ev = RecordedEvent {
-            cpu: 70_000,
-            kind: RecordedKind::SoftirqRaise { vec: 1 },
-            ..ev
-        };
-        assert_eq!(ev.to_bytes(1), None);
     }
 
     proptest! {
@@ -483,10 +545,10 @@ mod tests {
         fn parse_never_panics_and_what_it_reads_writes_back(
             bytes in proptest::collection::vec(any::<u8>(), 0..200)
         ) {
-            if let Some(ev) = RecordedEvent::parse(&bytes) {
+            if let Some(ev) = RecordedEvent::parse(&bytes, 3) {
                 prop_assert!(bytes.len() >= RECORD_BYTES);
                 // Re-encoding gives the same event (padding bytes aside).
-                let again = ev.to_bytes(0).and_then(|b| RecordedEvent::parse(&b));
+                let again = ev.to_bytes(0).and_then(|b| RecordedEvent::parse(&b, 3));
                 prop_assert_eq!(again, Some(ev));
             }
         }
@@ -499,7 +561,7 @@ mod tests {
             let mut b = payload;
             b[20] = kind;
             b[21] = aux;
-            let parsed = RecordedEvent::parse(&b);
+            let parsed = RecordedEvent::parse(&b, 0);
             let known = (1..=15).contains(&kind)
                 && (!(kind == KIND_VECTOR_ENTRY || kind == KIND_VECTOR_EXIT)
                     || usize::from(aux) < VECTOR_NAMES.len());
