@@ -30,7 +30,7 @@ use crate::event::{Comm, Decoded, EventKind, NameId, Names, TraceEvent};
 pub use feed::KernelFeed;
 
 /// Flight recorder slots per CPU (the platform's default: 8192 events of
-/// 80 bytes hold a few hundred milliseconds of a busy CPU, far more than
+/// 64 bytes hold a few hundred milliseconds of a busy CPU, far more than
 /// the 2 ms before an expiry an episode needs).
 pub use latscope_platform::bpf::DEFAULT_RECORDER_SLOTS;
 
