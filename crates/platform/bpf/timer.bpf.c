@@ -741,21 +741,30 @@ static __always_inline void flush_pending(void)
     }
 }
 
-/* The wake-up's record into the CPU's sample ring (sched_switch only). */
-static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 now)
+/* The slot of `cpu`'s sample ring the next record goes to, and the ring's
+ * head; NULL when the CPU has no sample ring. */
+static __always_inline struct timer_record *sample_next(__u32 cpu, struct rec_head **head)
 {
     __u32 *ring1 = bpf_map_lookup_elem(&sample_rings, &cpu);
     if (!ring1 || *ring1 == 0)
-        return;
+        return NULL;
     __u32 ring = *ring1 - 1;
     struct rec_head *h = bpf_map_lookup_elem(&sample_heads, &ring);
     if (!h)
+        return NULL;
+    *head = h;
+    __u32 idx = ring * sample_slots + (__u32)(h->head & (sample_slots - 1));
+    return bpf_map_lookup_elem(&samples, &idx);
+}
+
+/* The wake-up's record into the CPU's sample ring (sched_switch only). */
+static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 now)
+{
+    struct rec_head *h = NULL;
+    struct timer_record *t = sample_next(cpu, &h);
+    if (!t || !h)
         return;
     __u64 n = h->head;
-    __u32 idx = ring * sample_slots + (__u32)(n & (sample_slots - 1));
-    struct timer_record *t = bpf_map_lookup_elem(&samples, &idx);
-    if (!t)
-        return;
     t->seq = 0;
     barrier();
     t->expires = s->expires;
@@ -800,15 +809,8 @@ static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
         for (__u32 k = 0; k < sizeof(struct cpu_work) / 64; k++)
             (void)*((volatile __u64 *)w + k * 8);
     }
-    __u32 *s1 = bpf_map_lookup_elem(&sample_rings, &cpu);
-    if (!s1 || *s1 == 0)
-        return;
-    __u32 sring = *s1 - 1;
-    struct rec_head *sh = bpf_map_lookup_elem(&sample_heads, &sring);
-    if (!sh)
-        return;
-    __u32 sidx = sring * sample_slots + (__u32)(sh->head & (sample_slots - 1));
-    struct timer_record *t = bpf_map_lookup_elem(&samples, &sidx);
+    struct rec_head *sh = NULL;
+    struct timer_record *t = sample_next(cpu, &sh);
     if (t)
         (void)*(volatile __u64 *)&t->seq;
 }

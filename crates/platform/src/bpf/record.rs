@@ -487,35 +487,24 @@ mod tests {
         assert_eq!(b[21], 1);
         assert_eq!(RecordedEvent::parse(&b, 1), Some(ev));
         // What the layout cannot hold is refused, not truncated.
-        let RecordedKind::Switch {
-            prev_pid,
-            prev_prio,
-            prev_state,
-            prev_comm,
-            next_pid,
-            next_comm,
-            ..
-        } = samples()[0]
-        else {
-            unreachable!()
-        };
-        let switch = |tid, prev_state, next_prio| RecordedEvent {
-            tid,
-            kind: RecordedKind::Switch {
+        let changed = |tid: i32, change: fn(&mut i32, &mut i64, &mut i32)| {
+            let mut e = RecordedEvent { tid, ..ev };
+            if let RecordedKind::Switch {
                 prev_pid,
-                prev_prio,
                 prev_state,
-                prev_comm,
-                next_pid,
                 next_prio,
-                next_comm,
-            },
-            ..ev
+                ..
+            } = &mut e.kind
+            {
+                change(prev_pid, prev_state, next_prio);
+            }
+            e.to_bytes(1)
         };
-        assert!(switch(prev_pid, prev_state, 120).to_bytes(1).is_some());
-        assert_eq!(switch(prev_pid + 1, prev_state, 120).to_bytes(1), None);
-        assert_eq!(switch(prev_pid, 0x1_0000, 120).to_bytes(1), None);
-        assert_eq!(switch(prev_pid, prev_state, 40_000).to_bytes(1), None);
+        assert!(changed(7, |_, _, _| {}).is_some());
+        assert_eq!(changed(8, |_, _, _| {}), None);
+        assert_eq!(changed(7, |_, state, _| *state = 0x1_0000), None);
+        assert_eq!(changed(7, |_, _, prio| *prio = 40_000), None);
+        assert!(changed(-1, |pid, _, _| *pid = 12).is_some());
     }
 
     #[test]
