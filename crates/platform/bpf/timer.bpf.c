@@ -778,14 +778,14 @@ static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 n
     h->head = n + 1;
 }
 
-/* Brings the slots the next wake-up will write into this CPU's cache:
- * the next WARM_RECORDS recorder records, the CPU's `cpu_work` and the
- * next sample record, read
- * (not written: they still hold the ring's oldest records) when the CPU
- * switches away from its measuring thread, off the measured path. On the
- * way to a woken thread every program writes a record into a slot last
- * touched a whole ring ago, each a cache miss; read now, the lines wait in this CPU's cache in the exclusive
- * state and the writes hit. */
+/* Brings the lines the next wake-up will write into this CPU's cache: the
+ * next WARM_RECORDS recorder records, the CPU's `cpu_work` and the next
+ * sample record. They are read (not written: the slots still hold the
+ * ring's oldest records) when the CPU switches away from its measuring
+ * thread, off the measured path. On the way to a woken thread every
+ * program writes a record into a slot last touched a whole ring ago, a
+ * cache miss each; read here, the lines wait in this CPU's cache
+ * (exclusive, unless user space is copying them) and the writes hit. */
 #define WARM_RECORDS 16
 static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
 {
