@@ -454,8 +454,14 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
         store.to_str().unwrap(),
     ]);
     sleep(Duration::from_secs(2));
-    // Control and abuse alternate (C A C A), 6 s each, so a drift of the
-    // host's noise weighs on both.
+    // Control and abuse alternate (C A C A, twice), 6 s each, so a drift
+    // of the host's noise weighs on both. Each C A C A is judged on its
+    // own, and the test fails only when both say the abuse delayed the
+    // measuring thread: the host's bursts stretch a few seconds' maxima by
+    // milliseconds now and then (a control's median per-second maximum
+    // ranged from 44 to 1,700 us over CI runs), and a burst that falls on
+    // one half's abused phases alone made a single C A C A fail about one
+    // CI run in six; an endpoint that does delay the thread fails both.
     // The clients run on CPU 0 with the endpoint: what is tested is what
     // serving them costs the measured CPU, not a client hammering the
     // network stack from the measured CPU itself (its softirqs would delay
@@ -464,7 +470,7 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
     let mut control = Vec::new();
     let mut abused = Vec::new();
     let mut rounds = 0;
-    for i in 0..4 {
+    for i in 0..8 {
         let from = latscope_platform::monotonic_ns();
         let until = Instant::now() + Duration::from_secs(6);
         if i % 2 == 1 {
@@ -496,30 +502,46 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
         )
         .unwrap();
     let start = run.cells[0].meta.monotonic_start_ns.0;
-    let (cn, c_rate, c_median) = phase_stats(&timeline, start, &control);
-    let (an, a_rate, a_median) = phase_stats(&timeline, start, &abused);
-    println!(
-        "endpoint abuse ({rounds} rounds of 500 held connections, garbage, a 1 MB header, slowloris): \
-         {an} s abused: {a_rate:.0} samples/s, median per-second max {a_median:.1} us; \
-         {cn} s control: {c_rate:.0} samples/s, median per-second max {c_median:.1} us"
-    );
-    assert!(cn >= 6 && an >= 6, "{cn} and {an} seconds");
-    assert!(rounds >= 2, "{rounds} rounds of abuse");
-    if c_median > 2_000.0 || c_rate < 900.0 {
+    assert!(rounds >= 4, "{rounds} rounds of abuse");
+    let mut verdicts = Vec::new();
+    for half in 0..2 {
+        let phases = half * 2..half * 2 + 2;
+        let (cn, c_rate, c_median) = phase_stats(&timeline, start, &control[phases.clone()]);
+        let (an, a_rate, a_median) = phase_stats(&timeline, start, &abused[phases]);
         println!(
-            "skipped: machine too noisy (control: median per-second max {c_median:.0} us, {c_rate:.0} samples/s)"
+            "endpoint abuse, half {half} (500 held connections, garbage, a 1 MB header, slowloris): \
+             {an} s abused: {a_rate:.0} samples/s, median per-second max {a_median:.1} us; \
+             {cn} s control: {c_rate:.0} samples/s, median per-second max {c_median:.1} us"
         );
+        assert!(cn >= 6 && an >= 6, "{cn} and {an} seconds");
+        if c_median > 2_000.0 || c_rate < 900.0 {
+            println!(
+                "half {half}: machine too noisy (control: median per-second max {c_median:.0} us, {c_rate:.0} samples/s)"
+            );
+            continue;
+        }
+        // The measuring thread kept its pace and its latency: no stall,
+        // and the typical second's worst case within the host's own
+        // scatter of the control.
+        let mut failed = Vec::new();
+        if a_rate < 0.98 * c_rate {
+            failed.push(format!(
+                "{a_rate:.0} samples/s under abuse against {c_rate:.0}"
+            ));
+        }
+        if a_median > 1.5 * c_median + 50.0 {
+            failed.push(format!(
+                "median per-second max {a_median:.1} us under abuse against {c_median:.1} us"
+            ));
+        }
+        verdicts.push(failed);
+    }
+    if verdicts.is_empty() {
+        println!("skipped: machine too noisy (both halves' controls)");
         return;
     }
-    // The measuring thread kept its pace and its latency: no stall, and
-    // the typical second's worst case within the host's own scatter of
-    // the control.
     assert!(
-        a_rate >= 0.98 * c_rate,
-        "{a_rate:.0} samples/s under abuse against {c_rate:.0}"
-    );
-    assert!(
-        a_median <= 1.5 * c_median + 50.0,
-        "median per-second max {a_median:.1} us under abuse against {c_median:.1} us"
+        verdicts.iter().any(|failed| failed.is_empty()),
+        "every half judged says the abuse delayed the measuring thread: {verdicts:?}"
     );
 }
