@@ -802,7 +802,8 @@ static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
             }
         }
     }
-    /* The CPU's interrupt and softirq bookkeeping, a line at a time. */
+    /* The CPU's interrupt and softirq bookkeeping, one read every 64 bytes
+     * (sizeof / 64 reads: the last partial 64 bytes are not read). */
     struct cpu_work *w = work_state();
     if (w) {
 #pragma unroll
