@@ -65,7 +65,7 @@ class Verdict(unittest.TestCase):
 
 class Tools(unittest.TestCase):
     def test_subsets_put_every_tool_first_about_equally_often(self):
-        for tools in (("U", "B"), ("U", "P", "B"), t.TOOLS):
+        for tools in (("U", "B"), ("U", "P", "B"), ("U", "P", "B", "C"), ("U", "B", "D")):
             firsts = [t.order_of(i, tools)[0] for i in range(1, 9)]
             counts = [firsts.count(tool) for tool in tools]
             self.assertLessEqual(max(counts) - min(counts), 1, (tools, firsts))
@@ -79,10 +79,34 @@ class Tools(unittest.TestCase):
     def test_parse_tools(self):
         self.assertEqual(t.parse_tools("UB"), ("U", "B"))
         self.assertEqual(t.parse_tools("bu"), ("U", "B"))
-        self.assertEqual(t.parse_tools("UPBC"), t.TOOLS)
-        for bad in ("", "U", "PB", "UBB", "UX", "UB C"):
+        self.assertEqual(t.parse_tools("UPBC"), ("U", "P", "B", "C"))
+        self.assertEqual(t.parse_tools("dbu"), ("U", "B", "D"))
+        for bad in ("", "U", "PB", "UBB", "UX", "UB C", "UBCD", "UD", "UPD"):
             with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
                 t.parse_tools(bad)
+
+    def test_d_runs_in_cs_place_and_before_b_as_often_as_after(self):
+        orders = ["".join(t.order_of(i, ("U", "B", "D"))) for i in range(1, 9)]
+        self.assertEqual(orders, ["UBD", "DBU", "BDU", "UDB", "BDU", "UDB", "DUB", "BUD"])
+        d_first = sum(1 for o in orders if o.index("D") < o.index("B"))
+        self.assertEqual(d_first, 4)
+
+
+class DAgainstB(unittest.TestCase):
+    def test_the_way_is_named_only_when_the_interval_leaves_one_out(self):
+        class Args:
+            d_diag = "warm-off"
+        keys = (("p50_ns", "p50"),)
+
+        def rounds(d_over_b):
+            return [(i, "UBD", {"B": {"p50_ns": 100.0}, "D": {"p50_ns": 100.0 * r}})
+                    for i, r in enumerate(d_over_b, 1)]
+        self.assertIn("D higher", t.d_against_b(Args, rounds([1.1] * 10), keys))
+        self.assertIn("D lower", t.d_against_b(Args, rounds([0.9] * 10), keys))
+        mixed = t.d_against_b(Args, rounds([0.9, 1.1] * 5), keys)
+        self.assertIn("no difference resolved", mixed)
+        self.assertIn("LATSCOPE_BPF_DIAG=warm-off", mixed)
+        self.assertIn("too few rounds", t.d_against_b(Args, rounds([1.1] * 3), keys))
 
 
 if __name__ == "__main__":

@@ -11,6 +11,11 @@ Four tools, same CPUs, priority and duration:
   B = `latscope run --trace --trace-backend bpf`, bpf_stats_enabled = 0
   C = the same as B with bpf_stats_enabled = 1 (B counted)
 
+and, on request, D = the same as B with LATSCOPE_BPF_DIAG set to the value
+of --d-diag for its runs only (e.g. `warm-off`): B against D weighs one part
+of the programs in one build, alternating, the way U against B weighs them
+all. D takes C's place in the order (`--tools UBD`; not with C).
+
 in four conditions by default: {idle, CPU load from `stress-ng --cpu N` on
 every CPU} x {period 1000 us, 100 us}. Each condition runs N rounds (default
 8); every round runs U, P, B and C once each, the order rotating through the
@@ -67,15 +72,17 @@ EXIT_TARGET_MISSED = 3
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
-TOOLS = ("U", "P", "B", "C")
+TOOLS = ("U", "P", "B", "C", "D")
 TOOL_NAME = {"U": "untraced", "P": "--trace --trace-backend perf",
              "B": "--trace --trace-backend bpf",
-             "C": "--trace --trace-backend bpf, counted (bpf_stats_enabled = 1)"}
+             "C": "--trace --trace-backend bpf, counted (bpf_stats_enabled = 1)",
+             "D": "--trace --trace-backend bpf with LATSCOPE_BPF_DIAG (see --d-diag)"}
 TOOL_ARGS = {"U": [], "P": ["--trace", "--trace-backend", "perf"],
              "B": ["--trace", "--trace-backend", "bpf"],
-             "C": ["--trace", "--trace-backend", "bpf"]}
+             "C": ["--trace", "--trace-backend", "bpf"],
+             "D": ["--trace", "--trace-backend", "bpf"]}
 # bpf_stats_enabled while each tool runs.
-TOOL_STATS = {"U": "0", "P": "0", "B": "0", "C": "1"}
+TOOL_STATS = {"U": "0", "P": "0", "B": "0", "C": "1", "D": "0"}
 # The four rotations of U P B C, each followed by its mirror image: after
 # every two rounds each tool's mean slot is the middle, after eight each tool
 # has run twice in every slot.
@@ -92,20 +99,25 @@ def die(msg):
     raise Fatal(msg)
 
 
-def order_of(i, tools=TOOLS):
+def order_of(i, tools=("U", "P", "B", "C")):
     """The tools of round i (from 1) in the order they run: ORDERS with the
-    tools not chosen left out. Any subset keeps the balance: for U and B
-    alone the eight orders give UB, BU, BU, UB, BU, UB, UB, BU."""
-    return tuple(t for t in ORDERS[(i - 1) % len(ORDERS)] if t in tools)
+    tools not chosen left out, D in C's place. Any subset keeps the balance:
+    for U and B alone the eight orders give UB, BU, BU, UB, BU, UB, UB, BU."""
+    order = ("D" if t == "C" and "D" in tools else t for t in ORDERS[(i - 1) % len(ORDERS)])
+    return tuple(t for t in order if t in tools)
 
 
 def parse_tools(text):
-    """--tools: U and at least one traced tool, each once, from U P B C."""
+    """--tools: U and at least one traced tool, each once, from U P B C D;
+    not C and D together (D runs in C's place in the order); D with B."""
     tools = tuple(t for t in TOOLS if t in text.upper())
     if (len(tools) != len(text) or "U" not in tools or len(tools) < 2
             or any(c not in TOOLS for c in text.upper())):
         raise argparse.ArgumentTypeError(
-            "letters from UPBC, each at most once, with U and at least one of P, B, C")
+            "letters from UPBCD, each at most once, with U and at least one of P, B, C, D")
+    if "D" in tools and ("C" in tools or "B" not in tools):
+        raise argparse.ArgumentTypeError("D runs in C's place and is compared with B: "
+                                         "give B and not C (e.g. UBD)")
     return tools
 
 
@@ -211,6 +223,12 @@ def latscope_argv(args, tool, period_us, seconds, d):
     return argv + TOOL_ARGS[tool]
 
 
+def env_prefix(args, tool):
+    """What a tool's command line runs with beyond this script's own
+    environment, for reading."""
+    return f"LATSCOPE_BPF_DIAG={args.d_diag} " if tool == "D" else ""
+
+
 def error_line(stderr):
     """latscope's own error line (`latscope: ...`), else the first line."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
@@ -281,7 +299,7 @@ def summarize(doc, tool):
     if not t:
         die(f"{TOOL_NAME[tool]}: the run's JSON has no trace summary")
     backend = t.get("backend", "")
-    if tool in ("B", "C") and backend != "bpf":
+    if tool in ("B", "C", "D") and backend != "bpf":
         die(f"the bpf backend was not used: 'latscope run {' '.join(TOOL_ARGS['B'])}' "
             f"reports backend {backend!r}")
     if tool == "P" and backend not in ("perf", ""):
@@ -302,10 +320,13 @@ def run_latscope(args, tmp, tag, tool, period_us, seconds, bench):
     argv = latscope_argv(args, tool, period_us, seconds, d)
     stats = TOOL_STATS[tool]
     bench.stats.set(stats)
+    env = None
+    if tool == "D":
+        env = dict(os.environ, LATSCOPE_BPF_DIAG=args.d_diag)
     j0 = busy_jiffies()
     t0 = time.monotonic()
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120, env=env)
     except subprocess.TimeoutExpired:
         die(f"{TOOL_NAME[tool]}: latscope did not finish within {seconds + 120} s")
     wall = time.monotonic() - t0
@@ -386,7 +407,7 @@ class Bench:
         """One second of P and of C, to stop at once (with latscope's own
         line) when a backend cannot run, rather than minutes in."""
         period = self.args.periods[0]
-        for tool in [t for t in ("P", "C", "B") if t in self.args.tools][:2]:
+        for tool in [t for t in ("P", "C", "D", "B") if t in self.args.tools][:2]:
             print(f"{PROG}: pre-flight: 1 s of {TOOL_NAME[tool]} ...", file=sys.stderr)
             run_latscope(self.args, tmp, f"preflight-{tool}", tool, period, 1, self)
 
@@ -441,6 +462,9 @@ def header(args, started, bench, w):
       f"{args.rounds} rounds x {len(args.tools)} runs x {args.seconds} s per condition")
     w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}; "
       f"C = {TOOL_NAME['C']}")
+    if "D" in args.tools:
+        w(f"D = B with LATSCOPE_BPF_DIAG={args.d_diag} for D's runs only, in C's place in the "
+          f"order; D/B per round says what that part of the programs does")
     diag = os.environ.get("LATSCOPE_BPF_DIAG", "")
     if diag == "softirq-at-once":
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's softirq programs add their "
@@ -551,7 +575,7 @@ def condition_block(args, title, period, rounds, w):
     w(f"{'median':>10} | " + " | ".join(cols))
     w("")
     # The tracer table's column groups: (title, width, cell of a round).
-    groups = [[(f"{t} {'user' if t == 'B' else 'tracer'}", 8,
+    groups = [[(f"{t} {'user' if t in ('B', 'D') else 'tracer'}", 8,
                 lambda g, t=t: f"{g[t]['tracer_pct']:7.3f}%") for t in traced]]
     if "C" in traced:
         groups[0].append(("C BPF", 7, lambda g: f"{g['C']['bpf_pct']:6.3f}%"))
@@ -593,7 +617,8 @@ def condition_block(args, title, period, rounds, w):
         }
     busy_u = med([got["U"]["busy_s"] for _, _, got in rounds])
     lines = {}
-    for t, name in (("B", "BPF"), ("C", "BPF counted (C)"), ("P", "perf (quoted, no target)")):
+    for t, name in (("B", "BPF"), ("C", "BPF counted (C)"), ("P", "perf (quoted, no target)"),
+                    ("D", f"BPF with LATSCOPE_BPF_DIAG={args.d_diag} (D)")):
         if t not in figs:
             continue
         f = figs[t]
@@ -602,13 +627,15 @@ def condition_block(args, title, period, rounds, w):
           f"({f['p99_range'][0]:.3f}-{f['p99_range'][1]:.3f}); tracer CPU median "
           f"{f['cpu_med']:.3f}% of one core (max {f['cpu_max']:.3f}%"
           + (f", BPF programs {f['bpf_med']:.3f}%" if t == "C" else "")
-          + (", thread only: statistics off" if t == "B" else "")
+          + (", thread only: statistics off" if t in ("B", "D") else "")
           + f"); events {f['events']:.0f} per run (median); records lost {f['lost']}; "
           f"samples decomposed {f['dec']}, not {f['und']}; busy CPU median {f['busy']:.2f} s "
           f"per run (U {busy_u:.2f} s)")
-    for t in ("B", "C"):
+    for t in ("B", "C", "D"):
         if t in lines:
             w(lines[t])
+    if "D" in figs and "B" in figs:
+        w(d_against_b(args, rounds, keys))
     checks = []
     line = []
     if "B" in figs:
@@ -645,6 +672,24 @@ def condition_block(args, title, period, rounds, w):
     return checks
 
 
+def d_against_b(args, rounds, keys):
+    """The line comparing D with B: per round D/B of the mean, p50 and p99,
+    the median over rounds with its 95 % interval, and which way it points
+    (only when the interval leaves 1 out)."""
+    parts = []
+    for k, label in keys:
+        xs = [ratio(got["D"][k], got["B"][k]) for _, _, got in rounds]
+        ci = median_ci(xs)
+        if ci is None:
+            parts.append(f"{label} {med(xs):.3f} (too few rounds for a 95 % interval)")
+            continue
+        lo, hi = ci
+        way = ("D lower" if hi < 1 else "D higher" if lo > 1 else "no difference resolved")
+        parts.append(f"{label} {med(xs):.3f} (95 % interval {lo:.3f}-{hi:.3f}: {way})")
+    return (f"D (LATSCOPE_BPF_DIAG={args.d_diag}) against B, median over rounds of D/B: "
+            + "; ".join(parts))
+
+
 def report(args, results, started, bench):
     out = []
     w = out.append
@@ -667,7 +712,8 @@ def report(args, results, started, bench):
     w("")
     w("command lines (per run a fresh store and JSON under a temporary directory):")
     for tool in args.tools:
-        w(f"  {tool}: " + show(latscope_argv(args, tool, '<P>', args.seconds, '<tmp>')))
+        w(f"  {tool}: " + env_prefix(args, tool)
+          + show(latscope_argv(args, tool, '<P>', args.seconds, '<tmp>')))
     if not args.no_load:
         w(f"  load: {show(bench.load_cmd())} (started 1 s before each round, stopped "
           f"after it)")
@@ -692,7 +738,7 @@ def dry_run(args, bench):
           f"({runs * args.seconds / 60:.1f} min), plus each run's start-up{lead} and a 2 s "
           f"pre-flight")
     tmp = "<tmp>"
-    for tool in [t for t in ("P", "C", "B") if t in args.tools][:2]:
+    for tool in [t for t in ("P", "C", "D", "B") if t in args.tools][:2]:
         print(f"pre-flight {tool}: "
               + show(latscope_argv(args, tool, args.periods[0], 1,
                                          os.path.join(tmp, f"preflight-{tool}"))))
@@ -704,7 +750,7 @@ def dry_run(args, bench):
                   + (f"  (load: {show(bench.load_cmd())}, 1 s before the first run)"
                      if loaded else ""))
             for tool in order:
-                print(f"    {tool}: " + show(latscope_argv(
+                print(f"    {tool}: " + env_prefix(args, tool) + show(latscope_argv(
                     args, tool, period, args.seconds, os.path.join(tmp, f"{key}-r{i}-{tool}"))))
 
 
@@ -730,6 +776,8 @@ def main():
     p.add_argument("--tools", type=parse_tools, default=TOOLS,
                    help="which of U P B C to run (default UPBC; U and at least one other), "
                         "e.g. UB for many short rounds on the latency targets alone")
+    p.add_argument("--d-diag", default="",
+                   help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD), e.g. warm-off")
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--cpus", default=None, help="CPU list (default: every online CPU)")
     p.add_argument("--no-load", action="store_true", help="skip the CPU-load conditions")
@@ -741,6 +789,10 @@ def main():
     args = p.parse_args()
     if args.rounds < 1 or args.seconds < 1:
         print(f"{PROG}: --rounds and --seconds must be at least 1", file=sys.stderr)
+        sys.exit(1)
+    if ("D" in args.tools) != bool(args.d_diag):
+        print(f"{PROG}: --d-diag goes with D in --tools (e.g. --tools UBD --d-diag warm-off)",
+              file=sys.stderr)
         sys.exit(1)
     args.stress = shutil.which("stress-ng")
     bench = Bench(args)

@@ -128,8 +128,8 @@ pub fn open(
                         Ok(d @ ("recorder" | "attached")) => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
                         ),
-                        Ok("softirq-at-once") => {
-                            "; LATSCOPE_BPF_DIAG=softirq-at-once: a diagnostic".to_string()
+                        Ok(d @ ("softirq-at-once" | "warm-off")) => {
+                            format!("; LATSCOPE_BPF_DIAG={d}: a diagnostic")
                         }
                         _ => String::new(),
                     };

@@ -144,6 +144,10 @@ _Static_assert(sizeof(struct timer_record) == 64, "struct timer_record is 64 byt
  * The value is frozen before the verifier runs, which then drops the
  * branches it rules out: 0 costs nothing. */
 const volatile __u32 diag_level = 0;
+/* Whether sched_switch warms the next wake-up's lines (warm_rings); 0
+ * under LATSCOPE_BPF_DIAG=warm-off, for a comparison of the two in one
+ * build (bench/trace-overhead.sh --tools UBD --d-diag warm-off). */
+const volatile __u32 warm_on = 1;
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {
@@ -865,7 +869,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
     struct cpu_timer *s = timer_state();
     if (!s || s->tid != (__u32)next_pid) {
         flush_pending();
-        if (diag_level == 0)
+        if (diag_level == 0 && warm_on)
             warm_rings(ring, cpu);
     }
     /* Only the switch-in after our callback: a thread preempted between

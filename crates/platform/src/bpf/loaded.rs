@@ -385,6 +385,9 @@ impl TraceBpf {
             "attached" => 2,
             _ => 0,
         };
+        // `warm-off`: sched_switch does not warm the next wake-up's cache
+        // lines (timer.bpf.c, warm_rings), to weigh what the warming buys.
+        let warm_on = u32::from(diag != "warm-off");
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -418,6 +421,7 @@ impl TraceBpf {
             .set_global("hist_on", &hist_on, true)
             .set_global("softirq_deferred", &softirq_deferred, true)
             .set_global("diag_level", &diag_level, true)
+            .set_global("warm_on", &warm_on, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
