@@ -95,7 +95,7 @@ class Tools(unittest.TestCase):
 class DAgainstB(unittest.TestCase):
     def test_the_way_is_named_only_when_the_interval_leaves_one_out(self):
         class Args:
-            d_diag = "warm-off"
+            d_diag = "warm-on"
         keys = (("p50_ns", "p50"),)
 
         def rounds(d_over_b):
@@ -105,7 +105,7 @@ class DAgainstB(unittest.TestCase):
         self.assertIn("D lower", t.d_against_b(Args, rounds([0.9] * 10), keys))
         mixed = t.d_against_b(Args, rounds([0.9, 1.1] * 5), keys)
         self.assertIn("no difference resolved", mixed)
-        self.assertIn("LATSCOPE_BPF_DIAG=warm-off", mixed)
+        self.assertIn("LATSCOPE_BPF_DIAG=warm-on", mixed)
         self.assertIn("too few rounds", t.d_against_b(Args, rounds([1.1] * 3), keys))
 
 

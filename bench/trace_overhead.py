@@ -12,7 +12,7 @@ Four tools, same CPUs, priority and duration:
   C = the same as B with bpf_stats_enabled = 1 (B counted)
 
 and, on request, D = the same as B with LATSCOPE_BPF_DIAG set to the value
-of --d-diag for its runs only (e.g. `warm-off`): B against D weighs one part
+of --d-diag for its runs only (e.g. `warm-on`): B against D weighs one part
 of the programs in one build, alternating, the way U against B weighs them
 all. D takes C's place in the order (`--tools UBD`; not with C).
 
@@ -777,7 +777,7 @@ def main():
                    help="which of U P B C to run (default UPBC; U and at least one other), "
                         "e.g. UB for many short rounds on the latency targets alone")
     p.add_argument("--d-diag", default="",
-                   help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD), e.g. warm-off")
+                   help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD), e.g. warm-on")
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--cpus", default=None, help="CPU list (default: every online CPU)")
     p.add_argument("--no-load", action="store_true", help="skip the CPU-load conditions")
@@ -791,7 +791,7 @@ def main():
         print(f"{PROG}: --rounds and --seconds must be at least 1", file=sys.stderr)
         sys.exit(1)
     if ("D" in args.tools) != bool(args.d_diag):
-        print(f"{PROG}: --d-diag goes with D in --tools (e.g. --tools UBD --d-diag warm-off)",
+        print(f"{PROG}: --d-diag goes with D in --tools (e.g. --tools UBD --d-diag warm-on)",
               file=sys.stderr)
         sys.exit(1)
     args.stress = shutil.which("stress-ng")

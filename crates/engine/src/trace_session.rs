@@ -128,7 +128,7 @@ pub fn open(
                         Ok(d @ ("recorder" | "attached")) => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
                         ),
-                        Ok(d @ ("softirq-at-once" | "warm-off")) => {
+                        Ok(d @ ("softirq-at-once" | "warm-on")) => {
                             format!("; LATSCOPE_BPF_DIAG={d}: a diagnostic")
                         }
                         _ => String::new(),

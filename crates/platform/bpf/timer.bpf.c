@@ -144,10 +144,13 @@ _Static_assert(sizeof(struct timer_record) == 64, "struct timer_record is 64 byt
  * The value is frozen before the verifier runs, which then drops the
  * branches it rules out: 0 costs nothing. */
 const volatile __u32 diag_level = 0;
-/* Whether sched_switch warms the next wake-up's lines (warm_rings); 0
- * under LATSCOPE_BPF_DIAG=warm-off, for a comparison of the two in one
- * build (bench/trace-overhead.sh --tools UBD --d-diag warm-off). */
-const volatile __u32 warm_on = 1;
+/* Whether sched_switch warms the next wake-up's lines (warm_rings): off,
+ * on only under LATSCOPE_BPF_DIAG=warm-on. Compared in one build, 40
+ * alternating rounds at 1 ms idle and loaded, the warming changed B's
+ * median latency by nothing the rounds could resolve (D/B p50 1.001 and
+ * 0.997, intervals holding 1) while it cost sched_switch about 125 ns a
+ * run (bench/README.md, trace-overhead.sh, --tools UBD). */
+const volatile __u32 warm_on = 0;
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {

@@ -385,9 +385,10 @@ impl TraceBpf {
             "attached" => 2,
             _ => 0,
         };
-        // `warm-off`: sched_switch does not warm the next wake-up's cache
-        // lines (timer.bpf.c, warm_rings), to weigh what the warming buys.
-        let warm_on = u32::from(diag != "warm-off");
+        // `warm-on`: sched_switch warms the next wake-up's cache lines
+        // (timer.bpf.c, warm_rings; off by default: it bought nothing
+        // measurable).
+        let warm_on = u32::from(diag == "warm-on");
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
