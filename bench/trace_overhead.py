@@ -469,6 +469,9 @@ def header(args, started, bench, w):
     if diag == "softirq-at-once":
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's softirq programs add their "
           f"times to the histograms at once instead of deferring them")
+    elif diag == "warm-on":
+        w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's sched_switch warms the next "
+          f"wake-up's cache lines (off by default)")
     elif diag:
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's programs do "
           + ("only the flight recorder" if diag == "recorder" else "nothing (attached only)")

@@ -148,8 +148,9 @@ const volatile __u32 diag_level = 0;
  * on only under LATSCOPE_BPF_DIAG=warm-on. Compared in one build, 40
  * alternating rounds at 1 ms idle and loaded, the warming changed B's
  * median latency by nothing the rounds could resolve (D/B p50 1.001 and
- * 0.997, intervals holding 1) while it cost sched_switch about 125 ns a
- * run (bench/README.md, trace-overhead.sh, --tools UBD). */
+ * 0.997, intervals holding 1) while it cost sched_switch about 100 ns a
+ * run (772 with it, 677 without; bench/README.md, trace-overhead.sh,
+ * --tools UBD, and bpf-prog-cost.sh). */
 const volatile __u32 warm_on = 0;
 
 /* Threads to follow (tid -> 1), filled by user space. */
