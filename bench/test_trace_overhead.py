@@ -85,6 +85,13 @@ class Tools(unittest.TestCase):
             with self.assertRaises(argparse.ArgumentTypeError, msg=bad):
                 t.parse_tools(bad)
 
+    def test_without_tools_the_four_run_and_d_is_only_on_request(self):
+        args = t.parser().parse_args([])
+        self.assertEqual(args.tools, ("U", "P", "B", "C"))
+        self.assertEqual(args.d_diag, "")
+        args = t.parser().parse_args(["--tools", "UBD", "--d-diag", "warm-on"])
+        self.assertEqual((args.tools, args.d_diag), (("U", "B", "D"), "warm-on"))
+
     def test_d_runs_in_cs_place_and_before_b_as_often_as_after(self):
         orders = ["".join(t.order_of(i, ("U", "B", "D"))) for i in range(1, 9)]
         self.assertEqual(orders, ["UBD", "DBU", "BDU", "UDB", "BDU", "UDB", "DUB", "BUD"])

@@ -73,6 +73,8 @@ EXIT_TARGET_MISSED = 3
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
 TOOLS = ("U", "P", "B", "C", "D")
+# What runs without --tools: D only on request.
+DEFAULT_TOOLS = ("U", "P", "B", "C")
 TOOL_NAME = {"U": "untraced", "P": "--trace --trace-backend perf",
              "B": "--trace --trace-backend bpf",
              "C": "--trace --trace-backend bpf, counted (bpf_stats_enabled = 1)",
@@ -99,7 +101,7 @@ def die(msg):
     raise Fatal(msg)
 
 
-def order_of(i, tools=("U", "P", "B", "C")):
+def order_of(i, tools=DEFAULT_TOOLS):
     """The tools of round i (from 1) in the order they run: ORDERS with the
     tools not chosen left out, D in C's place. Any subset keeps the balance:
     for U and B alone the eight orders give UB, BU, BU, UB, BU, UB, UB, BU."""
@@ -767,7 +769,7 @@ def parse_periods(text):
     return periods
 
 
-def main():
+def parser():
     p = argparse.ArgumentParser(prog="bench/trace-overhead.sh",
                                 description="latscope untraced / --trace-backend perf / "
                                             "--trace-backend bpf (statistics off and on), "
@@ -776,9 +778,10 @@ def main():
     p.add_argument("--seconds", type=int, default=10, help="length of each run (default 10)")
     p.add_argument("--periods", type=parse_periods, default=[1000, 100],
                    help="timer periods in us, comma-separated (default 1000,100)")
-    p.add_argument("--tools", type=parse_tools, default=TOOLS,
-                   help="which of U P B C to run (default UPBC; U and at least one other), "
-                        "e.g. UB for many short rounds on the latency targets alone")
+    p.add_argument("--tools", type=parse_tools, default=DEFAULT_TOOLS,
+                   help="which of U P B C D to run (default UPBC; U and at least one other; "
+                        "D only with B and without C), e.g. UB for many short rounds on the "
+                        "latency targets alone, UBD with --d-diag to weigh one part")
     p.add_argument("--d-diag", default="",
                    help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD), e.g. warm-on")
     p.add_argument("--priority", type=int, default=95)
@@ -789,7 +792,11 @@ def main():
                    help="print the schedule of runs and their command lines, run nothing")
     p.add_argument("--latscope", default=os.environ.get(
         "LATSCOPE", os.path.join(REPO, "target", "release", "latscope")))
-    args = p.parse_args()
+    return p
+
+
+def main():
+    args = parser().parse_args()
     if args.rounds < 1 or args.seconds < 1:
         print(f"{PROG}: --rounds and --seconds must be at least 1", file=sys.stderr)
         sys.exit(1)
