@@ -9,7 +9,7 @@
 # Extra arguments go to `latscope run` (e.g. --period 100us, --cpus 1).
 # SECONDS_MEASURED (default 20) sets how long it counts. LATSCOPE_BPF_DIAG
 # (recorder: only the flight recorder; attached: programs that return at
-# once; softirq-at-once: softirq times added to the histograms in their
+# once; hist-off: no interrupt and work histograms; softirq-at-once: softirq times added to the histograms in their
 # own programs, not deferred) measures what parts of the work cost; unset,
 # everything runs as usual. The
 # table goes to stdout and bench/results/bpf-prog-cost-<UTC>.txt.
@@ -25,8 +25,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached|softirq-at-once) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder, attached or softirq-at-once (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|hist-off|softirq-at-once) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, hist-off or softirq-at-once (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 
@@ -60,7 +60,7 @@ result="bench/results/bpf-prog-cost-$started.txt"
 echo "latscope BPF programs, per run and per second, over $SECONDS_MEASURED s of"
 echo "latscope run --trace --trace-backend bpf $* (bpf_stats_enabled = 1)"
 echo "programs doing: ${LATSCOPE_BPF_DIAG:-everything} (LATSCOPE_BPF_DIAG)"
-echo "finished $started; kernel $(uname -r); $(nproc) CPUs"
+echo "finished $started; kernel $(uname -r); $(nproc) CPUs; binary $LATSCOPE"
 echo
 python3 - "$tmp/before.txt" "$tmp/after.txt" "$SECONDS_MEASURED" <<'PY'
 import re, sys

@@ -57,9 +57,12 @@
 //    traced CPUs: hard IRQ handler time by irq, vector time by vector
 //    index, softirq time and raise->entry delay by vec, NMI handler time,
 //    work item time by function. Each duration goes into latscope's HDR
-//    layout (hdr_index.h) as one count under (kind, source, index) in
-//    `hist0`/`hist1`, and into exact count/sum/min/max under (kind, source)
-//    in `totals0`/`totals1`. Both are BPF_MAP_TYPE_PERCPU_HASH: each CPU adds to
+//    layout (hdr_index.h) as one count under (kind, source, index), and
+//    into exact count/sum/min/max under (kind, source). The frequent kinds
+//    (vectors, softirqs, NMIs) go to per-CPU rows of counters in mmapable
+//    arrays (`row_tables`, `hist_rows`; see there); the others, and what
+//    a CPU's full pool of rows cannot take, to `hist0`/`hist1` and
+//    `totals0`/`totals1`. Those are BPF_MAP_TYPE_PERCPU_HASH: each CPU adds to
 //    its own copy of a counter, so no cache line moves between CPUs on the
 //    hot path (a shared HASH would need a locked add on a line every CPU
 //    writes); the cost is memory (nr_cpus values per key), paid once since
@@ -68,9 +71,10 @@
 //    because a nested program on the same CPU (an NMI inside an IRQ exit)
 //    could in principle touch the same counter. A full map drops the
 //    update and counts it (counters[3]). There are two such sets of maps
-//    (`hist0`/`totals0`, `hist1`/`totals1`); the programs write the one
-//    `hist_sel` names and user space drains the other (reads and deletes
-//    every key) before flipping `hist_sel`, so a set only ever holds the
+//    (`hist0`/`totals0` and row tables 2r, `hist1`/`totals1` and 2r + 1);
+//    the programs write the one `hist_sel` names and user space drains the
+//    other (reads and deletes every key, zeroes the rows) before flipping
+//    `hist_sel`, so a set only ever holds the
 //    keys of one drain interval and the totals live in user space.
 //
 // CO-RE: the kernel structures are declared with only the fields read,
@@ -482,6 +486,9 @@ struct hist_total {
     __u64 max;
 };
 
+#define FIXED_KINDS 4
+#define FIXED_SLOTS (FIXED_KINDS * 16)
+
 /* Two sets of histogram maps, written in turn: the programs add to the set
  * `hist_sel` names, and user space drains the other one (reads every key
  * and deletes it) before switching the programs to it. A set holds only
@@ -501,24 +508,59 @@ HIST_MAP(hist1, 4096, struct hist_chunk);
 HIST_MAP(totals0, 2048, struct hist_total);
 HIST_MAP(totals1, 2048, struct hist_total);
 
-/* The totals of the kinds whose sources are few and known (vectors,
- * softirq vecs, NMIs) in per-CPU arrays instead: FIXED_KINDS blocks of 16
- * sources, at fixed_slot(kind, source). An array lookup is inlined by the
- * verifier; the hash lookup it replaces cost a few hundred ns on the
- * wake-up path (every local timer interrupt's exit). User space reads and
- * zeroes the idle set like the hashes. */
-#define FIXED_KINDS 4
-#define FIXED_SLOTS (FIXED_KINDS * 16)
-#define FIXED_TOTALS(name)                      \
-    struct {                                    \
-        __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY); \
-        __uint(max_entries, FIXED_SLOTS);       \
-        __type(key, __u32);                     \
-        __type(value, struct hist_total);       \
-    } name SEC(".maps")
+/* The kinds whose sources are few and known (vectors, softirq vecs, NMIs:
+ * FIXED_KINDS blocks of 16 sources, at fixed_slot(kind, source)) are the
+ * frequent ones: a local timer interrupt's vector time and its softirqs'
+ * times on every wake-up. They are not hashed. Each traced CPU has, per
+ * set, a `row_table` and a pool of rows_per_table `hist_row`s: a row holds
+ * the 1024 HDR counters of one (slot, HDR row) pair, HDR row = index >>
+ * 10 (one power-of-two range of values), so a duration's counter is
+ * found through two array lookups the verifier inlines, with no hash to
+ * compute or bucket to walk (the per-CPU hash update it replaces cost
+ * about 100 ns of each sched_switch run that added a deferred value;
+ * bpf-prog-cost.sh, LATSCOPE_BPF_DIAG=hist-off). The table also holds the
+ * slots' exact totals. Both maps are mmapable: user space reads and
+ * zeroes the idle set's tables and rows in place, no system call per key.
+ *
+ * A row is claimed with an atomic add on `used` (a nested program, an NMI
+ * inside a softirq's add, claims another), labelled with its pair, then
+ * entered in the table; two rows labelled alike (a claim nested inside
+ * another for the same pair) are both read. A full pool sends the counts
+ * to the hashed maps, as any other kind's. */
+#define HDR_ROW_LEN 1024
+#define HDR_ROWS 27 /* latscope's HDR layout has 27 * 1024 counters */
+#define ROW_IDS (FIXED_SLOTS * HDR_ROWS)
+/* Rows per table, 1 to 64 (BpfConfig::hist_rows), set before loading. */
+const volatile __u32 rows_per_table = 24;
 
-FIXED_TOTALS(fixed_totals0);
-FIXED_TOTALS(fixed_totals1);
+struct hist_row {
+    __u64 id; /* 1 + slot * HDR_ROWS + HDR row; 0: free */
+    __u64 count[HDR_ROW_LEN];
+};
+
+struct row_table {
+    __u64 used; /* rows claimed; at or past rows_per_table the pool is full */
+    struct hist_total totals[FIXED_SLOTS];
+    __u16 row[ROW_IDS]; /* 1 + the pool row holding a pair, 0: none */
+};
+
+/* Table `ring * 2 + set`; its rows are `table * rows_per_table ..`. Sized
+ * by user space to the traced CPUs. */
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct row_table);
+} row_tables SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(map_flags, BPF_F_MMAPABLE);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct hist_row);
+} hist_rows SEC(".maps");
 
 /* Which set the programs write: 0 or 1 (user space flips it). */
 struct {
@@ -575,7 +617,7 @@ static __always_inline struct cpu_work *work_state(void)
     return bpf_map_lookup_elem(&cpu_work, &zero);
 }
 
-/* The slot of (kind, source) in fixed_totals, -1 for the hashed kinds. The
+/* The slot of (kind, source) in a row table, -1 for the hashed kinds. The
  * order of the blocks is BpfHistKind::FIXED in crates/platform/src/bpf.rs. */
 static __always_inline int fixed_slot(__u32 kind, __u64 source)
 {
@@ -606,59 +648,131 @@ static __always_inline void total_add(struct hist_total *t, __u64 value)
     __sync_fetch_and_add(&t->sum, value);
 }
 
-static __always_inline void hist_add_to(void *hist, void *hist_totals, void *fixed, __u32 kind,
-                                        __u64 source, __u64 value)
+/* One count at HDR counter `index` under (kind, source) in a hashed
+ * chunk map. */
+static __always_inline void chunk_add(void *hist, __u32 kind, __u64 source, __u32 index)
 {
-    __u32 index = hdr_index(value);
     __u32 j = index & (HIST_CHUNK - 1);
     struct hist_key k = {.kind = kind, .index = index / HIST_CHUNK, .source = source};
     struct hist_chunk *c = bpf_map_lookup_elem(hist, &k);
     if (c) {
         __sync_fetch_and_add(&c->count[j], 1);
-    } else {
-        struct hist_chunk one = {};
-        one.count[j] = 1;
-        if (bpf_map_update_elem(hist, &k, &one, BPF_NOEXIST)) {
-            /* Another CPU may have added the key meanwhile. */
-            c = bpf_map_lookup_elem(hist, &k);
-            if (c)
-                __sync_fetch_and_add(&c->count[j], 1);
-            else
-                count(C_HIST_DROPPED);
-        }
-    }
-    int slot = fixed_slot(kind, source);
-    if (slot >= 0) {
-        __u32 i = (__u32)slot;
-        struct hist_total *f = bpf_map_lookup_elem(fixed, &i);
-        if (f)
-            total_add(f, value);
         return;
     }
-    k.index = 0;
+    struct hist_chunk one = {};
+    one.count[j] = 1;
+    if (bpf_map_update_elem(hist, &k, &one, BPF_NOEXIST)) {
+        /* Another CPU may have added the key meanwhile. */
+        c = bpf_map_lookup_elem(hist, &k);
+        if (c)
+            __sync_fetch_and_add(&c->count[j], 1);
+        else
+            count(C_HIST_DROPPED);
+    }
+}
+
+/* `value` into the hashed maps: its count and its (kind, source) total. */
+static __always_inline void hash_add(void *hist, void *hist_totals, __u32 kind, __u64 source,
+                                     __u64 value)
+{
+    chunk_add(hist, kind, source, hdr_index(value));
+    struct hist_key k = {.kind = kind, .index = 0, .source = source};
     struct hist_total *t = bpf_map_lookup_elem(hist_totals, &k);
     if (t) {
         total_add(t, value);
-    } else {
-        struct hist_total n = {.count = 1, .sum = value, .min = value, .max = value};
-        if (bpf_map_update_elem(hist_totals, &k, &n, BPF_NOEXIST)) {
-            t = bpf_map_lookup_elem(hist_totals, &k);
-            if (t)
-                total_add(t, value);
-            else
-                count(C_HIST_DROPPED);
-        }
+        return;
     }
+    struct hist_total n = {.count = 1, .sum = value, .min = value, .max = value};
+    if (bpf_map_update_elem(hist_totals, &k, &n, BPF_NOEXIST)) {
+        t = bpf_map_lookup_elem(hist_totals, &k);
+        if (t)
+            total_add(t, value);
+        else
+            count(C_HIST_DROPPED);
+    }
+}
+
+/* The pool row holding (slot, HDR row `r`) in table `t`, claimed if there
+ * is none yet; NULL when the pool is full. */
+static __always_inline struct hist_row *row_of(struct row_table *tab, __u32 t, __u32 id)
+{
+    __u32 k = tab->row[id];
+    if (k) {
+        __u32 idx = t * rows_per_table + ((k - 1) % rows_per_table);
+        return bpf_map_lookup_elem(&hist_rows, &idx);
+    }
+    if (tab->used >= rows_per_table)
+        return NULL;
+    __u64 n = __sync_fetch_and_add(&tab->used, 1);
+    if (n >= rows_per_table)
+        return NULL;
+    __u32 idx = t * rows_per_table + (__u32)n;
+    struct hist_row *row = bpf_map_lookup_elem(&hist_rows, &idx);
+    if (!row)
+        return NULL;
+    row->id = (__u64)id + 1;
+    barrier();
+    tab->row[id] = (__u16)(n + 1);
+    return row;
+}
+
+enum row_added {
+    ROW_NONE = 0,    /* nothing added: the ring has no table */
+    ROW_DONE = 1,    /* count and total added */
+    ROW_COUNT_TO_HASH = 2, /* total added; the count goes to the hashed chunks */
+};
+
+/* `value` under fixed slot `slot` into ring `ring`'s table of set `set`. */
+static __always_inline enum row_added row_add(__u32 ring, __u32 set, __u32 slot, __u64 value,
+                                              __u32 *index_out)
+{
+    __u32 t = ring * 2 + set;
+    struct row_table *tab = bpf_map_lookup_elem(&row_tables, &t);
+    if (!tab)
+        return ROW_NONE;
+    __u32 index = hdr_index(value);
+    *index_out = index;
+    __u32 r = index >> 10;
+    /* An opaque copy, so the verifier bounds the id it indexes with. */
+    __u32 id = slot * HDR_ROWS + r;
+    asm volatile("" : "+r"(id));
+    if (r >= HDR_ROWS || id >= ROW_IDS)
+        return ROW_NONE;
+    __u32 s = slot;
+    asm volatile("" : "+r"(s));
+    s &= FIXED_SLOTS - 1;
+    total_add(&tab->totals[s], value);
+    struct hist_row *row = row_of(tab, t, id);
+    if (!row)
+        return ROW_COUNT_TO_HASH;
+    __sync_fetch_and_add(&row->count[index & (HDR_ROW_LEN - 1)], 1);
+    return ROW_DONE;
 }
 
 static __always_inline void hist_add(__u32 kind, __u64 source, __u64 value)
 {
     __u32 zero = 0;
     __u32 *sel = bpf_map_lookup_elem(&hist_sel, &zero);
-    if (sel && *sel)
-        hist_add_to(&hist1, &totals1, &fixed_totals1, kind, source, value);
+    __u32 set = sel && *sel ? 1 : 0;
+    int slot = fixed_slot(kind, source);
+    if (slot >= 0) {
+        __u32 ring1 = traced(bpf_get_smp_processor_id());
+        __u32 index = 0;
+        enum row_added added = ring1 ? row_add(ring1 - 1, set, (__u32)slot, value, &index) : ROW_NONE;
+        if (added == ROW_DONE)
+            return;
+        if (added == ROW_COUNT_TO_HASH) {
+            if (set)
+                chunk_add(&hist1, kind, source, index);
+            else
+                chunk_add(&hist0, kind, source, index);
+            return;
+        }
+    }
+    if (set)
+        hash_add(&hist1, &totals1, kind, source, value);
     else
-        hist_add_to(&hist0, &totals0, &fixed_totals0, kind, source, value);
+        hash_add(&hist0, &totals0, kind, source, value);
 }
 
 /* A vector's run time is not added to the histograms in its exit: the

@@ -79,6 +79,8 @@ mod fallback;
 #[cfg(latscope_bpf)]
 mod loaded;
 mod record;
+#[cfg(latscope_bpf)]
+mod rows;
 
 #[cfg(not(latscope_bpf))]
 pub use fallback::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
@@ -148,7 +150,19 @@ pub struct BpfConfig {
     pub recorder_slots: u32,
     /// Keep the interrupt and deferred-work histograms.
     pub histograms: bool,
+    /// Histogram rows per traced CPU and set for the frequent kinds
+    /// (vector, softirq, NMI times), 1 to [`MAX_HIST_ROWS`]; the counts a
+    /// full pool cannot take go to the hashed maps. Fewer rows only move
+    /// cost: tests use 1 to exercise the overflow.
+    pub hist_rows: u32,
 }
+
+/// Histogram rows per traced CPU and set unless told otherwise: 24 rows of
+/// 8 KiB, 384 KiB a traced CPU for both sets.
+pub const DEFAULT_HIST_ROWS: u32 = 24;
+
+/// The most [`BpfConfig::hist_rows`] may ask for.
+pub const MAX_HIST_ROWS: u32 = 64;
 
 impl Default for BpfConfig {
     fn default() -> BpfConfig {
@@ -157,6 +171,7 @@ impl Default for BpfConfig {
             cpus: Vec::new(),
             recorder_slots: DEFAULT_RECORDER_SLOTS,
             histograms: true,
+            hist_rows: DEFAULT_HIST_ROWS,
         }
     }
 }
@@ -190,8 +205,9 @@ pub enum BpfHistKind {
 }
 
 impl BpfHistKind {
-    /// The kinds whose totals the kernel keeps in `fixed_totals`, in the
-    /// order of its blocks of 16 sources (`fixed_slot` in timer.bpf.c).
+    /// The kinds the kernel counts in its histogram rows (the frequent
+    /// ones), in the order of its blocks of 16 sources (`fixed_slot` in
+    /// timer.bpf.c).
     pub const FIXED: [BpfHistKind; 4] = [
         BpfHistKind::VectorExec,
         BpfHistKind::SoftirqExec,

@@ -104,6 +104,18 @@ fn sleeper_every(
 
 #[test]
 fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
+    recorder_histograms_and_counters(bpf::DEFAULT_HIST_ROWS);
+}
+
+/// With one histogram row per CPU and set, all but the first (kind,
+/// source, HDR row) a set sees overflow to the hashed maps: the counts
+/// must add up the same.
+#[test]
+fn histogram_counts_that_overflow_the_rows_are_kept_in_the_hashed_maps() {
+    recorder_histograms_and_counters(1);
+}
+
+fn recorder_histograms_and_counters(hist_rows: u32) {
     let _cpu0 = cpu0();
     if !can_run() {
         return;
@@ -114,6 +126,7 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
         cpus: vec![0],
         recorder_slots: 8192,
         histograms: true,
+        hist_rows,
     }) else {
         drop(go);
         let _ = worker.join();
@@ -366,6 +379,7 @@ fn a_small_ring_reports_its_losses() {
         cpus: vec![0],
         recorder_slots: 16,
         histograms: false,
+        ..BpfConfig::default()
     }) else {
         drop(go);
         let _ = worker.join();
@@ -416,6 +430,7 @@ fn an_unread_sample_ring_keeps_the_newest_and_counts_the_rest() {
         cpus: vec![0],
         recorder_slots: 0,
         histograms: false,
+        ..BpfConfig::default()
     }) else {
         drop(go);
         let _ = worker.join();

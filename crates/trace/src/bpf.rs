@@ -97,6 +97,7 @@ impl BpfTracer {
             cpus: config.cpus.clone(),
             recorder_slots: config.recorder_slots,
             histograms: config.histograms,
+            ..BpfConfig::default()
         })
         .map_err(invalid)?;
         Ok(BpfTracer {

@@ -241,6 +241,7 @@ fn the_recorder_sees_what_perf_sees() {
         cpus: vec![0],
         recorder_slots: 1 << 16,
         histograms: false,
+        ..BpfConfig::default()
     })
     .unwrap();
     let first_seq = kernel.recorder_head(0).unwrap();

@@ -67,6 +67,7 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
         cpus: Vec::new(),
         recorder_slots: 0,
         histograms: false,
+        ..BpfConfig::default()
     })
     .unwrap();
     tracer.enable().unwrap();

@@ -6,13 +6,14 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 
-use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap, PerCpuValues};
+use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap};
 use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
+use super::rows::Rows;
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
-    TimerRecord, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES, VECTOR_NAMES,
+    TimerRecord, MAX_HIST_ROWS, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES, VECTOR_NAMES,
 };
 use crate::error::PlatformError;
 
@@ -224,6 +225,8 @@ pub struct TraceBpf {
     /// sample rings', then the recorder's.
     fill_marks: Vec<u64>,
     recorder: Option<Recorder>,
+    /// The frequent kinds' histogram rows and totals.
+    rows: Rows,
     missing: Vec<String>,
     attached: Vec<String>,
 }
@@ -370,12 +373,15 @@ impl TraceBpf {
             .ok_or_else(|| {
                 err("the recorder")(format!("{slots} slots × {rings} CPUs is too big"))
             })?;
-        let hist_on = u32::from(config.histograms);
+        // `hist-off` (bench/bpf-prog-cost.sh): the programs without the
+        // interrupt and work histograms, to weigh what they cost.
+        let diag = std::env::var("LATSCOPE_BPF_DIAG").unwrap_or_default();
+        let hist_on = u32::from(config.histograms && diag != "hist-off");
+        let hist_rows = config.hist_rows.clamp(1, MAX_HIST_ROWS);
         // Softirq times wait for the next switch like vector times, except
         // on PREEMPT_RT, where softirqs are preemptible (timer.bpf.c,
         // defer_softirq); an RT kernel has /sys/kernel/realtime = 1.
         let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
-        let diag = std::env::var("LATSCOPE_BPF_DIAG").unwrap_or_default();
         let softirq_deferred = u32::from(!rt && diag != "softirq-at-once");
         // bench/bpf-prog-cost.sh's diagnostic: what the programs cost with
         // only the recorder, or doing nothing (timer.bpf.c, diag_level);
@@ -417,12 +423,15 @@ impl TraceBpf {
             .set_max_entries("samples", sample_records)
             .set_max_entries("sample_heads", sample_rings)
             .set_max_entries("sample_rings", possible)
+            .set_max_entries("row_tables", rings * 2)
+            .set_max_entries("hist_rows", rings * 2 * hist_rows)
             .set_global("rec_slots", &slots, true)
             .set_global("sample_slots", &SAMPLE_SLOTS, true)
             .set_global("hist_on", &hist_on, true)
             .set_global("softirq_deferred", &softirq_deferred, true)
             .set_global("diag_level", &diag_level, true)
             .set_global("warm_on", &warm_on, true)
+            .set_global("rows_per_table", &hist_rows, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
@@ -459,8 +468,15 @@ impl TraceBpf {
         } else {
             None
         };
+        let rows = Rows::map(
+            map_fd(&ebpf, "row_tables")?,
+            map_fd(&ebpf, "hist_rows")?,
+            rings as usize,
+            hist_rows as usize,
+        )?;
         let mut bpf = TraceBpf {
             ebpf,
+            rows,
             sample_next: vec![0; samples.cpus.len()],
             samples,
             samples_lost: 0,
@@ -749,10 +765,10 @@ impl TraceBpf {
             .get(&0, 0)
             .map_err(|e| err("reading 'hist_sel'")(e.to_string()))?;
         let idle = u32::from(active == 0);
-        let (hist_name, totals_name, fixed_name) = if idle == 0 {
-            ("hist0", "totals0", "fixed_totals0")
+        let (hist_name, totals_name) = if idle == 0 {
+            ("hist0", "totals0")
         } else {
-            ("hist1", "totals1", "fixed_totals1")
+            ("hist1", "totals1")
         };
         {
             let map = self
@@ -800,28 +816,7 @@ impl TraceBpf {
                 let _ = tot.remove(&key);
             }
         }
-        {
-            let map = self
-                .ebpf
-                .map_mut(fixed_name)
-                .ok_or_else(|| err("the object")(format!("no map '{fixed_name}'")))?;
-            let mut fixed: PerCpuArray<_, HistTotal> =
-                PerCpuArray::try_from(map).map_err(|e| err("a totals array")(e.to_string()))?;
-            for (block, kind) in BpfHistKind::FIXED.iter().enumerate() {
-                for source in 0..16u32 {
-                    let slot = block as u32 * 16 + source;
-                    let Ok(values) = fixed.get(&slot, 0) else {
-                        continue;
-                    };
-                    if let Some(t) = sum_cpus(*kind, u64::from(source), &values) {
-                        totals.push(t);
-                        let zero = PerCpuValues::try_from(vec![HistTotal::default(); values.len()])
-                            .map_err(|e| err("a totals array")(e.to_string()))?;
-                        let _ = fixed.set(slot, zero, 0);
-                    }
-                }
-            }
-        }
+        self.rows.drain(idle as usize, buckets, totals);
         self.array::<u32>("hist_sel")?
             .set(0, idle, 0)
             .map_err(|e| err("switching the histogram maps")(e.to_string()))

@@ -1,0 +1,277 @@
+//! The histogram rows of the frequent kinds (vector, softirq and NMI
+//! times): timer.bpf.c's `row_tables` and `hist_rows`, mapped read-write
+//! and drained in place, with no system call per key.
+//!
+//! Each traced CPU (ring) has two tables, one per histogram set; table
+//! `ring * 2 + set` owns rows `table * per_table ..`. A row holds the
+//! 1024 HDR counters of one (fixed slot, HDR row) pair, labelled in its
+//! first word; the table holds the number of rows claimed, the slots'
+//! exact totals and which row holds which pair. The layouts here are the C
+//! structs' (`struct row_table`, `struct hist_row`), checked by the sizes
+//! the loader gives the kernel.
+
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+
+use crate::error::PlatformError;
+
+use super::{BpfHistBucket, BpfHistKind, BpfHistTotal};
+
+/// HDR rows in latscope's layout: 27 × 1024 counters (`HDR_ROWS`).
+const HDR_ROWS: usize = 27;
+/// Counters per row (`HDR_ROW_LEN`).
+const ROW_LEN: usize = 1024;
+/// Fixed slots: 4 kinds × 16 sources (`FIXED_SLOTS`).
+const FIXED_SLOTS: usize = 64;
+/// (slot, HDR row) pairs (`ROW_IDS`).
+const ROW_IDS: usize = FIXED_SLOTS * HDR_ROWS;
+/// `struct hist_row`: the label, then the counters.
+pub(super) const ROW_BYTES: usize = 8 + ROW_LEN * 8;
+/// `struct row_table`: `used`, the totals (4 × u64 each), the row index
+/// (u16 each).
+pub(super) const TABLE_BYTES: usize = 8 + FIXED_SLOTS * 32 + ROW_IDS * 2;
+const TOTALS_AT: usize = 8;
+const ROW_OF_AT: usize = TOTALS_AT + FIXED_SLOTS * 32;
+const _: () = assert!(ROW_BYTES.is_multiple_of(8) && TABLE_BYTES.is_multiple_of(8));
+
+/// A read-write shared mapping of a BPF array map, unmapped on drop.
+struct RwMapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: plain memory shared with the kernel, accessed only through
+// atomics, unmapped once by its owner's drop; nothing in it is tied to the
+// thread that created it.
+unsafe impl Send for RwMapping {}
+// SAFETY: every access, through a shared reference or not, is atomic.
+unsafe impl Sync for RwMapping {}
+
+impl RwMapping {
+    fn of(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<RwMapping, PlatformError> {
+        // SAFETY: a new mapping chosen by the kernel (no address given), of
+        // a descriptor open for the duration of the call; the kernel checks
+        // `len` against the map's size (an array created with
+        // BPF_F_MMAPABLE, writable since it is not frozen) and fails rather
+        // than map beyond it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(PlatformError::last_os(format!("BPF: mapping {what}")));
+        }
+        let ptr = NonNull::new(p.cast::<u8>())
+            .ok_or_else(|| PlatformError::Invalid(format!("BPF: mapping {what}: null")))?;
+        Ok(RwMapping { ptr, len })
+    }
+
+    /// The u64 at byte `offset`.
+    fn u64_at(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len);
+        // SAFETY: in bounds and 8-aligned (checked above; the base is
+        // page-aligned), valid for as long as `self`; the kernel's programs
+        // update it concurrently with atomic or plain stores, and every
+        // access from this side is atomic.
+        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(offset).cast::<u64>()) }
+    }
+
+    /// The u16 at byte `offset`.
+    fn u16_at(&self, offset: usize) -> &AtomicU16 {
+        assert!(offset.is_multiple_of(2) && offset + 2 <= self.len);
+        // SAFETY: as for `u64_at`, 2-aligned.
+        unsafe { AtomicU16::from_ptr(self.ptr.as_ptr().add(offset).cast::<u16>()) }
+    }
+}
+
+impl Drop for RwMapping {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are exactly what mmap returned and was
+        // given; no reference into the mapping outlives `self`.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+/// The kind and source of fixed slot `slot` (`fixed_slot` in timer.bpf.c).
+fn slot_kind(slot: usize) -> Option<(BpfHistKind, u64)> {
+    let kind = *BpfHistKind::FIXED.get(slot / 16)?;
+    Some((kind, (slot % 16) as u64))
+}
+
+/// The row tables and rows of every traced CPU, mapped.
+pub(super) struct Rows {
+    tables: RwMapping,
+    rows: RwMapping,
+    rings: usize,
+    /// Rows per table (`rows_per_table`).
+    per_table: usize,
+}
+
+impl Rows {
+    /// Maps `row_tables` (`rings` × 2 tables) and `hist_rows`
+    /// (`per_table` rows a table).
+    pub(super) fn map(
+        tables: BorrowedFd<'_>,
+        rows: BorrowedFd<'_>,
+        rings: usize,
+        per_table: usize,
+    ) -> Result<Rows, PlatformError> {
+        Ok(Rows {
+            tables: RwMapping::of(tables, rings * 2 * TABLE_BYTES, "the histogram row tables")?,
+            rows: RwMapping::of(
+                rows,
+                rings * 2 * per_table * ROW_BYTES,
+                "the histogram rows",
+            )?,
+            rings,
+            per_table,
+        })
+    }
+
+    /// Reads and zeroes set `set` of every ring (the set the programs left
+    /// a drain interval ago): its counts go to `buckets` (one entry per
+    /// non-zero counter and ring), its totals, summed over the rings, to
+    /// `totals`. A counter is taken with an atomic swap, so an add that
+    /// lands while the set is drained is kept for the next drain, not lost.
+    pub(super) fn drain(
+        &self,
+        set: usize,
+        buckets: &mut Vec<BpfHistBucket>,
+        totals: &mut Vec<BpfHistTotal>,
+    ) {
+        let mut sums: [Option<BpfHistTotal>; FIXED_SLOTS] = [None; FIXED_SLOTS];
+        for ring in 0..self.rings {
+            let table = ring * 2 + set;
+            let tab = table * TABLE_BYTES;
+            let used = self.tables.u64_at(tab).load(Ordering::Acquire);
+            let claimed = usize::try_from(used).map_or(self.per_table, |u| u.min(self.per_table));
+            for k in 0..claimed {
+                let row = (table * self.per_table + k) * ROW_BYTES;
+                let label = self.rows.u64_at(row).load(Ordering::Acquire);
+                let Some(id) = usize::try_from(label).ok().and_then(|l| l.checked_sub(1)) else {
+                    continue;
+                };
+                if id >= ROW_IDS {
+                    continue;
+                }
+                let Some((kind, source)) = slot_kind(id / HDR_ROWS) else {
+                    continue;
+                };
+                let first = (id % HDR_ROWS) * ROW_LEN;
+                for j in 0..ROW_LEN {
+                    let c = self.rows.u64_at(row + 8 + j * 8);
+                    if c.load(Ordering::Relaxed) == 0 {
+                        continue;
+                    }
+                    let count = c.swap(0, Ordering::AcqRel);
+                    if count > 0 {
+                        buckets.push(BpfHistBucket {
+                            kind,
+                            source,
+                            index: (first + j) as u32,
+                            count,
+                        });
+                    }
+                }
+                self.rows.u64_at(row).store(0, Ordering::Release);
+                self.tables
+                    .u16_at(tab + ROW_OF_AT + id * 2)
+                    .store(0, Ordering::Release);
+            }
+            for (slot, sum) in sums.iter_mut().enumerate() {
+                let at = tab + TOTALS_AT + slot * 32;
+                if self.tables.u64_at(at).load(Ordering::Relaxed) == 0 {
+                    continue;
+                }
+                let count = self.tables.u64_at(at).swap(0, Ordering::AcqRel);
+                let s = self.tables.u64_at(at + 8).swap(0, Ordering::AcqRel);
+                let min = self.tables.u64_at(at + 16).swap(0, Ordering::AcqRel);
+                let max = self.tables.u64_at(at + 24).swap(0, Ordering::AcqRel);
+                let Some((kind, source)) = slot_kind(slot) else {
+                    continue;
+                };
+                if count == 0 {
+                    continue;
+                }
+                let t = sum.get_or_insert(BpfHistTotal {
+                    kind,
+                    source,
+                    count: 0,
+                    sum: 0,
+                    min: u64::MAX,
+                    max: 0,
+                });
+                t.count = t.count.saturating_add(count);
+                t.sum = t.sum.saturating_add(s);
+                t.min = t.min.min(min);
+                t.max = t.max.max(max);
+            }
+            self.tables.u64_at(tab).store(0, Ordering::Release);
+        }
+        for t in sums.into_iter().flatten() {
+            merge_total(totals, t);
+        }
+    }
+}
+
+/// Adds `t` to the entry of its (kind, source) in `totals`, or appends it.
+pub(super) fn merge_total(totals: &mut Vec<BpfHistTotal>, t: BpfHistTotal) {
+    match totals
+        .iter_mut()
+        .find(|e| e.kind == t.kind && e.source == t.source)
+    {
+        Some(e) => {
+            e.count = e.count.saturating_add(t.count);
+            e.sum = e.sum.saturating_add(t.sum);
+            e.min = e.min.min(t.min);
+            e.max = e.max.max(t.max);
+        }
+        None => totals.push(t),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_name_the_fixed_kinds_in_blocks_of_16() {
+        assert_eq!(slot_kind(0), Some((BpfHistKind::VectorExec, 0)));
+        assert_eq!(slot_kind(17), Some((BpfHistKind::SoftirqExec, 1)));
+        assert_eq!(slot_kind(35), Some((BpfHistKind::SoftirqDelay, 3)));
+        assert_eq!(slot_kind(48), Some((BpfHistKind::Nmi, 0)));
+        assert_eq!(slot_kind(64), None);
+    }
+
+    #[test]
+    fn totals_of_one_key_merge_into_one_entry() {
+        let t = |count, min, max| BpfHistTotal {
+            kind: BpfHistKind::VectorExec,
+            source: 0,
+            count,
+            sum: count * 10,
+            min,
+            max,
+        };
+        let mut v = vec![t(2, 5, 15)];
+        merge_total(&mut v, t(3, 2, 12));
+        merge_total(
+            &mut v,
+            BpfHistTotal {
+                source: 1,
+                ..t(1, 1, 1)
+            },
+        );
+        assert_eq!(v.len(), 2);
+        assert_eq!((v[0].count, v[0].sum, v[0].min, v[0].max), (5, 50, 2, 15));
+    }
+}
