@@ -78,6 +78,8 @@
 mod fallback;
 #[cfg(latscope_bpf)]
 mod loaded;
+#[cfg(latscope_bpf)]
+mod mapping;
 mod record;
 #[cfg(latscope_bpf)]
 mod rows;

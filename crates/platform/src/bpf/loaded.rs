@@ -2,14 +2,14 @@
 //! read through its own read-only mmap (aya maps no array; see the module
 //! docs of `bpf` for the record ordering this reader relies on).
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
 
 use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap};
 use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
+use super::mapping::Mapping;
 use super::rows::Rows;
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
@@ -83,81 +83,6 @@ unsafe impl aya::Pod for HistKey {}
 unsafe impl aya::Pod for HistChunk {}
 // SAFETY: as above.
 unsafe impl aya::Pod for HistTotal {}
-
-/// A read-only shared mapping of a BPF array map, unmapped on drop.
-struct Mapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: the mapping is plain memory shared with the kernel, only read
-// (through volatile and atomic loads) and unmapped once, by its owner's
-// drop; nothing in it is tied to the thread that created it.
-unsafe impl Send for Mapping {}
-// SAFETY: all accesses through a shared reference are reads.
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    fn of(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<Mapping, PlatformError> {
-        // SAFETY: a new mapping chosen by the kernel (no address given), of
-        // a descriptor that is open for the duration of the call; the
-        // kernel checks `len` against the map's size (an array created
-        // with BPF_F_MMAPABLE) and fails rather than map beyond it.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(PlatformError::last_os(format!("BPF: mapping {what}")));
-        }
-        let ptr = NonNull::new(p.cast::<u8>())
-            .ok_or_else(|| PlatformError::Invalid(format!("BPF: mapping {what}: null")))?;
-        Ok(Mapping { ptr, len })
-    }
-
-    /// The u64 at byte `offset`, loaded atomically with `order`.
-    fn load_u64(&self, offset: usize, order: Ordering) -> u64 {
-        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len);
-        // SAFETY: in bounds (checked above), 8-aligned (page-aligned base,
-        // 8-aligned offset), and the memory lives as long as `self`. The
-        // kernel writes it concurrently, which is what an atomic load is
-        // for; we never write it.
-        let a = unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(offset).cast::<u64>()) };
-        a.load(order)
-    }
-
-    /// Copies `words` u64s from byte `offset` into `buf` with volatile
-    /// loads (the seqlock reader's copy: the values may be torn, which the
-    /// caller detects from the sequence numbers around it).
-    fn copy_words(&self, offset: usize, buf: &mut [u8; RECORD_BYTES], words: usize) {
-        let words = words.min(RECORD_BYTES / 8);
-        assert!(offset.is_multiple_of(8) && offset + words * 8 <= self.len);
-        for i in 0..words {
-            // SAFETY: in bounds and aligned as checked above; a volatile
-            // read of plain integers, so any value read is valid.
-            let w = unsafe {
-                std::ptr::read_volatile(self.ptr.as_ptr().add(offset + i * 8).cast::<u64>())
-            };
-            buf[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned and were
-        // given; no reference into the mapping outlives `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-    }
-}
 
 /// What reading one slot found.
 enum Slot {
@@ -438,12 +363,12 @@ impl TraceBpf {
         number_rings(&mut ebpf, "traced_cpus", &cpus)?;
         number_rings(&mut ebpf, "sample_rings", &sample_cpus)?;
         let samples = Recorder {
-            records: Mapping::of(
+            records: Mapping::read_only(
                 map_fd(&ebpf, "samples")?,
                 sample_records as usize * SAMPLE_SLOT_BYTES,
                 "the sample rings",
             )?,
-            heads: Mapping::of(
+            heads: Mapping::read_only(
                 map_fd(&ebpf, "sample_heads")?,
                 sample_rings as usize * HEAD_BYTES,
                 "the sample rings' heads",
@@ -455,8 +380,8 @@ impl TraceBpf {
         let recorder = if slots > 0 && !cpus.is_empty() {
             let len = records as usize * RECORD_BYTES;
             Some(Recorder {
-                records: Mapping::of(map_fd(&ebpf, "recorder")?, len, "the recorder")?,
-                heads: Mapping::of(
+                records: Mapping::read_only(map_fd(&ebpf, "recorder")?, len, "the recorder")?,
+                heads: Mapping::read_only(
                     map_fd(&ebpf, "rec_heads")?,
                     rings as usize * HEAD_BYTES,
                     "the recorder's heads",

@@ -10,13 +10,12 @@
 //! structs' (`struct row_table`, `struct hist_row`), checked by the sizes
 //! the loader gives the kernel.
 
-use std::os::fd::{AsRawFd, BorrowedFd};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::os::fd::BorrowedFd;
+use std::sync::atomic::Ordering;
 
-use crate::error::PlatformError;
-
+use super::mapping::Mapping;
 use super::{BpfHistBucket, BpfHistKind, BpfHistTotal};
+use crate::error::PlatformError;
 
 /// HDR rows in latscope's layout: 27 × 1024 counters (`HDR_ROWS`).
 const HDR_ROWS: usize = 27;
@@ -35,72 +34,6 @@ const TOTALS_AT: usize = 8;
 const ROW_OF_AT: usize = TOTALS_AT + FIXED_SLOTS * 32;
 const _: () = assert!(ROW_BYTES.is_multiple_of(8) && TABLE_BYTES.is_multiple_of(8));
 
-/// A read-write shared mapping of a BPF array map, unmapped on drop.
-struct RwMapping {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: plain memory shared with the kernel, accessed only through
-// atomics, unmapped once by its owner's drop; nothing in it is tied to the
-// thread that created it.
-unsafe impl Send for RwMapping {}
-// SAFETY: every access, through a shared reference or not, is atomic.
-unsafe impl Sync for RwMapping {}
-
-impl RwMapping {
-    fn of(fd: BorrowedFd<'_>, len: usize, what: &str) -> Result<RwMapping, PlatformError> {
-        // SAFETY: a new mapping chosen by the kernel (no address given), of
-        // a descriptor open for the duration of the call; the kernel checks
-        // `len` against the map's size (an array created with
-        // BPF_F_MMAPABLE, writable since it is not frozen) and fails rather
-        // than map beyond it.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(PlatformError::last_os(format!("BPF: mapping {what}")));
-        }
-        let ptr = NonNull::new(p.cast::<u8>())
-            .ok_or_else(|| PlatformError::Invalid(format!("BPF: mapping {what}: null")))?;
-        Ok(RwMapping { ptr, len })
-    }
-
-    /// The u64 at byte `offset`.
-    fn u64_at(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset.is_multiple_of(8) && offset + 8 <= self.len);
-        // SAFETY: in bounds and 8-aligned (checked above; the base is
-        // page-aligned), valid for as long as `self`; the kernel's programs
-        // update it concurrently with atomic or plain stores, and every
-        // access from this side is atomic.
-        unsafe { AtomicU64::from_ptr(self.ptr.as_ptr().add(offset).cast::<u64>()) }
-    }
-
-    /// The u16 at byte `offset`.
-    fn u16_at(&self, offset: usize) -> &AtomicU16 {
-        assert!(offset.is_multiple_of(2) && offset + 2 <= self.len);
-        // SAFETY: as for `u64_at`, 2-aligned.
-        unsafe { AtomicU16::from_ptr(self.ptr.as_ptr().add(offset).cast::<u16>()) }
-    }
-}
-
-impl Drop for RwMapping {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are exactly what mmap returned and was
-        // given; no reference into the mapping outlives `self`.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-    }
-}
-
 /// The kind and source of fixed slot `slot` (`fixed_slot` in timer.bpf.c).
 fn slot_kind(slot: usize) -> Option<(BpfHistKind, u64)> {
     let kind = *BpfHistKind::FIXED.get(slot / 16)?;
@@ -109,8 +42,8 @@ fn slot_kind(slot: usize) -> Option<(BpfHistKind, u64)> {
 
 /// The row tables and rows of every traced CPU, mapped.
 pub(super) struct Rows {
-    tables: RwMapping,
-    rows: RwMapping,
+    tables: Mapping,
+    rows: Mapping,
     rings: usize,
     /// Rows per table (`rows_per_table`).
     per_table: usize,
@@ -126,8 +59,12 @@ impl Rows {
         per_table: usize,
     ) -> Result<Rows, PlatformError> {
         Ok(Rows {
-            tables: RwMapping::of(tables, rings * 2 * TABLE_BYTES, "the histogram row tables")?,
-            rows: RwMapping::of(
+            tables: Mapping::read_write(
+                tables,
+                rings * 2 * TABLE_BYTES,
+                "the histogram row tables",
+            )?,
+            rows: Mapping::read_write(
                 rows,
                 rings * 2 * per_table * ROW_BYTES,
                 "the histogram rows",
