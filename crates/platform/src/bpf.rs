@@ -254,6 +254,28 @@ pub struct BpfHistTotal {
     pub max: u64,
 }
 
+impl BpfHistTotal {
+    /// A total of no durations yet, for `add` to fill.
+    pub fn empty(kind: BpfHistKind, source: u64) -> BpfHistTotal {
+        BpfHistTotal {
+            kind,
+            source,
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    /// Adds `count` durations summing to `sum`, between `min` and `max`.
+    pub fn add(&mut self, count: u64, sum: u64, min: u64, max: u64) {
+        self.count = self.count.saturating_add(count);
+        self.sum = self.sum.saturating_add(sum);
+        self.min = self.min.min(min);
+        self.max = self.max.max(max);
+    }
+}
+
 /// What the programs counted, summed over CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BpfCounters {

@@ -48,19 +48,9 @@ const HIST_CHUNK: usize = 16;
 
 /// The per-CPU copies of one total, summed; `None` when none counted.
 fn sum_cpus(kind: BpfHistKind, source: u64, values: &[HistTotal]) -> Option<BpfHistTotal> {
-    let mut t = BpfHistTotal {
-        kind,
-        source,
-        count: 0,
-        sum: 0,
-        min: u64::MAX,
-        max: 0,
-    };
+    let mut t = BpfHistTotal::empty(kind, source);
     for v in values.iter().filter(|v| v.count > 0) {
-        t.count = t.count.saturating_add(v.count);
-        t.sum = t.sum.saturating_add(v.sum);
-        t.min = t.min.min(v.min);
-        t.max = t.max.max(v.max);
+        t.add(v.count, v.sum, v.min, v.max);
     }
     (t.count > 0).then_some(t)
 }

@@ -139,18 +139,8 @@ impl Rows {
                 if count == 0 {
                     continue;
                 }
-                let t = sum.get_or_insert(BpfHistTotal {
-                    kind,
-                    source,
-                    count: 0,
-                    sum: 0,
-                    min: u64::MAX,
-                    max: 0,
-                });
-                t.count = t.count.saturating_add(count);
-                t.sum = t.sum.saturating_add(s);
-                t.min = t.min.min(min);
-                t.max = t.max.max(max);
+                sum.get_or_insert(BpfHistTotal::empty(kind, source))
+                    .add(count, s, min, max);
             }
             self.tables.u64_at(tab).store(0, Ordering::Release);
         }
@@ -166,12 +156,7 @@ pub(super) fn merge_total(totals: &mut Vec<BpfHistTotal>, t: BpfHistTotal) {
         .iter_mut()
         .find(|e| e.kind == t.kind && e.source == t.source)
     {
-        Some(e) => {
-            e.count = e.count.saturating_add(t.count);
-            e.sum = e.sum.saturating_add(t.sum);
-            e.min = e.min.min(t.min);
-            e.max = e.max.max(t.max);
-        }
+        Some(e) => e.add(t.count, t.sum, t.min, t.max),
         None => totals.push(t),
     }
 }
