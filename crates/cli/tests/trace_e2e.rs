@@ -630,69 +630,99 @@ fn stack_samples_name_the_kernel_code_that_ran_during_episodes_case() {
             })
             .unwrap()
     };
-    let (runs, ()) = control_and_interfered(kernel_burner, |name| {
-        let run_dir = dir.path().join(name);
-        std::fs::create_dir_all(&run_dir).unwrap();
-        traced_run(
-            &[
-                "--cpus",
-                &cpu.to_string(),
-                "--priority",
-                "80",
-                "--duration",
-                "5s",
-                "--threshold",
-                "250us",
-                "--stacks",
-            ],
-            &run_dir,
+    // One host stall during the interfered run adds episodes with no
+    // kernel code of ours to sample (the control cannot see it coming), so
+    // a pair whose stack share falls short is run again: the test passes at
+    // the first pair that passes and fails at the second that fails (a
+    // broken stack path fails every pair), at most three pairs.
+    let mut failures: Vec<String> = Vec::new();
+    for attempt in 1..=3 {
+        let (runs, ()) = control_and_interfered(kernel_burner, |name| {
+            let run_dir = dir.path().join(format!("{attempt}-{name}"));
+            std::fs::create_dir_all(&run_dir).unwrap();
+            traced_run(
+                &[
+                    "--cpus",
+                    &cpu.to_string(),
+                    "--priority",
+                    "80",
+                    "--duration",
+                    "5s",
+                    "--threshold",
+                    "250us",
+                    "--stacks",
+                ],
+                &run_dir,
+            )
+        });
+        let (Some(control), Some(doc)) = (runs.control, runs.interfered) else {
+            return;
+        };
+        let ctl_eps = control["episodes"].as_array().map_or(0, |e| e.len());
+        eprintln!(
+            "pair {attempt}: control: {ctl_eps} episodes above 250 µs without the kernel burner"
+        );
+        // The burner causes about 5 episodes a second above 250 µs, some 25
+        // in 5 s; the host's own (a stall has no kernel code of ours to
+        // sample) need not have stacks. More than 10 in the control (2 a
+        // second) leave too little to tell.
+        if too_noisy(
+            "control: episodes above 250 µs without the kernel burner, in 5 s",
+            10.0,
+            ctl_eps as f64,
         )
-    });
-    let (Some(control), Some(doc)) = (runs.control, runs.interfered) else {
-        return;
-    };
-    let ctl_eps = control["episodes"].as_array().map_or(0, |e| e.len());
-    eprintln!("control: {ctl_eps} episodes above 250 µs without the kernel burner");
-    // The burner causes about 5 episodes a second above 250 µs, some 25 in
-    // 5 s; the host's own (a stall has no kernel code of ours to sample)
-    // need not have stacks. More than 10 in the control (2 a second) leave
-    // too little to tell.
-    if too_noisy(
-        "control: episodes above 250 µs without the kernel burner, in 5 s",
-        10.0,
-        ctl_eps as f64,
-    )
-    .is_some()
-    {
-        return;
-    }
-    assert_eq!(doc["capabilities"]["stack_samples"], true);
-    let eps = doc["episodes"].as_array().unwrap();
-    let with_stacks: Vec<&Value> = eps
-        .iter()
-        .filter(|e| e["stacks"].as_array().is_some_and(|s| !s.is_empty()))
-        .collect();
-    eprintln!(
-        "{} of {} episodes have stack samples; {} samples taken",
-        with_stacks.len(),
-        eps.len(),
-        trace_summary(&doc)["stack_samples"]
-    );
-    assert!(
-        eps.len() >= 5 + ctl_eps,
-        "{} episodes, {ctl_eps} without the kernel burner",
-        eps.len()
-    );
-    // At least half of the episodes the burner added have stacks.
-    assert!(
-        with_stacks.len() * 2 >= eps.len() - ctl_eps,
-        "too few episodes with stacks"
-    );
-    let e = with_stacks[0];
-    eprintln!("episode {}: {}", e["seq"], e["stacks"]);
-    for s in e["stacks"].as_array().unwrap() {
-        let f = s["function"].as_str().unwrap();
-        assert!(!f.starts_with("0x"), "unsymbolized {f}");
-        assert!(s["samples"].as_u64().unwrap() >= 1);
+        .is_some()
+        {
+            return;
+        }
+        assert_eq!(doc["capabilities"]["stack_samples"], true);
+        let eps = doc["episodes"].as_array().unwrap();
+        let with_stacks: Vec<&Value> = eps
+            .iter()
+            .filter(|e| e["stacks"].as_array().is_some_and(|s| !s.is_empty()))
+            .collect();
+        eprintln!(
+            "pair {attempt}: {} of {} episodes have stack samples; {} samples taken",
+            with_stacks.len(),
+            eps.len(),
+            trace_summary(&doc)["stack_samples"]
+        );
+        // Stacks, where there are any, name symbols.
+        for e in &with_stacks {
+            for s in e["stacks"].as_array().unwrap() {
+                let f = s["function"].as_str().unwrap();
+                assert!(!f.starts_with("0x"), "unsymbolized {f}");
+                assert!(s["samples"].as_u64().unwrap() >= 1);
+            }
+        }
+        let failed = if eps.len() < 5 + ctl_eps {
+            Some(format!(
+                "{} episodes, {ctl_eps} without the kernel burner",
+                eps.len()
+            ))
+        } else if with_stacks.len() * 2 < eps.len() - ctl_eps {
+            // At least half of the episodes the burner added have stacks.
+            Some(format!(
+                "too few episodes with stacks: {} of {} ({ctl_eps} in the control)",
+                with_stacks.len(),
+                eps.len()
+            ))
+        } else {
+            None
+        };
+        match failed {
+            None => {
+                let e = with_stacks[0];
+                eprintln!("episode {}: {}", e["seq"], e["stacks"]);
+                return;
+            }
+            Some(f) => {
+                eprintln!("pair {attempt} failed: {f}");
+                failures.push(f);
+                if failures.len() >= 2 {
+                    panic!("two pairs failed: {}", failures.join("; "));
+                }
+            }
+        }
     }
 }

@@ -7,8 +7,9 @@
 //! 1024 HDR counters of one (fixed slot, HDR row) pair, labelled in its
 //! first word; the table holds the number of rows claimed, the slots'
 //! exact totals and which row holds which pair. The layouts here are the C
-//! structs' (`struct row_table`, `struct hist_row`), checked by the sizes
-//! the loader gives the kernel.
+//! structs' (`struct row_table`, `struct hist_row`); a mismatch would make
+//! the live test's bucket counts disagree with its exact totals
+//! (`tests/bpf_live.rs`).
 
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::Ordering;
