@@ -59,12 +59,33 @@ pub struct Kallsyms {
 }
 
 impl Kallsyms {
-    /// Loads `/proc/kallsyms`.
+    /// Loads `/proc/kallsyms`, a line at a time.
+    ///
+    /// The file is about 8 MiB on a distribution kernel. It is not read
+    /// whole: glibc's allocator serves a large block with mmap, and freeing
+    /// one raises its mmap threshold (and trim threshold, to twice that) up
+    /// to the block's size, after which the heap keeps every page it has
+    /// touched. One 8 MiB string freed at start made a traced run's
+    /// resident size creep by megabytes over its first minutes
+    /// (bench/README.md, "trace-memory.sh").
     pub fn load() -> Result<Kallsyms, TraceError> {
-        let text = fs::read_to_string("/proc/kallsyms").map_err(|e| {
+        use std::io::BufRead;
+        let unreadable = |e: std::io::Error| {
             TraceError::SymbolsUnavailable(format!("cannot read /proc/kallsyms: {e}"))
-        })?;
-        Kallsyms::parse(&text)
+        };
+        let file = fs::File::open("/proc/kallsyms").map_err(unreadable)?;
+        let mut reader = std::io::BufReader::with_capacity(64 * 1024, file);
+        let mut k = Kallsyms::default();
+        let mut any_text = false;
+        let mut line = String::with_capacity(256);
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).map_err(unreadable)? == 0 {
+                break;
+            }
+            any_text |= k.add_line(&line);
+        }
+        k.finish(any_text)
     }
 
     /// Parses the text of `/proc/kallsyms`
@@ -73,50 +94,61 @@ impl Kallsyms {
         let mut k = Kallsyms::default();
         let mut any_text = false;
         for line in text.lines() {
-            let mut f = line.split_whitespace();
-            let (Some(addr), Some(ty), Some(name)) = (f.next(), f.next(), f.next()) else {
-                continue;
-            };
-            if !matches!(ty, "t" | "T") {
-                continue;
-            }
-            any_text = true;
-            let Ok(addr) = u64::from_str_radix(addr, 16) else {
-                continue;
-            };
-            if addr == 0 {
-                continue;
-            }
-            let module = match f.next() {
-                Some(m) => {
-                    let m = m.trim_start_matches('[').trim_end_matches(']');
-                    match k.modules.iter().position(|x| x == m) {
-                        Some(i) => i + 1,
-                        None => {
-                            k.modules.push(m.to_string());
-                            k.modules.len()
-                        }
+            any_text |= k.add_line(line);
+        }
+        k.finish(any_text)
+    }
+
+    /// Adds one line's symbol if it is a text symbol with an address;
+    /// whether the line was a text symbol at all (hidden addresses read 0).
+    fn add_line(&mut self, line: &str) -> bool {
+        let mut f = line.split_whitespace();
+        let (Some(addr), Some(ty), Some(name)) = (f.next(), f.next(), f.next()) else {
+            return false;
+        };
+        if !matches!(ty, "t" | "T") {
+            return false;
+        }
+        let Ok(addr) = u64::from_str_radix(addr, 16) else {
+            return true;
+        };
+        if addr == 0 {
+            return true;
+        }
+        let module = match f.next() {
+            Some(m) => {
+                let m = m.trim_start_matches('[').trim_end_matches(']');
+                match self.modules.iter().position(|x| x == m) {
+                    Some(i) => i + 1,
+                    None => {
+                        self.modules.push(m.to_string());
+                        self.modules.len()
                     }
                 }
-                None => 0,
-            };
-            let (Ok(name_start), Ok(name_len), Ok(module)) = (
-                u32::try_from(k.names.len()),
-                u32::try_from(name.len()),
-                u32::try_from(module),
-            ) else {
-                continue;
-            };
-            k.names.push_str(name);
-            k.entries.push(Entry {
-                addr,
-                name_start,
-                name_len,
-                module,
-                global: ty == "T",
-            });
-        }
-        if k.entries.is_empty() {
+            }
+            None => 0,
+        };
+        let (Ok(name_start), Ok(name_len), Ok(module)) = (
+            u32::try_from(self.names.len()),
+            u32::try_from(name.len()),
+            u32::try_from(module),
+        ) else {
+            return true;
+        };
+        self.names.push_str(name);
+        self.entries.push(Entry {
+            addr,
+            name_start,
+            name_len,
+            module,
+            global: ty == "T",
+        });
+        true
+    }
+
+    /// Sorts the table once every line is in.
+    fn finish(mut self, any_text: bool) -> Result<Kallsyms, TraceError> {
+        if self.entries.is_empty() {
             return Err(TraceError::SymbolsUnavailable(if any_text {
                 "addresses are hidden (kptr_restrict; run as root)".to_string()
             } else {
@@ -125,15 +157,19 @@ impl Kallsyms {
         }
         // Among aliases at one address, the preferred name sorts last, where
         // the lookup lands: a global symbol over a local one, then a name
-        // without a leading underscore.
+        // without a leading underscore. The keys are unique (name_start), so
+        // the in-place unstable sort orders them as a stable one would,
+        // without a stable sort's buffer of half the table.
         let rank = |k: &Kallsyms, e: &Entry| {
             let name = k.name_of(e);
             (e.global, !name.starts_with('_'), e.name_start)
         };
-        let mut entries = std::mem::take(&mut k.entries);
-        entries.sort_by_key(|e| (e.addr, rank(&k, e)));
-        k.entries = entries;
-        Ok(k)
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_unstable_by_key(|e| (e.addr, rank(&self, e)));
+        entries.shrink_to_fit();
+        self.entries = entries;
+        self.names.shrink_to_fit();
+        Ok(self)
     }
 
     fn name_of(&self, e: &Entry) -> &str {
