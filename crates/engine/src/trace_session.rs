@@ -128,6 +128,12 @@ pub fn open(
                         Ok(d @ ("recorder" | "attached")) => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
                         ),
+                        Ok(d @ "recorder-off") => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, episodes have no events"
+                        ),
+                        Ok(d @ "hist-off") => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, no interrupt or work histograms"
+                        ),
                         Ok(d @ ("softirq-at-once" | "warm-on")) => {
                             format!("; LATSCOPE_BPF_DIAG={d}: a diagnostic")
                         }

@@ -310,6 +310,10 @@ impl TraceBpf {
         // (timer.bpf.c, warm_rings; off by default: it bought nothing
         // measurable).
         let warm_on = u32::from(diag == "warm-on");
+        // `recorder-off`: the programs write no flight-recorder records
+        // (the maps keep their sizes; episodes then have empty windows), to
+        // weigh what the records cost on the wake-up path.
+        let kernel_slots: u32 = if diag == "recorder-off" { 0 } else { slots };
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -340,7 +344,7 @@ impl TraceBpf {
             .set_max_entries("sample_rings", possible)
             .set_max_entries("row_tables", rings * 2)
             .set_max_entries("hist_rows", rings * 2 * hist_rows)
-            .set_global("rec_slots", &slots, true)
+            .set_global("rec_slots", &kernel_slots, true)
             .set_global("sample_slots", &SAMPLE_SLOTS, true)
             .set_global("hist_on", &hist_on, true)
             .set_global("softirq_deferred", &softirq_deferred, true)
