@@ -131,6 +131,9 @@ pub fn open(
                         Ok(d @ "recorder-off") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, episodes have no events"
                         ),
+                        Ok(d @ "elide-own") => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, episodes miss the measured threads' own timer events"
+                        ),
                         Ok(d @ "hist-off") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, no interrupt or work histograms"
                         ),

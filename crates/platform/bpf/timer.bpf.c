@@ -156,6 +156,11 @@ const volatile __u32 diag_level = 0;
  * run (772 with it, 677 without; bench/README.md, trace-overhead.sh,
  * --tools UBD, and bpf-prog-cost.sh). */
 const volatile __u32 warm_on = 0;
+/* A diagnostic (LATSCOPE_BPF_DIAG=elide-own): the expiry, callback exit
+ * and wake-up of a watched thread's own timer write no recorder records,
+ * to weigh what the records of the measured path itself cost. Episodes
+ * then miss those three events. */
+const volatile __u32 elide_own = 0;
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {
@@ -1009,6 +1014,11 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
     __u32 ring = traced(cpu);
     if (!ring)
         return 0;
+    if (elide_own) {
+        struct cpu_timer *s = timer_state();
+        if (s && s->tid == (__u32)p->pid)
+            return 0;
+    }
     __u64 seq;
     struct rec *r = rec_begin(ring, K_WAKING, bpf_ktime_get_ns(), &seq);
     if (!r)
@@ -1071,6 +1081,11 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     bpf_probe_read_kernel(&n, sizeof(n), now);
     __u64 time = bpf_ktime_get_ns();
     __u32 ring = traced(cpu);
+    if (elide_own) {
+        struct cpu_timer *o = timer_state();
+        if (o && o->hrtimer == (__u64)timer)
+            ring = 0;
+    }
     if (ring) {
         __u64 seq;
         struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_ENTRY, time, &seq);
@@ -1098,6 +1113,11 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
     __u32 ring = traced(cpu);
     if (!ring)
         return 0;
+    if (elide_own) {
+        struct cpu_timer *s = timer_state();
+        if (s && s->hrtimer == (__u64)timer)
+            return 0;
+    }
     __u64 seq;
     struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_EXIT, bpf_ktime_get_ns(), &seq);
     if (!r)

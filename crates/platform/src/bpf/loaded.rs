@@ -314,6 +314,9 @@ impl TraceBpf {
         // (the maps keep their sizes; episodes then have empty windows), to
         // weigh what the records cost on the wake-up path.
         let kernel_slots: u32 = if diag == "recorder-off" { 0 } else { slots };
+        // `elide-own`: no records of the measured thread's own timer expiry,
+        // callback exit and wake-up (timer.bpf.c, elide_own).
+        let elide_own = u32::from(diag == "elide-own");
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -350,6 +353,7 @@ impl TraceBpf {
             .set_global("softirq_deferred", &softirq_deferred, true)
             .set_global("diag_level", &diag_level, true)
             .set_global("warm_on", &warm_on, true)
+            .set_global("elide_own", &elide_own, true)
             .set_global("rows_per_table", &hist_rows, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
