@@ -9,9 +9,12 @@
 # Extra arguments go to `latscope run` (e.g. --period 100us, --cpus 1).
 # SECONDS_MEASURED (default 20) sets how long it counts. LATSCOPE_BPF_DIAG
 # (recorder: only the flight recorder; attached: programs that return at
-# once; hist-off: no interrupt and work histograms; softirq-at-once: softirq times added to the histograms in their
-# own programs, not deferred) measures what parts of the work cost; unset,
-# everything runs as usual. The
+# once; hist-off: no interrupt and work histograms; softirq-at-once: softirq
+# times added to the histograms in their own programs, not deferred;
+# warm-on: sched_switch warms the next wake-up's lines; recorder-off: no
+# recorder records; elide-own: no records of the measured thread's own
+# timer expiry, callback exit and wake-up) measures what parts of the work
+# cost; unset, everything runs as usual. The
 # table goes to stdout and bench/results/bpf-prog-cost-<UTC>.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,8 +28,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached|hist-off|softirq-at-once) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, hist-off or softirq-at-once (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|hist-off|softirq-at-once|warm-on|recorder-off|elide-own) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, hist-off, softirq-at-once, warm-on, recorder-off or elide-own (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 
