@@ -41,7 +41,7 @@ pub use dma::DmaLatencyGuard;
 pub use error::PlatformError;
 pub use mount::{mount_tracefs, MountGuard};
 pub use sched::{
-    block_signals_in_this_thread, current_tid, lock_memory, online_cpus, set_affinity,
+    block_signals_in_this_thread, current_tid, lock_memory, one_heap, online_cpus, set_affinity,
     set_affinity_set, set_scheduler, set_timer_slack, SchedPolicy,
 };
 pub use signals::StopSignals;
