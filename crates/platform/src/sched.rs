@@ -134,17 +134,17 @@ pub fn lock_memory() -> Result<(), PlatformError> {
 /// it. The tracer thread's heap grew like this several times a second. In
 /// a BPF-traced run at 1 ms, those calls were 13 % of the thread's CPU time
 /// (`perf record` of the thread). The main heap grows by `brk` with
-/// glibc's 128 KiB top pad, so it makes far fewer such calls. The threads
-/// that allocate after this (tracer, housekeeping, store) are not measuring
-/// threads, and glibc's per-thread caches keep most of their small
-/// allocations off the shared heap's lock. So one heap costs them next to
-/// nothing. Threads that already have a heap keep it. Only glibc has
-/// `mallopt`; elsewhere this does nothing.
+/// glibc's 128 KiB top pad, so it makes far fewer such calls. Threads
+/// started after this share it. The measuring threads among them allocate
+/// only before they measure. The others (the tracer above all) are not
+/// measuring threads, and glibc's per-thread caches keep most of their
+/// small allocations off the shared heap's lock. Threads that already have
+/// a heap keep it. Only glibc has `mallopt`; elsewhere this does nothing.
 pub fn one_heap() {
     #[cfg(target_env = "gnu")]
     // SAFETY: mallopt takes two integers by value and only changes the
-    // allocator's settings. It is safe to call while other threads
-    // allocate.
+    // allocator's settings; glibc takes its own lock for that, so other
+    // threads may allocate meanwhile.
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 1);
     }

@@ -13,7 +13,7 @@ fn reserved_heaps() -> usize {
     maps.lines()
         .filter(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() < 5 || f[1] != "---p" || f.len() > 5 {
+            if f.len() != 5 || f[1] != "---p" {
                 return false;
             }
             let Some((a, b)) = f[0].split_once('-') else {
