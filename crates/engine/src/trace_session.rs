@@ -134,6 +134,9 @@ pub fn open(
                         Ok(d @ "elide-own") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, episodes miss the measured threads' own timer events"
                         ),
+                        Ok(d @ "no-waking-exit") => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, sched_waking and hrtimer_expire_exit not attached"
+                        ),
                         Ok(d @ "hist-off") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, no interrupt or work histograms"
                         ),
