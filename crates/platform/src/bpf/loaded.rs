@@ -195,6 +195,22 @@ fn optional_groups() -> Vec<Group> {
     g
 }
 
+/// The optional groups to attach under `LATSCOPE_BPF_DIAG=diag`: all of
+/// them, except under `no-waking-exit`, which leaves out `sched_waking` and
+/// `hrtimer_expire_exit`: two of the six programs between our timer's
+/// expiry and our thread, which in the kernel only feed the recorder, so
+/// that a run weighs what attached programs on that path cost
+/// (bench/README.md).
+fn attached_optional_groups(diag: &str) -> Vec<Group> {
+    const NOT_ATTACHED: [&str; 2] = ["sched_waking", "hrtimer_expire_exit"];
+    optional_groups()
+        .into_iter()
+        .filter(|g| {
+            diag != "no-waking-exit" || !g.iter().any(|(_, t)| NOT_ATTACHED.contains(&t.as_str()))
+        })
+        .collect()
+}
+
 /// Loads and attaches every program of `g`; the first failure says which.
 /// Most are BTF tracepoints; one is a raw tracepoint (see the C file).
 fn attach_group(ebpf: &mut Ebpf, btf: &Btf, g: &Group) -> Result<(), String> {
@@ -414,19 +430,7 @@ impl TraceBpf {
             bpf.attached.extend(g.into_iter().map(|(p, _)| p));
         }
         if !cpus.is_empty() {
-            // `no-waking-exit`: sched_waking and hrtimer_expire_exit, two of
-            // the six programs between our timer's expiry and our thread
-            // that only feed the recorder, are not attached at all, to weigh
-            // what attached programs on that path cost (bench/README.md).
-            let skipped: &[&str] = if diag == "no-waking-exit" {
-                &["sched_waking", "hrtimer_expire_exit"]
-            } else {
-                &[]
-            };
-            for g in optional_groups() {
-                if g.iter().any(|(_, t)| skipped.contains(&t.as_str())) {
-                    continue;
-                }
+            for g in attached_optional_groups(&diag) {
                 if attach_group(&mut bpf.ebpf, &btf, &g).is_ok() {
                     bpf.attached.extend(g.into_iter().map(|(p, _)| p));
                 } else {
@@ -787,4 +791,27 @@ pub fn enable_bpf_stats() -> Result<BpfStatsGuard, PlatformError> {
     aya::sys::enable_stats(aya::sys::Stats::RunTime)
         .map(|fd| BpfStatsGuard { _fd: fd })
         .map_err(|e| err("enabling the BPF run-time statistics")(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracepoints(groups: &[Group]) -> Vec<String> {
+        groups.iter().flatten().map(|(_, t)| t.clone()).collect()
+    }
+
+    #[test]
+    fn no_waking_exit_leaves_out_exactly_its_two_tracepoints() {
+        let all = tracepoints(&attached_optional_groups(""));
+        assert_eq!(all, tracepoints(&optional_groups()));
+        let fewer = tracepoints(&attached_optional_groups("no-waking-exit"));
+        let left_out: Vec<&String> = all.iter().filter(|t| !fewer.contains(t)).collect();
+        // The names must be the groups' own: a misspelt one would leave
+        // every program attached and the diagnostic weighing nothing.
+        assert_eq!(left_out, ["sched_waking", "hrtimer_expire_exit"]);
+        assert_eq!(fewer.len() + 2, all.len());
+        // Other diagnostics attach everything.
+        assert_eq!(tracepoints(&attached_optional_groups("elide-own")), all);
+    }
 }
