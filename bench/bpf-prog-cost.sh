@@ -8,8 +8,9 @@
 # /proc/sys/kernel/bpf_stats_enabled on while it runs and puts it back.
 # Extra arguments go to `latscope run` (e.g. --period 100us, --cpus 1).
 # SECONDS_MEASURED (default 20) sets how long it counts. LATSCOPE_BPF_DIAG
-# (recorder: only the flight recorder; attached: programs that return at
-# once; hist-off: no interrupt and work histograms; softirq-at-once: softirq
+# (recorder: only the flight recorder; attached: programs that stop at
+# their first check; empty: programs that return at once, the kernel's
+# price for calling them; hist-off: no interrupt and work histograms; softirq-at-once: softirq
 # times added to the histograms in their own programs, not deferred;
 # warm-on: sched_switch warms the next wake-up's lines; recorder-off: no
 # recorder records; elide-own: no records of the measured thread's own
@@ -29,8 +30,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, hist-off, softirq-at-once, warm-on, recorder-off, elide-own or no-waking-exit (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|empty|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, empty, hist-off, softirq-at-once, warm-on, recorder-off, elide-own or no-waking-exit (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 

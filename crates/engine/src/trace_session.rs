@@ -125,7 +125,7 @@ pub fn open(
                     // bench/bpf-prog-cost.sh's diagnostic switch leaves
                     // the programs doing less: a run under it says so.
                     let diag = match std::env::var("LATSCOPE_BPF_DIAG").as_deref() {
-                        Ok(d @ ("recorder" | "attached")) => format!(
+                        Ok(d @ ("recorder" | "attached" | "empty")) => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, samples are not decomposed"
                         ),
                         Ok(d @ "recorder-off") => format!(
@@ -133,6 +133,9 @@ pub fn open(
                         ),
                         Ok(d @ "elide-own") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, episodes miss the measured threads' own timer events"
+                        ),
+                        Ok(d @ "detached") => format!(
+                            "; LATSCOPE_BPF_DIAG={d}: a diagnostic, no program attached, nothing traced"
                         ),
                         Ok(d @ "no-waking-exit") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, sched_waking and hrtimer_expire_exit not attached"

@@ -144,10 +144,20 @@ _Static_assert(sizeof(struct timer_record) == 64, "struct timer_record is 64 byt
 
 /* A diagnostic for bench/bpf-prog-cost.sh (LATSCOPE_BPF_DIAG): 0 does
  * everything; 1 only the recorder (no decomposition, no histograms); 2
- * nothing past each program's first lines, the cost of being attached.
- * The value is frozen before the verifier runs, which then drops the
- * branches it rules out: 0 costs nothing. */
+ * nothing past each program's first lines, the cost of being attached; 3
+ * (`empty`) nothing at all, every program returning at its first
+ * instruction: the kernel's own price for calling a program from a
+ * tracepoint. The value is frozen before the verifier runs, which then
+ * drops the branches it rules out: 0 costs nothing. */
 const volatile __u32 diag_level = 0;
+
+/* The first line of every program: under diag_level 3 the verifier keeps
+ * nothing after it. */
+#define EMPTY_FLOOR()                                                                              \
+    do {                                                                                           \
+        if (diag_level >= 3)                                                                       \
+            return 0;                                                                              \
+    } while (0)
 /* Whether sched_switch warms the next wake-up's lines (warm_rings): off,
  * on only under LATSCOPE_BPF_DIAG=warm-on. Compared in one build, 40
  * alternating rounds at 1 ms idle and loaded, the warming changed B's
@@ -967,6 +977,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
              unsigned int prev_state)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u64 now = bpf_ktime_get_ns();
     __u32 ring = traced(cpu);
@@ -1010,6 +1021,7 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_sched_waking, struct task_struct *p)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1035,6 +1047,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
 SEC("tp_btf/hrtimer_start")
 int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __s64 expires = timer->node.expires;
     __u32 ring = traced(cpu);
@@ -1076,6 +1089,7 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     ktime_t n = 0;
     bpf_probe_read_kernel(&n, sizeof(n), now);
@@ -1109,6 +1123,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
 SEC("tp_btf/hrtimer_expire_exit")
 int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1130,6 +1145,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
 SEC("tp_btf/irq_handler_entry")
 int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1157,6 +1173,7 @@ int BPF_PROG(on_irq_handler_entry, int irq, struct irqaction *action)
 SEC("tp_btf/irq_handler_exit")
 int BPF_PROG(on_irq_handler_exit, int irq, struct irqaction *action, int ret)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1225,24 +1242,28 @@ static __always_inline int on_softirq(__u8 kind, unsigned int vec)
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(on_softirq_raise, unsigned int vec)
 {
+    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_RAISE, vec);
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
+    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_ENTRY, vec);
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec)
 {
+    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_EXIT, vec);
 }
 
 SEC("tp_btf/nmi_handler")
 int BPF_PROG(on_nmi_handler, void *handler, __s64 delta_ns, int handled)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1263,6 +1284,7 @@ int BPF_PROG(on_nmi_handler, void *handler, __s64 delta_ns, int handled)
 SEC("tp_btf/workqueue_execute_start")
 int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1290,6 +1312,7 @@ int BPF_PROG(on_workqueue_execute_start, struct work_struct *work)
 SEC("raw_tp/workqueue_execute_end")
 int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1314,6 +1337,7 @@ int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
 
 static __always_inline int on_vector(__u8 index, int vector, bool entry)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)

@@ -203,12 +203,26 @@ fn optional_groups() -> Vec<Group> {
 /// (bench/README.md).
 fn attached_optional_groups(diag: &str) -> Vec<Group> {
     const NOT_ATTACHED: [&str; 2] = ["sched_waking", "hrtimer_expire_exit"];
+    if diag == "detached" {
+        return Vec::new();
+    }
     optional_groups()
         .into_iter()
         .filter(|g| {
             diag != "no-waking-exit" || !g.iter().any(|(_, t)| NOT_ATTACHED.contains(&t.as_str()))
         })
         .collect()
+}
+
+/// The required groups to attach under `LATSCOPE_BPF_DIAG=diag`: all of
+/// them, except under `detached`, which loads every program and attaches
+/// none, so that a run weighs the rest of the BPF backend (its maps, its
+/// reader thread) without a program on any path (bench/README.md).
+fn attached_required_groups(diag: &str) -> Vec<Group> {
+    if diag == "detached" {
+        return Vec::new();
+    }
+    required_groups()
 }
 
 /// Loads and attaches every program of `g`; the first failure says which.
@@ -315,11 +329,14 @@ impl TraceBpf {
         let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
         let softirq_deferred = u32::from(!rt && diag != "softirq-at-once");
         // bench/bpf-prog-cost.sh's diagnostic: what the programs cost with
-        // only the recorder, or doing nothing (timer.bpf.c, diag_level);
-        // `softirq-at-once` (above) compares deferring softirq times with not.
+        // only the recorder, stopping at their first check, or returning at
+        // once (`empty`: the kernel's price for calling them; timer.bpf.c,
+        // diag_level); `softirq-at-once` (above) compares deferring softirq
+        // times with not.
         let diag_level: u32 = match diag.as_str() {
             "recorder" => 1,
             "attached" => 2,
+            "empty" => 3,
             _ => 0,
         };
         // `warm-on`: sched_switch warms the next wake-up's cache lines
@@ -425,7 +442,7 @@ impl TraceBpf {
             attached: Vec::new(),
         };
         bpf.watch(&config.tids)?;
-        for g in required_groups() {
+        for g in attached_required_groups(&diag) {
             attach_group(&mut bpf.ebpf, &btf, &g).map_err(|e| err("attaching")(e))?;
             bpf.attached.extend(g.into_iter().map(|(p, _)| p));
         }
@@ -813,5 +830,17 @@ mod tests {
         assert_eq!(fewer.len() + 2, all.len());
         // Other diagnostics attach everything.
         assert_eq!(tracepoints(&attached_optional_groups("elide-own")), all);
+        assert_eq!(
+            tracepoints(&attached_required_groups("elide-own")),
+            tracepoints(&required_groups())
+        );
+    }
+
+    #[test]
+    fn detached_attaches_nothing_and_only_under_its_name() {
+        assert!(attached_required_groups("detached").is_empty());
+        assert!(attached_optional_groups("detached").is_empty());
+        assert!(!attached_required_groups("").is_empty());
+        assert!(!attached_optional_groups("empty").is_empty());
     }
 }
