@@ -116,5 +116,19 @@ class DAgainstB(unittest.TestCase):
         self.assertIn("too few rounds", t.d_against_b(Args, rounds([1.1] * 3), keys))
 
 
+class Spread(unittest.TestCase):
+    def test_the_interval_and_the_range_are_both_named_and_differ(self):
+        xs = [float(x) for x in range(1, 17)]
+        xs[0] = 0.5  # a straying round moves the range, not the interval
+        words = t.spread(xs)
+        self.assertIn("95 % interval 4.000-13.000", words)
+        self.assertIn("range 0.500-16.000", words)
+
+    def test_too_few_rounds_keep_the_range(self):
+        words = t.spread([1.0, 2.0, 3.0])
+        self.assertIn("too few rounds for a 95 % interval", words)
+        self.assertIn("range 1.000-3.000", words)
+
+
 if __name__ == "__main__":
     unittest.main()

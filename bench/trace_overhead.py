@@ -476,7 +476,9 @@ def header(args, started, bench, w):
           f"wake-up's cache lines (off by default)")
     elif diag:
         w(f"LATSCOPE_BPF_DIAG={diag}: a diagnostic run, B and C's programs do "
-          + ("only the flight recorder" if diag == "recorder" else "nothing (attached only)")
+          + ({"recorder": "only the flight recorder",
+             "empty": "nothing at all (each returns at once)",
+             "detached": "nothing (none is attached)"}.get(diag, "nothing (attached only)"))
           + "; samples are not decomposed, so the BPF targets below do not apply")
     w(f"tools {''.join(args.tools)}; order rotating through "
       + ", ".join(order_tag(order_of(i, args.tools)) for i in range(1, len(ORDERS) + 1))
@@ -524,6 +526,16 @@ def median_ci(xs, level=0.95):
         return None
     s = sorted(xs)
     return (s[k - 1], s[n - k])
+
+
+def spread(xs):
+    """The 95 % interval of the median of xs and their range, in words: the
+    interval says what the rounds resolve, the range how far single rounds
+    strayed."""
+    ci = median_ci(xs)
+    within = (f"95 % interval {ci[0]:.3f}-{ci[1]:.3f}" if ci
+              else "too few rounds for a 95 % interval")
+    return f"{within}; range {min(xs):.3f}-{max(xs):.3f}"
 
 
 def ratio_verdict(xs, target):
@@ -608,8 +620,6 @@ def condition_block(args, title, period, rounds, w):
         figs[t] = {
             "mean": med(rat[(t, "mean_ns")]), "p50": med(rat[(t, "p50_ns")]),
             "p99": med(rat[(t, "p99_ns")]),
-            "p50_range": (min(rat[(t, "p50_ns")]), max(rat[(t, "p50_ns")])),
-            "p99_range": (min(rat[(t, "p99_ns")]), max(rat[(t, "p99_ns")])),
             "cpu_med": med([r["tracer_pct"] for r in runs]),
             "cpu_max": max(r["tracer_pct"] for r in runs),
             "bpf_med": med([r["bpf_pct"] for r in runs]),
@@ -628,8 +638,8 @@ def condition_block(args, title, period, rounds, w):
             continue
         f = figs[t]
         lines[t] = (f"{name}: median over rounds of {t}/U: mean {f['mean']:.3f}, p50 {f['p50']:.3f} "
-          f"({f['p50_range'][0]:.3f}-{f['p50_range'][1]:.3f}), p99 {f['p99']:.3f} "
-          f"({f['p99_range'][0]:.3f}-{f['p99_range'][1]:.3f}); tracer CPU median "
+          f"({spread(rat[(t, 'p50_ns')])}), p99 {f['p99']:.3f} "
+          f"({spread(rat[(t, 'p99_ns')])}); tracer CPU median "
           f"{f['cpu_med']:.3f}% of one core (max {f['cpu_max']:.3f}%"
           + (f", BPF programs {f['bpf_med']:.3f}%" if t == "C" else "")
           + (", thread only: statistics off" if t in ("B", "D") else "")
