@@ -5,6 +5,8 @@ Standard library only; crates/cli/tests/bench_scripts.rs runs this file
 as part of `cargo test`."""
 
 import argparse
+import contextlib
+import io
 import math
 import os
 import sys
@@ -91,6 +93,12 @@ class Tools(unittest.TestCase):
         self.assertEqual(args.d_diag, "")
         args = t.parser().parse_args(["--tools", "UBD", "--d-diag", "warm-on"])
         self.assertEqual((args.tools, args.d_diag), (("U", "B", "D"), "warm-on"))
+
+    def test_a_misspelt_d_diag_is_refused(self):
+        with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
+            t.parser().parse_args(["--tools", "UBD", "--d-diag", "emtpy"])
+        for d in ("empty", "detached", "no-waking-exit"):
+            self.assertEqual(t.parser().parse_args(["--tools", "UBD", "--d-diag", d]).d_diag, d)
 
     def test_d_runs_in_cs_place_and_before_b_as_often_as_after(self):
         orders = ["".join(t.order_of(i, ("U", "B", "D"))) for i in range(1, 9)]

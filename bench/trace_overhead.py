@@ -779,6 +779,12 @@ def parse_periods(text):
     return periods
 
 
+# The values crates/platform/src/bpf/loaded.rs acts on; latscope runs an
+# unknown one as if unset, so a misspelt --d-diag would weigh nothing.
+D_DIAGS = ("recorder", "attached", "empty", "detached", "hist-off", "softirq-at-once",
+           "warm-on", "recorder-off", "elide-own", "no-waking-exit")
+
+
 def parser():
     p = argparse.ArgumentParser(prog="bench/trace-overhead.sh",
                                 description="latscope untraced / --trace-backend perf / "
@@ -792,8 +798,9 @@ def parser():
                    help="which of U P B C D to run (default UPBC; U and at least one other; "
                         "D only with B and without C), e.g. UB for many short rounds on the "
                         "latency targets alone, UBD with --d-diag to weigh one part")
-    p.add_argument("--d-diag", default="",
-                   help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD), e.g. warm-on")
+    p.add_argument("--d-diag", default="", choices=("",) + D_DIAGS, metavar="D_DIAG",
+                   help="LATSCOPE_BPF_DIAG for D's runs (with --tools UBD): "
+                        + ", ".join(D_DIAGS))
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--cpus", default=None, help="CPU list (default: every online CPU)")
     p.add_argument("--no-load", action="store_true", help="skip the CPU-load conditions")

@@ -1198,6 +1198,7 @@ int BPF_PROG(on_irq_handler_exit, int irq, struct irqaction *action, int ret)
 
 static __always_inline int on_softirq(__u8 kind, unsigned int vec)
 {
+    EMPTY_FLOOR();
     __u32 cpu = bpf_get_smp_processor_id();
     __u32 ring = traced(cpu);
     if (!ring)
@@ -1242,21 +1243,18 @@ static __always_inline int on_softirq(__u8 kind, unsigned int vec)
 SEC("tp_btf/softirq_raise")
 int BPF_PROG(on_softirq_raise, unsigned int vec)
 {
-    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_RAISE, vec);
 }
 
 SEC("tp_btf/softirq_entry")
 int BPF_PROG(on_softirq_entry, unsigned int vec)
 {
-    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_ENTRY, vec);
 }
 
 SEC("tp_btf/softirq_exit")
 int BPF_PROG(on_softirq_exit, unsigned int vec)
 {
-    EMPTY_FLOOR();
     return on_softirq(K_SOFTIRQ_EXIT, vec);
 }
 
