@@ -695,11 +695,13 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
     );
     // And its latency: the typical second's worst case over all the abused
     // seconds within the host's own scatter of the control's, unless the
-    // pairs do not agree (fewer than 3 in 4 higher under abuse): a host
+    // pairs do not agree (fewer than 7 in 8 higher under abuse): a host
     // burst over a few abused phases can lift the pooled median, but not
-    // the phases it missed.
+    // the phases it missed. (A CI run lifted it to 131.9 against 37.3 us
+    // with 4 of 7 pairs higher, three of the others at 19-44 us under
+    // abuse; 7 in 8 rather than 3 in 4 keeps such a run well clear.)
     assert!(
-        abused.median() <= 1.5 * control.median() + 50.0 || higher * 4 < judged * 3,
+        abused.median() <= 1.5 * control.median() + 50.0 || higher * 8 < judged * 7,
         "the abuse delayed the measuring thread: median per-second max {:.1} us under abuse \
          against {:.1} us, higher in {higher} of {judged} pairs",
         abused.median(),
