@@ -57,6 +57,7 @@ fn episode(seq: u32) -> Episode {
                 policy: Some("fifo".into()),
                 priority: Some(90),
                 duration_ns: Nanos(latency),
+                parts: Vec::new(),
             }],
             blocking: None,
             unexplained_ns: Nanos(0),

@@ -81,6 +81,23 @@ pub struct Cause {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     pub duration_ns: Nanos,
+    /// What ran inside this share, for a softirq or an interrupt: deferred
+    /// work by function or device ("timer:delayed_work_timer_fn",
+    /// "napi:eth0", "hrtimer:tick_nohz_handler"), longest first. Their sum
+    /// is at most the share; the rest is the vector's own handling. Empty
+    /// when the trace recorded nothing finer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<CausePart>,
+}
+
+/// Deferred work that ran inside a [`Cause`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CausePart {
+    /// `kind:function` or `napi:device`.
+    pub name: String,
+    /// Runs of it inside the share.
+    pub count: u32,
+    pub duration_ns: Nanos,
 }
 
 /// Where one long latency went.
@@ -199,6 +216,35 @@ pub struct CauseTotal {
     pub max_ns: Nanos,
 }
 
+/// A cause that recurred with a period over a run's episodes, as Jones &
+/// Regehr's driver work every 5 and 10 seconds (§4.4): the times of the
+/// episodes it took a share of fall on a lattice `first + k × period`, some
+/// cycles missing (a culprit only makes an episode when it collides with a
+/// sample). Found by `latscope_stats::find_period`; see docs/tracing.md
+/// ("Recurring culprits") for the test and its bounds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecurringCause {
+    pub kind: CauseKind,
+    pub name: String,
+    pub period_ns: Nanos,
+    /// Root mean square distance of the episodes from the lattice.
+    pub jitter_ns: Nanos,
+    /// Cycles with an episode of this cause on the lattice (the episodes of
+    /// one burst count once).
+    pub episodes: u64,
+    /// Periods from the first to the last of them, and those with none.
+    pub cycles: u64,
+    pub missing: u64,
+    /// The first and the last of them, from the cell's start.
+    pub first_offset_ns: Nanos,
+    pub last_offset_ns: Nanos,
+    /// The evidence: the chance that as many episodes would fall as close
+    /// to some lattice were their times random is at most
+    /// 10^`log10_chance` (a decimal exponent, so that the summary stays
+    /// exact and comparable; always ≤ -3, weaker evidence is not reported).
+    pub log10_chance: i32,
+}
+
 /// What the tracer did during a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceSummary {
@@ -245,6 +291,10 @@ pub struct TraceSummary {
     /// `cpu-clock` stack samples taken (0 without `--stacks`).
     #[serde(default)]
     pub stack_samples: u64,
+    /// Causes that recurred with a period, strongest evidence first (empty
+    /// when none did, and in runs stored before the test existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recurring: Vec<RecurringCause>,
 }
 
 #[cfg(test)]
@@ -290,6 +340,7 @@ mod tests {
                     policy: Some("fifo".into()),
                     priority: Some(90),
                     duration_ns: Nanos(580_000),
+                    parts: Vec::new(),
                 }],
                 blocking: None,
                 unexplained_ns: Nanos(0),
@@ -301,5 +352,31 @@ mod tests {
         let j = serde_json::to_string(&e).unwrap_or_default();
         let back: Episode = serde_json::from_str(&j).unwrap_or_else(|err| panic!("{err}"));
         assert_eq!(back, e);
+    }
+
+    #[test]
+    fn recurring_causes_round_trip_and_old_summaries_still_read() {
+        let old = serde_json::to_string(&TraceSummary::default()).unwrap_or_default();
+        assert!(!old.contains("recurring"), "{old}");
+        let back: TraceSummary = serde_json::from_str(&old).unwrap_or_else(|err| panic!("{err}"));
+        assert!(back.recurring.is_empty());
+        let s = TraceSummary {
+            recurring: vec![RecurringCause {
+                kind: CauseKind::Thread,
+                name: "kworker/0:1".into(),
+                period_ns: Nanos(2_000_000_000),
+                jitter_ns: Nanos(3_000_000),
+                episodes: 41,
+                cycles: 50,
+                missing: 9,
+                first_offset_ns: Nanos(1_500_000_000),
+                last_offset_ns: Nanos(101_500_000_000),
+                log10_chance: -9,
+            }],
+            ..TraceSummary::default()
+        };
+        let j = serde_json::to_string(&s).unwrap_or_default();
+        let back: TraceSummary = serde_json::from_str(&j).unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(back, s);
     }
 }

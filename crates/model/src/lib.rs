@@ -23,9 +23,10 @@ mod udp;
 mod workload;
 
 pub use cpu::{CpuId, CpuSet, CpuSetError};
+pub use episode::RecurringCause;
 pub use episode::{
-    Breakdown, Cause, CauseKind, CauseTotal, Episode, EpisodeWindow, StackCount, TraceSummary,
-    WindowEvent,
+    Breakdown, Cause, CauseKind, CausePart, CauseTotal, Episode, EpisodeWindow, StackCount,
+    TraceSummary, WindowEvent,
 };
 pub use hazard::{Hazard, Severity, SeverityError};
 pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};

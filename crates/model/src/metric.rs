@@ -22,6 +22,37 @@ pub const IRQ_EXEC_PREFIX: &str = "irq.exec.";
 pub const NMI_EXEC: &str = "nmi.exec";
 /// Prefix of `workqueue.exec.<function>`: work item run time by function.
 pub const WORKQUEUE_EXEC_PREFIX: &str = "workqueue.exec.";
+/// Prefix of `deferred.exec.<CONTEXT>.<kind>:<name>`: deferred work by what
+/// ran inside a softirq (CONTEXT = its vector, e.g. `TIMER`, `NET_RX`) or a
+/// hard interrupt (`hardirq`): `timer:<function>` (timer-wheel callbacks),
+/// `hrtimer:<function>`, `tasklet:<function>`, `napi:<device>`; `(other)`
+/// for sources past the bound.
+pub const DEFERRED_EXEC_PREFIX: &str = "deferred.exec.";
+
+/// One `deferred.exec.` metric's parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeferredName<'a> {
+    /// The softirq vector's name, or `hardirq`.
+    pub context: &'a str,
+    /// `timer`, `hrtimer`, `tasklet` or `napi`.
+    pub kind: &'a str,
+    /// The function or device.
+    pub what: &'a str,
+}
+
+/// Splits `deferred.exec.NET_RX.napi:eth0` into its parts; `None` for any
+/// other metric.
+pub fn deferred_name(metric: &str) -> Option<DeferredName<'_>> {
+    let rest = metric.strip_prefix(DEFERRED_EXEC_PREFIX)?;
+    let (context, rest) = rest.split_once('.')?;
+    let (kind, what) = rest.split_once(':')?;
+    Some(DeferredName {
+        context,
+        kind,
+        what,
+    })
+}
+
 /// Length of each interruption of the noise probe's CPU-bound loop.
 pub const NOISE_GAP: &str = "noise.gap";
 /// The sender's clock just before `sendto` → the kernel's `TX_SOFTWARE`
@@ -43,3 +74,26 @@ pub const UDP_RECV_DELIVER: &str = "udp.recv.deliver";
 pub const UDP_RECV_SCHED: &str = "udp.recv.sched";
 /// ... switched in → user code has the datagram.
 pub const UDP_RECV_RETURN: &str = "udp.recv.return";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deferred_names_split_into_context_kind_and_source() {
+        let n = deferred_name("deferred.exec.NET_RX.napi:(no_device)").unwrap();
+        assert_eq!(
+            (n.context, n.kind, n.what),
+            ("NET_RX", "napi", "(no_device)")
+        );
+        // A function name may hold dots (a .cold part), the first dot ends
+        // the context.
+        let n = deferred_name("deferred.exec.hardirq.hrtimer:f.cold").unwrap();
+        assert_eq!(
+            (n.context, n.kind, n.what),
+            ("hardirq", "hrtimer", "f.cold")
+        );
+        assert_eq!(deferred_name("softirq.exec.TIMER"), None);
+        assert_eq!(deferred_name("deferred.exec.TIMER"), None);
+    }
+}

@@ -11,7 +11,8 @@
 use std::collections::BTreeMap;
 
 use latscope_model::metric::{
-    IRQ_EXEC_PREFIX, NMI_EXEC, SOFTIRQ_DELAY_PREFIX, SOFTIRQ_EXEC_PREFIX, WORKQUEUE_EXEC_PREFIX,
+    deferred_name, IRQ_EXEC_PREFIX, NMI_EXEC, SOFTIRQ_DELAY_PREFIX, SOFTIRQ_EXEC_PREFIX,
+    WORKQUEUE_EXEC_PREFIX,
 };
 use latscope_model::{Nanos, TraceSummary};
 use latscope_stats::{CellResult, Histogram};
@@ -72,7 +73,108 @@ fn execution(name: &str) -> Option<(Kind, &str)> {
 /// Whether a metric belongs to the deferred-work tables rather than the
 /// per-CPU summary.
 pub(crate) fn is_deferred_work(name: &str) -> bool {
-    name.starts_with(SOFTIRQ_DELAY_PREFIX) || execution(name).is_some()
+    name.starts_with(SOFTIRQ_DELAY_PREFIX)
+        || execution(name).is_some()
+        || deferred_name(name).is_some()
+}
+
+/// Sub-rows shown under a softirq or vector row; the rest are counted.
+const TOP_PARTS: usize = 3;
+
+/// Deferred work by function or device, per context (softirq vector, or
+/// `hardirq`), merged over CPUs: `(kind:name, histogram)`.
+pub(crate) type Parts<'a> = BTreeMap<&'a str, BTreeMap<String, Histogram>>;
+
+pub(crate) fn collect_parts(cell: &CellResult) -> Parts<'_> {
+    let mut parts: Parts<'_> = BTreeMap::new();
+    for m in &cell.metrics {
+        if let Some(d) = deferred_name(&m.name) {
+            parts
+                .entry(d.context)
+                .or_default()
+                .entry(format!("{}:{}", d.kind, d.what))
+                .or_default()
+                .merge(&m.histogram);
+        }
+    }
+    parts
+}
+
+/// The parts of a ranked row: a softirq's by its vector, the local timer
+/// vector's as the hard-interrupt context (hrtimer callbacks run there).
+fn parts_of<'p>(parts: &'p Parts<'_>, s: &Source<'_>) -> Option<&'p BTreeMap<String, Histogram>> {
+    match s.kind {
+        Kind::Softirq => parts.get(s.name),
+        Kind::Vector if s.name == "local_timer" => parts.get("hardirq"),
+        _ => None,
+    }
+}
+
+/// Which figure a ranking orders by.
+#[derive(Clone, Copy)]
+enum By {
+    Max,
+    Total,
+}
+
+fn hist_total(h: &Histogram) -> Nanos {
+    Nanos(u64::try_from(h.sum()).unwrap_or(u64::MAX))
+}
+
+/// The parts inside the row of `kind` ("softirq", "vector") `name`, by
+/// longest single run: `(kind:source, histogram)`, for the HTML report.
+pub(crate) fn parts_by_max<'p>(
+    parts: &'p Parts<'_>,
+    kind: &str,
+    name: &str,
+) -> Vec<(&'p String, &'p Histogram)> {
+    let inside = match kind {
+        "softirq" => parts.get(name),
+        "vector" if name == "local_timer" => parts.get("hardirq"),
+        _ => None,
+    };
+    inside.map_or_else(Vec::new, |p| ordered(p, By::Max))
+}
+
+fn ordered(parts: &BTreeMap<String, Histogram>, by: By) -> Vec<(&String, &Histogram)> {
+    let mut list: Vec<(&String, &Histogram)> =
+        parts.iter().filter(|(_, h)| !h.is_empty()).collect();
+    list.sort_by(|a, b| {
+        let key = |h: &Histogram| match by {
+            By::Max => h.max().unwrap_or_default(),
+            By::Total => hist_total(h),
+        };
+        key(b.1).cmp(&key(a.1)).then_with(|| a.0.cmp(b.0))
+    });
+    list
+}
+
+/// The sub-rows under one ranked row, in the ranking's order.
+fn part_rows(t: &mut Table, parts: &BTreeMap<String, Histogram>, by: By) {
+    let list = ordered(parts, by);
+    for (name, h) in list.iter().take(TOP_PARTS) {
+        let (kind, what) = name.split_once(':').unwrap_or(("", name));
+        t.row([
+            format!("  {what}"),
+            kind.to_string(),
+            h.count().to_string(),
+            hist_total(h).to_string(),
+            opt(h.max()),
+            opt(h.mean()),
+            opt(h.quantile(0.99)),
+        ]);
+    }
+    if list.len() > TOP_PARTS {
+        t.row([
+            format!("  ({} more)", list.len() - TOP_PARTS),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        ]);
+    }
 }
 
 struct Source<'a> {
@@ -95,7 +197,7 @@ fn opt(n: Option<Nanos>) -> String {
     n.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-fn ranking(sources: &[&Source<'_>]) -> String {
+fn ranking(sources: &[&Source<'_>], parts: &Parts<'_>, by: By) -> String {
     let mut t =
         Table::new(["source", "kind", "count", "total", "max", "mean", "p99"]).left_aligned(2);
     for s in sources.iter().take(TOP_SOURCES) {
@@ -109,6 +211,9 @@ fn ranking(sources: &[&Source<'_>]) -> String {
             opt(h.mean()),
             opt(h.quantile(0.99)),
         ]);
+        if let Some(p) = parts_of(parts, s) {
+            part_rows(&mut t, p, by);
+        }
     }
     let mut out = t.render();
     if sources.len() > TOP_SOURCES {
@@ -157,6 +262,7 @@ pub fn deferred_work_tables(cell: &CellResult) -> String {
     if sources.is_empty() && delays.is_empty() {
         return String::new();
     }
+    let parts = collect_parts(cell);
 
     let mut out = String::new();
     if !sources.is_empty() {
@@ -169,7 +275,7 @@ pub fn deferred_work_tables(cell: &CellResult) -> String {
         out.push_str(&format!(
             "\nInterrupts and deferred work — top {TOP_SOURCES} by longest single execution (all CPUs)\n"
         ));
-        out.push_str(&ranking(&by_max));
+        out.push_str(&ranking(&by_max, &parts, By::Max));
 
         let mut by_total: Vec<&Source<'_>> = sources.iter().collect();
         by_total.sort_by(|a, b| {
@@ -180,16 +286,18 @@ pub fn deferred_work_tables(cell: &CellResult) -> String {
         out.push_str(&format!(
             "\nInterrupts and deferred work — top {TOP_SOURCES} by total execution time\n"
         ));
-        out.push_str(&ranking(&by_total));
+        out.push_str(&ranking(&by_total, &parts, By::Total));
     }
     if !delays.is_empty() {
         out.push_str(
             "\nSoftirq delays — raise → start of the handler (the Linux counterpart of DPC latency)\n",
         );
-        let mut t = Table::new(["vector", "count", "mean", "p99", "max"]);
+        let mut t =
+            Table::new(["vector", "busiest inside", "count", "mean", "p99", "max"]).left_aligned(2);
         for (v, h) in &delays {
             t.row([
                 v.to_string(),
+                busiest(parts.get(v)),
                 h.count().to_string(),
                 opt(h.mean()),
                 opt(h.quantile(0.99)),
@@ -199,6 +307,21 @@ pub fn deferred_work_tables(cell: &CellResult) -> String {
         out.push_str(&t.render());
     }
     out
+}
+
+/// The function or device that took the most time inside a vector:
+/// "timer:delayed_work_timer_fn (62 %)"; empty without parts.
+fn busiest(parts: Option<&BTreeMap<String, Histogram>>) -> String {
+    let Some(parts) = parts else {
+        return String::new();
+    };
+    let all: u128 = parts.values().map(Histogram::sum).sum();
+    parts
+        .iter()
+        .max_by_key(|(_, h)| h.sum())
+        .filter(|_| all > 0)
+        .map(|(name, h)| format!("{name} ({:.0} %)", h.sum() as f64 * 100.0 / all as f64))
+        .unwrap_or_default()
 }
 
 fn cpu_list(lost: &BTreeMap<u32, u64>) -> String {

@@ -42,6 +42,18 @@ fn thread_label(c: &Cause) -> String {
     }
 }
 
+/// Parts shown under a cause; the rest are in the JSON.
+const MAX_PARTS: usize = 4;
+
+/// "  timer:delayed_work_timer_fn", with "×N" for several runs.
+fn part_label(p: &latscope_model::CausePart) -> String {
+    if p.count > 1 {
+        format!("  {} ×{}", p.name, p.count)
+    } else {
+        format!("  {}", p.name)
+    }
+}
+
 /// One episode: a header line, its causes, and what else is known.
 /// `run_offset` is where the episode's cell started, relative to the run.
 pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
@@ -101,6 +113,18 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
                 c.duration_ns.to_string(),
                 percent(c.duration_ns, e.latency_ns),
             ]);
+            // What ran inside a softirq or interrupt share, indented
+            // under it: "  napi:eth0 ×2".
+            for p in c.parts.iter().take(MAX_PARTS) {
+                t.row([
+                    String::new(),
+                    part_label(p),
+                    String::new(),
+                    String::new(),
+                    p.duration_ns.to_string(),
+                    percent(p.duration_ns, e.latency_ns),
+                ]);
+            }
         }
         out.push_str(&t.render());
     }
@@ -205,6 +229,12 @@ fn cell_episodes(cell: &CellResult, run_offset: Nanos) -> String {
                 t.episodes_total
             ));
             out.push_str(&cause_totals_table(&t.cause_totals));
+        }
+        if !t.recurring.is_empty() {
+            out.push_str(&format!(
+                "\ncell {idx}: causes that recurred with a period\n"
+            ));
+            out.push_str(&crate::recurring::recurring_text(t));
         }
     }
     out

@@ -233,6 +233,16 @@ pub struct CauseJson<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     pub duration_ns: u64,
+    /// Deferred work inside the share, by function or device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<CausePartJson<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct CausePartJson<'a> {
+    pub name: &'a str,
+    pub count: u32,
+    pub duration_ns: u64,
 }
 
 #[derive(Serialize)]
@@ -250,6 +260,15 @@ fn cause_json(c: &Cause) -> CauseJson<'_> {
         policy: c.policy.as_deref(),
         priority: c.priority,
         duration_ns: c.duration_ns.0,
+        parts: c
+            .parts
+            .iter()
+            .map(|p| CausePartJson {
+                name: &p.name,
+                count: p.count,
+                duration_ns: p.duration_ns.0,
+            })
+            .collect(),
     }
 }
 

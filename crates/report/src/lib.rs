@@ -18,6 +18,7 @@ mod matrix;
 mod micro;
 mod noise;
 pub mod perfetto;
+mod recurring;
 mod sched;
 mod table;
 mod text;

@@ -35,9 +35,10 @@ enum Track {
     Hrtimer = 5,
     Workqueue = 6,
     Events = 7,
+    Deferred = 8,
 }
 
-const TRACKS: [(Track, &str); 8] = [
+const TRACKS: [(Track, &str); 9] = [
     (Track::Episode, "episode"),
     (Track::Task, "running task"),
     (Track::Irq, "hard IRQ handlers"),
@@ -46,6 +47,7 @@ const TRACKS: [(Track, &str); 8] = [
     (Track::Hrtimer, "hrtimer callbacks"),
     (Track::Workqueue, "workqueue items"),
     (Track::Events, "events"),
+    (Track::Deferred, "timer callbacks and tasklets"),
 ];
 
 /// The viewer's pid for a CPU's process: CPU + 1, since some importers
@@ -158,6 +160,21 @@ fn classify(e: &WindowEvent) -> Action {
             key: e.object.to_string(),
             name: named("work"),
         },
+        "timer_expire_entry" | "tasklet_entry" => Action::Begin {
+            track: Track::Deferred,
+            key: e.object.to_string(),
+            name: named(ev.trim_end_matches("_entry")),
+            args: json!({ "object": format!("{:#x}", e.object) }),
+        },
+        "timer_expire_exit" | "tasklet_exit" => Action::End {
+            track: Track::Deferred,
+            key: e.object.to_string(),
+            name: named(ev.trim_end_matches("_exit")),
+        },
+        "napi_poll" => Action::Instant {
+            name: format!("napi_poll {} ({} of {})", named("?"), e.pid, e.prio),
+            args: json!({ "napi": format!("{:#x}", e.object), "work": e.pid, "budget": e.prio }),
+        },
         other => {
             // irq_vectors: "<vector>_entry" / "<vector>_exit" (the vector
             // also in `name` when the tracer set it).
@@ -233,7 +250,7 @@ impl Builder {
             Track::Task => "sched",
             Track::Irq | Track::Vector => "irq",
             Track::Softirq => "softirq",
-            Track::Hrtimer => "timer",
+            Track::Hrtimer | Track::Deferred => "timer",
             Track::Workqueue => "workqueue",
             Track::Events => "event",
         };

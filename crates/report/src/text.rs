@@ -264,6 +264,7 @@ pub fn summary_tables(run: &RunResult) -> String {
         if let Some(trace) = &cell.trace {
             out.push('\n');
             out.push_str(&tracer_line(trace, cell.meta.duration_ns));
+            out.push_str(&crate::recurring::recurring_text(trace));
         }
     }
     out.push_str(&workload_table(run));

@@ -464,6 +464,7 @@ fn a_noise_episode_names_what_ran_instead_of_the_loop() {
         policy: Some("other".into()),
         priority: Some(0),
         duration_ns: Nanos(1_300_000),
+        parts: Vec::new(),
     };
     run.cells[0].episodes = vec![Episode {
         seq: 1,
@@ -486,6 +487,7 @@ fn a_noise_episode_names_what_ran_instead_of_the_loop() {
                     policy: None,
                     priority: None,
                     duration_ns: Nanos(102_113),
+                    parts: Vec::new(),
                 },
             ],
             blocking: Some(thread),

@@ -35,6 +35,7 @@ fn episode() -> Episode {
                 policy: Some("fifo".into()),
                 priority: Some(90),
                 duration_ns: Nanos(590_000),
+                parts: Vec::new(),
             }],
             blocking: None,
             unexplained_ns: Nanos(0),
@@ -387,6 +388,45 @@ fn vectors_are_recognised_in_either_naming() {
             ("call_function", 3_000, 1_000)
         ]
     );
+}
+
+#[test]
+fn timer_callbacks_and_tasklets_are_slices_and_napi_polls_instants() {
+    let mut napi = ev(T + 9_000, 0, "napi_poll", "eth0", 3, 0, 0xa0);
+    napi.prio = 64;
+    let w = EpisodeWindow {
+        seq: 5,
+        cpu: CpuId(1),
+        events: vec![
+            ev(
+                T + 1_000,
+                0,
+                "timer_expire_entry",
+                "process_timeout",
+                0,
+                0,
+                7,
+            ),
+            ev(T + 3_000, 0, "timer_expire_exit", "", 0, 0, 7),
+            ev(T + 4_000, 0, "tasklet_entry", "tl_fn", 0, 0, 9),
+            ev(T + 4_500, 0, "tasklet_exit", "tl_fn", 0, 0, 9),
+            napi,
+        ],
+        truncated: 0,
+    };
+    let doc = perfetto_trace(RunId(3), &episode(), &w);
+    assert_valid(&doc);
+    let tid = thread_tid(&doc, 2, "timer callbacks and tasklets");
+    let v: Vec<_> = trace_events(&doc)
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["tid"] == tid)
+        .map(|e| (e["name"].as_str().unwrap(), ns(&e["ts"]), ns(&e["dur"])))
+        .collect();
+    assert_eq!(
+        v,
+        [("process_timeout", 1_000, 2_000), ("tl_fn", 4_000, 500)]
+    );
+    assert_eq!(find(&doc, "i", "napi_poll eth0 (3 of 64)").len(), 1);
 }
 
 /// As the tracer records them around an idle CPU: a switch at the window's

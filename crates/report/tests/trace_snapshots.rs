@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{
-    Breakdown, Capabilities, Cause, CauseKind, CauseTotal, CellMeta, CpuId, Episode, Nanos, RunId,
-    RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary,
+    Breakdown, Capabilities, Cause, CauseKind, CausePart, CauseTotal, CellMeta, CpuId, Episode,
+    Nanos, RunId, RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary,
 };
 use latscope_stats::{CellResult, MetricResult, RunResult};
 
@@ -28,6 +28,7 @@ fn thread(name: &str, pid: i32, policy: &str, prio: i32, ns: u64) -> Cause {
         policy: Some(policy.into()),
         priority: Some(prio),
         duration_ns: Nanos(ns),
+        parts: Vec::new(),
     }
 }
 
@@ -39,6 +40,7 @@ fn plain(kind: CauseKind, name: &str, ns: u64) -> Cause {
         policy: None,
         priority: None,
         duration_ns: Nanos(ns),
+        parts: Vec::new(),
     }
 }
 
@@ -88,7 +90,21 @@ fn episodes() -> Vec<Episode> {
                         1_900_000,
                     ),
                     plain(CauseKind::Irq, "24:virtio0-input.0", 400_000),
-                    plain(CauseKind::Softirq, "NET_RX", 80_000),
+                    Cause {
+                        parts: vec![
+                            CausePart {
+                                name: "napi:eth0".into(),
+                                count: 2,
+                                duration_ns: Nanos(70_000),
+                            },
+                            CausePart {
+                                name: "napi:(no_device)".into(),
+                                count: 1,
+                                duration_ns: Nanos(6_000),
+                            },
+                        ],
+                        ..plain(CauseKind::Softirq, "NET_RX", 80_000)
+                    },
                     plain(CauseKind::Wakeup, "wakeup", 12_000),
                     plain(CauseKind::Return, "latscope-timer", 8_000),
                 ],
@@ -169,6 +185,28 @@ fn fixture() -> RunResult {
         metric("softirq.exec.NET_RX", None, &[10_000, 80_000]),
         metric("softirq.exec.RCU", None, &[500; 400]),
         metric("softirq.exec.TIMER", None, &[3_000; 20]),
+        metric("deferred.exec.NET_RX.napi:eth0", None, &[9_000, 70_000]),
+        metric(
+            "deferred.exec.TIMER.timer:delayed_work_timer_fn",
+            None,
+            &[2_000; 15],
+        ),
+        metric(
+            "deferred.exec.TIMER.timer:process_timeout",
+            None,
+            &[1_500; 4],
+        ),
+        metric(
+            "deferred.exec.TIMER.timer:tcp_keepalive_timer",
+            None,
+            &[1_000],
+        ),
+        metric("deferred.exec.TIMER.timer:(other)", None, &[500]),
+        metric(
+            "deferred.exec.hardirq.hrtimer:tick_nohz_handler",
+            None,
+            &[1_200; 50],
+        ),
     ];
     for cpu in [0, 1] {
         metrics.push(metric("timer.interval", Some(cpu), &[1_000_000, 1_001_000]));
@@ -269,31 +307,43 @@ fn summary_keeps_timer_metrics_and_moves_deferred_work_to_its_own_tables() {
     let tail = &text[order[5]..];
     let expected = "\
 \nInterrupts and deferred work — top 15 by longest single execution (all CPUs)
-source              kind       count   total     max    mean     p99
-24:virtio0-input.0  irq            3   407µs   400µs   136µs   400µs
-NET_RX              softirq        2  90.0µs  80.0µs  45.0µs  80.0µs
-vmstat_update       workqueue      2  50.0µs  30.0µs  25.0µs  30.0µs
-NMI                 nmi            1  9.00µs  9.00µs  9.00µs  9.00µs
-TIMER               softirq       20  60.0µs  3.00µs  3.00µs  3.00µs
-local_timer         vector        50   100µs  2.00µs  2.00µs  2.00µs
-reschedule          vector         2  2.50µs  1.50µs  1.25µs  1.50µs
-RCU                 softirq      400   200µs   500ns   500ns   500ns
+source                   kind       count   total     max    mean     p99
+24:virtio0-input.0       irq            3   407µs   400µs   136µs   400µs
+NET_RX                   softirq        2  90.0µs  80.0µs  45.0µs  80.0µs
+  eth0                   napi           2  79.0µs  70.0µs  39.5µs  70.0µs
+vmstat_update            workqueue      2  50.0µs  30.0µs  25.0µs  30.0µs
+NMI                      nmi            1  9.00µs  9.00µs  9.00µs  9.00µs
+TIMER                    softirq       20  60.0µs  3.00µs  3.00µs  3.00µs
+  delayed_work_timer_fn  timer         15  30.0µs  2.00µs  2.00µs  2.00µs
+  process_timeout        timer          4  6.00µs  1.50µs  1.50µs  1.50µs
+  tcp_keepalive_timer    timer          1  1.00µs  1.00µs  1.00µs  1.00µs
+  (1 more)
+local_timer              vector        50   100µs  2.00µs  2.00µs  2.00µs
+  tick_nohz_handler      hrtimer       50  60.0µs  1.20µs  1.20µs  1.20µs
+reschedule               vector         2  2.50µs  1.50µs  1.25µs  1.50µs
+RCU                      softirq      400   200µs   500ns   500ns   500ns
 
 Interrupts and deferred work — top 15 by total execution time
-source              kind       count   total     max    mean     p99
-24:virtio0-input.0  irq            3   407µs   400µs   136µs   400µs
-RCU                 softirq      400   200µs   500ns   500ns   500ns
-local_timer         vector        50   100µs  2.00µs  2.00µs  2.00µs
-NET_RX              softirq        2  90.0µs  80.0µs  45.0µs  80.0µs
-TIMER               softirq       20  60.0µs  3.00µs  3.00µs  3.00µs
-vmstat_update       workqueue      2  50.0µs  30.0µs  25.0µs  30.0µs
-NMI                 nmi            1  9.00µs  9.00µs  9.00µs  9.00µs
-reschedule          vector         2  2.50µs  1.50µs  1.25µs  1.50µs
+source                   kind       count   total     max    mean     p99
+24:virtio0-input.0       irq            3   407µs   400µs   136µs   400µs
+RCU                      softirq      400   200µs   500ns   500ns   500ns
+local_timer              vector        50   100µs  2.00µs  2.00µs  2.00µs
+  tick_nohz_handler      hrtimer       50  60.0µs  1.20µs  1.20µs  1.20µs
+NET_RX                   softirq        2  90.0µs  80.0µs  45.0µs  80.0µs
+  eth0                   napi           2  79.0µs  70.0µs  39.5µs  70.0µs
+TIMER                    softirq       20  60.0µs  3.00µs  3.00µs  3.00µs
+  delayed_work_timer_fn  timer         15  30.0µs  2.00µs  2.00µs  2.00µs
+  process_timeout        timer          4  6.00µs  1.50µs  1.50µs  1.50µs
+  tcp_keepalive_timer    timer          1  1.00µs  1.00µs  1.00µs  1.00µs
+  (1 more)
+vmstat_update            workqueue      2  50.0µs  30.0µs  25.0µs  30.0µs
+NMI                      nmi            1  9.00µs  9.00µs  9.00µs  9.00µs
+reschedule               vector         2  2.50µs  1.50µs  1.25µs  1.50µs
 
 Softirq delays — raise → start of the handler (the Linux counterpart of DPC latency)
-vector  count    mean     p99     max
-TIMER      20  1.00µs  1.00µs  1.00µs
-NET_RX      3  51.7µs   150µs   150µs
+vector  busiest inside                      count    mean     p99     max
+TIMER   timer:delayed_work_timer_fn (80 %)     20  1.00µs  1.00µs  1.00µs
+NET_RX  napi:eth0 (100 %)                       3  51.7µs   150µs   150µs
 
 tracer: 482113 events read · 0 records lost · no tracepoint missing · episodes above 500µs: 5 seen, 2 kept (cap 2) · tracer CPU time 41.0ms (0.4% of one CPU)
 ";
@@ -377,6 +427,8 @@ kind         name                          pid  policy/prio  duration  % of late
 unexplained  interrupts off or hypervisor                      1.90ms         79.2%
 irq          24:virtio0-input.0                                 400µs         16.7%
 softirq      NET_RX                                            80.0µs          3.3%
+               napi:eth0 ×2                                    70.0µs          2.9%
+               napi:(no_device)                                6.00µs          0.2%
 wakeup       wakeup                                            12.0µs          0.5%
 return       latscope-timer                                    8.00µs          0.3%
 blocking thread: none (no other thread ran while ours was runnable)
@@ -495,7 +547,10 @@ fn json_episodes_and_trace() {
                 "causes": [
                     {"kind": "unexplained", "name": "interrupts off or hypervisor", "duration_ns": 1_900_000},
                     {"kind": "irq", "name": "24:virtio0-input.0", "duration_ns": 400_000},
-                    {"kind": "softirq", "name": "NET_RX", "duration_ns": 80_000},
+                    {"kind": "softirq", "name": "NET_RX", "duration_ns": 80_000, "parts": [
+                        {"name": "napi:eth0", "count": 2, "duration_ns": 70_000},
+                        {"name": "napi:(no_device)", "count": 1, "duration_ns": 6_000}
+                    ]},
                     {"kind": "wakeup", "name": "wakeup", "duration_ns": 12_000},
                     {"kind": "return", "name": "latscope-timer", "duration_ns": 8_000}
                 ],

@@ -779,6 +779,7 @@ fn episode(seq: u32, cpu: u32, offset: u64, latency: u64) -> Episode {
         policy: Some("other".into()),
         priority: Some(0),
         duration_ns: Nanos(other),
+        parts: Vec::new(),
     };
     Episode {
         seq,
@@ -801,6 +802,7 @@ fn episode(seq: u32, cpu: u32, offset: u64, latency: u64) -> Episode {
                     policy: None,
                     priority: None,
                     duration_ns: Nanos(7_000),
+                    parts: Vec::new(),
                 },
                 Cause {
                     kind: CauseKind::Return,
@@ -809,6 +811,7 @@ fn episode(seq: u32, cpu: u32, offset: u64, latency: u64) -> Episode {
                     policy: Some("fifo".into()),
                     priority: Some(95),
                     duration_ns: Nanos(5_000),
+                    parts: Vec::new(),
                 },
             ],
             blocking: Some(thread),

@@ -1102,6 +1102,7 @@ fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
                     policy: Some("fifo".into()),
                     priority: Some(90),
                     duration_ns: Nanos(latency.saturating_sub(10_000)),
+                    parts: Vec::new(),
                 },
                 Cause {
                     kind: CauseKind::TimerIrq,
@@ -1110,6 +1111,7 @@ fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
                     policy: None,
                     priority: None,
                     duration_ns: Nanos(5_000),
+                    parts: Vec::new(),
                 },
                 Cause {
                     kind: CauseKind::Return,
@@ -1118,6 +1120,7 @@ fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
                     policy: None,
                     priority: None,
                     duration_ns: Nanos(5_000),
+                    parts: Vec::new(),
                 },
             ],
             blocking: Some(Cause {
@@ -1127,6 +1130,7 @@ fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
                 policy: Some("fifo".into()),
                 priority: Some(90),
                 duration_ns: Nanos(latency.saturating_sub(10_000)),
+                parts: Vec::new(),
             }),
             unexplained_ns: Nanos(0),
             steal_ns: if seq == 1 {

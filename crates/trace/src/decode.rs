@@ -59,6 +59,11 @@ pub const EVENTS: &[EventSpec] = &[
     spec("nmi", "nmi_handler", false),
     spec("workqueue", "workqueue_execute_start", false),
     spec("workqueue", "workqueue_execute_end", false),
+    spec("timer", "timer_expire_entry", false),
+    spec("timer", "timer_expire_exit", false),
+    spec("irq", "tasklet_entry", false),
+    spec("irq", "tasklet_exit", false),
+    spec("napi", "napi_poll", false),
 ];
 
 /// The system whose `<name>_entry`/`<name>_exit` events are decoded as
@@ -221,6 +226,13 @@ impl StrLoc {
         }
         Ok(StrLoc(field.clone()))
     }
+
+    /// The string up to its first NUL, interned.
+    fn intern(&self, raw: &[u8], names: &mut Names) -> Option<NameId> {
+        let bytes = self.0.read_array(raw)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        Some(names.intern(&String::from_utf8_lossy(&bytes[..end])))
+    }
 }
 
 /// How to turn one event's raw data into an [`EventKind`].
@@ -281,6 +293,24 @@ enum Layout {
         start: bool,
         work: Loc,
         function: Loc,
+    },
+    TimerEntry {
+        timer: Loc,
+        function: Loc,
+    },
+    TimerExit {
+        timer: Loc,
+    },
+    Tasklet {
+        entry: bool,
+        tasklet: Loc,
+        function: Loc,
+    },
+    Napi {
+        napi: Loc,
+        dev: StrLoc,
+        work: Loc,
+        budget: Loc,
     },
 }
 
@@ -359,6 +389,27 @@ impl Layout {
                 work: l("work")?,
                 function: l("function")?,
             },
+            ("timer", "timer_expire_entry") => Layout::TimerEntry {
+                timer: l("timer")?,
+                function: l("function")?,
+            },
+            ("timer", "timer_expire_exit") => Layout::TimerExit { timer: l("timer")? },
+            ("irq", "tasklet_entry") => Layout::Tasklet {
+                entry: true,
+                tasklet: l("tasklet")?,
+                function: l("func")?,
+            },
+            ("irq", "tasklet_exit") => Layout::Tasklet {
+                entry: false,
+                tasklet: l("tasklet")?,
+                function: l("func")?,
+            },
+            ("napi", "napi_poll") => Layout::Napi {
+                napi: l("napi")?,
+                dev: StrLoc::of(f, "dev_name")?,
+                work: l("work")?,
+                budget: l("budget")?,
+            },
             (IRQ_VECTORS, name) => {
                 let (entry, stem) = if let Some(stem) = name.strip_suffix("_entry") {
                     (true, stem)
@@ -435,15 +486,10 @@ impl Layout {
                 next_prio: next_prio.i32(raw)?,
                 next_comm: next_comm.read(raw)?,
             },
-            Layout::IrqEntry { irq, name } => {
-                let bytes = name.0.read_array(raw)?;
-                let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-                let text = String::from_utf8_lossy(&bytes[..end]);
-                EventKind::IrqEntry {
-                    irq: irq.i32(raw)?,
-                    name: names.intern(&text),
-                }
-            }
+            Layout::IrqEntry { irq, name } => EventKind::IrqEntry {
+                irq: irq.i32(raw)?,
+                name: name.intern(raw, names)?,
+            },
             Layout::IrqExit { irq, ret } => EventKind::IrqExit {
                 irq: irq.i32(raw)?,
                 ret: ret.i32(raw)?,
@@ -495,6 +541,36 @@ impl Layout {
                     EventKind::WorkEnd { work, function }
                 }
             }
+            Layout::TimerEntry { timer, function } => EventKind::TimerExpireEntry {
+                timer: timer.u64(raw)?,
+                function: function.u64(raw)?,
+            },
+            Layout::TimerExit { timer } => EventKind::TimerExpireExit {
+                timer: timer.u64(raw)?,
+            },
+            Layout::Tasklet {
+                entry,
+                tasklet,
+                function,
+            } => {
+                let (tasklet, function) = (tasklet.u64(raw)?, function.u64(raw)?);
+                if *entry {
+                    EventKind::TaskletEntry { tasklet, function }
+                } else {
+                    EventKind::TaskletExit { tasklet, function }
+                }
+            }
+            Layout::Napi {
+                napi,
+                dev,
+                work,
+                budget,
+            } => EventKind::NapiPoll {
+                napi: napi.u64(raw)?,
+                dev: dev.intern(raw, names)?,
+                work: work.i32(raw)?,
+                budget: budget.i32(raw)?,
+            },
         })
     }
 }

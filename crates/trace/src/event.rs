@@ -165,6 +165,66 @@ pub enum EventKind {
     WorkStart { work: u64, function: u64 },
     /// `workqueue:workqueue_execute_end`.
     WorkEnd { work: u64, function: u64 },
+    /// `timer:timer_expire_entry`: a timer-wheel callback starts (in the
+    /// TIMER softirq, or a timer's own thread on PREEMPT_RT).
+    TimerExpireEntry { timer: u64, function: u64 },
+    /// `timer:timer_expire_exit`.
+    TimerExpireExit { timer: u64 },
+    /// `irq:tasklet_entry`: a tasklet starts (in the TASKLET or HI softirq).
+    TaskletEntry { tasklet: u64, function: u64 },
+    /// `irq:tasklet_exit`.
+    TaskletExit { tasklet: u64, function: u64 },
+    /// `napi:napi_poll`, recorded when one NAPI instance's poll returns
+    /// (in the NET_RX softirq): it has no entry event, so its run time is
+    /// the time since the softirq started or the previous poll returned.
+    /// `dev` is the device's name (`(no_device)` for the per-CPU backlog
+    /// that loopback and `netif_rx` traffic goes through).
+    NapiPoll {
+        napi: u64,
+        dev: NameId,
+        work: i32,
+        budget: i32,
+    },
+}
+
+/// Deferred work by what ran inside a softirq or interrupt: the unit
+/// [`EventKind::TimerExpireEntry`], hrtimer callbacks, tasklets and NAPI
+/// polls are counted and timed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DeferredKind {
+    /// A timer-wheel callback, by function.
+    Timer,
+    /// An hrtimer callback other than a measuring thread's own, by function.
+    Hrtimer,
+    /// A tasklet, by function.
+    Tasklet,
+    /// A NAPI poll, by device.
+    Napi,
+}
+
+impl DeferredKind {
+    /// The word used in metric names and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeferredKind::Timer => "timer",
+            DeferredKind::Hrtimer => "hrtimer",
+            DeferredKind::Tasklet => "tasklet",
+            DeferredKind::Napi => "napi",
+        }
+    }
+}
+
+/// The "vector" of deferred work that ran in a hard interrupt rather than
+/// a softirq (hrtimer callbacks expired in the timer interrupt).
+pub const HARDIRQ_CONTEXT: u32 = 16;
+
+/// Where deferred work ran: the softirq vector's name, or `hardirq`.
+pub fn context_name(vec: u32) -> String {
+    if vec == HARDIRQ_CONTEXT {
+        "hardirq".to_string()
+    } else {
+        softirq_name(vec)
+    }
 }
 
 /// A `cpu-clock` sample with its kernel call chain (innermost first).

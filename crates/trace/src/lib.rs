@@ -20,7 +20,9 @@ pub mod tracer;
 
 pub use decode::{DecodeStats, Decoder, Schema};
 pub use error::TraceError;
-pub use event::{Comm, Decoded, EventKind, NameId, Names, StackSample, TraceEvent};
+pub use event::{
+    Comm, Decoded, DeferredKind, EventKind, NameId, Names, StackSample, TraceEvent, HARDIRQ_CONTEXT,
+};
 pub use format::{EventFormat, Field};
 pub use kallsyms::{Kallsyms, Symbol};
 pub use recording::{Recording, RecordingWriter};

@@ -93,6 +93,26 @@ fn perf_key(e: &TraceEvent, names: &Names) -> (String, String) {
         } => ("nmi", format!("{handler:x} {delta_ns} {handled}")),
         EventKind::WorkStart { work, function } => ("work_start", format!("{work:x} {function:x}")),
         EventKind::WorkEnd { work, function } => ("work_end", format!("{work:x} {function:x}")),
+        EventKind::TimerExpireEntry { timer, function } => {
+            ("timer_entry", format!("{timer:x} {function:x}"))
+        }
+        EventKind::TimerExpireExit { timer } => ("timer_exit", format!("{timer:x}")),
+        EventKind::TaskletEntry { tasklet, function } => {
+            ("tasklet_entry", format!("{tasklet:x} {function:x}"))
+        }
+        EventKind::TaskletExit { tasklet, function } => {
+            ("tasklet_exit", format!("{tasklet:x} {function:x}"))
+        }
+        EventKind::NapiPoll {
+            napi,
+            dev,
+            work,
+            budget,
+        } => {
+            // The recorder keeps 15 bytes of the device's name.
+            let n: String = names.get(dev).bytes().take(15).map(char::from).collect();
+            ("napi_poll", format!("{napi:x} {n} {work} {budget}"))
+        }
     };
     (kind.to_string(), format!("tid {} {fields}", e.tid))
 }

@@ -1009,6 +1009,35 @@ fn observed(k: &EventKind, names: &Names) -> (String, Vec<(&'static str, Val)>) 
             "workqueue_execute_end".to_string(),
             vec![("work", u(work)), ("function", u(function))],
         ),
+        EventKind::TimerExpireEntry { timer, function } => (
+            "timer_expire_entry".to_string(),
+            vec![("timer", u(timer)), ("function", u(function))],
+        ),
+        EventKind::TimerExpireExit { timer } => {
+            ("timer_expire_exit".to_string(), vec![("timer", u(timer))])
+        }
+        EventKind::TaskletEntry { tasklet, function } => (
+            "tasklet_entry".to_string(),
+            vec![("tasklet", u(tasklet)), ("func", u(function))],
+        ),
+        EventKind::TaskletExit { tasklet, function } => (
+            "tasklet_exit".to_string(),
+            vec![("tasklet", u(tasklet)), ("func", u(function))],
+        ),
+        EventKind::NapiPoll {
+            napi,
+            dev,
+            work,
+            budget,
+        } => (
+            "napi_poll".to_string(),
+            vec![
+                ("napi", u(napi)),
+                ("dev_name", Val::Name(names.get(dev).to_string())),
+                ("work", i(work.into())),
+                ("budget", i(budget.into())),
+            ],
+        ),
     };
     (name, fields)
 }

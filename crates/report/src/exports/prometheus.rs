@@ -133,7 +133,7 @@ const FIXED: [(&str, &str, &str); 14] = [
 ];
 
 /// The HELP text of the families named per source.
-const PER_SOURCE: [(&str, &str); 5] = [
+const PER_SOURCE: [(&str, &str); 6] = [
     (
         SOFTIRQ_DELAY,
         "Softirq raise to handler entry, per vector (latscope softirq.delay.<VEC>).",
@@ -154,6 +154,10 @@ const PER_SOURCE: [(&str, &str); 5] = [
         WORKQUEUE_EXEC,
         "Workqueue item run time, per work function (latscope workqueue.exec.<function>).",
     ),
+    (
+        DEFERRED_EXEC,
+        "Deferred work run time inside a softirq or the hard interrupt, per timer or hrtimer callback, tasklet or NAPI device; at most 256 sources, the rest as source=\"(other)\" (latscope deferred.exec.<CONTEXT>.<kind>:<source>).",
+    ),
 ];
 
 const SOFTIRQ_DELAY: &str = "latscope_softirq_delay_seconds";
@@ -161,6 +165,7 @@ const SOFTIRQ_EXEC: &str = "latscope_softirq_exec_seconds";
 const IRQ_EXEC: &str = "latscope_irq_exec_seconds";
 const IRQ_VECTOR_EXEC: &str = "latscope_irq_vector_exec_seconds";
 const WORKQUEUE_EXEC: &str = "latscope_workqueue_exec_seconds";
+const DEFERRED_EXEC: &str = "latscope_deferred_exec_seconds";
 /// The source part of `irq.exec.vector:<name>`; the trace analysis spells
 /// it out where it builds the name.
 const VECTOR_SOURCE: &str = "vector:";
@@ -184,6 +189,9 @@ const FALLBACK_HELP: &str =
 ///   `vector="local_timer"`
 /// - `workqueue.exec.vmstat_update` → `latscope_workqueue_exec_seconds`,
 ///   `function="vmstat_update"`
+/// - `deferred.exec.NET_RX.napi:eth0` → `latscope_deferred_exec_seconds`,
+///   `context="NET_RX"`, `kind="napi"`, `source="eth0"` (the analysis
+///   bounds the sources, so the series are bounded too)
 /// - anything else → `latscope_<name>_seconds` (characters outside
 ///   `[A-Za-z0-9_]` become `_`) with `metric="<name>"`: always a valid
 ///   family name, and the label keeps two names that map to one family (or
@@ -215,6 +223,16 @@ pub fn prometheus_family(name: &str) -> (String, Vec<(&'static str, String)>) {
         return (
             WORKQUEUE_EXEC.to_string(),
             vec![("function", f.to_string())],
+        );
+    }
+    if let Some(d) = metric::deferred_name(name) {
+        return (
+            DEFERRED_EXEC.to_string(),
+            vec![
+                ("context", d.context.to_string()),
+                ("kind", d.kind.to_string()),
+                ("source", d.what.to_string()),
+            ],
         );
     }
     let body: String = name
@@ -337,7 +355,7 @@ mod tests {
     );
 
     /// Every metric name the model defines, with a source where it takes one.
-    const ALL: [Case; 21] = [
+    const ALL: [Case; 23] = [
         ("timer.latency", "latscope_timer_latency_seconds", &[]),
         ("timer.interval", "latscope_timer_interval_seconds", &[]),
         ("timer.irq", "latscope_timer_irq_seconds", &[]),
@@ -378,6 +396,24 @@ mod tests {
             "workqueue.exec.(other)",
             "latscope_workqueue_exec_seconds",
             &[("function", "(other)")],
+        ),
+        (
+            "deferred.exec.NET_RX.napi:(no_device)",
+            "latscope_deferred_exec_seconds",
+            &[
+                ("context", "NET_RX"),
+                ("kind", "napi"),
+                ("source", "(no_device)"),
+            ],
+        ),
+        (
+            "deferred.exec.hardirq.hrtimer:tick_nohz_handler",
+            "latscope_deferred_exec_seconds",
+            &[
+                ("context", "hardirq"),
+                ("kind", "hrtimer"),
+                ("source", "tick_nohz_handler"),
+            ],
         ),
         ("noise.gap", "latscope_noise_gap_seconds", &[]),
         ("udp.send", "latscope_udp_send_seconds", &[]),

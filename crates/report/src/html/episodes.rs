@@ -53,6 +53,15 @@ fn cause_text(c: &latscope_model::Cause) -> String {
         s.push_str(&format!(" {pol} {prio}"));
     }
     s.push_str(&format!(" {}", c.duration_ns));
+    if !c.parts.is_empty() {
+        let inside: Vec<String> = c
+            .parts
+            .iter()
+            .take(3)
+            .map(|p| format!("{} {}", p.name, p.duration_ns))
+            .collect();
+        s.push_str(&format!(" ({})", inside.join(", ")));
+    }
     s
 }
 
@@ -87,6 +96,11 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
                 })
                 .collect();
             out.push_str("<h4>Causes over all episodes</h4>");
+            out.push_str(&table(&header, &rows, 2));
+        }
+        let (header, rows) = crate::recurring::recurring_rows(t);
+        if !rows.is_empty() {
+            out.push_str("<h4>Causes that recurred with a period</h4>");
             out.push_str(&table(&header, &rows, 2));
         }
     }
@@ -186,4 +200,68 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use latscope_model::{CellMeta, CellSettings, RecurringCause, TraceSummary};
+
+    fn cell(recurring: Vec<RecurringCause>) -> CellResult {
+        let settings =
+            serde_json::json!({"policy": "fifo", "priority": 80, "period_ns": 1_000_000});
+        CellResult {
+            meta: CellMeta {
+                index: 0,
+                probe: "timer".into(),
+                workload: "none".into(),
+                settings: CellSettings::from_json("timer", settings).unwrap(),
+                duration_ns: Nanos::from_secs(60),
+                monotonic_start_ns: Nanos(0),
+            },
+            metrics: Vec::new(),
+            trace: Some(TraceSummary {
+                episodes_total: 30,
+                recurring,
+                ..TraceSummary::default()
+            }),
+            episodes: Vec::new(),
+            noise: Vec::new(),
+            timer: Vec::new(),
+            udp: None,
+            workload_stats: None,
+        }
+    }
+
+    #[test]
+    fn recurring_causes_get_a_table_and_none_get_no_heading() {
+        assert!(!episodes_section(&cell(Vec::new())).contains("recurred"));
+        let html = episodes_section(&cell(vec![RecurringCause {
+            kind: CauseKind::Thread,
+            name: "kworker/<0>".into(),
+            period_ns: Nanos(2_000_000_000),
+            jitter_ns: Nanos(3_000_000),
+            episodes: 25,
+            cycles: 29,
+            missing: 5,
+            first_offset_ns: Nanos(1_000_000_000),
+            last_offset_ns: Nanos(59_000_000_000),
+            log10_chance: -12,
+        }]));
+        assert!(
+            html.contains("Causes that recurred with a period"),
+            "{html}"
+        );
+        for want in [
+            "kworker/&lt;0&gt;",
+            "2.00s",
+            "3.00ms",
+            "25 episodes over 29 periods, 5 missing",
+            "≤ 1e-12",
+        ] {
+            assert!(html.contains(want), "{want} in {html}");
+        }
+    }
 }

@@ -14,6 +14,9 @@ use super::page::{figure, opt_ns, para, table, us};
 
 /// Rows of the ranking.
 const TOP: usize = crate::TOP_SOURCES;
+/// Sub-rows under a softirq or the timer interrupt: its deferred work by
+/// function or device.
+const PARTS: usize = 5;
 
 /// Whether a metric is one of the sources' (they have no plots of their
 /// own).
@@ -73,25 +76,34 @@ pub(super) fn sources_section(c: &CellResult) -> String {
                 .then_with(|| (a.0, a.1).cmp(&(b.0, b.1)))
         });
         let header = ["source", "kind", "count", "total", "max", "mean", "p99"];
-        let rows: Vec<Vec<String>> = exec
-            .iter()
-            .take(TOP)
-            .map(|(kind, name, h)| {
-                vec![
-                    name.to_string(),
-                    kind.to_string(),
-                    h.count().to_string(),
-                    total(h).to_string(),
-                    opt_ns(h.max()),
-                    opt_ns(h.mean()),
-                    opt_ns(h.quantile(0.99)),
-                ]
-            })
-            .collect();
+        let parts = crate::deferred::collect_parts(c);
+        let row = |name: String, kind: &str, h: &Histogram| {
+            vec![
+                name,
+                kind.to_string(),
+                h.count().to_string(),
+                total(h).to_string(),
+                opt_ns(h.max()),
+                opt_ns(h.mean()),
+                opt_ns(h.quantile(0.99)),
+            ]
+        };
+        let mut rows: Vec<Vec<String>> = Vec::new();
+        for (kind, name, h) in exec.iter().take(TOP) {
+            rows.push(row(name.to_string(), kind, h));
+            // What ran inside a softirq or the timer interrupt, under it.
+            for (part, ph) in crate::deferred::parts_by_max(&parts, kind, name)
+                .into_iter()
+                .take(PARTS)
+            {
+                let (pk, what) = part.split_once(':').unwrap_or(("", part));
+                rows.push(row(format!("↳ {what}"), pk, ph));
+            }
+        }
         out.push_str(&para(
             &format!(
-                "The top {} of {} sources by longest single execution, all CPUs.",
-                rows.len(),
+                "The top {} of {} sources by longest single execution, all CPUs; under a softirq or the timer interrupt (↳), the timer and hrtimer callbacks, tasklets and NAPI devices that ran inside it.",
+                exec.len().min(TOP),
                 exec.len()
             ),
             Some("note"),

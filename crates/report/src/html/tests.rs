@@ -51,8 +51,11 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
         irq.histogram.record(5_000);
         let mut sirq = MetricResult::new("softirq.exec.NET_RX", Some(CpuId(0)));
         sirq.histogram.record(80_000);
+        let mut napi = MetricResult::new("deferred.exec.NET_RX.napi:eth<0>", Some(CpuId(0)));
+        napi.histogram.record(70_000);
         cell.metrics.push(irq);
         cell.metrics.push(sirq);
+        cell.metrics.push(napi);
         cell.trace = Some(TraceSummary {
             episodes_total: 1,
             episodes_kept: 1,
@@ -73,6 +76,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
                     policy: Some("other".into()),
                     priority: Some(0),
                     duration_ns: Nanos(2_900_000),
+                    parts: Vec::new(),
                 }],
                 complete: true,
                 ..Breakdown::default()
@@ -163,6 +167,8 @@ fn sections_follow_the_data() {
         "Decomposition of the wake-up (traced)",
         "Interrupts and deferred work",
         "NET_RX",
+        // The softirq's row opens into the device that polled inside it.
+        "↳ eth&lt;0&gt;",
         "Episodes: what the long latencies were made of",
         "kworker/&lt;0&gt;",
         "memset × 3",

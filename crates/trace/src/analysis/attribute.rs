@@ -13,16 +13,32 @@ use std::collections::HashMap;
 
 use latscope_model::{Breakdown, Cause, CauseKind, Nanos};
 
-use crate::event::{softirq_name, Comm, EventKind, NameId, Names, TraceEvent};
+use super::parts::{PartSource, PartTally};
+use crate::event::{softirq_name, Comm, DeferredKind, EventKind, NameId, Names, TraceEvent};
+
+/// The NET_RX softirq's number: NAPI polls run in it.
+const NET_RX: u32 = 3;
 
 /// What was running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Frame {
     Thread(i32),
-    Irq { irq: i32, name: NameId },
-    Vector { name: NameId, ours: bool },
+    Irq {
+        irq: i32,
+        name: NameId,
+    },
+    Vector {
+        name: NameId,
+        ours: bool,
+    },
     Softirq(u32),
     Nmi,
+    /// Deferred work inside `parent` (a softirq or interrupt frame): its
+    /// time is the parent's cause, and a part of it.
+    Deferred {
+        source: PartSource,
+        parent: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -196,6 +212,10 @@ pub(crate) fn attribute(
 
     let mut seen_any = false;
     let mut missed_ns = 0u64;
+    // NAPI polls have no entry event: each one ran from the NET_RX
+    // softirq's entry or the previous poll's return to its own.
+    let mut napi_mark: Option<u64> = None;
+    let mut napi: Vec<(usize, NameId, u64)> = Vec::new();
     for ev in events {
         if ev.time > u {
             break;
@@ -263,6 +283,36 @@ pub(crate) fn attribute(
             EventKind::SoftirqEntry { vec } => {
                 frames.push(Frame::Softirq(vec));
                 stack.push(frames.len() - 1);
+                napi_mark = (vec == NET_RX).then_some(ev.time);
+            }
+            EventKind::TimerExpireEntry { function, .. } => {
+                push_deferred(&mut frames, &mut stack, DeferredKind::Timer, function);
+            }
+            EventKind::TaskletEntry { function, .. } => {
+                push_deferred(&mut frames, &mut stack, DeferredKind::Tasklet, function);
+            }
+            EventKind::HrtimerExpireEntry { function, .. }
+                if marks.udp || ev.time != marks.callback =>
+            {
+                push_deferred(&mut frames, &mut stack, DeferredKind::Hrtimer, function);
+            }
+            EventKind::TimerExpireExit { .. } => {
+                pop_deferred(&mut stack, &frames, DeferredKind::Timer);
+            }
+            EventKind::TaskletExit { .. } => {
+                pop_deferred(&mut stack, &frames, DeferredKind::Tasklet);
+            }
+            EventKind::HrtimerExpireExit { .. } => {
+                pop_deferred(&mut stack, &frames, DeferredKind::Hrtimer);
+            }
+            EventKind::NapiPoll { dev, .. } => {
+                if let (Some(mark), Some(&top)) = (napi_mark, stack.last()) {
+                    let (a, b) = (mark.max(d), ev.time.min(u));
+                    if b > a && frames[top] == Frame::Softirq(NET_RX) {
+                        napi.push((top, dev, b - a));
+                    }
+                }
+                napi_mark = Some(ev.time);
             }
             EventKind::IrqExit { irq, .. } => pop_to(
                 &mut stack,
@@ -274,11 +324,14 @@ pub(crate) fn attribute(
                 &frames,
                 |f| matches!(f, Frame::Vector { name: n, .. } if *n == name),
             ),
-            EventKind::SoftirqExit { vec } => pop_to(
-                &mut stack,
-                &frames,
-                |f| matches!(f, Frame::Softirq(v) if *v == vec),
-            ),
+            EventKind::SoftirqExit { vec } => {
+                napi_mark = None;
+                pop_to(
+                    &mut stack,
+                    &frames,
+                    |f| matches!(f, Frame::Softirq(v) if *v == vec),
+                );
+            }
             EventKind::HrtimerExpireEntry { .. } if !marks.udp && ev.time == marks.callback => {
                 // Our callback: the vector it runs in is our timer interrupt.
                 if let Some(&i) = stack
@@ -328,11 +381,17 @@ pub(crate) fn attribute(
     let other_context = slices
         .iter()
         .any(|s| s.ns > 0 && frames[s.frame] != Frame::Thread(marks.tid));
+    let mut parts: PartTally<(CauseKind, String, Option<i32>)> = PartTally::default();
+    let mut part_runs: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for s in &slices {
         if s.ns == 0 {
             continue;
         }
-        let (kind, name, pid) = match frames[s.frame] {
+        let (owner, part) = match frames[s.frame] {
+            Frame::Deferred { source, parent } => (parent, Some(source)),
+            _ => (s.frame, None),
+        };
+        let (kind, name, pid) = match frames[owner] {
             Frame::Nmi => (CauseKind::Nmi, "NMI".to_string(), None),
             Frame::Vector { name, .. } if marks.noise => (
                 CauseKind::Irq,
@@ -366,6 +425,8 @@ pub(crate) fn attribute(
                 None,
             ),
             Frame::Softirq(v) => (CauseKind::Softirq, softirq_name(v), None),
+            // Never an owner: a deferred frame is charged to its parent.
+            Frame::Deferred { .. } => continue,
             // UDP deliver phase: the datagram is in the stack, nobody waits
             // for an interrupt; the receiver is not runnable yet, so no
             // thread here is blocking it.
@@ -413,7 +474,17 @@ pub(crate) fn attribute(
                 Phase::Return => (CauseKind::Thread, comm_of(threads, pid), Some(pid)),
             },
         };
-        *causes.entry((kind, name, pid)).or_default() += s.ns;
+        let key = (kind, name, pid);
+        if let Some(source) = part {
+            parts.add(&key, source, s.ns, part_runs.insert(s.frame));
+        }
+        *causes.entry(key).or_default() += s.ns;
+    }
+    for (frame, dev, ns) in napi {
+        let key = (CauseKind::Softirq, frame_softirq_name(&frames[frame]), None);
+        if causes.contains_key(&key) {
+            parts.add(&key, PartSource::Device(dev), ns, true);
+        }
     }
     if missed_ns > 0 {
         complete = false;
@@ -436,13 +507,14 @@ pub(crate) fn attribute(
             .or_default() += unknown_ns;
     }
 
-    let thread_cause = |kind: CauseKind, name: String, pid: Option<i32>, ns: u64| {
+    let mut thread_cause = |kind: CauseKind, name: String, pid: Option<i32>, ns: u64| {
         let (policy, priority) = match pid {
             Some(p) if kind == CauseKind::Thread || kind == CauseKind::Return => {
                 policy_of(threads, env, p)
             }
             _ => (None, None),
         };
+        let parts = parts.take(&(kind, name.clone(), pid), names);
         Cause {
             kind,
             name,
@@ -450,6 +522,7 @@ pub(crate) fn attribute(
             policy,
             priority,
             duration_ns: Nanos(ns),
+            parts,
         }
     };
     let mut list: Vec<Cause> = causes
@@ -487,6 +560,41 @@ pub(crate) fn sort_causes(list: &mut [Cause]) {
             .then(a.kind.cmp(&b.kind))
             .then(a.name.cmp(&b.name))
     });
+}
+
+/// Opens deferred work inside whatever runs now (its parent); with
+/// nothing open but the thread, the work has no interrupt context to
+/// belong to (its entry came before the window) and is not opened.
+fn push_deferred(frames: &mut Vec<Frame>, stack: &mut Vec<usize>, kind: DeferredKind, f: u64) {
+    let Some(&top) = stack.last() else {
+        return;
+    };
+    let parent = match frames[top] {
+        Frame::Deferred { parent, .. } => parent,
+        Frame::Thread(_) => return,
+        _ => top,
+    };
+    frames.push(Frame::Deferred {
+        source: PartSource::Function(kind, f),
+        parent,
+    });
+    stack.push(frames.len() - 1);
+}
+
+/// Closes the innermost open deferred work of `kind`.
+fn pop_deferred(stack: &mut Vec<usize>, frames: &[Frame], kind: DeferredKind) {
+    pop_to(
+        stack,
+        frames,
+        |f| matches!(f, Frame::Deferred { source: PartSource::Function(k, _), .. } if *k == kind),
+    );
+}
+
+fn frame_softirq_name(f: &Frame) -> String {
+    match f {
+        Frame::Softirq(v) => softirq_name(*v),
+        _ => String::new(),
+    }
 }
 
 fn pop_to(stack: &mut Vec<usize>, frames: &[Frame], is: impl Fn(&Frame) -> bool) {

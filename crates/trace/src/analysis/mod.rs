@@ -27,23 +27,27 @@
 
 pub mod attribute;
 mod kernel;
+mod parts;
+mod recurring;
 mod udp;
+mod window;
 pub mod work;
 
 use std::collections::{HashMap, VecDeque};
 
 use latscope_model::{
     metric, CauseKind, CauseTotal, CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StackCount,
-    TraceSummary, WindowEvent,
+    TraceSummary,
 };
 use latscope_stats::{Histogram, MetricResult};
 
 pub use attribute::{Environment, NoEnvironment};
 use attribute::{Marks, ThreadNames};
 pub use kernel::KernelSample;
+use window::window_event;
 use work::WorkStats;
 
-use crate::event::{softirq_name, Decoded, EventKind, Names, StackSample, TraceEvent};
+use crate::event::{Decoded, EventKind, Names, StackSample, TraceEvent};
 
 /// Resolves kernel addresses (stack samples, workqueue functions).
 pub trait Symbolize {
@@ -198,6 +202,8 @@ pub struct Analyzer {
     ready: Vec<(Episode, Option<EpisodeWindow>)>,
     awaiting_steal: Vec<(Episode, Option<EpisodeWindow>)>,
     totals: HashMap<(CauseKind, String), CauseTotal>,
+    /// Each cause's episode times, for the periodicity test.
+    recurring: recurring::Recurrences,
     summary: TraceSummary,
     /// Per measured CPU number: interruptions by class (noise probe).
     noise_classes: std::collections::BTreeMap<u32, std::collections::BTreeMap<String, NoiseClass>>,
@@ -234,6 +240,7 @@ impl Analyzer {
             threshold_ns: config.threshold,
             ..TraceSummary::default()
         };
+        let recurring = recurring::Recurrences::new(config.cell_start_ns);
         Analyzer {
             config,
             env,
@@ -245,6 +252,7 @@ impl Analyzer {
             ready: Vec::new(),
             awaiting_steal: Vec::new(),
             totals: HashMap::new(),
+            recurring,
             summary,
             noise_classes: Default::default(),
             keep_decompositions: false,
@@ -654,7 +662,11 @@ impl Analyzer {
         if latency <= self.config.threshold.0 {
             return;
         }
+        let mut breakdown = breakdown;
+        parts::symbolize(&mut breakdown.causes, self.symbols.as_ref());
         self.summary.episodes_total += 1;
+        self.recurring
+            .record(self.measured[m].cpu, deadline, latency, &breakdown);
         for c in &breakdown.causes {
             let t = self
                 .totals
@@ -801,6 +813,7 @@ impl Analyzer {
                 .then(a.name.cmp(&b.name))
         });
         s.cause_totals = totals;
+        s.recurring = self.recurring.recurring();
         s
     }
 
@@ -817,125 +830,6 @@ impl Analyzer {
     pub fn trim(&mut self) {
         self.threads.trim(THREAD_TABLE_CAP);
     }
-}
-
-fn window_event(e: &TraceEvent, names: &Names, symbols: &dyn Symbolize) -> WindowEvent {
-    let sym = |a: u64| {
-        symbols
-            .symbol(a)
-            .map_or_else(|| format!("{a:#x}"), |(f, _)| f)
-    };
-    let mut w = WindowEvent {
-        time_ns: e.time,
-        cpu: e.cpu,
-        tid: e.tid,
-        event: String::new(),
-        name: String::new(),
-        pid: 0,
-        prio: 0,
-        value: 0,
-        object: 0,
-    };
-    match e.kind {
-        EventKind::HrtimerStart {
-            hrtimer,
-            function,
-            expires,
-            ..
-        } => {
-            w.event = "hrtimer_start".into();
-            w.name = sym(function);
-            w.value = expires;
-            w.object = hrtimer;
-        }
-        EventKind::HrtimerExpireEntry {
-            hrtimer,
-            now,
-            function,
-        } => {
-            w.event = "hrtimer_expire_entry".into();
-            w.name = sym(function);
-            w.value = now;
-            w.object = hrtimer;
-        }
-        EventKind::HrtimerExpireExit { hrtimer } => {
-            w.event = "hrtimer_expire_exit".into();
-            w.object = hrtimer;
-        }
-        EventKind::SchedWaking {
-            pid, prio, comm, ..
-        } => {
-            w.event = "sched_waking".into();
-            w.name = comm.to_string();
-            w.pid = pid;
-            w.prio = prio;
-        }
-        EventKind::SchedSwitch {
-            prev_pid,
-            next_pid,
-            next_prio,
-            next_comm,
-            ..
-        } => {
-            w.event = "sched_switch".into();
-            w.name = next_comm.to_string();
-            w.pid = next_pid;
-            w.prio = next_prio;
-            w.value = i64::from(prev_pid);
-        }
-        EventKind::IrqEntry { irq, name } => {
-            w.event = "irq_handler_entry".into();
-            w.name = names.get(name).to_string();
-            w.pid = irq;
-        }
-        EventKind::IrqExit { irq, .. } => {
-            w.event = "irq_handler_exit".into();
-            w.pid = irq;
-        }
-        EventKind::SoftirqRaise { vec } => {
-            w.event = "softirq_raise".into();
-            w.name = softirq_name(vec);
-            w.pid = vec as i32;
-        }
-        EventKind::SoftirqEntry { vec } => {
-            w.event = "softirq_entry".into();
-            w.name = softirq_name(vec);
-            w.pid = vec as i32;
-        }
-        EventKind::SoftirqExit { vec } => {
-            w.event = "softirq_exit".into();
-            w.name = softirq_name(vec);
-            w.pid = vec as i32;
-        }
-        EventKind::VectorEntry { name, vector } => {
-            w.event = "vector_entry".into();
-            w.name = names.get(name).to_string();
-            w.pid = vector;
-        }
-        EventKind::VectorExit { name, vector } => {
-            w.event = "vector_exit".into();
-            w.name = names.get(name).to_string();
-            w.pid = vector;
-        }
-        EventKind::Nmi {
-            handler, delta_ns, ..
-        } => {
-            w.event = "nmi_handler".into();
-            w.name = sym(handler);
-            w.value = delta_ns;
-        }
-        EventKind::WorkStart { work, function } => {
-            w.event = "workqueue_execute_start".into();
-            w.name = sym(function);
-            w.object = work;
-        }
-        EventKind::WorkEnd { work, function } => {
-            w.event = "workqueue_execute_end".into();
-            w.name = sym(function);
-            w.object = work;
-        }
-    }
-    w
 }
 
 #[cfg(test)]

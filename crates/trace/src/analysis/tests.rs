@@ -1116,3 +1116,5 @@ fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
     assert!(!e.breakdown.complete);
     assert_eq!(total(&e), 502 * US);
 }
+
+mod deferred;

@@ -12,7 +12,9 @@ use std::collections::HashMap;
 use latscope_model::metric;
 use latscope_stats::{Histogram, MetricResult};
 
-use crate::event::{softirq_name, EventKind, NameId, Names, TraceEvent};
+use crate::event::{
+    context_name, softirq_name, DeferredKind, EventKind, NameId, Names, TraceEvent, HARDIRQ_CONTEXT,
+};
 
 /// Distinct workqueue functions tracked one by one; the rest share one
 /// histogram, so a system with unusual churn cannot grow memory unbounded.
@@ -39,7 +41,20 @@ pub enum WorkKey {
     Work {
         function: u64,
     },
+    /// Deferred work by what ran: `vec` is the softirq it ran in
+    /// ([`HARDIRQ_CONTEXT`] for a hard interrupt), `source` the function's
+    /// address, or for a NAPI poll the device's [`NameId`]; 0 is the
+    /// overflow bucket ("(other)") once [`MAX_DEFERRED_SOURCES`] are kept.
+    Deferred {
+        vec: u32,
+        kind: DeferredKind,
+        source: u64,
+    },
 }
+
+/// Distinct (context, kind, function or device) sources of deferred work
+/// tracked one by one; the rest share one histogram per context and kind.
+pub const MAX_DEFERRED_SOURCES: usize = 256;
 
 #[derive(Clone, Debug, Default)]
 struct CpuWork {
@@ -49,7 +64,30 @@ struct CpuWork {
     /// First raise time of each pending vector.
     raised: [Option<u64>; 16],
     work: Option<(u64, u64)>,
+    /// Deferred work running: (context, function, start) per kind that
+    /// has an entry event.
+    timer: Option<(u32, u64, u64)>,
+    hrtimer: Option<(u32, u64, u64)>,
+    tasklet: Option<(u32, u64, u64)>,
+    /// Inside a NET_RX softirq: when it started or the last poll returned.
+    napi_mark: Option<u64>,
 }
+
+impl CpuWork {
+    /// Where deferred work starting now runs: a hard interrupt when one is
+    /// open (hrtimer callbacks in the timer interrupt, also when that
+    /// interrupted a softirq), else the softirq running, else a hard
+    /// interrupt whose vector is not traced.
+    fn context(&self) -> u32 {
+        if self.irq.is_some() || self.vector.is_some() {
+            return HARDIRQ_CONTEXT;
+        }
+        self.softirq.map_or(HARDIRQ_CONTEXT, |(vec, _)| vec)
+    }
+}
+
+/// The NET_RX softirq's number.
+const NET_RX: u32 = 3;
 
 /// Running statistics over every traced CPU.
 #[derive(Default)]
@@ -57,6 +95,7 @@ pub struct WorkStats {
     cpus: Vec<CpuWork>,
     hist: HashMap<WorkKey, Histogram>,
     work_functions: usize,
+    deferred_sources: usize,
 }
 
 impl WorkStats {
@@ -103,6 +142,7 @@ impl WorkStats {
             EventKind::SoftirqEntry { vec } => {
                 let c = self.cpu(ev.cpu);
                 c.softirq = Some((vec, t));
+                c.napi_mark = (vec == NET_RX).then_some(t);
                 let raised = c.raised.get_mut(vec as usize).and_then(Option::take);
                 if let Some(r) = raised {
                     if t >= r {
@@ -111,6 +151,7 @@ impl WorkStats {
                 }
             }
             EventKind::SoftirqExit { vec } => {
+                self.cpu(ev.cpu).napi_mark = None;
                 if let Some((v, start)) = self.cpu(ev.cpu).softirq.take() {
                     if v == vec && t >= start {
                         self.record(WorkKey::SoftirqExec { vec }, t - start);
@@ -139,8 +180,67 @@ impl WorkStats {
                     }
                 }
             }
-            _ => {}
+            _ => self.on_deferred(ev),
         }
+    }
+
+    /// Timer-wheel and hrtimer callbacks, tasklets and NAPI polls.
+    fn on_deferred(&mut self, ev: &TraceEvent) {
+        let t = ev.time;
+        let c = self.cpu(ev.cpu);
+        let ctx = c.context();
+        let done = match ev.kind {
+            EventKind::TimerExpireEntry { function, .. } => {
+                c.timer = Some((ctx, function, t));
+                None
+            }
+            EventKind::HrtimerExpireEntry { function, .. } => {
+                c.hrtimer = Some((ctx, function, t));
+                None
+            }
+            EventKind::TaskletEntry { function, .. } => {
+                c.tasklet = Some((ctx, function, t));
+                None
+            }
+            EventKind::TimerExpireExit { .. } => c.timer.take().map(|o| (DeferredKind::Timer, o)),
+            EventKind::HrtimerExpireExit { .. } => {
+                c.hrtimer.take().map(|o| (DeferredKind::Hrtimer, o))
+            }
+            EventKind::TaskletExit { function, .. } => c
+                .tasklet
+                .take()
+                .filter(|o| o.1 == function)
+                .map(|o| (DeferredKind::Tasklet, o)),
+            EventKind::NapiPoll { dev, .. } => c
+                .napi_mark
+                .replace(t)
+                .map(|mark| (DeferredKind::Napi, (NET_RX, u64::from(dev.0), mark))),
+            _ => None,
+        };
+        if let Some((kind, (vec, source, start))) = done {
+            if t >= start {
+                self.record_deferred(vec, kind, source, t - start);
+            }
+        }
+    }
+
+    /// One run of deferred work, under its own key while fewer than
+    /// [`MAX_DEFERRED_SOURCES`] are kept, else under "(other)".
+    fn record_deferred(&mut self, vec: u32, kind: DeferredKind, source: u64, ns: u64) {
+        let key = WorkKey::Deferred { vec, kind, source };
+        let key = if self.hist.contains_key(&key) {
+            key
+        } else if self.deferred_sources < MAX_DEFERRED_SOURCES {
+            self.deferred_sources += 1;
+            key
+        } else {
+            WorkKey::Deferred {
+                vec,
+                kind,
+                source: 0,
+            }
+        };
+        self.record(key, ns);
     }
 
     /// The BPF backend: the kernel's histograms replace what events would
@@ -149,6 +249,10 @@ impl WorkStats {
         self.work_functions = hist
             .keys()
             .filter(|k| matches!(k, WorkKey::Work { .. }))
+            .count();
+        self.deferred_sources = hist
+            .keys()
+            .filter(|k| matches!(k, WorkKey::Deferred { .. }))
             .count();
         self.hist = hist;
     }
@@ -192,6 +296,12 @@ impl WorkStats {
                     metric::WORKQUEUE_EXEC_PREFIX,
                     symbol(function).unwrap_or_else(|| format!("{function:#x}"))
                 ),
+                WorkKey::Deferred { vec, kind, source } => format!(
+                    "{}{}.{}",
+                    metric::DEFERRED_EXEC_PREFIX,
+                    context_name(vec),
+                    deferred_name(kind, source, names, symbol)
+                ),
             };
             let Some(h) = self.hist.get(key) else {
                 continue;
@@ -207,6 +317,24 @@ impl WorkStats {
         }
         out
     }
+}
+
+/// "timer:delayed_work_timer_fn", "napi:eth0", "tasklet:(other)": the
+/// kind, then the function or device.
+pub fn deferred_name(
+    kind: DeferredKind,
+    source: u64,
+    names: &Names,
+    symbol: &dyn Fn(u64) -> Option<String>,
+) -> String {
+    let what = match (kind, source) {
+        (_, 0) => "(other)".to_string(),
+        (DeferredKind::Napi, id) => names
+            .get(NameId(u32::try_from(id).unwrap_or(u32::MAX)))
+            .to_string(),
+        (_, f) => symbol(f).unwrap_or_else(|| format!("{f:#x}")),
+    };
+    format!("{}:{what}", kind.as_str())
 }
 
 #[cfg(test)]
