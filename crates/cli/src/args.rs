@@ -341,6 +341,11 @@ pub struct RunArgs {
     /// The timer service under test.
     #[arg(long = "timer-api", value_enum, default_value = "clock_nanosleep")]
     pub timer_api: TimerApiArg,
+    /// Timer probe: the measuring threads' timer slack, `default` (the
+    /// kernel's, 50us for a normal thread) or a duration such as `50us`
+    /// (default: 1ns, the least; real-time threads get none anyway).
+    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    pub timer_slack: Option<String>,
     /// `random`: a random busy delay (0..period) before each relative sleep.
     #[arg(long, value_enum, default_value = "fixed")]
     pub phase: PhaseArg,
@@ -630,6 +635,9 @@ pub struct SuiteArgs {
     /// Priorities to compare, e.g. `95,50,other` (overrides the preset).
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
+    /// The timer cells' timer slack (see `run --timer-slack`).
+    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    pub timer_slack: Option<String>,
     /// CPUs to measure (default: every online CPU).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,

@@ -7,7 +7,7 @@ use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
 use latscope_engine::system::{cpus_in_order, select_cpus, udp_cpus, SchedPolicy};
 use latscope_engine::workloads::split_workloads;
 use latscope_model::UdpPath;
-use latscope_model::{CpuSet, Nanos};
+use latscope_model::{CpuSet, Nanos, TimerSlack};
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
@@ -161,6 +161,13 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         PhaseArg::Fixed => Phase::Fixed,
         PhaseArg::Random => Phase::Random,
     };
+    let timer_slack = match (&args.timer_slack, args.probe) {
+        (None, _) => TimerSlack::MINIMUM,
+        (Some(text), ProbeName::Timer) => {
+            TimerSlack::parse(text).map_err(|e| Exit::usage(format!("--timer-slack: {e}")))?
+        }
+        (Some(_), _) => return Err(Exit::usage("--timer-slack needs --probe timer")),
+    };
     let timer = TimerConfig {
         cpus: cpus.iter().collect(),
         period,
@@ -172,6 +179,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         duration: Some(run_for),
         handoff: trace.as_ref().map_or(0, |t| t.timer_handoff(period)),
         noise_duty: None,
+        timer_slack,
     };
     // Period, duration, priority and phase are checked where the probe
     // defines them.

@@ -38,6 +38,11 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
         policy: PolicyArg::Fifo,
         priority: 95,
         timer_api: TimerApiArg::ClockNanosleep,
+        // The noise and UDP probes keep the least slack.
+        timer_slack: args
+            .timer_slack
+            .clone()
+            .filter(|_| probe == ProbeName::Timer),
         phase: PhaseArg::Fixed,
         threshold: args.threshold.clone(),
         json: None,

@@ -72,6 +72,15 @@ fn bad_run_arguments_fail_cleanly_and_keep_stored_runs() {
         (&["--pause", "0"], "need --probe noise"),
         (&["--stacks"], "need --trace"),
         (&["--probe", "jitter"], "invalid value"),
+        (&["--timer-slack", "0"], "write `default`"),
+        (&["--timer-slack", "0us"], "write `default`"),
+        (&["--timer-slack", "50"], "invalid duration"),
+        (&["--timer-slack", "soon"], "invalid duration"),
+        (&["--timer-slack", "5s"], "over the limit"),
+        (
+            &["--probe", "noise", "--timer-slack", "50us"],
+            "needs --probe timer",
+        ),
     ];
     for (extra, expect) in cases {
         let mut args = vec!["run", "--store", &s];

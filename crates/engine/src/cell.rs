@@ -212,9 +212,11 @@ pub(crate) fn run_cell(
                 refused[0]
             ));
         }
-        if running.setups().iter().all(|s| s.timer_slack) {
-            ctx.capabilities.timer_slack_ns = Some(1);
-        }
+        ctx.capabilities.timer_slack_ns = crate::slack::in_force(running.setups());
+    }
+    if let Some(line) = crate::slack::note(&cell.probe, running.setups()) {
+        ctx.observer.notice(&format!("{label}{line}"));
+        notes.push(format!("{label}{line}"));
     }
     let caps = ctx.capabilities.clone();
     let _ = ctx.mirror.update_capabilities(ctx.mirror_run, &caps);

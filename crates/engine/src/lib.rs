@@ -27,6 +27,7 @@ mod observer;
 mod run;
 mod settings;
 mod sink;
+mod slack;
 mod stop;
 pub mod suite;
 mod trace_bpf;

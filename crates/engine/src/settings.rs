@@ -34,6 +34,7 @@ pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
                 Phase::Fixed => PhaseName::Fixed,
             },
             noise_duty: t.noise_duty,
+            timer_slack: t.timer_slack,
             common,
         }),
         ProbeSpec::Noise(n) => CellSettings::Noise(NoiseSettings {
@@ -100,6 +101,7 @@ mod tests {
             duration: Some(Nanos::from_secs(3)),
             handoff: 0,
             noise_duty: None,
+            timer_slack: Default::default(),
         }
     }
 

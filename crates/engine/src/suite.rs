@@ -262,6 +262,7 @@ mod tests {
             duration: Some(Nanos::from_secs(10)),
             handoff: 0,
             noise_duty: None,
+            timer_slack: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@
 
 mod cpu;
 mod episode;
+mod granularity;
 mod hazard;
 pub mod metric;
 mod micro;
@@ -28,6 +29,7 @@ pub use episode::{
     Breakdown, Cause, CauseKind, CausePart, CauseTotal, Episode, EpisodeWindow, StackCount,
     TraceSummary, WindowEvent,
 };
+pub use granularity::{TimerGranularity, TimerSlack};
 pub use hazard::{Hazard, Severity, SeverityError};
 pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};

@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{MicroSettings, Nanos, UdpPath};
+use crate::{MicroSettings, Nanos, TimerSlack, UdpPath};
 
 /// A scheduling policy as the settings record it (`fifo`, `rr`, `other`).
 #[derive(
@@ -185,6 +185,14 @@ pub struct TimerSettings {
     /// beside the timer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise_duty: Option<NoiseDuty>,
+    /// The timer slack the measuring threads asked for (`--timer-slack`):
+    /// absent for the minimum, `null` for the kernel's default.
+    #[serde(
+        rename = "timer_slack_ns",
+        default,
+        skip_serializing_if = "TimerSlack::is_minimum"
+    )]
+    pub timer_slack: TimerSlack,
     #[serde(flatten)]
     pub common: CommonSettings,
 }
@@ -256,6 +264,7 @@ impl Default for TimerSettings {
             period_ns: DEFAULT_PERIOD,
             phase: PhaseName::Fixed,
             noise_duty: None,
+            timer_slack: TimerSlack::MINIMUM,
             common: CommonSettings::default(),
         }
     }
@@ -522,6 +531,7 @@ mod tests {
             period_ns: Nanos::from_millis(1),
             phase: PhaseName::Fixed,
             noise_duty: None,
+            timer_slack: TimerSlack::MINIMUM,
             common: CommonSettings {
                 policy: Policy::Fifo,
                 priority: 95,
@@ -547,6 +557,21 @@ mod tests {
         );
         let back: CellSettings = serde_json::from_value(v).unwrap();
         assert_eq!(back, timer());
+    }
+
+    #[test]
+    fn timer_slack_round_trips_and_defaults_to_the_minimum() {
+        for slack in [TimerSlack::KernelDefault, TimerSlack::Set(Nanos(50_000))] {
+            let mut s = timer();
+            if let CellSettings::Timer(t) = &mut s {
+                t.timer_slack = slack;
+            }
+            let v = serde_json::to_value(&s).unwrap();
+            let want = Option::<Nanos>::from(slack).map(|n| n.0);
+            assert_eq!(v["timer_slack_ns"], json!(want));
+            let back: CellSettings = serde_json::from_value(v).unwrap();
+            assert_eq!(back, s);
+        }
     }
 
     #[test]

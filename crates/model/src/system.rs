@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Hazard;
+use crate::{Hazard, TimerGranularity};
 
 /// A snapshot of what the machine and its kernel were set up to do when a run
 /// started: everything that changes real-time behaviour and that a reader of
@@ -54,6 +54,10 @@ pub struct SystemInfo {
     pub rt_period_us: Option<i64>,
     /// Whether the TSC is constant and non-stop (cpuinfo flags).
     pub tsc_constant_nonstop: bool,
+    /// The timer granularity in force: clock resolutions, high-resolution
+    /// timers, the default slack. Empty in runs stored before it existed.
+    #[serde(default)]
+    pub granularity: TimerGranularity,
     /// What `latscope check` finds on this machine, worst first; stored
     /// with every run so that a result carries the hazards it was measured
     /// under. Runs recorded before the check existed have none.
@@ -112,7 +116,11 @@ pub struct Capabilities {
     pub mlock: bool,
     /// `/dev/cpu_dma_latency` was held at 0 for the run.
     pub dma_latency: bool,
-    /// Timer slack of the measuring threads, ns (1 is the minimum), when set.
+    /// Timer slack in force for the measuring threads, ns, as the kernel
+    /// reported it back once they were set up (the largest over the
+    /// threads): 1 is the least that can be set, 0 what the kernel gives a
+    /// real-time thread. Runs before latscope read it back recorded the 1
+    /// they asked for. `None` when it could not be read.
     pub timer_slack_ns: Option<u64>,
     /// Kernel tracepoints were read (`--trace`).
     #[serde(default)]

@@ -140,6 +140,7 @@ fn cell(
         duration: None,
         handoff: trace.map_or(0, |t| t.timer_handoff(settings.period)),
         noise_duty: settings.noise,
+        timer_slack: Default::default(),
     };
     CellSpec {
         index: epoch,

@@ -17,6 +17,7 @@ pub mod caps;
 mod clock;
 mod dma;
 mod error;
+pub mod granularity;
 pub mod hazards;
 mod mount;
 pub mod net;
@@ -42,6 +43,6 @@ pub use error::PlatformError;
 pub use mount::{mount_tracefs, MountGuard};
 pub use sched::{
     block_signals_in_this_thread, current_tid, lock_memory, one_heap, online_cpus, set_affinity,
-    set_affinity_set, set_scheduler, set_timer_slack, SchedPolicy,
+    set_affinity_set, set_scheduler, set_timer_slack, timer_slack, SchedPolicy,
 };
 pub use signals::StopSignals;

@@ -114,6 +114,17 @@ pub fn set_timer_slack(ns: u64) -> Result<(), PlatformError> {
     Ok(())
 }
 
+/// The calling thread's timer slack in force, ns (PR_GET_TIMERSLACK). A
+/// real-time thread reads 0: the kernel clears its slack when it takes a
+/// real-time policy and ignores PR_SET_TIMERSLACK while it has one (seen on
+/// 6.18 here), and gives the default back when it returns to SCHED_OTHER.
+pub fn timer_slack() -> Result<u64, PlatformError> {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and touches no user
+    // memory; it returns the slack (truncated to an int) or -1.
+    let rc = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) };
+    u64::try_from(rc).map_err(|_| PlatformError::last_os("cannot read timer slack"))
+}
+
 /// Locks all current and future pages of the process in memory, so no page
 /// fault can land in a measuring loop. Stays in force until the process ends.
 pub fn lock_memory() -> Result<(), PlatformError> {
@@ -197,6 +208,7 @@ mod tests {
             set_affinity(cpu).unwrap();
             set_timer_slack(1).unwrap();
             set_scheduler(SchedPolicy::Other, 0).unwrap();
+            assert_eq!(timer_slack().unwrap(), 1);
             block_signals_in_this_thread().unwrap();
             assert!(current_tid() > 0);
         })

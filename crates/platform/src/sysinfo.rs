@@ -22,7 +22,12 @@ const PREEMPT_MODES: [&str; 5] = ["none", "voluntary", "full", "lazy", "rt"];
 
 /// Snapshot of the live machine.
 pub fn snapshot() -> SystemInfo {
-    snapshot_from(Path::new("/"))
+    let root = Path::new("/");
+    let mut info = snapshot_from(root);
+    // Clock resolutions and the slack are the running kernel's and this
+    // thread's, which no fake sysroot can stand in for.
+    info.granularity = crate::granularity::granularity(root);
+    info
 }
 
 /// Snapshot of the system whose `/proc` and `/sys` are found under `root`.

@@ -15,7 +15,10 @@ pub struct ThreadSetup {
     pub tid: i32,
     /// `Err` with a one-line reason when the policy/priority was refused.
     pub scheduler: Result<(), String>,
-    pub timer_slack: bool,
+    /// The timer slack in force once the thread was set up, ns, as the
+    /// kernel reports it (0 under a real-time policy); `None` when it could
+    /// not be set as asked or read back.
+    pub timer_slack_ns: Option<u64>,
 }
 
 /// A cheap view of progress for the progress bar.

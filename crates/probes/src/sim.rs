@@ -146,7 +146,7 @@ impl SimProbe {
                 cpu,
                 tid,
                 scheduler: Ok(()),
-                timer_slack: true,
+                timer_slack_ns: Some(1),
             })
             .collect();
         let start_ns = config.clock.monotonic_ns();

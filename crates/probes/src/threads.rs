@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use latscope_model::CpuId;
+use latscope_model::{CpuId, TimerSlack};
 use latscope_platform::SchedPolicy;
 
 use crate::{Handoff, ProbeError, SampleRing, ThreadSetup};
@@ -44,6 +44,8 @@ pub(crate) struct Spec<F> {
 pub(crate) struct Sched {
     pub policy: SchedPolicy,
     pub priority: u32,
+    /// The timer slack each thread sets before taking its policy.
+    pub slack: TimerSlack,
 }
 
 enum Go {
@@ -124,7 +126,7 @@ where
             .name(spec.name)
             .stack_size(STACK_SIZE)
             .spawn(move || {
-                let setup = crate::setup::set_up_thread(cpu, sched.policy, sched.priority);
+                let setup = crate::setup::set_up_thread(cpu, sched);
                 let ok = setup.is_ok();
                 if ok {
                     crate::setup::prefault_stack();
@@ -222,6 +224,7 @@ mod tests {
         Sched {
             policy: SchedPolicy::Other,
             priority: 0,
+            slack: TimerSlack::MINIMUM,
         }
     }
 

@@ -32,6 +32,7 @@ fn config(cpu: u32, duty: Option<NoiseDuty>, root: bool) -> TimerConfig {
         duration: Some(Nanos::from_millis(4_500)),
         handoff: 0,
         noise_duty: duty,
+        timer_slack: Default::default(),
     }
 }
 

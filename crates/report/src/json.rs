@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{
-    Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats, RunSource,
-    RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats,
+    metric, Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats,
+    RunSource, RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats,
     WorkloadStats,
 };
-use latscope_stats::{Histogram, MetricResult, RunResult, Summary};
+use latscope_stats::{late_mode, Histogram, MetricResult, RunResult, Spacing, Summary};
 use serde::Serialize;
 
+use crate::granularity::{cell_spacing, late_mode_json, LateModeJson};
 use crate::noise::{
     base_iteration_ns, cpu_available_percent, interruptions_per_second, noise_percent,
 };
@@ -324,6 +325,10 @@ pub struct MetricJson {
     /// Non-empty histogram buckets: `[low_ns, high_ns, count]`, `high_ns`
     /// inclusive.
     pub histogram: Vec<[u64; 3]>,
+    /// `timer.interval` only: a second mode a tick or the timer slack
+    /// after the period; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_mode: Option<LateModeJson>,
 }
 
 #[derive(Serialize)]
@@ -354,7 +359,10 @@ fn summary_json(h: &Histogram) -> SummaryJson {
     }
 }
 
-fn metric_json(m: &MetricResult) -> MetricJson {
+fn metric_json(m: &MetricResult, spacing: Option<Spacing>) -> MetricJson {
+    let late_mode = spacing
+        .filter(|_| m.name == metric::TIMER_INTERVAL)
+        .and_then(|s| late_mode(&m.histogram, s));
     MetricJson {
         name: m.name.clone(),
         cpu: m.cpu.map(|c| c.0),
@@ -366,6 +374,7 @@ fn metric_json(m: &MetricResult) -> MetricJson {
         above_threshold: m.above_threshold,
         corrected: m.corrected.as_ref().map(summary_json),
         histogram: m.histogram.buckets().map(|(l, h, c)| [l, h, c]).collect(),
+        late_mode: late_mode.as_ref().map(late_mode_json),
     }
 }
 
@@ -392,7 +401,10 @@ pub fn run_json(run: &RunResult) -> RunJson<'_> {
                 workload: &c.meta.workload,
                 settings: &c.meta.settings,
                 duration_ns: c.meta.duration_ns.0,
-                metrics: c.metrics.iter().map(metric_json).collect(),
+                metrics: {
+                    let spacing = cell_spacing(&run.system, run.capabilities.rt_priority, c);
+                    c.metrics.iter().map(|m| metric_json(m, spacing)).collect()
+                },
                 trace: c.trace.as_ref(),
                 noise: c.noise.iter().map(noise_json).collect(),
                 timer_stats: c.timer.iter().map(timer_stats_json).collect(),

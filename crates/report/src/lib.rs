@@ -10,6 +10,7 @@ mod deferred;
 mod episodes;
 pub mod exports;
 mod forecast;
+mod granularity;
 mod hazards;
 pub mod html;
 mod json;

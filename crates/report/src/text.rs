@@ -7,6 +7,7 @@ use latscope_model::{metric, CellSettings, Nanos, PhaseName};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, Summary};
 
 use crate::deferred::{deferred_work_tables, is_deferred_work, tracer_line};
+use crate::granularity::{granularity_line, late_mode_lines};
 use crate::hazards::hazards_block;
 use crate::noise::{log_rows, noise_tables};
 use crate::table::Table;
@@ -114,6 +115,10 @@ pub fn run_header(run: &RunResult) -> String {
     }
     out.push_str(&sys.join(" · "));
     out.push('\n');
+    if let Some(line) = granularity_line(run) {
+        out.push_str(&line);
+        out.push('\n');
+    }
     for line in &run.capabilities.missing {
         out.push_str(&format!("note: {line}\n"));
     }
@@ -130,6 +135,9 @@ fn cell_title(cell: &CellResult) -> String {
     let mut inner = Vec::new();
     if let CellSettings::Timer(t) = s {
         inner.push(t.timer_api.to_string());
+        if !t.timer_slack.is_minimum() {
+            inner.push(format!("timer slack {}", t.timer_slack));
+        }
     }
     if let Some(p) = s.period() {
         inner.push(format!("{p} period"));
@@ -244,6 +252,9 @@ pub fn summary_tables(run: &RunResult) -> String {
             }
             out.push_str(&format!("\n{name} — {}\n", describe(name)));
             out.push_str(&t.render());
+            if name == metric::TIMER_INTERVAL {
+                out.push_str(&late_mode_lines(run, cell));
+            }
             let overrun = metrics.iter().any(|m| m.overruns > 0);
             if overrun {
                 let mut c = Table::new(SUMMARY_HEADER.iter().copied().chain(["missed"]));

@@ -564,6 +564,7 @@ fn system() -> SystemInfo {
         rt_runtime_us: Some(950_000),
         rt_period_us: Some(1_000_000),
         tsc_constant_nonstop: true,
+        granularity: Default::default(),
         hazards: vec![latscope_model::Hazard {
             id: "preemption".into(),
             severity: latscope_model::Severity::Hazard,

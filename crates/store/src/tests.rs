@@ -69,6 +69,14 @@ fn system() -> SystemInfo {
         rt_runtime_us: Some(950_000),
         rt_period_us: Some(1_000_000),
         tsc_constant_nonstop: true,
+        granularity: latscope_model::TimerGranularity {
+            monotonic_res_ns: Some(1),
+            coarse_res_ns: Some(4_000_000),
+            hres_active: Some(true),
+            hres_source: Some("timer_list".into()),
+            hres_inactive_cpus: vec![],
+            default_slack_ns: Some(50_000),
+        },
         // Stored with the snapshot and read back whole (`latscope check`).
         hazards: vec![latscope_model::Hazard {
             id: "preemption".into(),
@@ -1480,6 +1488,7 @@ fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
             period_ns: Nanos::from_micros(100),
             phase: PhaseName::Random,
             noise_duty: None,
+            timer_slack: Default::default(),
             common: CommonSettings {
                 policy: Policy::Rr,
                 priority: 50,

@@ -305,6 +305,7 @@ impl NoiseProbe {
         let sched = threads::Sched {
             policy: self.config.policy,
             priority: self.config.priority,
+            slack: latscope_model::TimerSlack::MINIMUM,
         };
         let mut threads = threads::start(specs, sched)?;
         threads.setups.sort_by_key(|s| s.cpu);

@@ -1,7 +1,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use latscope_model::{CpuId, Nanos, NoiseDuty};
+use latscope_model::{CpuId, Nanos, NoiseDuty, TimerSlack};
 use latscope_platform::SchedPolicy;
 
 /// The timer service whose wake-up latency is measured.
@@ -92,6 +92,10 @@ pub struct TimerConfig {
     /// The noise probe beside the timer for a duty cycle (the monitor's
     /// `--noise 1s/60s`): see [`crate::timer`].
     pub noise_duty: Option<NoiseDuty>,
+    /// The measuring threads' timer slack (`--timer-slack`): the minimum
+    /// by default; the kernel gives real-time threads none whatever this
+    /// says.
+    pub timer_slack: TimerSlack,
 }
 
 /// The longest period accepted: longer and a run of minutes holds too few

@@ -224,6 +224,7 @@ impl TimerProbe {
         let sched = threads::Sched {
             policy: self.config.policy,
             priority: self.config.priority,
+            slack: self.config.timer_slack,
         };
         // The noise threads first: they sleep until their first active
         // period, well after the timer threads are up.

@@ -252,6 +252,7 @@ impl UdpProbe {
         let sched = threads::Sched {
             policy: cfg.policy,
             priority: cfg.priority,
+            slack: latscope_model::TimerSlack::MINIMUM,
         };
         let threads = threads::start(specs, sched)?;
         Ok(RunningUdpProbe {

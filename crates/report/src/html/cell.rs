@@ -47,6 +47,7 @@ pub(super) fn cell_section(
     c: &CellResult,
     timelines: &[Timeline],
     intervals: &[IntervalSeries],
+    interval_notes: &[String],
 ) -> String {
     let mut out = String::new();
     let settings: Vec<String> = c
@@ -58,6 +59,7 @@ pub(super) fn cell_section(
             |(k, v)| match (k.strip_suffix("_ns"), v.as_u64(), v.as_str()) {
                 (Some(name), Some(ns), _) => format!("{name} {}", Nanos(ns)),
                 (_, _, Some(s)) => format!("{k} {s}"),
+                (Some(name), _, _) if v.is_null() => format!("{name} default"),
                 _ => format!("{k} {v}"),
             },
         )
@@ -95,6 +97,9 @@ pub(super) fn cell_section(
         let id = anchor(&["cell", &c.meta.index.to_string(), name]);
         let _ = write!(out, "<h3 id=\"{id}\">{}</h3>", escape(name));
         out.push_str(&summary_table(&parts));
+        if name == metric::TIMER_INTERVAL {
+            out.extend(interval_notes.iter().map(|n| para(n, Some("fail"))));
+        }
         out.push_str(&histogram_figure(c, name, &parts));
         out.push_str(&ccdf_figure(c, name, &parts));
         let lines: Vec<&Timeline> = timelines

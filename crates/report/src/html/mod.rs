@@ -98,7 +98,12 @@ pub fn html_report_full(
             "Cell {} · {} probe · workload {}",
             c.meta.index, c.meta.probe, c.meta.workload
         );
-        page.add(&id, &title, cell::cell_section(c, timelines, intervals));
+        let notes = crate::granularity::late_mode_notes(run, c);
+        page.add(
+            &id,
+            &title,
+            cell::cell_section(c, timelines, intervals, &notes),
+        );
     }
     page.add(
         "forecast",
@@ -274,6 +279,7 @@ fn run_and_system(run: &RunResult) -> String {
             },
         ),
         ("HZ", opt_text(&s.hz)),
+        ("timer granularity", crate::granularity::html_text(run)),
         ("clocksource", opt_text(&s.clocksource)),
         ("CPU", opt_text(&s.cpu_model)),
         (
@@ -341,7 +347,7 @@ fn run_and_system(run: &RunResult) -> String {
         (
             "timer slack",
             c.timer_slack_ns
-                .map(|n| format!("{n} ns"))
+                .map(crate::granularity::slack_text)
                 .unwrap_or_default(),
         ),
         ("tracepoints", yes_no(c.tracepoints)),
