@@ -15,7 +15,8 @@
 # warm-on: sched_switch warms the next wake-up's lines; recorder-off: no
 # recorder records; elide-own: no records of the measured thread's own
 # timer expiry, callback exit and wake-up; no-waking-exit: sched_waking and
-# hrtimer_expire_exit not attached) measures what parts of the work
+# hrtimer_expire_exit not attached; deferred-off: no deferred work by
+# function and device, its five programs unattached) measures what parts of the work
 # cost; unset, everything runs as usual. The
 # table goes to stdout and bench/results/bpf-prog-cost-<UTC>.txt.
 set -euo pipefail
@@ -30,8 +31,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached|empty|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, empty, hist-off, softirq-at-once, warm-on, recorder-off, elide-own or no-waking-exit (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|empty|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit|deferred-off) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, empty, hist-off, softirq-at-once, warm-on, recorder-off, elide-own, no-waking-exit or deferred-off (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 

@@ -97,7 +97,7 @@ class Tools(unittest.TestCase):
     def test_a_misspelt_d_diag_is_refused(self):
         with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit):
             t.parser().parse_args(["--tools", "UBD", "--d-diag", "emtpy"])
-        for d in ("empty", "detached", "no-waking-exit"):
+        for d in ("empty", "detached", "no-waking-exit", "deferred-off"):
             self.assertEqual(t.parser().parse_args(["--tools", "UBD", "--d-diag", d]).d_diag, d)
 
     def test_d_runs_in_cs_place_and_before_b_as_often_as_after(self):

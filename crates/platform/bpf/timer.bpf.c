@@ -56,7 +56,10 @@
 //    crates/trace/src/analysis/work.rs computes from perf events, over the
 //    traced CPUs: hard IRQ handler time by irq, vector time by vector
 //    index, softirq time and raise->entry delay by vec, NMI handler time,
-//    work item time by function. Each duration goes into latscope's HDR
+//    work item time by function, and deferred work by what ran inside a
+//    softirq or the timer interrupt (timer-wheel, hrtimer and tasklet
+//    callbacks by function, NAPI polls by instance; see deferred_add).
+//    Each duration goes into latscope's HDR
 //    layout (hdr_index.h) as one count under (kind, source, index), and
 //    into exact count/sum/min/max under (kind, source). The frequent kinds
 //    (vectors, softirqs, NMIs) go to per-CPU rows of counters in mmapable
@@ -126,6 +129,18 @@ struct work_struct {
     void *func;
 } __attribute__((preserve_access_index));
 
+struct timer_list {
+    void *function;
+} __attribute__((preserve_access_index));
+
+struct net_device {
+    char name[16];
+} __attribute__((preserve_access_index));
+
+struct napi_struct {
+    struct net_device *dev;
+} __attribute__((preserve_access_index));
+
 /* One wake-up of a watched thread, as user space reads it: a 64-byte slot
  * of the CPU's sample ring, `seq` then the 48 bytes
  * platform::bpf::TimerRecord parses. */
@@ -171,6 +186,11 @@ const volatile __u32 warm_on = 0;
  * to weigh what the records of the measured path itself cost. Episodes
  * then miss those three events. */
 const volatile __u32 elide_own = 0;
+/* A diagnostic (LATSCOPE_BPF_DIAG=deferred-off): no deferred work by
+ * function and device; with its five programs left unattached
+ * (crates/platform/src/bpf/groups.rs), the backend as it was before that
+ * split, to weigh what the split costs. */
+const volatile __u32 deferred_off = 0;
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {
@@ -306,6 +326,11 @@ enum rec_kind {
     K_NMI = 13,
     K_WORK_START = 14,
     K_WORK_END = 15,
+    K_TIMER_ENTRY = 16,
+    K_TIMER_EXIT = 17,
+    K_TASKLET_ENTRY = 18,
+    K_TASKLET_EXIT = 19,
+    K_NAPI_POLL = 20,
 };
 
 /* One recorded event: 64 bytes, native endianness, one cache line (the
@@ -358,6 +383,16 @@ struct rec {
             __u64 work;     /* 24 */
             __u64 function; /* 32 */
         } wq;
+        struct {
+            __u64 object;   /* 24: the timer_list or tasklet_struct */
+            __u64 function; /* 32 (timer exit: 0) */
+        } dw;
+        struct {
+            __u64 napi;    /* 24 */
+            __s32 work;    /* 32 */
+            __s32 budget;  /* 36 */
+            char dev[16];  /* 40: dev->name, or "(no_device)" */
+        } np;
         __u64 raw[5];
     };
 };
@@ -476,7 +511,25 @@ enum hist_kind {
     H_SOFTIRQ_DELAY = 3,
     H_NMI = 4,
     H_WORK = 5,
+    /* Deferred work: H_DEFERRED + 32 * enum deferred_kind + the context it
+     * ran in (a softirq vec, or HARDIRQ_CONTEXT), source the function or
+     * the napi_struct; user space rebuilds WorkKey::Deferred from it. */
+    H_DEFERRED = 32,
 };
+
+/* What ran inside a softirq or an interrupt (DeferredKind in
+ * crates/trace/src/event.rs, in this order). */
+enum deferred_kind {
+    D_TIMER = 0,
+    D_HRTIMER = 1,
+    D_TASKLET = 2,
+    D_NAPI = 3,
+};
+
+/* The context of deferred work that ran in a hard interrupt, not in a
+ * softirq (HARDIRQ_CONTEXT in crates/trace/src/event.rs). */
+#define HARDIRQ_CONTEXT 16
+#define NET_RX_SOFTIRQ 3
 
 struct hist_key {
     __u32 kind;
@@ -590,6 +643,26 @@ struct {
 #define PENDING_VECTORS 8
 /* Softirq run times and delays held the same way (see defer_softirq). */
 #define PENDING_SOFTIRQS 16
+/* Deferred work's run times held the same way, per context (deferred_add). */
+#define PENDING_DEFERRED 16
+#define PENDING_HARD 8
+/* napi_structs this CPU last entered in `napi_names` (name_napi). */
+#define NAPI_SEEN 4
+
+struct pending_work {
+    __u32 kind;
+    __u32 pad;
+    __u64 source;
+    __u64 value;
+};
+
+/* A callback between its entry and exit event: start 0 means none. */
+struct running {
+    __u64 start;
+    __u64 object; /* timer_list, tasklet_struct or hrtimer */
+    __u64 function;
+    __u64 context; /* softirq vec or HARDIRQ_CONTEXT */
+};
 
 /* What is running on a CPU, to pair entries with exits as work.rs does:
  * one slot per kind, start time 0 meaning none. */
@@ -615,6 +688,20 @@ struct cpu_work {
         __u64 key;
         __u64 value;
     } spending[PENDING_SOFTIRQS];
+    /* Deferred work (deferred_add): what is running, one slot per kind
+     * (hrtimers: [0] in a hard interrupt, [1] in a softirq, which the
+     * former may interrupt), and the values not yet in the histograms,
+     * those of softirq context and those of hard-IRQ context apart. */
+    struct running timer;
+    struct running tasklet;
+    struct running hrtimer[2];
+    __u64 napi_last; /* when this CPU's last napi_poll returned */
+    __u64 napi_seen[NAPI_SEEN];
+    __u64 napi_next; /* the napi_seen slot the next new instance takes */
+    __u64 ndpending;
+    struct pending_work dpending[PENDING_DEFERRED];
+    __u64 nhpending;
+    struct pending_work hpending[PENDING_HARD];
 };
 
 struct {
@@ -835,6 +922,77 @@ static __always_inline void defer_softirq(struct cpu_work *w, __u32 kind, __u64 
     w->nspending = n + 1;
 }
 
+/* The context deferred work runs in, as work.rs keys it: the softirq
+ * running on the CPU, except inside an interrupt vector (the hrtimer
+ * callbacks of the local timer interrupt, which may have interrupted a
+ * softirq), and outside any softirq: HARDIRQ_CONTEXT. */
+static __always_inline __u64 work_context(struct cpu_work *w)
+{
+    if (w->vec_start == 0 && w->softirq_start != 0 && w->softirq_vec < 16)
+        return w->softirq_vec;
+    return HARDIRQ_CONTEXT;
+}
+
+/* A deferred function's run time waits like a vector's or a softirq's:
+ * hrtimer callbacks run in the local timer interrupt, timer-wheel
+ * callbacks and tasklets in the softirqs of its exit, all before our
+ * thread is switched in. Each context has its own list: a value of a hard
+ * interrupt (a vector is open) goes to `hpending`, which only hard-IRQ
+ * programs and sched_switch (interrupts off) touch, as `pending`; one of a
+ * softirq to `dpending`, the softirq context's own like `spending` (added
+ * at once on PREEMPT_RT, see defer_softirq). Anything else, or a full
+ * list, is added at once. */
+static __always_inline void deferred_add(struct cpu_work *w, __u32 dkind, __u64 context,
+                                         __u64 source, __u64 value)
+{
+    __u32 kind = H_DEFERRED + dkind * 32 + (__u32)(context & 31);
+    if (w->vec_start) {
+        __u64 n = w->nhpending;
+        if (n < PENDING_HARD) {
+            struct pending_work *p = &w->hpending[n & (PENDING_HARD - 1)];
+            p->kind = kind;
+            p->source = source;
+            p->value = value;
+            w->nhpending = n + 1;
+            return;
+        }
+    } else if (w->softirq_start && softirq_deferred) {
+        __u64 n = w->ndpending;
+        if (n < PENDING_DEFERRED) {
+            struct pending_work *p = &w->dpending[n & (PENDING_DEFERRED - 1)];
+            p->kind = kind;
+            p->source = source;
+            p->value = value;
+            w->ndpending = n + 1;
+            return;
+        }
+    }
+    hist_add(kind, source, value);
+}
+
+/* A callback's entry: its start, what it is, and the context it runs in. */
+static __always_inline void callback_begin(struct running *r, __u64 now, __u64 object,
+                                           __u64 function, __u64 context)
+{
+    r->object = object;
+    r->function = function;
+    r->context = context;
+    r->start = now;
+}
+
+/* Its exit: entry -> exit as the run time of (context, kind, function),
+ * as work.rs pairs them (the same object, on this CPU). */
+static __always_inline void callback_end(struct cpu_work *w, struct running *r, __u32 dkind,
+                                         __u64 object, __u64 now)
+{
+    __u64 start = r->start;
+    if (!start)
+        return;
+    r->start = 0;
+    if (r->object == object && now >= start)
+        deferred_add(w, dkind, r->context, r->function, now - start);
+}
+
 static long flush_vector(__u64 i, void *ctx)
 {
     struct cpu_work *w = work_state();
@@ -856,7 +1014,30 @@ static long flush_softirq(__u64 i, void *ctx)
     return 0;
 }
 
-/* Adds the CPU's waiting vector and softirq values to the histograms. */
+static __always_inline long flush_work(struct pending_work *p)
+{
+    hist_add(p->kind, p->source, p->value);
+    return 0;
+}
+
+static long flush_deferred(__u64 i, void *ctx)
+{
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 1;
+    return flush_work(&w->dpending[i & (PENDING_DEFERRED - 1)]);
+}
+
+static long flush_hard(__u64 i, void *ctx)
+{
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 1;
+    return flush_work(&w->hpending[i & (PENDING_HARD - 1)]);
+}
+
+/* Adds the CPU's waiting vector, softirq and deferred-work values to the
+ * histograms. */
 static __always_inline void flush_pending(void)
 {
     struct cpu_work *w = work_state();
@@ -875,6 +1056,20 @@ static __always_inline void flush_pending(void)
             n = PENDING_SOFTIRQS;
         bpf_loop((__u32)n, flush_softirq, NULL, 0);
         w->nspending = 0;
+    }
+    n = w->ndpending;
+    if (n) {
+        if (n > PENDING_DEFERRED)
+            n = PENDING_DEFERRED;
+        bpf_loop((__u32)n, flush_deferred, NULL, 0);
+        w->ndpending = 0;
+    }
+    n = w->nhpending;
+    if (n) {
+        if (n > PENDING_HARD)
+            n = PENDING_HARD;
+        bpf_loop((__u32)n, flush_hard, NULL, 0);
+        w->nhpending = 0;
     }
 }
 
@@ -1094,21 +1289,32 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     ktime_t n = 0;
     bpf_probe_read_kernel(&n, sizeof(n), now);
     __u64 time = bpf_ktime_get_ns();
-    __u32 ring = traced(cpu);
+    __u32 traced_ring = traced(cpu);
+    __u32 ring = traced_ring;
     if (elide_own) {
         struct cpu_timer *o = timer_state();
         if (o && o->hrtimer == (__u64)timer)
             ring = 0;
     }
-    if (ring) {
+    if (traced_ring) {
+        __u64 function = (__u64)timer->function;
         __u64 seq;
         struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_ENTRY, time, &seq);
         if (r) {
             r->ht.hrtimer = (__u64)timer;
-            r->ht.function = (__u64)timer->function;
+            r->ht.function = function;
             r->ht.expires = n;
             r->ht.softexpires = 0;
             rec_end(r, seq);
+        }
+        /* Every callback's run time, our thread's own hrtimer_wakeup too,
+         * as work.rs counts them: a few stores here, the histogram update
+         * after the switch (deferred_add). */
+        struct cpu_work *w = deferred_off ? NULL : work_state();
+        if (w) {
+            __u64 context = work_context(w);
+            callback_begin(&w->hrtimer[context == HARDIRQ_CONTEXT ? 0 : 1], time, (__u64)timer,
+                           function, context);
         }
     }
 
@@ -1128,13 +1334,18 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
     __u32 ring = traced(cpu);
     if (!ring)
         return 0;
+    __u64 now = bpf_ktime_get_ns();
+    struct cpu_work *w = deferred_off ? NULL : work_state();
+    if (w)
+        callback_end(w, &w->hrtimer[work_context(w) == HARDIRQ_CONTEXT ? 0 : 1], D_HRTIMER,
+                     (__u64)timer, now);
     if (elide_own) {
         struct cpu_timer *s = timer_state();
         if (s && s->hrtimer == (__u64)timer)
             return 0;
     }
     __u64 seq;
-    struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_EXIT, bpf_ktime_get_ns(), &seq);
+    struct rec *r = rec_begin(ring, K_HRTIMER_EXPIRE_EXIT, now, &seq);
     if (!r)
         return 0;
     r->ht.hrtimer = (__u64)timer;
@@ -1330,6 +1541,154 @@ int BPF_PROG(on_workqueue_execute_end, struct work_struct *work, void *function)
         if (w->work_function == (__u64)function && now >= start)
             hist_add(H_WORK, (__u64)function, now - start);
     }
+    return 0;
+}
+
+/* ---- Deferred work inside softirqs (deferred_add): timer-wheel
+ * callbacks, tasklets, NAPI polls. ---- */
+
+/* A timer-wheel callback or tasklet event: its record, and its run time
+ * begun or ended. */
+static __always_inline int on_callback(__u8 kind, __u32 dkind, bool entry, __u64 object,
+                                       __u64 function)
+{
+    __u32 ring = traced(bpf_get_smp_processor_id());
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 seq;
+    struct rec *r = rec_begin(ring, kind, now, &seq);
+    if (r) {
+        r->dw.object = object;
+        r->dw.function = function;
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 0;
+    struct running *run = dkind == D_TIMER ? &w->timer : &w->tasklet;
+    if (entry)
+        callback_begin(run, now, object, function, work_context(w));
+    else
+        callback_end(w, run, dkind, object, now);
+    return 0;
+}
+
+SEC("tp_btf/timer_expire_entry")
+int BPF_PROG(on_timer_expire_entry, struct timer_list *timer, unsigned long baseclk)
+{
+    EMPTY_FLOOR();
+    return on_callback(K_TIMER_ENTRY, D_TIMER, true, (__u64)timer, (__u64)timer->function);
+}
+
+SEC("tp_btf/timer_expire_exit")
+int BPF_PROG(on_timer_expire_exit, struct timer_list *timer)
+{
+    EMPTY_FLOOR();
+    return on_callback(K_TIMER_EXIT, D_TIMER, false, (__u64)timer, 0);
+}
+
+SEC("tp_btf/tasklet_entry")
+int BPF_PROG(on_tasklet_entry, void *tasklet, void *func)
+{
+    EMPTY_FLOOR();
+    return on_callback(K_TASKLET_ENTRY, D_TASKLET, true, (__u64)tasklet, (__u64)func);
+}
+
+SEC("tp_btf/tasklet_exit")
+int BPF_PROG(on_tasklet_exit, void *tasklet, void *func)
+{
+    EMPTY_FLOOR();
+    return on_callback(K_TASKLET_EXIT, D_TASKLET, false, (__u64)tasklet, (__u64)func);
+}
+
+/* napi_struct -> its device's name at first sight, for user space to name
+ * the NAPI histograms (their source is the napi_struct). Bounded: a full
+ * map names no more instances, whose times user space counts as "other". */
+struct napi_name {
+    char name[16];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 256);
+    __type(key, __u64);
+    __type(value, struct napi_name);
+} napi_names SEC(".maps");
+
+/* The device name as the napi_poll tracepoint reports it (dev_name in
+ * include/trace/events/napi.h): napi->dev->name, "(no_device)" without a
+ * device (the per-CPU backlog that loopback and netif_rx traffic uses). */
+static __always_inline void napi_dev_name(char *dst, struct napi_struct *napi)
+{
+    struct net_device *dev = napi->dev;
+    if (dev) {
+        copy_comm(dst, dev->name);
+        return;
+    }
+    const char none[16] = "(no_device)";
+#pragma unroll
+    for (int i = 0; i < 16; i++)
+        dst[i] = none[i];
+}
+
+/* Enters the instance's name in `napi_names` unless this CPU did lately:
+ * its last NAPI_SEEN instances, compared one by one (the verifier allows
+ * no arithmetic on the pointer that would hash it), spare the hash on
+ * every poll. */
+static __always_inline void name_napi(struct cpu_work *w, __u64 napi, const char *name)
+{
+#pragma unroll
+    for (int i = 0; i < NAPI_SEEN; i++)
+        if (w->napi_seen[i] == napi)
+            return;
+    struct napi_name n;
+    copy_comm(n.name, name);
+    /* Fails when the key is there (another CPU named it) or the map is full. */
+    bpf_map_update_elem(&napi_names, &napi, &n, BPF_NOEXIST);
+    __u64 k = w->napi_next;
+    w->napi_seen[k & (NAPI_SEEN - 1)] = napi;
+    w->napi_next = k + 1;
+}
+
+/* napi_poll fires when one instance's poll returns, with no entry event:
+ * its run time is from the NET_RX softirq's entry, or from the previous
+ * poll on this CPU in the same run if that was later, as work.rs derives
+ * it. Polls outside NET_RX (busy polling, threaded NAPI) are recorded but
+ * not timed. */
+SEC("tp_btf/napi_poll")
+int BPF_PROG(on_napi_poll, struct napi_struct *napi, int work, int budget)
+{
+    EMPTY_FLOOR();
+    __u32 ring = traced(bpf_get_smp_processor_id());
+    if (!ring)
+        return 0;
+    __u64 now = bpf_ktime_get_ns();
+    char dev[16];
+    napi_dev_name(dev, napi);
+    __u64 seq;
+    struct rec *r = rec_begin(ring, K_NAPI_POLL, now, &seq);
+    if (r) {
+        r->np.napi = (__u64)napi;
+        r->np.work = work;
+        r->np.budget = budget;
+        copy_comm(r->np.dev, dev);
+        rec_end(r, seq);
+    }
+    struct cpu_work *w = work_state();
+    if (!w)
+        return 0;
+    __u64 start = w->softirq_start;
+    __u64 last = w->napi_last;
+    w->napi_last = now;
+    if (!start || w->softirq_vec != NET_RX_SOFTIRQ)
+        return 0;
+    if (last > start)
+        start = last;
+    if (now < start)
+        return 0;
+    name_napi(w, (__u64)napi, dev);
+    deferred_add(w, D_NAPI, NET_RX_SOFTIRQ, (__u64)napi, now - start);
     return 0;
 }
 

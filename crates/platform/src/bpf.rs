@@ -19,7 +19,8 @@
 //!
 //! * **A per-CPU flight recorder** on [`BpfConfig::cpus`]: every
 //!   `sched_switch`, `sched_waking`, `hrtimer_*`, `irq_handler_*`,
-//!   `softirq_*`, `nmi_handler`, `workqueue_execute_*` and x86
+//!   `softirq_*`, `nmi_handler`, `workqueue_execute_*`, `timer_expire_*`,
+//!   `tasklet_*`, `napi_poll` and x86
 //!   `irq_vectors` `*_entry`/`*_exit` event writes one 64-byte record, one
 //!   cache line ([`RecordedEvent`]; layout in `bpf/record.rs`) into the CPU's ring, a
 //!   slice of one `BPF_F_MMAPABLE` array of rings × slots records. A per-ring
@@ -48,7 +49,11 @@
 //!   ([`BpfConfig::histograms`]), what the perf analysis's `work.rs`
 //!   computes from events: hard IRQ handler time by irq, vector time by
 //!   vector index ([`VECTOR_NAMES`]), softirq time and raise→entry delay by
-//!   vec, NMI handler time, work item time by function. The kernel files
+//!   vec, NMI handler time, work item time by function, and deferred work
+//!   by what ran ([`BpfHistKind::Deferred`]: timer-wheel, hrtimer and
+//!   tasklet callbacks by function, NAPI polls by instance, named with
+//!   [`TraceBpf::napi_name`]; each under the softirq or hard interrupt it
+//!   ran in). The kernel files
 //!   each duration under latscope's HDR counter index (`bpf/hdr_index.h`,
 //!   a line-by-line port of `index_of` in `crates/stats/src/layout.rs`,
 //!   tested against it here) in a `PERCPU_HASH` keyed by (kind, source,
@@ -77,9 +82,13 @@
 #[cfg(not(latscope_bpf))]
 mod fallback;
 #[cfg(latscope_bpf)]
+mod groups;
+#[cfg(latscope_bpf)]
 mod loaded;
 #[cfg(latscope_bpf)]
 mod mapping;
+#[cfg(latscope_bpf)]
+mod napi;
 mod record;
 #[cfg(latscope_bpf)]
 mod rows;
@@ -88,7 +97,7 @@ mod rows;
 pub use fallback::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
 #[cfg(latscope_bpf)]
 pub use loaded::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
-pub use record::{RecordedEvent, RecordedKind, RECORD_BYTES};
+pub use record::{RecordedEvent, RecordedKind, NAPI_NO_DEVICE, RECORD_BYTES};
 
 /// The name this module had when it did only the timer decomposition.
 pub type TimerBpf = TraceBpf;
@@ -204,7 +213,44 @@ pub enum BpfHistKind {
     Nmi,
     /// Workqueue item run time; source: the work function's address.
     Work,
+    /// Deferred work by what ran, in the context `context` (a softirq vec,
+    /// or [`HARDIRQ_CONTEXT`]); source: the function's address, or for
+    /// [`BpfDeferredKind::Napi`] the `napi_struct` ([`TraceBpf::napi_name`]
+    /// names it).
+    Deferred { kind: BpfDeferredKind, context: u32 },
 }
+
+/// What ran inside a softirq or interrupt (`enum deferred_kind` in
+/// timer.bpf.c, in its order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BpfDeferredKind {
+    /// A timer-wheel callback (`timer_expire_entry` → `timer_expire_exit`).
+    Timer,
+    /// An hrtimer callback (`hrtimer_expire_entry` → `hrtimer_expire_exit`).
+    Hrtimer,
+    /// A tasklet (`tasklet_entry` → `tasklet_exit`).
+    Tasklet,
+    /// A NAPI poll (`napi_poll`, timed from the NET_RX softirq's entry or
+    /// the previous poll in it).
+    Napi,
+}
+
+impl BpfDeferredKind {
+    const ALL: [BpfDeferredKind; 4] = [
+        BpfDeferredKind::Timer,
+        BpfDeferredKind::Hrtimer,
+        BpfDeferredKind::Tasklet,
+        BpfDeferredKind::Napi,
+    ];
+}
+
+/// The context of deferred work that ran in a hard interrupt rather than
+/// in a softirq (`HARDIRQ_CONTEXT` in timer.bpf.c).
+pub const HARDIRQ_CONTEXT: u32 = 16;
+
+/// `H_DEFERRED` of timer.bpf.c: deferred work's histogram kinds are
+/// `H_DEFERRED + 32 * kind + context`.
+const H_DEFERRED: u32 = 32;
 
 impl BpfHistKind {
     /// The kinds the kernel counts in its histogram rows (the frequent
@@ -226,8 +272,30 @@ impl BpfHistKind {
             3 => BpfHistKind::SoftirqDelay,
             4 => BpfHistKind::Nmi,
             5 => BpfHistKind::Work,
-            _ => return None,
+            _ => return BpfHistKind::deferred_from_raw(raw),
         })
+    }
+
+    fn deferred_from_raw(raw: u32) -> Option<BpfHistKind> {
+        let d = raw.checked_sub(H_DEFERRED)?;
+        let context = d % 32;
+        let kind = *BpfDeferredKind::ALL.get(usize::try_from(d / 32).ok()?)?;
+        (context <= HARDIRQ_CONTEXT).then_some(BpfHistKind::Deferred { kind, context })
+    }
+
+    /// The kernel's `enum hist_kind` value of this kind (for tests).
+    pub fn to_raw(self) -> u32 {
+        match self {
+            BpfHistKind::IrqExec => 0,
+            BpfHistKind::VectorExec => 1,
+            BpfHistKind::SoftirqExec => 2,
+            BpfHistKind::SoftirqDelay => 3,
+            BpfHistKind::Nmi => 4,
+            BpfHistKind::Work => 5,
+            BpfHistKind::Deferred { kind, context } => {
+                H_DEFERRED + 32 * kind as u32 + context.min(31)
+            }
+        }
     }
 }
 

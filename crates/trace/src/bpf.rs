@@ -13,12 +13,12 @@
 //! a perf record or a wake-up per event.
 
 mod feed;
+mod keys;
 
 use std::collections::HashMap;
 
 use latscope_platform::bpf::{
-    BpfConfig, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecordedKind, TimerRecord,
-    TraceBpf,
+    BpfConfig, BpfHistBucket, BpfHistTotal, RecordedEvent, RecordedKind, TimerRecord, TraceBpf,
 };
 use latscope_stats::Histogram;
 
@@ -69,7 +69,7 @@ pub struct BpfTracer {
     lost: u64,
     buckets: Vec<BpfHistBucket>,
     totals: Vec<BpfHistTotal>,
-    irq_names: HashMap<i32, NameId>,
+    keys: keys::WorkKeys,
     /// The interrupt and work histograms so far (sums of the drains).
     work: HashMap<WorkKey, Histogram>,
     /// Drains of the kernel's histogram maps that failed.
@@ -100,9 +100,12 @@ impl BpfTracer {
             ..BpfConfig::default()
         })
         .map_err(invalid)?;
+        let mut names = Names::default();
+        // NameId(0) is a NAPI histogram's overflow source.
+        names.intern(keys::OTHER);
         Ok(BpfTracer {
             bpf,
-            names: Names::default(),
+            names,
             records: Vec::with_capacity(4096),
             raw: Vec::with_capacity(config.recorder_slots as usize),
             window: Vec::with_capacity(config.recorder_slots as usize),
@@ -111,7 +114,7 @@ impl BpfTracer {
             lost: 0,
             buckets: Vec::new(),
             totals: Vec::new(),
-            irq_names: HashMap::new(),
+            keys: keys::WorkKeys::default(),
             work: HashMap::new(),
             drain_errors: 0,
         })
@@ -233,14 +236,23 @@ impl BpfTracer {
         }
         let mut counts: HashMap<WorkKey, Vec<(usize, u64)>> = HashMap::new();
         for b in &self.buckets {
-            let key = work_key(&mut self.names, &mut self.irq_names, b.kind, b.source);
+            let key = self.keys.key(&self.bpf, &mut self.names, b.kind, b.source);
             counts
                 .entry(key)
                 .or_default()
                 .push((b.index as usize, b.count));
         }
+        // Several kernel sources may share a key (deferred work past the
+        // bound, NAPI instances of one device): their totals are summed
+        // before the key's histogram is built from all its counts.
+        let mut sums: HashMap<WorkKey, BpfHistTotal> = HashMap::new();
         for t in &self.totals {
-            let key = work_key(&mut self.names, &mut self.irq_names, t.kind, t.source);
+            let key = self.keys.key(&self.bpf, &mut self.names, t.kind, t.source);
+            sums.entry(key)
+                .or_insert_with(|| BpfHistTotal::empty(t.kind, t.source))
+                .add(t.count, t.sum, t.min, t.max);
+        }
+        for (key, t) in sums {
             let Some(c) = counts.get(&key) else {
                 continue;
             };
@@ -273,42 +285,6 @@ impl BpfTracer {
     pub fn prog_ns(&self) -> u64 {
         self.bpf.prog_stats().iter().map(|(_, ns, _)| ns).sum()
     }
-}
-
-/// The analysis's key for a kernel histogram. IRQ names are read once per
-/// IRQ.
-fn work_key(
-    names: &mut Names,
-    irq_names: &mut HashMap<i32, NameId>,
-    kind: BpfHistKind,
-    source: u64,
-) -> WorkKey {
-    match kind {
-        BpfHistKind::IrqExec => {
-            let irq = source as i32;
-            let name = *irq_names
-                .entry(irq)
-                .or_insert_with(|| names.intern(&irq_name(irq)));
-            WorkKey::IrqExec { irq, name }
-        }
-        BpfHistKind::VectorExec => WorkKey::VectorExec {
-            name: names.intern(latscope_platform::bpf::vector_name(source as u32)),
-        },
-        BpfHistKind::SoftirqExec => WorkKey::SoftirqExec { vec: source as u32 },
-        BpfHistKind::SoftirqDelay => WorkKey::SoftirqDelay { vec: source as u32 },
-        BpfHistKind::Nmi => WorkKey::Nmi,
-        BpfHistKind::Work => WorkKey::Work { function: source },
-    }
-}
-
-/// An IRQ's handler names as the kernel lists them
-/// (`/sys/kernel/irq/N/actions`), as perf's `irq_handler_entry` names it.
-fn irq_name(irq: i32) -> String {
-    std::fs::read_to_string(format!("/sys/kernel/irq/{irq}/actions"))
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| format!("irq{irq}"))
 }
 
 /// A recorded event as the perf decoder would have produced it.
@@ -390,6 +366,27 @@ pub fn convert(r: &RecordedEvent, names: &mut Names) -> Option<TraceEvent> {
         },
         RecordedKind::WorkStart { work, function } => EventKind::WorkStart { work, function },
         RecordedKind::WorkEnd { work, function } => EventKind::WorkEnd { work, function },
+        RecordedKind::TimerEntry { timer, function } => {
+            EventKind::TimerExpireEntry { timer, function }
+        }
+        RecordedKind::TimerExit { timer } => EventKind::TimerExpireExit { timer },
+        RecordedKind::TaskletEntry { tasklet, function } => {
+            EventKind::TaskletEntry { tasklet, function }
+        }
+        RecordedKind::TaskletExit { tasklet, function } => {
+            EventKind::TaskletExit { tasklet, function }
+        }
+        RecordedKind::NapiPoll {
+            napi,
+            work,
+            budget,
+            dev,
+        } => EventKind::NapiPoll {
+            napi,
+            dev: intern_bytes(names, &dev),
+            work,
+            budget,
+        },
     };
     Some(TraceEvent {
         time: r.time,
@@ -402,4 +399,88 @@ pub fn convert(r: &RecordedEvent, names: &mut Names) -> Option<TraceEvent> {
 fn intern_bytes(names: &mut Names, raw: &[u8]) -> NameId {
     let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
     names.intern(&String::from_utf8_lossy(&raw[..n]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(kind: RecordedKind) -> RecordedEvent {
+        RecordedEvent {
+            time: 10,
+            cpu: 1,
+            tid: 7,
+            kind,
+        }
+    }
+
+    #[test]
+    fn deferred_work_records_become_the_perf_decoders_events() {
+        let mut names = Names::default();
+        let mut dev = [0u8; 16];
+        dev[..11].copy_from_slice(b"(no_device)");
+        let napi = convert(
+            &ev(RecordedKind::NapiPoll {
+                napi: 0xabc,
+                work: 3,
+                budget: 64,
+                dev,
+            }),
+            &mut names,
+        )
+        .map(|e| e.kind);
+        let Some(EventKind::NapiPoll {
+            napi: 0xabc,
+            dev,
+            work: 3,
+            budget: 64,
+        }) = napi
+        else {
+            panic!("{napi:?}");
+        };
+        assert_eq!(names.get(dev), "(no_device)");
+        let kinds = [
+            (
+                RecordedKind::TimerEntry {
+                    timer: 1,
+                    function: 2,
+                },
+                EventKind::TimerExpireEntry {
+                    timer: 1,
+                    function: 2,
+                },
+            ),
+            (
+                RecordedKind::TimerExit { timer: 1 },
+                EventKind::TimerExpireExit { timer: 1 },
+            ),
+            (
+                RecordedKind::TaskletEntry {
+                    tasklet: 3,
+                    function: 4,
+                },
+                EventKind::TaskletEntry {
+                    tasklet: 3,
+                    function: 4,
+                },
+            ),
+            (
+                RecordedKind::TaskletExit {
+                    tasklet: 3,
+                    function: 4,
+                },
+                EventKind::TaskletExit {
+                    tasklet: 3,
+                    function: 4,
+                },
+            ),
+        ];
+        for (r, want) in kinds {
+            let got = convert(&ev(r), &mut names);
+            assert_eq!(
+                got.map(|e| (e.time, e.cpu, e.tid, e.kind)),
+                Some((10, 1, 7, want))
+            );
+        }
+    }
 }

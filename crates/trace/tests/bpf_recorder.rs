@@ -177,6 +177,22 @@ fn bpf_key(e: &RecordedEvent) -> (String, String) {
             ("work_start", format!("{work:x} {function:x}"))
         }
         RecordedKind::WorkEnd { work, function } => ("work_end", format!("{work:x} {function:x}")),
+        RecordedKind::TimerEntry { timer, function } => {
+            ("timer_entry", format!("{timer:x} {function:x}"))
+        }
+        RecordedKind::TimerExit { timer } => ("timer_exit", format!("{timer:x}")),
+        RecordedKind::TaskletEntry { tasklet, function } => {
+            ("tasklet_entry", format!("{tasklet:x} {function:x}"))
+        }
+        RecordedKind::TaskletExit { tasklet, function } => {
+            ("tasklet_exit", format!("{tasklet:x} {function:x}"))
+        }
+        RecordedKind::NapiPoll {
+            napi,
+            work,
+            budget,
+            dev,
+        } => ("napi_poll", format!("{napi:x} {} {work} {budget}", s(&dev))),
     };
     (kind.to_string(), format!("tid {} {fields}", e.tid))
 }

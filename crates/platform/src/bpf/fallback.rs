@@ -69,6 +69,9 @@ impl TraceBpf {
     pub fn prog_stats(&self) -> Vec<(String, u64, u64)> {
         Vec::new()
     }
+    pub fn napi_name(&self, _napi: u64) -> Option<String> {
+        None
+    }
 }
 
 /// Keeps the kernel's BPF run-time statistics on (not in this build).

@@ -9,11 +9,12 @@ use aya::maps::{Array, HashMap, Map, MapData, PerCpuArray, PerCpuHashMap};
 use aya::programs::Program;
 use aya::{Btf, Ebpf, EbpfLoader};
 
+use super::groups::{attached_optional_groups, attached_required_groups, Group};
 use super::mapping::Mapping;
 use super::rows::Rows;
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
-    TimerRecord, MAX_HIST_ROWS, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES, VECTOR_NAMES,
+    TimerRecord, MAX_HIST_ROWS, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES,
 };
 use crate::error::PlatformError;
 
@@ -130,7 +131,7 @@ impl Recorder {
 /// The BPF backend's kernel half, loaded and attached (see the module
 /// docs of `bpf`).
 pub struct TraceBpf {
-    ebpf: Ebpf,
+    pub(super) ebpf: Ebpf,
     samples: Recorder,
     /// Per sample ring: the next record to read.
     sample_next: Vec<u64>,
@@ -144,85 +145,6 @@ pub struct TraceBpf {
     rows: Rows,
     missing: Vec<String>,
     attached: Vec<String>,
-}
-
-/// Tracepoint groups: attached together or not at all (an entry without
-/// its exit would only mislead the analysis).
-type Group = Vec<(String, String)>;
-
-fn group(pairs: &[(&str, &str)]) -> Group {
-    pairs
-        .iter()
-        .map(|(p, t)| (p.to_string(), t.to_string()))
-        .collect()
-}
-
-/// The timer decomposition's tracepoints: required.
-fn required_groups() -> Vec<Group> {
-    vec![
-        group(&[("on_sched_switch", "sched_switch")]),
-        group(&[("on_hrtimer_start", "hrtimer_start")]),
-        group(&[("on_hrtimer_expire_entry", "hrtimer_expire_entry")]),
-    ]
-}
-
-/// The recorder's and histograms' other tracepoints: optional.
-fn optional_groups() -> Vec<Group> {
-    let mut g = vec![
-        group(&[("on_sched_waking", "sched_waking")]),
-        group(&[("on_hrtimer_expire_exit", "hrtimer_expire_exit")]),
-        group(&[
-            ("on_irq_handler_entry", "irq_handler_entry"),
-            ("on_irq_handler_exit", "irq_handler_exit"),
-        ]),
-        group(&[("on_softirq_raise", "softirq_raise")]),
-        group(&[
-            ("on_softirq_entry", "softirq_entry"),
-            ("on_softirq_exit", "softirq_exit"),
-        ]),
-        group(&[("on_nmi_handler", "nmi_handler")]),
-        group(&[
-            ("on_workqueue_execute_start", "workqueue_execute_start"),
-            ("on_workqueue_execute_end", "workqueue_execute_end"),
-        ]),
-    ];
-    for name in VECTOR_NAMES {
-        g.push(vec![
-            (format!("on_{name}_entry"), format!("{name}_entry")),
-            (format!("on_{name}_exit"), format!("{name}_exit")),
-        ]);
-    }
-    g
-}
-
-/// The optional groups to attach under `LATSCOPE_BPF_DIAG=diag`: all of
-/// them, except under `no-waking-exit`, which leaves out `sched_waking` and
-/// `hrtimer_expire_exit`: two of the six programs between our timer's
-/// expiry and our thread, which in the kernel only feed the recorder, so
-/// that a run weighs what attached programs on that path cost
-/// (bench/README.md).
-fn attached_optional_groups(diag: &str) -> Vec<Group> {
-    const NOT_ATTACHED: [&str; 2] = ["sched_waking", "hrtimer_expire_exit"];
-    if diag == "detached" {
-        return Vec::new();
-    }
-    optional_groups()
-        .into_iter()
-        .filter(|g| {
-            diag != "no-waking-exit" || !g.iter().any(|(_, t)| NOT_ATTACHED.contains(&t.as_str()))
-        })
-        .collect()
-}
-
-/// The required groups to attach under `LATSCOPE_BPF_DIAG=diag`: all of
-/// them, except under `detached`, which loads every program and attaches
-/// none, so that a run weighs the rest of the BPF backend (its maps, its
-/// reader thread) without a program on any path (bench/README.md).
-fn attached_required_groups(diag: &str) -> Vec<Group> {
-    if diag == "detached" {
-        return Vec::new();
-    }
-    required_groups()
 }
 
 /// Loads and attaches every program of `g`; the first failure says which.
@@ -350,6 +272,9 @@ impl TraceBpf {
         // `elide-own`: no records of the measured thread's own timer expiry,
         // callback exit and wake-up (timer.bpf.c, elide_own).
         let elide_own = u32::from(diag == "elide-own");
+        // `deferred-off`: no deferred work by function and device (its
+        // programs unattached, groups.rs; timer.bpf.c, deferred_off).
+        let deferred_off = u32::from(diag == "deferred-off");
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -387,6 +312,7 @@ impl TraceBpf {
             .set_global("diag_level", &diag_level, true)
             .set_global("warm_on", &warm_on, true)
             .set_global("elide_own", &elide_own, true)
+            .set_global("deferred_off", &deferred_off, true)
             .set_global("rows_per_table", &hist_rows, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
@@ -808,39 +734,4 @@ pub fn enable_bpf_stats() -> Result<BpfStatsGuard, PlatformError> {
     aya::sys::enable_stats(aya::sys::Stats::RunTime)
         .map(|fd| BpfStatsGuard { _fd: fd })
         .map_err(|e| err("enabling the BPF run-time statistics")(e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tracepoints(groups: &[Group]) -> Vec<String> {
-        groups.iter().flatten().map(|(_, t)| t.clone()).collect()
-    }
-
-    #[test]
-    fn no_waking_exit_leaves_out_exactly_its_two_tracepoints() {
-        let all = tracepoints(&attached_optional_groups(""));
-        assert_eq!(all, tracepoints(&optional_groups()));
-        let fewer = tracepoints(&attached_optional_groups("no-waking-exit"));
-        let left_out: Vec<&String> = all.iter().filter(|t| !fewer.contains(t)).collect();
-        // The names must be the groups' own: a misspelt one would leave
-        // every program attached and the diagnostic weighing nothing.
-        assert_eq!(left_out, ["sched_waking", "hrtimer_expire_exit"]);
-        assert_eq!(fewer.len() + 2, all.len());
-        // Other diagnostics attach everything.
-        assert_eq!(tracepoints(&attached_optional_groups("elide-own")), all);
-        assert_eq!(
-            tracepoints(&attached_required_groups("elide-own")),
-            tracepoints(&required_groups())
-        );
-    }
-
-    #[test]
-    fn detached_attaches_nothing_and_only_under_its_name() {
-        assert!(attached_required_groups("detached").is_empty());
-        assert!(attached_optional_groups("detached").is_empty());
-        assert!(!attached_required_groups("").is_empty());
-        assert!(!attached_optional_groups("empty").is_empty());
-    }
 }

@@ -9,7 +9,7 @@
 //!  8     8    time        bpf_ktime_get_ns() (CLOCK_MONOTONIC)
 //! 16     4    tid         the current task's pid (0: idle, -1: pid released);
 //!                         Switch: prev_pid (the current task)
-//! 20     1    kind        1..=15, see KIND_* below
+//! 20     1    kind        1..=20, see KIND_* below
 //! 21     1    aux         vector events: index into VECTOR_NAMES;
 //!                         Switch: non-zero when prev's pid is released
 //!                         (the event's tid is then -1)
@@ -25,6 +25,9 @@
 //!   Vector*   24 vector i32 (name: aux)
 //!   Nmi       24 handler u64, 32 delta_ns i64, 40 handled i32
 //!   Work*     24 work u64, 32 function u64
+//!   Timer*    24 timer_list u64, 32 function u64 (exit: 0)
+//!   Tasklet*  24 tasklet_struct u64, 32 function u64
+//!   NapiPoll  24 napi u64, 32 work i32, 36 budget i32, 40 dev [16]
 //! ```
 
 use super::{vector_index, VECTOR_NAMES};
@@ -47,6 +50,18 @@ const KIND_VECTOR_EXIT: u8 = 12;
 const KIND_NMI: u8 = 13;
 const KIND_WORK_START: u8 = 14;
 const KIND_WORK_END: u8 = 15;
+const KIND_TIMER_ENTRY: u8 = 16;
+const KIND_TIMER_EXIT: u8 = 17;
+const KIND_TASKLET_ENTRY: u8 = 18;
+const KIND_TASKLET_EXIT: u8 = 19;
+const KIND_NAPI_POLL: u8 = 20;
+/// The highest kind the programs write.
+#[cfg(test)]
+const KIND_LAST: u8 = KIND_NAPI_POLL;
+
+/// The device name `napi_poll` reports for an instance without a device
+/// (the per-CPU backlog that loopback and `netif_rx` traffic goes through).
+pub const NAPI_NO_DEVICE: &str = "(no_device)";
 
 /// What a recorded tracepoint saw: the fields perf's format gives, with
 /// the same values (`prio` is the kernel's `p->prio`, `prev_state` as
@@ -121,6 +136,31 @@ pub enum RecordedKind {
     WorkEnd {
         work: u64,
         function: u64,
+    },
+    /// `timer:timer_expire_entry`: a timer-wheel callback starts.
+    TimerEntry {
+        timer: u64,
+        function: u64,
+    },
+    TimerExit {
+        timer: u64,
+    },
+    /// `irq:tasklet_entry`.
+    TaskletEntry {
+        tasklet: u64,
+        function: u64,
+    },
+    TaskletExit {
+        tasklet: u64,
+        function: u64,
+    },
+    /// `napi:napi_poll`; `dev` as the tracepoint's `dev_name`, 15 bytes
+    /// and a NUL ([`NAPI_NO_DEVICE`] without a device).
+    NapiPoll {
+        napi: u64,
+        work: i32,
+        budget: i32,
+        dev: [u8; 16],
     },
 }
 
@@ -237,6 +277,27 @@ impl RecordedEvent {
             KIND_WORK_END => RecordedKind::WorkEnd {
                 work: u64_at(b, p)?,
                 function: u64_at(b, p + 8)?,
+            },
+            KIND_TIMER_ENTRY => RecordedKind::TimerEntry {
+                timer: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+            },
+            KIND_TIMER_EXIT => RecordedKind::TimerExit {
+                timer: u64_at(b, p)?,
+            },
+            KIND_TASKLET_ENTRY => RecordedKind::TaskletEntry {
+                tasklet: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+            },
+            KIND_TASKLET_EXIT => RecordedKind::TaskletExit {
+                tasklet: u64_at(b, p)?,
+                function: u64_at(b, p + 8)?,
+            },
+            KIND_NAPI_POLL => RecordedKind::NapiPoll {
+                napi: u64_at(b, p)?,
+                work: i32_at(b, p + 8)?,
+                budget: i32_at(b, p + 12)?,
+                dev: name_at(b, p + 16)?,
             },
             _ => return None,
         };
@@ -373,6 +434,37 @@ impl RecordedEvent {
                 put(&mut b, p + 8, &function.to_ne_bytes());
                 (KIND_WORK_END, 0)
             }
+            RecordedKind::TimerEntry { timer, function } => {
+                put(&mut b, p, &timer.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                (KIND_TIMER_ENTRY, 0)
+            }
+            RecordedKind::TimerExit { timer } => {
+                put(&mut b, p, &timer.to_ne_bytes());
+                (KIND_TIMER_EXIT, 0)
+            }
+            RecordedKind::TaskletEntry { tasklet, function } => {
+                put(&mut b, p, &tasklet.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                (KIND_TASKLET_ENTRY, 0)
+            }
+            RecordedKind::TaskletExit { tasklet, function } => {
+                put(&mut b, p, &tasklet.to_ne_bytes());
+                put(&mut b, p + 8, &function.to_ne_bytes());
+                (KIND_TASKLET_EXIT, 0)
+            }
+            RecordedKind::NapiPoll {
+                napi,
+                work,
+                budget,
+                dev,
+            } => {
+                put(&mut b, p, &napi.to_ne_bytes());
+                put(&mut b, p + 8, &work.to_ne_bytes());
+                put(&mut b, p + 12, &budget.to_ne_bytes());
+                put(&mut b, p + 16, &dev);
+                (KIND_NAPI_POLL, 0)
+            }
         };
         b[20] = kind;
         b[21] = u8::try_from(aux).ok()?;
@@ -381,180 +473,4 @@ impl RecordedEvent {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn name16(s: &str) -> [u8; 16] {
-        let mut n = [0u8; 16];
-        n[..s.len()].copy_from_slice(s.as_bytes());
-        n
-    }
-
-    fn samples() -> Vec<RecordedKind> {
-        vec![
-            RecordedKind::Switch {
-                prev_pid: 7,
-                prev_prio: 89,
-                prev_state: 0x100,
-                prev_comm: name16("sleeper"),
-                next_pid: 0,
-                next_prio: 120,
-                next_comm: name16("swapper/0"),
-            },
-            RecordedKind::Waking {
-                pid: -3,
-                prio: 139,
-                target_cpu: 1,
-                comm: name16("kworker/1:2"),
-            },
-            RecordedKind::HrtimerStart {
-                hrtimer: u64::MAX,
-                function: 0xffff_ffff_8100_0000,
-                expires: -1,
-                softexpires: i64::MIN,
-            },
-            RecordedKind::HrtimerExpireEntry {
-                hrtimer: 1,
-                now: 2,
-                function: 3,
-            },
-            RecordedKind::HrtimerExpireExit { hrtimer: 9 },
-            RecordedKind::IrqEntry {
-                irq: 24,
-                name: name16("virtio0-input.0"),
-            },
-            RecordedKind::IrqExit { irq: 24, ret: 1 },
-            RecordedKind::SoftirqRaise { vec: 9 },
-            RecordedKind::SoftirqEntry { vec: 1 },
-            RecordedKind::SoftirqExit { vec: u32::MAX },
-            RecordedKind::VectorEntry {
-                name: "local_timer",
-                vector: 236,
-            },
-            RecordedKind::VectorExit {
-                name: "deferred_error_apic",
-                vector: -1,
-            },
-            RecordedKind::Nmi {
-                handler: 5,
-                delta_ns: 1234,
-                handled: 1,
-            },
-            RecordedKind::WorkStart {
-                work: 10,
-                function: 11,
-            },
-            RecordedKind::WorkEnd {
-                work: 10,
-                function: 11,
-            },
-        ]
-    }
-
-    #[test]
-    fn every_kind_round_trips_and_short_bytes_are_refused() {
-        for (i, kind) in samples().into_iter().enumerate() {
-            // A switch's tid is its prev_pid (the layout stores it once).
-            let tid = match kind {
-                RecordedKind::Switch { prev_pid, .. } => prev_pid,
-                _ => -(i as i32),
-            };
-            let ev = RecordedEvent {
-                time: 1_000_000 + i as u64,
-                cpu: 70_000,
-                tid,
-                kind,
-            };
-            let b = ev.to_bytes(42).unwrap();
-            assert_eq!(u64::from_ne_bytes(b[..8].try_into().unwrap()), 42);
-            assert_eq!(RecordedEvent::parse(&b, 70_000), Some(ev));
-            for n in 0..RECORD_BYTES {
-                assert_eq!(RecordedEvent::parse(&b[..n], 70_000), None);
-            }
-        }
-    }
-
-    #[test]
-    fn a_switch_out_of_a_released_pid_keeps_both_pids() {
-        let ev = RecordedEvent {
-            time: 5,
-            cpu: 1,
-            tid: -1,
-            kind: samples()[0],
-        };
-        let b = ev.to_bytes(1).unwrap();
-        assert_eq!(b[21], 1);
-        assert_eq!(RecordedEvent::parse(&b, 1), Some(ev));
-        // What the layout cannot hold is refused, not truncated.
-        let changed = |tid: i32, change: fn(&mut i32, &mut i64, &mut i32)| {
-            let mut e = RecordedEvent { tid, ..ev };
-            if let RecordedKind::Switch {
-                prev_pid,
-                prev_state,
-                next_prio,
-                ..
-            } = &mut e.kind
-            {
-                change(prev_pid, prev_state, next_prio);
-            }
-            e.to_bytes(1)
-        };
-        assert!(changed(7, |_, _, _| {}).is_some());
-        assert_eq!(changed(8, |_, _, _| {}), None);
-        assert_eq!(changed(7, |_, state, _| *state = 0x1_0000), None);
-        assert_eq!(changed(7, |_, _, prio| *prio = 40_000), None);
-        assert!(changed(-1, |pid, _, _| *pid = 12).is_some());
-    }
-
-    #[test]
-    fn unknown_kinds_and_vector_indices_are_refused() {
-        let mut b = [0u8; RECORD_BYTES];
-        for k in [0u8, 16, 200, 255] {
-            b[20] = k;
-            assert_eq!(RecordedEvent::parse(&b, 0), None);
-        }
-        b[20] = KIND_VECTOR_ENTRY;
-        b[21] = VECTOR_NAMES.len() as u8;
-        assert_eq!(RecordedEvent::parse(&b, 0), None);
-        let ev = RecordedEvent {
-            time: 0,
-            cpu: 0,
-            tid: 0,
-            kind: RecordedKind::VectorExit {
-                name: "no_such_vector",
-                vector: 1,
-            },
-        };
-        assert_eq!(ev.to_bytes(1), None);
-    }
-
-    proptest! {
-        #[test]
-        fn parse_never_panics_and_what_it_reads_writes_back(
-            bytes in proptest::collection::vec(any::<u8>(), 0..200)
-        ) {
-            if let Some(ev) = RecordedEvent::parse(&bytes, 3) {
-                prop_assert!(bytes.len() >= RECORD_BYTES);
-                // Re-encoding gives the same event (padding bytes aside).
-                let again = ev.to_bytes(0).and_then(|b| RecordedEvent::parse(&b, 3));
-                prop_assert_eq!(again, Some(ev));
-            }
-        }
-
-        #[test]
-        fn any_kind_byte_with_random_payload_parses_or_is_refused(
-            kind in any::<u8>(), aux in any::<u8>(),
-            payload in proptest::collection::vec(any::<u8>(), RECORD_BYTES..RECORD_BYTES + 1)
-        ) {
-            let mut b = payload;
-            b[20] = kind;
-            b[21] = aux;
-            let parsed = RecordedEvent::parse(&b, 0);
-            let known = (1..=15).contains(&kind)
-                && (!(kind == KIND_VECTOR_ENTRY || kind == KIND_VECTOR_EXIT)
-                    || usize::from(aux) < VECTOR_NAMES.len());
-            prop_assert_eq!(parsed.is_some(), known);
-        }
-    }
-}
+mod tests;

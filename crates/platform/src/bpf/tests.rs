@@ -162,3 +162,37 @@ fn hdr_index_h_compiled_by_the_host_agrees_with_layout() {
         assert_eq!(c, layout_index_of(*v), "value {v}");
     }
 }
+
+#[test]
+fn deferred_hist_kinds_round_trip_and_match_the_c_numbering() {
+    for kind in BpfDeferredKind::ALL {
+        for context in 0..=HARDIRQ_CONTEXT {
+            let k = BpfHistKind::Deferred { kind, context };
+            assert_eq!(BpfHistKind::from_raw(k.to_raw()), Some(k));
+        }
+    }
+    // Contexts 17..31 and kinds past NAPI are no kind.
+    assert_eq!(BpfHistKind::from_raw(32 + 17), None);
+    assert_eq!(BpfHistKind::from_raw(32 + 4 * 32), None);
+    assert_eq!(BpfHistKind::from_raw(6), None);
+    assert_eq!(BpfHistKind::from_raw(31), None);
+    assert_eq!(
+        BpfHistKind::from_raw(32 + 3 * 32 + 3),
+        Some(BpfHistKind::Deferred {
+            kind: BpfDeferredKind::Napi,
+            context: 3
+        })
+    );
+    let c = include_str!("../../bpf/timer.bpf.c");
+    assert!(c.contains("    H_DEFERRED = 32,"));
+    assert!(c.contains("#define HARDIRQ_CONTEXT 16"));
+    for (name, i) in [
+        ("D_TIMER", 0),
+        ("D_HRTIMER", 1),
+        ("D_TASKLET", 2),
+        ("D_NAPI", 3),
+    ] {
+        assert!(c.contains(&format!("    {name} = {i},")), "{name}");
+        assert_eq!(BpfDeferredKind::ALL[i] as usize, i);
+    }
+}
