@@ -13,7 +13,7 @@ mod common;
 
 use std::path::Path;
 
-use common::control::{control_and_interfered, too_noisy};
+use common::control::{control_below_and_interfered, too_noisy};
 use common::*;
 use serde_json::Value;
 
@@ -79,7 +79,10 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
     }
     let cpu = *online().last().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (runs, bursts) = control_and_interfered(
+    // The control runs the same bursts below the probe's priority: only
+    // the priority differs between the runs.
+    let (runs, bursts) = control_below_and_interfered(
+        |stop| interferer(cpu, "act-below", 70, SLOT_NS, BURST_NS, stop),
         |stop| interferer(cpu, "act-interferer", 90, SLOT_NS, BURST_NS, stop),
         |name| {
             traced_run(
@@ -98,7 +101,7 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
         ctl_acted.len(),
         eps.len(),
         acted.len(),
-        bursts.len()
+        bursts.interfered.len()
     );
     // Every episode gets its action once, in both runs, whatever the host
     // adds.
