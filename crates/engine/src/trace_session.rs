@@ -93,6 +93,9 @@ pub struct TraceOpen {
     pub symbols: Option<Kallsyms>,
     /// One line: which backend and why.
     pub line: String,
+    /// CLOCK_MONOTONIC when the tracer was enabled: the start of the span
+    /// its interrupt and deferred-work statistics cover.
+    pub enabled_at_ns: u64,
 }
 
 /// Opens and enables the tracer (before the measuring threads start, so
@@ -111,6 +114,7 @@ pub fn open(
         TraceBackend::Auto | TraceBackend::Bpf => {
             match open_bpf(traced, stack_cpus, stack_period, mode) {
                 Ok(source) => {
+                    let enabled_at_ns = monotonic_ns();
                     let attached = match &source {
                         Source::Bpf(b, _) if !b.missing_events().is_empty() => {
                             format!("; not on this kernel: {}", b.missing_events().join(", "))
@@ -152,6 +156,7 @@ pub fn open(
                         source,
                         symbols: Kallsyms::load().ok(),
                         line: format!("--trace: BPF backend ({how}){attached}{diag}"),
+                        enabled_at_ns,
                     });
                 }
                 Err(e) if backend == TraceBackend::Bpf => return Err(e),
@@ -166,6 +171,7 @@ pub fn open(
     }
     let tracer = Tracer::open(&cfg).map_err(|e| e.to_string())?;
     tracer.enable().map_err(|e| e.to_string())?;
+    let enabled_at_ns = monotonic_ns();
     let line = match bpf_error {
         None => "--trace: perf backend (--trace-backend perf)".to_string(),
         Some(e) => format!("--trace: perf backend ({e})"),
@@ -174,6 +180,7 @@ pub fn open(
         source: Source::Perf(Box::new(tracer)),
         symbols: Kallsyms::load().ok(),
         line,
+        enabled_at_ns,
     })
 }
 
@@ -231,6 +238,7 @@ impl TraceSession {
                 tid: h.tid,
             });
         }
+        let enabled_at_ns = open.enabled_at_ns;
         let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
         let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -248,6 +256,7 @@ impl TraceSession {
             shared: Arc::clone(&shared),
             stop: Arc::clone(&stop),
             publish_every: publish_every.0.max(100_000_000),
+            span: (enabled_at_ns, enabled_at_ns),
         };
         let handle = std::thread::Builder::new()
             .name("lat-trace".into())
@@ -302,6 +311,9 @@ struct Worker {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     publish_every: u64,
+    /// From the tracer's enabling to its last read (to its disabling at
+    /// the end): what the statistics cover.
+    span: (u64, u64),
 }
 
 impl Worker {
@@ -322,6 +334,7 @@ impl Worker {
                 ring.drain(|d, u| samples.push((*cpu, d, u)));
             }
             let read_at = monotonic_ns();
+            self.span.1 = read_at;
             match &mut self.reader {
                 Reader::Perf(tracer) => {
                     buf.clear();
@@ -386,6 +399,7 @@ impl Worker {
                 }
             }
         }
+        self.span.1 = monotonic_ns();
         let names = match &self.reader {
             Reader::Perf(t) => t.names(),
             Reader::Bpf(r) => r.names(),
@@ -413,6 +427,7 @@ impl Worker {
     fn summary(&self, cpu_start: u64) -> TraceSummary {
         let mut s = self.analyzer.summary();
         s.tracer_cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
+        (s.traced_from_ns, s.traced_to_ns) = self.span;
         match &self.reader {
             Reader::Perf(t) => {
                 s.backend = "perf".into();

@@ -291,6 +291,14 @@ pub struct TraceSummary {
     /// `cpu-clock` stack samples taken (0 without `--stacks`).
     #[serde(default)]
     pub stack_samples: u64,
+    /// CLOCK_MONOTONIC ns from the tracer's enabling to its last read (its
+    /// disabling, once the cell ended): the span the interrupt and
+    /// deferred-work statistics cover, a little longer than the cell's
+    /// measurement (0 in runs stored before it was kept).
+    #[serde(default)]
+    pub traced_from_ns: u64,
+    #[serde(default)]
+    pub traced_to_ns: u64,
     /// Causes that recurred with a period, strongest evidence first (empty
     /// when none did, and in runs stored before the test existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
