@@ -100,10 +100,21 @@ struct timerqueue_node {
     ktime_t expires;
 } __attribute__((preserve_access_index));
 
+/* The CPU an hrtimer is queued on, and the address of that CPU's
+ * `hrtimer_bases` (see steal_addr_of). */
+struct hrtimer_cpu_base {
+    unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+struct hrtimer_clock_base {
+    struct hrtimer_cpu_base *cpu_base;
+} __attribute__((preserve_access_index));
+
 struct hrtimer {
     struct timerqueue_node node;
     ktime_t _softexpires;
     void *function;
+    struct hrtimer_clock_base *base;
 } __attribute__((preserve_access_index));
 
 struct thread_info {
@@ -152,7 +163,16 @@ struct timer_record {
     __u64 switch_in;     /* BPF clock when the thread was switched in */
     __u32 tid;
     __u32 cpu;
-    __u64 reserved[2];
+    union {
+        __u64 reserved[2];
+        struct {
+            /* Steal-clock ns from arming to the callback, and from the
+             * callback to the switch-in (saturating; 0 without a steal
+             * clock: steal_on). reserved[1] stays free. */
+            __u32 steal_irq;
+            __u32 steal_sched;
+        };
+    };
 };
 
 _Static_assert(sizeof(struct timer_record) == 64, "struct timer_record is 64 bytes");
@@ -191,6 +211,20 @@ const volatile __u32 elide_own = 0;
  * (crates/platform/src/bpf/groups.rs), the backend as it was before that
  * split, to weigh what the split costs. */
 const volatile __u32 deferred_off = 0;
+/* The per-wake-up steal figures (timer_record.steal_irq/steal_sched):
+ * steal_on is 1 when user space found the steal counter in the kernel's
+ * BTF, steal_delta the distance in the per-CPU area from `hrtimer_bases`
+ * to it (crates/platform/src/bpf/steal.rs). Typed ksyms (`extern ...
+ * __ksym`, bpf_this_cpu_ptr) would be the direct way, but aya does not
+ * resolve .ksyms externs, and the kernel resolves a typed ksym through
+ * kallsyms, which holds no data symbols without CONFIG_KALLSYMS_ALL (as
+ * on the development VM). A CPU's per-CPU variables sit at fixed
+ * distances from each other, and the hrtimer of a watched thread points
+ * at its CPU's `hrtimer_bases`, so the counter's address is that plus
+ * steal_delta. 0 (a kernel without the variable): the verifier drops the
+ * reads. */
+const volatile __u32 steal_on = 0;
+const volatile __s64 steal_delta = 0;
 
 /* Threads to follow (tid -> 1), filled by user space. */
 struct {
@@ -218,6 +252,9 @@ struct cpu_timer {
     __u64 expires;
     __u64 callback_now;
     __u64 callback_time;
+    __u64 steal_addr; /* this CPU's steal counter, 0: not known yet */
+    __u64 steal_arm;  /* the counter when the thread armed its hrtimer */
+    __u64 steal_cb;   /* ... and in its callback */
 };
 
 struct {
@@ -226,6 +263,38 @@ struct {
     __type(key, __u32);
     __type(value, struct cpu_timer);
 } cpu_timer SEC(".maps");
+
+/* This CPU's steal counter, 0 when unknown. One helper call: the address
+ * is a plain number to the verifier. The host writes the counter only
+ * while this vCPU is not running, so a read from the vCPU is never torn. */
+static __always_inline __u64 steal_read(struct cpu_timer *s)
+{
+    __u64 v = 0;
+    if (!steal_on || s->steal_addr == 0)
+        return 0;
+    bpf_probe_read_kernel(&v, sizeof(v), (const void *)s->steal_addr);
+    return v;
+}
+
+/* Finds this CPU's steal counter from the hrtimer a watched thread armed
+ * here, once per CPU: the timer's `hrtimer_bases` is this CPU's when the
+ * timer is queued on it (the check on `cpu`). */
+static __always_inline void steal_addr_of(struct cpu_timer *s, struct hrtimer *timer, __u32 cpu)
+{
+    if (!steal_on || s->steal_addr != 0)
+        return;
+    struct hrtimer_cpu_base *b = timer->base->cpu_base;
+    if (b && b->cpu == cpu)
+        s->steal_addr = (__u64)b + (__u64)steal_delta;
+}
+
+/* b - a as the record's u32: 0 if the counter went back, saturating. */
+static __always_inline __u32 steal_span(__u64 a, __u64 b)
+{
+    if (b <= a)
+        return 0;
+    return b - a > 0xffffffffULL ? 0xffffffffU : (__u32)(b - a);
+}
 
 /* Bumped by user space after each change to `watched`: a thread cached as
  * not watched under an older generation is looked up again. */
@@ -267,8 +336,9 @@ struct {
     __type(value, __u32);
 } sample_rings SEC(".maps");
 
-/* Counters: [0]-[2] unused (the rings' heads count what was written),
- * [3] histogram updates dropped (map full or busy). */
+/* Counters: [0]-[1] stacks not taken (C_STACK_FULL, C_STACK_FAILED),
+ * [2] unused (the rings' heads count what was written), [3] histogram
+ * updates dropped (map full or busy). */
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
     __uint(max_entries, 4);
@@ -1105,6 +1175,11 @@ static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 n
     t->switch_in = now;
     t->tid = s->tid;
     t->cpu = cpu;
+    if (steal_on) {
+        __u64 in = steal_read(s);
+        t->steal_irq = steal_span(s->steal_arm, s->steal_cb);
+        t->steal_sched = steal_span(s->steal_cb, in);
+    }
     barrier();
     t->seq = n + 1;
     h->head = n + 1;
@@ -1146,6 +1221,146 @@ static __always_inline void warm_rings(__u32 ring1, __u32 cpu)
     struct timer_record *t = sample_next(cpu, &sh);
     if (t)
         (void)*(volatile __u64 *)&t->seq;
+}
+
+/* ---- The code that held the CPU (episodes only; see docs/tracing.md,
+ * "The code that held the CPU"). A kernel stack walk costs microseconds,
+ * so none is taken on an ordinary wake-up: only when a watched thread's
+ * wake-up is already later than `stack_threshold` (the episode threshold,
+ * set by user space from --threshold; 0: off) when the program sees it.
+ *
+ * At the watched hrtimer's callback, every time: the pid of the task the
+ * timer interrupt interrupted (bpf_get_current_pid_tgid in hard-IRQ
+ * context; 0: idle), a few stores. When the callback itself is late by
+ * more than the threshold, also its kernel stack: a tp_btf program's
+ * stack starts in the tracepoint and the ORC unwinder follows it through
+ * the interrupt entry (asm_sysvec_*) into the interrupted context, so
+ * the frames past the entry are what the CPU ran when the timer fired
+ * (none: it was in user mode). The interrupted instruction alone, for
+ * every callback, would need the per-CPU `__irq_regs`: a typed ksym,
+ * which aya does not resolve, and this kernel's kallsyms has no data
+ * symbols; not done.
+ *
+ * At the watched thread's switch-in when it is later than the threshold:
+ * prev's kernel stack, taken in sched_switch, so it ends in __schedule
+ * under the call that gave up the CPU (schedule, cond_resched, ...),
+ * unless prev is the idle task. One `struct held_record` per such
+ * wake-up goes into `held`, keyed by CPU and expiry, for user space to
+ * take when it processes the sample. An LRU hash: records no sample
+ * claims (a sample lost on the way) age out, and the map never fills. */
+
+/* Frames kept per stack: the timer interrupt's own ~8 frames, then the
+ * interrupted context; deeper stacks are cut (user space says so). */
+#define HELD_DEPTH 48
+
+struct {
+    __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+    __uint(max_entries, 2048);
+    __uint(key_size, sizeof(__u32));
+    __uint(value_size, HELD_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+/* The episode threshold in ns (0: no stacks). */
+const volatile __u64 stack_threshold = 0;
+
+/* Per CPU: what the watched hrtimer's callback saw. */
+struct cpu_held {
+    __u64 expires;     /* the expiry it belongs to */
+    __s32 irq_pid;     /* the interrupted task, 0: idle */
+    __s32 irq_stack;   /* its stack id when the callback was late, else -1 */
+    char irq_comm[16]; /* its comm when the stack was taken, else "" */
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct cpu_held);
+} cpu_held SEC(".maps");
+
+struct held_key {
+    __u32 cpu;
+    __u32 pad;
+    __u64 expires;
+};
+
+/* One late wake-up's stacks; platform::bpf::HeldRecord parses it. */
+struct held_record {
+    __u64 expires;      /*  0 */
+    __u64 switch_in;    /*  8 */
+    __s32 irq_pid;      /* 16: interrupted at the expiry, -1: unknown */
+    __s32 irq_stack;    /* 20: stack id, -1: none */
+    __s32 prev_pid;     /* 24: the task our thread replaced */
+    __s32 yield_stack;  /* 28: its stack id at __schedule, -1: none */
+    char irq_comm[16];  /* 32 */
+    char prev_comm[16]; /* 48 */
+};
+
+_Static_assert(sizeof(struct held_record) == 64, "struct held_record is 64 bytes");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, 1024);
+    __type(key, struct held_key);
+    __type(value, struct held_record);
+} held SEC(".maps");
+
+/* counters[0]: stacks the stack map refused (its slot for that stack's
+ * hash held another stack: full, in effect); [1]: other failures. */
+#define C_STACK_FULL 0
+#define C_STACK_FAILED 1
+
+static __always_inline __s32 held_stack(void *ctx)
+{
+    long id = bpf_get_stackid(ctx, &stacks, 0);
+    if (id >= 0)
+        return (__s32)id;
+    count(id == -17 /* EEXIST */ ? C_STACK_FULL : C_STACK_FAILED);
+    return -1;
+}
+
+/* In the watched hrtimer's callback (`now`: its expire_entry's now). */
+static __always_inline void held_at_callback(void *ctx, struct cpu_timer *s, __u64 now)
+{
+    __u32 zero = 0;
+    struct cpu_held *h = bpf_map_lookup_elem(&cpu_held, &zero);
+    if (!h)
+        return;
+    h->expires = s->expires;
+    h->irq_pid = (__s32)bpf_get_current_pid_tgid();
+    h->irq_stack = -1;
+    h->irq_comm[0] = 0;
+    if (now > s->expires && now - s->expires > stack_threshold) {
+        h->irq_stack = held_stack(ctx);
+        bpf_get_current_comm(h->irq_comm, sizeof(h->irq_comm));
+    }
+}
+
+/* At the watched thread's switch-in (sched_switch, prev -> it). */
+static __always_inline void held_at_switch_in(void *ctx, struct cpu_timer *s,
+                                              struct task_struct *prev, __u32 cpu, __u64 now)
+{
+    if (now <= s->expires || now - s->expires <= stack_threshold)
+        return;
+    struct held_key k = {.cpu = cpu, .pad = 0, .expires = s->expires};
+    struct held_record r = {};
+    r.expires = s->expires;
+    r.switch_in = now;
+    r.irq_pid = -1;
+    r.irq_stack = -1;
+    __u32 zero = 0;
+    struct cpu_held *h = bpf_map_lookup_elem(&cpu_held, &zero);
+    if (h && h->expires == s->expires) {
+        r.irq_pid = h->irq_pid;
+        r.irq_stack = h->irq_stack;
+        __builtin_memcpy(r.irq_comm, h->irq_comm, sizeof(r.irq_comm));
+    }
+    r.prev_pid = prev->pid;
+    r.yield_stack = -1;
+    copy_comm(r.prev_comm, prev->comm);
+    if (r.prev_pid != 0)
+        r.yield_stack = held_stack(ctx);
+    bpf_map_update_elem(&held, &k, &r, BPF_ANY);
 }
 
 /* ---- The programs: one per tracepoint. ---- */
@@ -1206,6 +1421,8 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
     if (!s || s->callback_time == 0 || s->tid != (__u32)next_pid || s->hrtimer == 0)
         return 0;
     sample_write(s, cpu, now);
+    if (stack_threshold)
+        held_at_switch_in(ctx, s, prev, cpu, now);
     /* One record per arming: the next wake-up needs a new hrtimer_start. */
     s->hrtimer = 0;
     s->callback_now = 0;
@@ -1278,6 +1495,11 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
     s->expires = (__u64)expires;
     s->callback_now = 0;
     s->callback_time = 0;
+    if (steal_on) {
+        steal_addr_of(s, timer, cpu);
+        s->steal_arm = steal_read(s);
+        s->steal_cb = s->steal_arm;
+    }
     return 0;
 }
 
@@ -1323,6 +1545,10 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
         return 0;
     s->callback_now = (__u64)n;
     s->callback_time = time;
+    if (stack_threshold)
+        held_at_callback(ctx, s, (__u64)n);
+    if (steal_on)
+        s->steal_cb = steal_read(s);
     return 0;
 }
 

@@ -83,6 +83,7 @@
 mod fallback;
 #[cfg(latscope_bpf)]
 mod groups;
+mod held;
 #[cfg(latscope_bpf)]
 mod loaded;
 #[cfg(latscope_bpf)]
@@ -92,12 +93,15 @@ mod napi;
 mod record;
 #[cfg(latscope_bpf)]
 mod rows;
+mod steal;
 
 #[cfg(not(latscope_bpf))]
 pub use fallback::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
+pub use held::{parse_stack, HeldRecord, HELD_DEPTH, HELD_RECORD_BYTES};
 #[cfg(latscope_bpf)]
 pub use loaded::{enable_bpf_stats, BpfStatsGuard, TraceBpf};
 pub use record::{RecordedEvent, RecordedKind, NAPI_NO_DEVICE, RECORD_BYTES};
+pub use steal::{locate as locate_steal, StealCounter, StealLocation};
 
 /// The name this module had when it did only the timer decomposition.
 pub type TimerBpf = TraceBpf;
@@ -166,6 +170,9 @@ pub struct BpfConfig {
     /// full pool cannot take go to the hashed maps. Fewer rows only move
     /// cost: tests use 1 to exercise the overflow.
     pub hist_rows: u32,
+    /// Take kernel stacks for wake-ups later than this (ns): the episode
+    /// threshold (timer.bpf.c, "The code that held the CPU"); 0: none.
+    pub stack_threshold_ns: u64,
 }
 
 /// Histogram rows per traced CPU and set unless told otherwise: 24 rows of
@@ -183,6 +190,7 @@ impl Default for BpfConfig {
             recorder_slots: DEFAULT_RECORDER_SLOTS,
             histograms: true,
             hist_rows: DEFAULT_HIST_ROWS,
+            stack_threshold_ns: 0,
         }
     }
 }
@@ -355,6 +363,11 @@ pub struct BpfCounters {
     pub recorded: u64,
     /// Histogram updates dropped (map full, or busy in a nested program).
     pub hist_dropped: u64,
+    /// Episode stacks not taken because the stack map's slot for them
+    /// held another stack (the map is full, in effect).
+    pub stacks_full: u64,
+    /// Episode stacks not taken for another reason.
+    pub stacks_failed: u64,
 }
 
 /// One wake-up of a watched thread, decomposed in the kernel: the timer's
@@ -371,9 +384,18 @@ pub struct TimerRecord {
     pub switch_in: u64,
     pub tid: u32,
     pub cpu: u32,
+    /// Steal-clock ns from the thread's arming of its hrtimer to the
+    /// callback: an upper bound of the hypervisor's time before the
+    /// interrupt (it includes the sleep before the expiry, when a vCPU is
+    /// normally halted and accrues none). 0 without a steal counter
+    /// ([`TraceBpf::steal_counter`]); saturates at `u32::MAX`.
+    pub steal_irq: u32,
+    /// Steal-clock ns from the callback to the switch-in.
+    pub steal_sched: u32,
 }
 
-/// The size of a record (`struct timer_record` after its sequence number).
+/// The size of a record (`struct timer_record` after its sequence number,
+/// up to and with the steal figures; its last 8 bytes are not read).
 pub const TIMER_RECORD_BYTES: usize = 48;
 
 impl TimerRecord {
@@ -396,6 +418,8 @@ impl TimerRecord {
             switch_in: u64_at(24)?,
             tid: u32_at(32)?,
             cpu: u32_at(36)?,
+            steal_irq: u32_at(40)?,
+            steal_sched: u32_at(44)?,
         })
     }
 }

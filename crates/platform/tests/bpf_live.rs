@@ -127,6 +127,7 @@ fn recorder_histograms_and_counters(hist_rows: u32) {
         recorder_slots: 8192,
         histograms: true,
         hist_rows,
+        ..BpfConfig::default()
     }) else {
         drop(go);
         let _ = worker.join();

@@ -28,6 +28,9 @@ impl TraceBpf {
     pub fn missing(&self) -> &[String] {
         &[]
     }
+    pub fn steal_counter(&self) -> Option<super::StealCounter> {
+        None
+    }
     pub fn drain_samples(&mut self, _out: &mut Vec<TimerRecord>) -> usize {
         0
     }
@@ -70,6 +73,12 @@ impl TraceBpf {
         Vec::new()
     }
     pub fn napi_name(&self, _napi: u64) -> Option<String> {
+        None
+    }
+    pub fn take_held(&mut self, _cpu: u32, _expires: u64) -> Option<super::HeldRecord> {
+        None
+    }
+    pub fn stack(&self, _id: u32) -> Option<Vec<u64>> {
         None
     }
 }

@@ -12,6 +12,7 @@ use aya::{Btf, Ebpf, EbpfLoader};
 use super::groups::{attached_optional_groups, attached_required_groups, Group};
 use super::mapping::Mapping;
 use super::rows::Rows;
+use super::steal::StealCounter;
 use super::{
     BpfConfig, BpfCounters, BpfHistBucket, BpfHistKind, BpfHistTotal, RecordedEvent, RecorderRead,
     TimerRecord, MAX_HIST_ROWS, RECORD_BYTES, SAMPLE_SLOTS, TIMER_RECORD_BYTES,
@@ -145,6 +146,8 @@ pub struct TraceBpf {
     rows: Rows,
     missing: Vec<String>,
     attached: Vec<String>,
+    /// The steal counter the programs read per wake-up, if any.
+    steal: Option<StealCounter>,
 }
 
 /// Loads and attaches every program of `g`; the first failure says which.
@@ -275,6 +278,14 @@ impl TraceBpf {
         // `deferred-off`: no deferred work by function and device (its
         // programs unattached, groups.rs; timer.bpf.c, deferred_off).
         let deferred_off = u32::from(diag == "deferred-off");
+        // The per-wake-up steal counter (steal.rs; timer.bpf.c, steal_on);
+        // `steal-off` leaves it unread, to weigh what reading it costs.
+        let steal = std::fs::read("/sys/kernel/btf/vmlinux")
+            .ok()
+            .and_then(|b| super::steal::locate(&b))
+            .filter(|_| diag != "steal-off");
+        let steal_on = u32::from(steal.is_some());
+        let steal_delta = steal.map_or(0, |l| l.delta);
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -313,7 +324,10 @@ impl TraceBpf {
             .set_global("warm_on", &warm_on, true)
             .set_global("elide_own", &elide_own, true)
             .set_global("deferred_off", &deferred_off, true)
+            .set_global("steal_on", &steal_on, true)
+            .set_global("steal_delta", &steal_delta, true)
             .set_global("rows_per_table", &hist_rows, true)
+            .set_global("stack_threshold", &config.stack_threshold_ns, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
@@ -357,6 +371,7 @@ impl TraceBpf {
             hist_rows as usize,
         )?;
         let mut bpf = TraceBpf {
+            steal: steal.map(|l| l.counter),
             ebpf,
             rows,
             sample_next: vec![0; samples.cpus.len()],
@@ -413,6 +428,12 @@ impl TraceBpf {
     /// their group), by name (`threshold_apic_entry`, ...).
     pub fn missing(&self) -> &[String] {
         &self.missing
+    }
+
+    /// The steal counter each [`TimerRecord`]'s steal figures come from
+    /// (`None`: the kernel has none the programs can read; they are 0).
+    pub fn steal_counter(&self) -> Option<StealCounter> {
+        self.steal
     }
 
     /// Appends every timer record written since the last call to `out`
@@ -507,6 +528,8 @@ impl TraceBpf {
                 .as_ref()
                 .map_or(0, |rec| (0..rec.cpus.len()).map(|r| rec.head(r)).sum()),
             hist_dropped: sum(3)?,
+            stacks_full: sum(0)?,
+            stacks_failed: sum(1)?,
         })
     }
 
