@@ -28,31 +28,40 @@ pub const MAX_TIMES: usize = 2048;
 const MIN_SHARE_DIVISOR: u64 = 10;
 
 type Key = (CauseKind, String);
+/// A search's answer and what it was computed from: (number of times,
+/// grid).
+type Searched = ((usize, u64), Option<Periodicity>);
 
-/// One cause's episode times, and per CPU the grid they lie on.
+/// One cause's episode times and the CPUs they were on.
 #[derive(Default)]
 struct CauseTimes {
     times: Vec<u64>,
-    /// (CPU, its first time, gcd of the later ones' distances from it).
-    grids: Vec<(CpuId, u64, u64)>,
+    cpus: Vec<CpuId>,
 }
 
 impl CauseTimes {
     fn push(&mut self, cpu: CpuId, t: u64) {
         self.times.push(t);
-        match self.grids.iter_mut().find(|g| g.0 == cpu) {
-            Some(g) => g.2 = gcd(g.2, t.abs_diff(g.1)),
-            None => self.grids.push((cpu, t, 0)),
+        if !self.cpus.contains(&cpu) {
+            self.cpus.push(cpu);
         }
     }
+}
 
-    /// The step of the grid the times lie on: a timer probe's episodes
-    /// come at its expiries, whole periods apart on each CPU (the coarsest
-    /// CPU's step, so that the chance is not understated; 0 when no CPU has
-    /// two times).
-    fn resolution(&self) -> u64 {
-        self.grids.iter().map(|g| g.2).max().unwrap_or(0)
-    }
+/// The grid a CPU's samples lie on: a timer probe's expiries are whole
+/// periods apart, so its episodes are too, and a lattice of a whole number
+/// of periods fits them better than it would fit continuous times. Taken
+/// from every sample, not from a cause's episodes: a culprit that hits the
+/// same phase of the probe's period each time (the stroboscopic effect)
+/// makes episodes exactly one of its periods apart, and their own spacing
+/// would pass for the grid.
+#[derive(Clone, Copy)]
+struct SampleGrid {
+    cpu: CpuId,
+    first: u64,
+    /// gcd of the later samples' distances from the first (0 while there
+    /// is only one); falls to a few ns for samples at arbitrary times.
+    step: u64,
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {
@@ -65,6 +74,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// The bounded record of each cause's episode times.
 pub(crate) struct Recurrences {
     times: HashMap<Key, CauseTimes>,
+    grids: Vec<SampleGrid>,
     /// CLOCK_MONOTONIC ns of the cell's start, for offsets.
     cell_start_ns: u64,
     /// Causes seen beyond [`MAX_CAUSES`], and times beyond [`MAX_TIMES`].
@@ -73,18 +83,45 @@ pub(crate) struct Recurrences {
     /// The last answer per cause and the number of times it was computed
     /// from: a summary is taken every few seconds while the run goes on,
     /// and only causes with new episodes are searched again.
-    cache: RefCell<HashMap<Key, (usize, Option<RecurringCause>)>>,
+    /// Keyed by the number of times and the grid it was computed from.
+    cache: RefCell<HashMap<Key, Searched>>,
 }
 
 impl Recurrences {
     pub(crate) fn new(cell_start_ns: u64) -> Recurrences {
         Recurrences {
             times: HashMap::new(),
+            grids: Vec::new(),
             cell_start_ns,
             untracked_causes: 0,
             dropped_times: 0,
             cache: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// Every sample's intended time (expiry, or start of a gap) on `cpu`,
+    /// for the grid of [`SampleGrid`]: one gcd step per sample, a few
+    /// divisions once the step is found.
+    pub(crate) fn on_sample(&mut self, cpu: CpuId, t: u64) {
+        match self.grids.iter_mut().find(|g| g.cpu == cpu) {
+            Some(g) => g.step = gcd(g.step, t.abs_diff(g.first)),
+            None => self.grids.push(SampleGrid {
+                cpu,
+                first: t,
+                step: 0,
+            }),
+        }
+    }
+
+    /// The coarsest grid of the CPUs a cause's episodes were on (so that
+    /// the chance is not understated); 0 when unknown.
+    fn resolution(&self, c: &CauseTimes) -> u64 {
+        self.grids
+            .iter()
+            .filter(|g| c.cpus.contains(&g.cpu))
+            .map(|g| g.step)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The causes of one episode (intended expiry `expiry`, latency
@@ -127,23 +164,36 @@ impl Recurrences {
     /// Every cause whose episodes recur with a period, strongest evidence
     /// first.
     pub(crate) fn recurring(&self) -> Vec<RecurringCause> {
+        let gate = PeriodSearch::default();
+        // Every cause tested is one more chance for a coincidence: the
+        // chance of each is multiplied by their number (Bonferroni), so
+        // that the run as a whole, not each cause, is held to the gate.
+        let tested = self
+            .times
+            .values()
+            .filter(|c| c.times.len() as u64 >= gate.min_events)
+            .count()
+            .max(1);
+        let ln_tested = (tested as f64).ln();
         let mut cache = self.cache.borrow_mut();
         let mut out: Vec<RecurringCause> = Vec::new();
         for (key, c) in &self.times {
-            let search = PeriodSearch {
-                resolution_ns: c.resolution(),
-                ..PeriodSearch::default()
-            };
-            if (c.times.len() as u64) < search.min_events {
+            if (c.times.len() as u64) < gate.min_events {
                 continue;
             }
-            let fresh = cache.get(key).is_some_and(|(n, _)| *n == c.times.len());
-            if !fresh {
-                let found = find_period(&c.times, &search).map(|p| self.cause(key, &p));
-                cache.insert(key.clone(), (c.times.len(), found));
+            let search = PeriodSearch {
+                resolution_ns: self.resolution(c),
+                ..gate.clone()
+            };
+            let stamp = (c.times.len(), search.resolution_ns);
+            if cache.get(key).map(|(s, _)| *s) != Some(stamp) {
+                cache.insert(key.clone(), (stamp, find_period(&c.times, &search)));
             }
-            if let Some((_, Some(r))) = cache.get(key) {
-                out.push(r.clone());
+            if let Some((_, Some(p))) = cache.get(key) {
+                let ln_chance = p.ln_chance + ln_tested;
+                if ln_chance <= gate.max_chance.ln() {
+                    out.push(self.cause(key, p, ln_chance));
+                }
             }
         }
         out.sort_by(|a, b| {
@@ -156,7 +206,9 @@ impl Recurrences {
         out
     }
 
-    fn cause(&self, key: &Key, p: &Periodicity) -> RecurringCause {
+    /// `ln_chance`: the search's chance for this cause, corrected for the
+    /// number of causes tested.
+    fn cause(&self, key: &Key, p: &Periodicity, ln_chance: f64) -> RecurringCause {
         RecurringCause {
             kind: key.0,
             name: key.1.clone(),
@@ -167,7 +219,7 @@ impl Recurrences {
             missing: p.missing,
             first_offset_ns: Nanos(p.first_ns.saturating_sub(self.cell_start_ns)),
             last_offset_ns: Nanos(p.last_ns.saturating_sub(self.cell_start_ns)),
-            log10_chance: p.log10_chance(),
+            log10_chance: (ln_chance / std::f64::consts::LN_10).ceil().max(-999.0) as i32,
         }
     }
 }
@@ -241,18 +293,80 @@ mod tests {
     }
 
     #[test]
-    fn the_grid_is_per_cpu() {
-        let mut c = CauseTimes::default();
-        // CPU 0's expiries on a 1 ms grid, CPU 1's on another 1 ms grid
-        // offset by 0.3 ms: each is a 1 ms grid, their union is not.
-        for k in [3, 10, 12] {
-            c.push(CpuId(0), 7 * S + k * MS);
-            c.push(CpuId(1), 7 * S + 300_000 + k * MS);
+    fn the_grid_is_the_samples_per_cpu() {
+        let mut r = Recurrences::new(0);
+        // CPU 0's expiries on a 1 ms grid, CPU 1's on a 2 ms grid offset by
+        // 0.3 ms: each is a grid, their union is not.
+        for k in 0..50 {
+            r.on_sample(CpuId(0), 7 * S + k * MS);
+            r.on_sample(CpuId(1), 7 * S + 300_000 + 2 * k * MS);
         }
-        assert_eq!(c.resolution(), MS);
-        let mut one = CauseTimes::default();
-        one.push(CpuId(0), S);
-        assert_eq!(one.resolution(), 0);
+        let mut c = CauseTimes::default();
+        // Episodes exactly a second apart: their own spacing is no grid.
+        c.push(CpuId(0), 8 * S);
+        c.push(CpuId(0), 9 * S);
+        assert_eq!(r.resolution(&c), MS);
+        c.push(CpuId(1), 9 * S + 300_000);
+        assert_eq!(r.resolution(&c), 2 * MS);
+        // Samples at arbitrary times (the noise probe's gaps): no grid.
+        r.on_sample(CpuId(2), 5 * S + 123_457);
+        r.on_sample(CpuId(2), 6 * S + 7_919);
+        r.on_sample(CpuId(2), 7 * S + 31);
+        let mut d = CauseTimes::default();
+        d.push(CpuId(2), 6 * S);
+        assert_eq!(r.resolution(&d), 2);
+        assert_eq!(r.resolution(&CauseTimes::default()), 0);
+    }
+
+    #[test]
+    fn a_culprit_in_step_with_the_probe_is_still_found() {
+        // Every burst hits the same phase of the 1 ms probe: its episodes
+        // are exactly 1 s apart, on the probe's 1 ms grid.
+        let start = 50 * S;
+        let mut r = Recurrences::new(start);
+        for k in 0..12_000 {
+            r.on_sample(CpuId(0), start + k * MS);
+        }
+        for k in 0..12 {
+            r.record(
+                CpuId(0),
+                start + 336 * MS + k * S,
+                2 * MS,
+                &episode("ka-periodic"),
+            );
+        }
+        let found = r.recurring();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].period_ns, Nanos(S));
+        assert_eq!(found[0].jitter_ns, Nanos(0));
+    }
+
+    #[test]
+    fn each_cause_tested_weakens_the_evidence_of_all() {
+        let mut r = Recurrences::new(0);
+        for k in 0..8 {
+            r.record(CpuId(0), 3 * S + k * S, 2 * MS, &episode("ka-periodic"));
+        }
+        let alone = r.recurring()[0].log10_chance;
+        // 99 other causes with 5 episodes each, at no period.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        for i in 0..99 {
+            for _ in 0..5 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let t = seed % (12 * S);
+                r.record(CpuId(0), t, 2 * MS, &episode(&format!("t{i}")));
+            }
+        }
+        let found = r.recurring();
+        assert_eq!(found.len(), 1, "{found:?}");
+        // 100 causes tested: two decades weaker (give or take the rounding).
+        assert!(
+            (1..=3).contains(&(found[0].log10_chance - alone)),
+            "{alone} alone, {} among 100",
+            found[0].log10_chance
+        );
     }
 
     #[test]
