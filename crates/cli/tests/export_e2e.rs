@@ -62,7 +62,11 @@ fn episode(seq: u32) -> Episode {
             blocking: None,
             unexplained_ns: Nanos(0),
             steal_ns: None,
+            steal_source: None,
+            steal_irq_ns: None,
+            steal_sched_ns: None,
             complete: true,
+            held: None,
         },
         stacks: vec![],
     }

@@ -164,6 +164,7 @@ pub(crate) fn run_cell(
             tp.stack_period,
             tp.backend,
             analysis_mode(&cell.probe),
+            tp.threshold,
         ) {
             Ok(t) => {
                 ctx.capabilities.tracepoints = true;

@@ -147,6 +147,9 @@ impl BpfReader {
         s.lost_records += self.bpf.lost();
         s.missing_events = self.bpf.missing_events().to_vec();
         s.bpf_prog_ns = self.bpf.prog_ns();
+        let (full, failed) = self.bpf.stack_failures();
+        s.stacks_map_full = full;
+        s.stacks_failed = failed;
     }
 }
 

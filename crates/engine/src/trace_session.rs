@@ -108,11 +108,12 @@ pub fn open(
     stack_period: Option<Nanos>,
     backend: TraceBackend,
     mode: AnalysisMode,
+    threshold: Nanos,
 ) -> Result<TraceOpen, String> {
     let bpf_error = match backend {
         TraceBackend::Perf => None,
         TraceBackend::Auto | TraceBackend::Bpf => {
-            match open_bpf(traced, stack_cpus, stack_period, mode) {
+            match open_bpf(traced, stack_cpus, stack_period, mode, threshold) {
                 Ok(source) => {
                     let enabled_at_ns = monotonic_ns();
                     let attached = match &source {
@@ -189,11 +190,19 @@ fn open_bpf(
     stack_cpus: &[CpuId],
     stack_period: Option<Nanos>,
     mode: AnalysisMode,
+    threshold: Nanos,
 ) -> Result<Source, String> {
     let bpf = BpfTracer::open(&BpfTracerConfig {
         cpus: traced.iter().map(|c| c.0).collect(),
         recorder_slots: DEFAULT_RECORDER_SLOTS,
         histograms: mode == AnalysisMode::Timer,
+        // Kernel stacks for the timer probe's episodes (the code that held
+        // the CPU); the other probes' episodes are not a wake-up.
+        stack_threshold_ns: if mode == AnalysisMode::Timer {
+            threshold.0
+        } else {
+            0
+        },
     })
     .map_err(|e| e.to_string())?;
     let stacks = match stack_period {

@@ -35,6 +35,10 @@ pub enum CauseKind {
     Wakeup,
     /// Our thread switched in, returning to user code.
     Return,
+    /// The hypervisor kept the vCPU from running (steal time, read per
+    /// wake-up from the kernel's steal counter), taken from what would
+    /// otherwise be unexplained or a late interrupt out of idle.
+    Hypervisor,
     /// Time no OS event accounts for: the timer interrupt was late while the
     /// CPU was busy with no interrupt handler running (interrupts disabled
     /// or the hypervisor), or the event window did not cover the time.
@@ -52,6 +56,7 @@ impl CauseKind {
             CauseKind::TimerIrq => "timer_irq",
             CauseKind::Wakeup => "wakeup",
             CauseKind::Return => "return",
+            CauseKind::Hypervisor => "hypervisor",
             CauseKind::Unexplained => "unexplained",
         }
     }
@@ -121,14 +126,64 @@ pub struct Breakdown {
     pub blocking: Option<Cause>,
     /// Sum of the [`CauseKind::Unexplained`] shares.
     pub unexplained_ns: Nanos,
-    /// Steal time the hypervisor reported for this CPU (/proc/stat) over the
-    /// housekeeping interval that held the episode; coarse (ticks).
+    /// Steal time the hypervisor reported for this CPU around the episode;
+    /// `steal_source` says from where. BPF backend: the steal counter from
+    /// our thread's arming of its timer to its switch-in (`steal_irq_ns` +
+    /// `steal_sched_ns`). Perf backend: /proc/stat over the housekeeping
+    /// interval that held the episode; coarse (ticks), not split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steal_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_source: Option<StealSource>,
+    /// Steal from arming to our callback: an upper bound of the
+    /// hypervisor's time before our interrupt (it includes the sleep
+    /// before the expiry). The `hypervisor` share is this, capped by the
+    /// irq phase's unexplained and late-out-of-idle shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_irq_ns: Option<Nanos>,
+    /// Steal from our callback to our switch-in. Not a share of its own:
+    /// it is inside the shares of the sched phase (the blocking thread's
+    /// included), which no event can split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_sched_ns: Option<Nanos>,
     /// False when the event window did not reach back to the expiry or the
     /// kernel lost records on this CPU around it; the shares are then a
     /// lower bound and the rest is counted as unexplained.
     pub complete: bool,
+    /// The code that held the CPU: kernel stacks at the expiry and where
+    /// the task our thread replaced yielded (BPF backend; absent in runs
+    /// stored before, and without stacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<crate::HeldCpu>,
+}
+
+/// Where an episode's steal time was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StealSource {
+    /// The paravirtual steal clock (KVM's `steal_time`), per wake-up in
+    /// the kernel (BPF backend).
+    StealClock,
+    /// The kernel's per-CPU steal accounting (`kernel_cpustat`), per
+    /// wake-up in the kernel but updated at ticks (BPF backend).
+    Cpustat,
+    /// /proc/stat over the housekeeping interval around the episode.
+    ProcStat,
+}
+
+impl StealSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StealSource::StealClock => "steal_clock",
+            StealSource::Cpustat => "cpustat",
+            StealSource::ProcStat => "proc_stat",
+        }
+    }
+
+    /// Read per wake-up, so that the hypervisor's share can be split off.
+    pub fn per_wakeup(self) -> bool {
+        self != StealSource::ProcStat
+    }
 }
 
 /// How often a kernel function was sampled (`cpu-clock`, `--stacks`) while
@@ -299,10 +354,35 @@ pub struct TraceSummary {
     pub traced_from_ns: u64,
     #[serde(default)]
     pub traced_to_ns: u64,
+    /// The code that held the CPU, identical stacks folded over every
+    /// episode, most episode time first (at most 20; BPF backend).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_top: Vec<crate::HeldStack>,
+    /// Episode stacks the kernel could not take because its stack map was
+    /// full (its slot for the stack held another), and for other reasons.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stacks_map_full: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stacks_failed: u64,
     /// Causes that recurred with a period, strongest evidence first (empty
     /// when none did, and in runs stored before the test existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recurring: Vec<RecurringCause>,
+    /// Where the episodes' steal time came from (None in runs stored
+    /// before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_source: Option<StealSource>,
+    /// The `hypervisor` shares summed over every episode (0 when the
+    /// steal time was not read per wake-up).
+    #[serde(default)]
+    pub hypervisor_ns: Nanos,
+    /// Steal time /proc/stat reported for the measured CPUs over the cell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proc_stat_steal_ns: Option<Nanos>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 #[cfg(test)]
@@ -320,6 +400,7 @@ mod tests {
             CauseKind::TimerIrq,
             CauseKind::Wakeup,
             CauseKind::Return,
+            CauseKind::Hypervisor,
             CauseKind::Unexplained,
         ] {
             let j = serde_json::to_string(&k).unwrap_or_default();
@@ -353,7 +434,11 @@ mod tests {
                 blocking: None,
                 unexplained_ns: Nanos(0),
                 steal_ns: None,
+                steal_source: None,
+                steal_irq_ns: None,
+                steal_sched_ns: None,
                 complete: true,
+                held: None,
             },
             stacks: vec![],
         };

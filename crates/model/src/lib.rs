@@ -11,6 +11,7 @@ mod cpu;
 mod episode;
 mod granularity;
 mod hazard;
+mod held;
 pub mod metric;
 mod micro;
 mod noise;
@@ -25,12 +26,14 @@ mod workload;
 
 pub use cpu::{CpuId, CpuSet, CpuSetError};
 pub use episode::RecurringCause;
+pub use episode::StealSource;
 pub use episode::{
     Breakdown, Cause, CauseKind, CausePart, CauseTotal, Episode, EpisodeWindow, StackCount,
     TraceSummary, WindowEvent,
 };
 pub use granularity::{TimerGranularity, TimerSlack};
 pub use hazard::{Hazard, Severity, SeverityError};
+pub use held::{frames_line, HeldCpu, HeldStack, HeldWhere, StackSite};
 pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};

@@ -156,6 +156,9 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
             "INCOMPLETE: the event window did not reach back to the expiry or the kernel lost records around it; the shares are a lower bound\n"
         });
     }
+    if let Some(line) = crate::held::held_line(e) {
+        out.push_str(&line);
+    }
     if !e.stacks.is_empty() {
         let items: Vec<String> = e
             .stacks
@@ -229,6 +232,12 @@ fn cell_episodes(cell: &CellResult, run_offset: Nanos) -> String {
                 t.episodes_total
             ));
             out.push_str(&cause_totals_table(&t.cause_totals));
+        }
+        if let Some(table) = crate::held::held_table(t) {
+            out.push_str(&format!(
+                "\ncell {idx}: the code that held the CPU, most episode time first\n"
+            ));
+            out.push_str(&table);
         }
         if !t.recurring.is_empty() {
             out.push_str(&format!(

@@ -12,6 +12,7 @@ pub mod exports;
 mod forecast;
 mod granularity;
 mod hazards;
+mod held;
 pub mod html;
 mod json;
 mod list;

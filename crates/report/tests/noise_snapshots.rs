@@ -493,7 +493,11 @@ fn a_noise_episode_names_what_ran_instead_of_the_loop() {
             blocking: Some(thread),
             unexplained_ns: Nanos(0),
             steal_ns: None,
+            steal_source: None,
+            steal_irq_ns: None,
+            steal_sched_ns: None,
             complete: false,
+            held: None,
         },
         stacks: vec![],
     }];

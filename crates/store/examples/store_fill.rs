@@ -818,7 +818,11 @@ fn episode(seq: u32, cpu: u32, offset: u64, latency: u64) -> Episode {
             blocking: Some(thread),
             unexplained_ns: Nanos::ZERO,
             steal_ns: None,
+            steal_source: None,
+            steal_irq_ns: None,
+            steal_sched_ns: None,
             complete: true,
+            held: None,
         },
         stacks: Vec::new(),
     }

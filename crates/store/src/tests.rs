@@ -1146,7 +1146,11 @@ fn episode(seq: u32, cpu: u32, latency: u64) -> Episode {
             } else {
                 None
             },
+            steal_source: None,
+            steal_irq_ns: None,
+            steal_sched_ns: None,
             complete: seq != 3,
+            held: None,
         },
         stacks: if seq == 1 {
             vec![StackCount {

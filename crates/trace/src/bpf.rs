@@ -17,13 +17,16 @@ mod keys;
 
 use std::collections::HashMap;
 
+use latscope_model::StealSource;
 use latscope_platform::bpf::{
-    BpfConfig, BpfHistBucket, BpfHistTotal, RecordedEvent, RecordedKind, TimerRecord, TraceBpf,
+    BpfConfig, BpfHistBucket, BpfHistTotal, RecordedEvent, RecordedKind, StealCounter, TimerRecord,
+    TraceBpf,
 };
 use latscope_stats::Histogram;
 
+use crate::analysis::held::RawHeld;
 use crate::analysis::work::WorkKey;
-use crate::analysis::KernelSample;
+use crate::analysis::{KernelSample, KernelSteal};
 use crate::error::TraceError;
 use crate::event::{Comm, Decoded, EventKind, NameId, Names, TraceEvent};
 
@@ -45,6 +48,9 @@ pub struct BpfTracerConfig {
     /// mode); off when the recorder is followed and the analysis sees every
     /// event anyway.
     pub histograms: bool,
+    /// Kernel stacks for wake-ups later than this, ns: the episode
+    /// threshold (0: none). See [`BpfTracer::held`].
+    pub stack_threshold_ns: u64,
 }
 
 /// A wake-up the kernel decomposed, with whose it is.
@@ -97,6 +103,7 @@ impl BpfTracer {
             cpus: config.cpus.clone(),
             recorder_slots: config.recorder_slots,
             histograms: config.histograms,
+            stack_threshold_ns: config.stack_threshold_ns,
             ..BpfConfig::default()
         })
         .map_err(invalid)?;
@@ -156,6 +163,7 @@ impl BpfTracer {
     pub fn drain(&mut self, out: &mut Vec<KernelRecord>) {
         self.records.clear();
         self.bpf.drain_samples(&mut self.records);
+        let source = self.steal_source();
         out.extend(self.records.iter().map(|r| KernelRecord {
             tid: r.tid as i32,
             cpu: r.cpu,
@@ -164,8 +172,53 @@ impl BpfTracer {
                 callback_now: r.callback_now,
                 callback_time: r.callback_time,
                 switch_in: r.switch_in,
+                steal: source.map(|source| KernelSteal {
+                    source,
+                    irq_ns: u64::from(r.steal_irq),
+                    sched_ns: u64::from(r.steal_sched),
+                }),
             },
         }));
+    }
+
+    /// Where the records' steal figures come from: the paravirtual steal
+    /// clock or the kernel's per-CPU accounting (`None`: the kernel has
+    /// neither where the programs can read it).
+    pub fn steal_source(&self) -> Option<StealSource> {
+        self.bpf.steal_counter().map(|c| match c {
+            StealCounter::StealClock => StealSource::StealClock,
+            StealCounter::Cpustat => StealSource::Cpustat,
+        })
+    }
+
+    /// The kernel's stacks for `cpu`'s wake-up from the hrtimer expiry
+    /// `expires`, when it was later than the stack threshold: taken out of
+    /// the kernel's map (a second call finds nothing).
+    pub fn held(&mut self, cpu: u32, expires: u64) -> Option<RawHeld> {
+        let r = self.bpf.take_held(cpu, expires)?;
+        let irq_ips = r.irq_stack.and_then(|id| self.bpf.stack(id));
+        let yield_ips = r.yield_stack.and_then(|id| self.bpf.stack(id));
+        // The kernel takes prev's stack for every task but idle: none means
+        // it could not (counted in its counters).
+        let note = (r.prev_pid != 0 && yield_ips.is_none())
+            .then(|| "stack not captured (stack map full)".to_string());
+        Some(RawHeld {
+            irq_pid: r.irq_pid,
+            irq_comm: comm_string(&r.irq_comm),
+            irq_ips,
+            prev_pid: r.prev_pid,
+            prev_comm: comm_string(&r.prev_comm),
+            yield_ips,
+            note,
+            depth: latscope_platform::bpf::HELD_DEPTH,
+        })
+    }
+
+    /// Episode stacks the kernel could not take: (stack map full, other).
+    pub fn stack_failures(&self) -> (u64, u64) {
+        self.bpf
+            .counters()
+            .map_or((0, 0), |c| (c.stacks_full, c.stacks_failed))
     }
 
     /// `cpu`'s recorded events from `from` on, oldest first, whether the
@@ -399,6 +452,12 @@ pub fn convert(r: &RecordedEvent, names: &mut Names) -> Option<TraceEvent> {
 fn intern_bytes(names: &mut Names, raw: &[u8]) -> NameId {
     let n = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
     names.intern(&String::from_utf8_lossy(&raw[..n]))
+}
+
+/// A kernel comm (NUL-padded) as text.
+fn comm_string(raw: &[u8; 16]) -> String {
+    let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
+    String::from_utf8_lossy(&raw[..end]).into_owned()
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ fn open() -> Option<BpfTracer> {
         cpus: vec![0, 1],
         recorder_slots: DEFAULT_RECORDER_SLOTS,
         histograms: true,
+        stack_threshold_ns: 0,
     };
     match BpfTracer::open(&config) {
         Ok(t) => Some(t),

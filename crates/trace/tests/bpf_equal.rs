@@ -121,6 +121,7 @@ fn both_backends_decompose_and_explain_the_same_samples_alike() {
         cpus: vec![CPU],
         recorder_slots: DEFAULT_RECORDER_SLOTS,
         histograms: false,
+        stack_threshold_ns: 0,
     })
     .unwrap();
     tracer.enable().unwrap();

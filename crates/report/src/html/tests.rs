@@ -79,6 +79,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
                     parts: Vec::new(),
                 }],
                 complete: true,
+                held: None,
                 ..Breakdown::default()
             },
             stacks: vec![StackCount {

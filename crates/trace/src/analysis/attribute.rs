@@ -548,7 +548,11 @@ pub(crate) fn attribute(
         blocking,
         unexplained_ns: Nanos(unexplained),
         steal_ns: None,
+        steal_source: None,
+        steal_irq_ns: None,
+        steal_sched_ns: None,
         complete,
+        held: None,
     }
 }
 

@@ -25,6 +25,9 @@ pub struct KernelSample {
     pub callback_time: u64,
     /// The clock when the thread was switched in.
     pub switch_in: u64,
+    /// Steal the kernel read from arming to the callback and on to the
+    /// switch-in (`None` without a steal counter).
+    pub steal: Option<super::KernelSteal>,
 }
 
 impl Analyzer {
@@ -32,6 +35,18 @@ impl Analyzer {
     /// the caller copies a window from `deadline - replay_ns()`.
     pub fn replay_ns() -> u64 {
         REPLAY_NS
+    }
+
+    /// The kernel's stacks for the sample handed over next (BPF backend):
+    /// its episode, if it makes one, carries them.
+    pub fn set_held(&mut self, raw: Option<super::held::RawHeld>) {
+        self.held_next = raw;
+    }
+
+    /// Stacks the kernel could not take (map full, other), for the summary.
+    pub fn set_stack_failures(&mut self, map_full: u64, failed: u64) {
+        self.summary.stacks_map_full = map_full;
+        self.summary.stacks_failed = failed;
     }
 
     /// Whether a sample with this latency becomes an episode (and so needs
@@ -87,6 +102,7 @@ impl Analyzer {
                 callback_now: k.callback_now,
                 switch_in: k.switch_in,
                 expires: k.expires,
+                steal: k.steal,
             };
             if let Some((events, _)) = window {
                 align(&mut f, events, tid, wake);

@@ -26,9 +26,11 @@
 //! callbacks are the caller's): results are values the caller stores.
 
 pub mod attribute;
+pub mod held;
 mod kernel;
 mod parts;
 mod recurring;
+mod steal;
 mod udp;
 mod window;
 pub mod work;
@@ -44,6 +46,7 @@ use latscope_stats::{Histogram, MetricResult};
 pub use attribute::{Environment, NoEnvironment};
 use attribute::{Marks, ThreadNames};
 pub use kernel::KernelSample;
+pub use steal::{KernelSteal, HYPERVISOR};
 use window::window_event;
 use work::WorkStats;
 
@@ -184,6 +187,8 @@ pub(crate) struct Found {
     callback_now: u64,
     switch_in: u64,
     expires: i64,
+    /// The kernel's steal figures (BPF backend with a steal counter).
+    steal: Option<KernelSteal>,
 }
 
 const STACK_RING: usize = 8_192;
@@ -212,6 +217,9 @@ pub struct Analyzer {
     decompositions: Vec<Decomposition>,
     /// UDP mode: index into `measured` of the receiver's CPU.
     udp_rx: Option<usize>,
+    /// The kernel's stacks for the next sample's episode (BPF backend).
+    held_next: Option<held::RawHeld>,
+    held_fold: held::HeldFold,
 }
 
 impl Analyzer {
@@ -258,6 +266,8 @@ impl Analyzer {
             keep_decompositions: false,
             decompositions: Vec::new(),
             udp_rx,
+            held_next: None,
+            held_fold: held::HeldFold::default(),
         }
     }
 
@@ -382,7 +392,8 @@ impl Analyzer {
             let e = &self.awaiting_steal[i].0;
             if e.cpu == cpu && e.expiry_ns.0.saturating_add(e.latency_ns.0) <= time {
                 let (mut ep, w) = self.awaiting_steal.swap_remove(i);
-                ep.breakdown.steal_ns = self.steal_between(&ep);
+                let st = self.steal_between(&ep);
+                steal::proc_stat(&mut ep.breakdown, st);
                 self.ready.push((ep, w));
             } else {
                 i += 1;
@@ -520,7 +531,7 @@ impl Analyzer {
                 CauseKind::Irq | CauseKind::TimerIrq => "irq",
                 CauseKind::Softirq => "softirq",
                 CauseKind::Thread | CauseKind::Idle | CauseKind::Wakeup => "thread",
-                CauseKind::Unexplained => "hw",
+                CauseKind::Unexplained | CauseKind::Hypervisor => "hw",
                 // The kernel's entry and exit around another cause: part of
                 // that interruption's cost, not a class of its own.
                 CauseKind::Return => continue,
@@ -578,6 +589,7 @@ impl Analyzer {
                         callback_now: u64::try_from(*now).ok()?,
                         switch_in: s,
                         expires,
+                        steal: None,
                     });
                 }
                 _ => {}
@@ -645,6 +657,9 @@ impl Analyzer {
             // perf time of the same event; report the former.
             breakdown.irq_ns = Nanos(f.callback_now.saturating_sub(deadline).min(latency));
             breakdown.sched_ns = Nanos(f.switch_in.saturating_sub(f.callback_now.max(deadline)));
+            if let Some(k) = f.steal {
+                steal::split(&mut breakdown, k);
+            }
         }
         self.episode_from(m, deadline, wake, breakdown, metric::TIMER_LATENCY, names);
     }
@@ -665,6 +680,11 @@ impl Analyzer {
         }
         let mut breakdown = breakdown;
         parts::symbolize(&mut breakdown.causes, self.symbols.as_ref());
+        if let Some(raw) = self.held_next.take() {
+            let h = held::symbolize(&raw, self.symbols.as_ref());
+            self.held_fold.add(&h, latency);
+            breakdown.held = Some(h);
+        }
         self.summary.episodes_total += 1;
         self.recurring
             .record(self.measured[m].cpu, deadline, latency, &breakdown);
@@ -703,7 +723,8 @@ impl Analyzer {
         let steal = &self.measured[m].steal;
         if steal.back().is_some_and(|(t, _)| *t >= wake) {
             let mut e = episode;
-            e.breakdown.steal_ns = self.steal_between(&e);
+            let st = self.steal_between(&e);
+            steal::proc_stat(&mut e.breakdown, st);
             self.ready.push((e, Some(window)));
         } else {
             self.awaiting_steal.push((episode, Some(window)));
@@ -815,6 +836,8 @@ impl Analyzer {
         });
         s.cause_totals = totals;
         s.recurring = self.recurring.recurring();
+        s.held_top = self.held_fold.top(held::HELD_TOP);
+        s.hypervisor_ns = steal::hypervisor_total(&s.cause_totals);
         s
     }
 

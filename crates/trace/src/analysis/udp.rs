@@ -253,6 +253,10 @@ fn merge(a: Breakdown, b: Breakdown) -> Breakdown {
         blocking,
         unexplained_ns: Nanos(unexplained),
         steal_ns: None,
+        steal_source: None,
+        steal_irq_ns: None,
+        steal_sched_ns: None,
         complete: a.complete && b.complete,
+        held: None,
     }
 }

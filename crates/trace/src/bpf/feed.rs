@@ -71,8 +71,13 @@ impl KernelFeed {
                 .and_then(|q| take_match(q, d, u));
             if analyzer.above_threshold(u.saturating_sub(d)) {
                 let from = d.saturating_sub(Analyzer::replay_ns());
+                // The code that held the CPU, by the kernel's expiry.
+                let held = found.and_then(|k| u64::try_from(k.expires).ok());
+                let held = held.and_then(|e| bpf.held(cpu.0, e));
+                analyzer.set_held(held);
                 let (events, complete, names) = bpf.window(cpu.0, from);
                 analyzer.on_kernel_sample(cpu, d, u, found, Some((events, complete)), names);
+                analyzer.set_held(None);
             } else {
                 analyzer.on_kernel_sample(cpu, d, u, found, None, bpf.names());
             }
@@ -129,6 +134,7 @@ mod tests {
             callback_now: switch_in,
             callback_time: switch_in,
             switch_in,
+            steal: None,
         }
     }
 
