@@ -24,7 +24,8 @@ use crate::windows::Windows;
 /// return) counts as `thread`'s neighbour `own`, so that the five classes
 /// the issue names stay meaningful: `irq` (device interrupts and NMIs),
 /// `softirq`, `thread` (another thread ran), `idle` (late out of idle),
-/// `unexplained` (the hypervisor, or interrupts off), and `own`.
+/// `unexplained` (interrupts off, or the hypervisor where its steal was not
+/// read), `hypervisor` (steal read per wake-up, BPF backend), and `own`.
 pub fn episode_class(e: &Episode) -> &'static str {
     match e.breakdown.causes.first().map(|c| c.kind) {
         Some(CauseKind::Irq | CauseKind::Nmi) => "irq",
@@ -32,6 +33,7 @@ pub fn episode_class(e: &Episode) -> &'static str {
         Some(CauseKind::Thread) => "thread",
         Some(CauseKind::Idle) => "idle",
         Some(CauseKind::TimerIrq | CauseKind::Wakeup | CauseKind::Return) => "own",
+        Some(CauseKind::Hypervisor) => "hypervisor",
         Some(CauseKind::Unexplained) | None => "unexplained",
     }
 }
