@@ -1068,6 +1068,7 @@ fn the_kernel_path_gives_the_perf_paths_decomposition_and_episode() {
         callback_now: D + 3 * US,
         callback_time: D + 3 * US,
         switch_in: D + 500 * US,
+        steal: None,
     };
     let mut bpf = s.run_kernel(50 * US, &[(D, D + 502 * US, Some(k))]);
     assert_eq!(perf.decompositions(), bpf.decompositions());
@@ -1101,6 +1102,7 @@ fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
         callback_now: D + 3 * US,
         callback_time: D + 3 * US,
         switch_in: D + 500 * US,
+        steal: None,
     };
     let mut a = analyzer(50 * US);
     a.on_kernel_sample(
@@ -1118,3 +1120,4 @@ fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
 }
 
 mod deferred;
+mod steal;

@@ -132,6 +132,7 @@ fn the_kernel_path_gives_the_same_parts() {
         callback_now: D + 6 * US,
         callback_time: D + 6 * US,
         switch_in: D + 78 * US,
+        steal: None,
     };
     let mut a = s.run_kernel(20 * US, &[(D, D + 80 * US, Some(k))]);
     let eps = a.take_episodes();
