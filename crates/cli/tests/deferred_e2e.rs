@@ -95,6 +95,31 @@ fn interferers(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Interfered> {
     })
 }
 
+/// A shell loop at nice 19 on every CPU but the measured one, until
+/// `stop` (`nice` and `taskset` from coreutils and util-linux).
+fn idle_fillers(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut loops: Vec<Child> = online()
+            .into_iter()
+            .filter(|&c| c != CPU)
+            .filter_map(|c| {
+                Command::new("nice")
+                    .args(["-n", "19", "taskset", "-c", &c.to_string()])
+                    .args(["sh", "-c", "while :; do :; done"])
+                    .spawn()
+                    .ok()
+            })
+            .collect();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for l in &mut loops {
+            let _ = l.kill();
+            let _ = l.wait();
+        }
+    })
+}
+
 /// `latscope run --trace` on the measured CPU; `None` (and a skip line)
 /// where this machine cannot trace.
 fn traced_run(dir: &std::path::Path) -> Option<Value> {
@@ -291,23 +316,33 @@ fn episodes_name_the_backlog(doc: &Value) {
     );
 }
 
-/// Per event on the measured CPU: `timer <function> <start> <ns>` for each
-/// timer-wheel callback, `napi <device> <end> <ns>` for each NAPI poll
-/// (timed from the NET_RX softirq's entry or the previous poll, as
-/// latscope times it).
+/// Counts and total times on every CPU (latscope's interrupt and
+/// deferred-work statistics are system-wide) per 50 ms bucket of the
+/// clock, as maps printed at exit: `@tc`/`@tt` per timer-wheel callback
+/// function, `@nc`/`@nt` per NAPI device (timed from the NET_RX softirq's
+/// entry or the previous poll on that CPU, as latscope times it).
+/// Aggregating, not printing per event: a `printf` in a probe costs
+/// microseconds, which would land inside the intervals latscope measures
+/// from its own programs on the same tracepoints. Each probe reads the
+/// clock first.
 const BPFTRACE: &str = r#"
-tracepoint:timer:timer_expire_entry /cpu == 0/ { @ts[args->timer] = nsecs; @fn[args->timer] = args->function; }
-tracepoint:timer:timer_expire_exit /cpu == 0 && @ts[args->timer]/ {
-  printf("timer %s %llu %llu\n", ksym(@fn[args->timer]), @ts[args->timer], nsecs - @ts[args->timer]);
-  delete(@ts[args->timer]); delete(@fn[args->timer]);
+tracepoint:timer:timer_expire_entry { @ts[cpu] = nsecs; @tm[cpu] = args->timer; @fn[cpu] = args->function; }
+tracepoint:timer:timer_expire_exit {
+  $t = nsecs; $s = @ts[cpu];
+  if ($s && @tm[cpu] == args->timer) { $b = $s / 50000000; $f = @fn[cpu]; @tc[ksym($f), $b] = count(); @tt[ksym($f), $b] = sum($t - $s); }
+  @ts[cpu] = 0;
 }
-tracepoint:irq:softirq_entry /cpu == 0 && args->vec == 3/ { @mark = nsecs; }
-tracepoint:irq:softirq_exit /cpu == 0 && args->vec == 3/ { @mark = 0; }
-tracepoint:napi:napi_poll /cpu == 0 && @mark/ {
-  printf("napi %s %llu %llu\n", str(args->dev_name), nsecs, nsecs - @mark); @mark = nsecs;
+tracepoint:irq:softirq_entry /args->vec == 3/ { @mark[cpu] = nsecs; }
+tracepoint:irq:softirq_exit /args->vec == 3/ { @mark[cpu] = 0; }
+tracepoint:napi:napi_poll {
+  $t = nsecs; $m = @mark[cpu];
+  if ($m) { $b = $t / 50000000; @nc[str(args->dev_name), $b] = count(); @nt[str(args->dev_name), $b] = sum($t - $m); @mark[cpu] = $t; }
 }
-END { clear(@ts); clear(@fn); clear(@mark); }
+END { clear(@ts); clear(@tm); clear(@fn); clear(@mark); }
 "#;
+
+/// The width of bpftrace's buckets, ns.
+const BUCKET_NS: u64 = 50_000_000;
 
 /// bpftrace running [`BPFTRACE`], its output lines coming through the
 /// channel once it says its probes are attached.
@@ -363,33 +398,51 @@ impl Bpftrace {
             .args(["-INT", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
-        self.lines.try_iter().collect()
+        // The reader thread ends at the pipe's end: wait for its last
+        // lines (the maps bpftrace prints as it exits).
+        let mut out = Vec::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(10)) {
+            out.push(l);
+        }
+        out
     }
 }
 
-/// (count, total ns) per `kind:source` of bpftrace's lines inside the span.
+/// (count, total ns) per `kind:source` from bpftrace's maps, over the
+/// buckets that overlap the span: a superset of it by less than a bucket
+/// at each end (about 2 % of a 4 s run).
 fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64)> {
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for l in lines {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let [kind, name, t, ns] = f[..] else {
+        // `@tc[process_timeout, 34523]: 12`
+        let Some((key, value)) = l.split_once("]: ") else {
             continue;
         };
-        let (Ok(t), Ok(ns)) = (t.parse::<u64>(), ns.parse::<u64>()) else {
+        let Some((map, key)) = key.split_once('[') else {
             continue;
         };
-        // A timer line carries its start, a NAPI line its end.
-        let start = if kind == "napi" {
-            t.saturating_sub(ns)
-        } else {
-            t
+        let Some((name, bucket)) = key.rsplit_once(", ") else {
+            continue;
         };
-        if start < from || t > to {
+        let (Ok(bucket), Ok(value)) = (bucket.parse::<u64>(), value.trim().parse::<u64>()) else {
+            continue;
+        };
+        if bucket * BUCKET_NS >= to || (bucket + 1) * BUCKET_NS <= from {
             continue;
         }
+        let (kind, total) = match map {
+            "@tc" => ("timer", false),
+            "@tt" => ("timer", true),
+            "@nc" => ("napi", false),
+            "@nt" => ("napi", true),
+            _ => continue,
+        };
         let e = out.entry(format!("{kind}:{name}")).or_default();
-        e.0 += 1;
-        e.1 += ns;
+        if total {
+            e.1 += value;
+        } else {
+            e.0 += value;
+        }
     }
     out
 }
@@ -409,7 +462,14 @@ fn bpftrace_case() {
     let Some(bt) = Bpftrace::start() else {
         return;
     };
-    let (doc, _) = common::control::while_running(interferers, || traced_run(dir.path()));
+    // CPU 1 of the development VM emits no tracepoints to perf while its
+    // idle task runs (docs/tracing.md), and timer callbacks on an idle CPU
+    // run in the idle task: a spinner at the lowest priority keeps the
+    // other CPUs busy, so that both tracers see the same events.
+    let (doc, _) = common::control::while_running(interferers, || {
+        let (doc, ()) = common::control::while_running(idle_fillers, || traced_run(dir.path()));
+        doc
+    });
     let lines = bt.stop();
     let Some(doc) = doc else {
         return;
@@ -420,18 +480,18 @@ fn bpftrace_case() {
     if too_noisy("records the kernel dropped", 0.0, lost as f64).is_some() {
         return;
     }
+    let near = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.1 * b as f64;
+    let mut disagree = Vec::new();
     let mut compared = 0;
     for (name, &(n, total)) in theirs.iter().filter(|(_, v)| v.0 >= 200) {
         let (m, mt) = ours.get(name).copied().unwrap_or_default();
         eprintln!("{name}: bpftrace {n} runs, {total} ns; latscope {m} runs, {mt} ns");
-        let near = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.1 * b as f64;
-        assert!(near(m, n), "{name}: {m} runs against bpftrace's {n}");
-        assert!(
-            near(mt, total),
-            "{name}: {mt} ns against bpftrace's {total}"
-        );
+        if !near(m, n) || !near(mt, total) {
+            disagree.push(format!("{name}: {m} runs, {mt} ns against {n}, {total}"));
+        }
         compared += 1;
     }
+    assert!(disagree.is_empty(), "beyond 10 %: {disagree:?}");
     assert!(
         theirs.contains_key("timer:process_timeout") && theirs.contains_key("napi:(no_device)"),
         "bpftrace saw the interferers' work: {:?}",

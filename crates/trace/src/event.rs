@@ -194,7 +194,9 @@ pub enum EventKind {
 pub enum DeferredKind {
     /// A timer-wheel callback, by function.
     Timer,
-    /// An hrtimer callback other than a measuring thread's own, by function.
+    /// An hrtimer callback, by function: every one in the histograms (the
+    /// measuring threads' own `hrtimer_wakeup` included), every one but
+    /// our own timer's in an episode's parts.
     Hrtimer,
     /// A tasklet, by function.
     Tasklet,

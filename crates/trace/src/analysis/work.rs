@@ -43,7 +43,7 @@ pub enum WorkKey {
     },
     /// Deferred work by what ran: `vec` is the softirq it ran in
     /// ([`HARDIRQ_CONTEXT`] for a hard interrupt), `source` the function's
-    /// address, or for a NAPI poll the device's [`NameId`]; 0 is the
+    /// address, or for a NAPI poll 1 + the device name's [`NameId`]; 0 is the
     /// overflow bucket ("(other)") once [`MAX_DEFERRED_SOURCES`] are kept.
     Deferred {
         vec: u32,
@@ -214,7 +214,7 @@ impl WorkStats {
             EventKind::NapiPoll { dev, .. } => c
                 .napi_mark
                 .replace(t)
-                .map(|mark| (DeferredKind::Napi, (NET_RX, u64::from(dev.0), mark))),
+                .map(|mark| (DeferredKind::Napi, (NET_RX, u64::from(dev.0) + 1, mark))),
             _ => None,
         };
         if let Some((kind, (vec, source, start))) = done {
@@ -329,8 +329,9 @@ pub fn deferred_name(
 ) -> String {
     let what = match (kind, source) {
         (_, 0) => "(other)".to_string(),
+        // 1 + the device name's id: 0 is the overflow bucket.
         (DeferredKind::Napi, id) => names
-            .get(NameId(u32::try_from(id).unwrap_or(u32::MAX)))
+            .get(NameId(u32::try_from(id - 1).unwrap_or(u32::MAX)))
             .to_string(),
         (_, f) => symbol(f).unwrap_or_else(|| format!("{f:#x}")),
     };

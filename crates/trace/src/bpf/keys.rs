@@ -73,7 +73,8 @@ impl WorkKeys {
         }
     }
 
-    /// A NAPI instance's source: the id of its device's name.
+    /// A NAPI instance's source: 1 + the id of its device's name (0 is
+    /// the overflow bucket, as for functions).
     fn napi_source(
         &mut self,
         napi: u64,
@@ -84,7 +85,7 @@ impl WorkKeys {
             .napi_names
             .entry(napi)
             .or_insert_with(|| name_of(napi).map(|n| names.intern(&n)));
-        id.map_or(0, |id| u64::from(id.0))
+        id.map_or(0, |id| u64::from(id.0) + 1)
     }
 
     /// The key of (context, kind, source), source 0 once
@@ -165,7 +166,7 @@ mod tests {
             (n == 0xa).then(|| "(no_device)".to_string())
         };
         let lo = k.napi_source(0xa, &mut ask, &mut names);
-        assert_eq!(names.get(NameId(lo as u32)), "(no_device)");
+        assert_eq!(names.get(NameId(lo as u32 - 1)), "(no_device)");
         assert_eq!(k.napi_source(0xa, &mut ask, &mut names), lo);
         assert_eq!(k.napi_source(0xb, &mut ask, &mut names), 0);
         assert_eq!(k.napi_source(0xb, &mut ask, &mut names), 0);
