@@ -286,6 +286,13 @@ impl TraceBpf {
             .filter(|_| diag != "steal-off");
         let steal_on = u32::from(steal.is_some());
         let steal_delta = steal.map_or(0, |l| l.delta);
+        // `stacks-off`: no episode stacks (timer.bpf.c, "The code that held
+        // the CPU"), to weigh what they cost.
+        let stack_threshold: u64 = if diag == "stacks-off" {
+            0
+        } else {
+            config.stack_threshold_ns
+        };
         // Sample rings for the recorded CPUs, or for every CPU when only the
         // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
@@ -327,7 +334,7 @@ impl TraceBpf {
             .set_global("steal_on", &steal_on, true)
             .set_global("steal_delta", &steal_delta, true)
             .set_global("rows_per_table", &hist_rows, true)
-            .set_global("stack_threshold", &config.stack_threshold_ns, true)
+            .set_global("stack_threshold", &stack_threshold, true)
             .load(&object)
             .map_err(|e| err("loading")(e.to_string()))?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
