@@ -729,6 +729,13 @@ pub struct CheckArgs {
     /// Print the findings as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Quote what a traced run measured of the hypervisor (its episodes'
+    /// hypervisor share and /proc/stat steal) in the steal findings: a run
+    /// id or `latest`.
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+    #[command(flatten)]
+    pub store: StoreArg,
 }
 
 #[derive(Args, Debug)]

@@ -147,6 +147,11 @@ impl BpfReader {
         s.lost_records += self.bpf.lost();
         s.missing_events = self.bpf.missing_events().to_vec();
         s.bpf_prog_ns = self.bpf.prog_ns();
+        s.steal_source = Some(
+            self.bpf
+                .steal_source()
+                .unwrap_or(latscope_model::StealSource::ProcStat),
+        );
         let (full, failed) = self.bpf.stack_failures();
         s.stacks_map_full = full;
         s.stacks_failed = failed;

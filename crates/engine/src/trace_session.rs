@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, TraceSummary};
+use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StealSource, TraceSummary};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::Handoff;
 use latscope_stats::MetricResult;
@@ -266,6 +266,7 @@ impl TraceSession {
             stop: Arc::clone(&stop),
             publish_every: publish_every.0.max(100_000_000),
             span: (enabled_at_ns, enabled_at_ns),
+            steal_span: BTreeMap::new(),
         };
         let handle = std::thread::Builder::new()
             .name("lat-trace".into())
@@ -323,6 +324,9 @@ struct Worker {
     /// From the tracer's enabling to its last read (to its disabling at
     /// the end): what the statistics cover.
     span: (u64, u64),
+    /// Per measured CPU: /proc/stat's steal at the first and the last
+    /// reading, for the run's total beside the episodes' hypervisor share.
+    steal_span: BTreeMap<CpuId, (u64, u64)>,
 }
 
 impl Worker {
@@ -370,6 +374,7 @@ impl Worker {
                 last_steal = now;
                 for (cpu, steal) in steal_reader.read(&cpus) {
                     self.analyzer.on_steal(cpu, now, steal);
+                    self.steal_span.entry(cpu).or_insert((steal, steal)).1 = steal;
                 }
                 self.analyzer.trim();
             }
@@ -441,9 +446,18 @@ impl Worker {
             Reader::Perf(t) => {
                 s.backend = "perf".into();
                 s.missing_events = t.missing_events().to_vec();
+                s.steal_source = Some(StealSource::ProcStat);
             }
             Reader::Bpf(r) => r.summarize(&mut s),
         }
+        s.proc_stat_steal_ns = (!self.steal_span.is_empty()).then(|| {
+            Nanos(
+                self.steal_span
+                    .values()
+                    .map(|(first, last)| last.saturating_sub(*first))
+                    .sum(),
+            )
+        });
         s
     }
 }

@@ -365,6 +365,9 @@ pub fn tracer_line(t: &TraceSummary, duration: Nanos) -> String {
         "episodes above {}: {} seen, {} kept (cap {})",
         t.threshold_ns, t.episodes_total, t.episodes_kept, t.episode_cap
     ));
+    if let Some(line) = crate::steal::hypervisor_line(t) {
+        parts.push(line);
+    }
     if t.samples_undecomposed > 0 {
         let per_cpu: Vec<String> = t
             .undecomposed_per_cpu

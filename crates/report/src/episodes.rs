@@ -144,10 +144,7 @@ pub fn episode_text(e: &Episode, run_offset: Nanos) -> String {
         )),
         (None, true) => out.push_str("thread that ran instead: none\n"),
     }
-    let steal = match b.steal_ns {
-        Some(s) => format!("steal {s} (hypervisor, over the housekeeping interval)"),
-        None => "steal unknown".to_string(),
-    };
+    let steal = crate::steal::episode_steal(b);
     out.push_str(&format!("unexplained {} · {steal}\n", b.unexplained_ns));
     if !b.complete {
         out.push_str(if gap {
@@ -232,6 +229,9 @@ fn cell_episodes(cell: &CellResult, run_offset: Nanos) -> String {
                 t.episodes_total
             ));
             out.push_str(&cause_totals_table(&t.cause_totals));
+            if let Some(line) = crate::steal::hypervisor_line(t) {
+                out.push_str(&format!("{line}\n"));
+            }
         }
         if let Some(table) = crate::held::held_table(t) {
             out.push_str(&format!(

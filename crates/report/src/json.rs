@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use latscope_model::{
     metric, Capabilities, Cause, CellSettings, Episode, NoiseClass, NoiseClock, NoiseCpuStats,
-    RunSource, RunStatus, StackCount, SystemInfo, TimerCpuStats, TraceSummary, UdpPath, UdpStats,
-    WorkloadStats,
+    RunSource, RunStatus, StackCount, StealSource, SystemInfo, TimerCpuStats, TraceSummary,
+    UdpPath, UdpStats, WorkloadStats,
 };
 use latscope_stats::{late_mode, Histogram, MetricResult, RunResult, Spacing, Summary};
 use serde::Serialize;
@@ -220,7 +220,16 @@ pub struct BreakdownJson<'a> {
     pub unexplained_ns: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steal_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_source: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_irq_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steal_sched_ns: Option<u64>,
     pub complete: bool,
+    /// The code that held the CPU (BPF backend; docs/tracing.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<&'a latscope_model::HeldCpu>,
 }
 
 #[derive(Serialize)]
@@ -300,7 +309,11 @@ fn episode_json(cell: u32, e: &Episode) -> EpisodeJson<'_> {
             blocking: b.blocking.as_ref().map(cause_json),
             unexplained_ns: b.unexplained_ns.0,
             steal_ns: b.steal_ns.map(|s| s.0),
+            steal_source: b.steal_source.map(StealSource::as_str),
+            steal_irq_ns: b.steal_irq_ns.map(|s| s.0),
+            steal_sched_ns: b.steal_sched_ns.map(|s| s.0),
             complete: b.complete,
+            held: b.held.as_ref(),
         },
         stacks: e.stacks.iter().map(stack_json).collect(),
     }

@@ -22,6 +22,7 @@ mod noise;
 pub mod perfetto;
 mod recurring;
 mod sched;
+mod steal;
 mod table;
 mod text;
 mod time;
@@ -49,6 +50,7 @@ pub use micro::{
 };
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
+pub use steal::run_steal_note;
 pub use table::Table;
 pub use text::{histogram_tables, run_header, run_summary, summary_tables};
 pub use time::format_utc;

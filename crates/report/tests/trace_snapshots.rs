@@ -118,6 +118,7 @@ fn episodes() -> Vec<Episode> {
                 steal_source: None,
                 steal_irq_ns: None,
                 steal_sched_ns: None,
+                held: None,
                 complete: false,
             },
             stacks: vec![
@@ -427,7 +428,7 @@ return     latscope-timer                       17.0µs          2.8%
 wakeup     wakeup                               10.0µs          1.6%
 timer_irq  hrtimer_wakeup                       5.00µs          0.8%
 blocking thread: burner (pid 4242, fifo 90) ran 580µs while ours was runnable
-unexplained 0ns · steal 0ns (hypervisor, over the housekeeping interval)
+unexplained 0ns · steal 0ns (hypervisor, over the housekeeping interval, not split)
 
 episode 2 · CPU 0 · 4.10s into the run · timer.latency 2.40ms = irq 2.38ms + sched 12.0µs + return 8.00µs · CPU idle at expiry
 kind         name                          pid  policy/prio  duration  % of latency

@@ -15,7 +15,7 @@ const SHOWN: usize = 30;
 /// Causes and stack functions named per episode.
 const NAMED: usize = 3;
 
-const KINDS: [CauseKind; 9] = [
+const KINDS: [CauseKind; 10] = [
     CauseKind::Idle,
     CauseKind::TimerIrq,
     CauseKind::Irq,
@@ -24,6 +24,7 @@ const KINDS: [CauseKind; 9] = [
     CauseKind::Thread,
     CauseKind::Wakeup,
     CauseKind::Return,
+    CauseKind::Hypervisor,
     CauseKind::Unexplained,
 ];
 
@@ -127,7 +128,7 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
     if !svg.is_empty() {
         out.push_str(&figure(
             &svg,
-            "The longest episodes' latencies split by kind of cause: idle (late out of idle), timer_irq (the interrupt that delivered our timer), irq and softirq (other handlers), thread (another thread ran), wakeup and return (our own path), unexplained.",
+            "The longest episodes' latencies split by kind of cause: idle (late out of idle), timer_irq (the interrupt that delivered our timer), irq and softirq (other handlers), thread (another thread ran), wakeup and return (our own path), hypervisor (steal read per wake-up), unexplained.",
         ));
     }
     let header = [
@@ -198,6 +199,9 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
             ),
             Some("note"),
         ));
+    }
+    if let Some(line) = c.trace.as_ref().and_then(crate::steal::hypervisor_line) {
+        out.push_str(&para(&line, Some("note")));
     }
     out
 }
