@@ -104,6 +104,7 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
             out.push_str("<h4>Causes that recurred with a period</h4>");
             out.push_str(&table(&header, &rows, 2));
         }
+        out.push_str(&super::held::held_section(t));
     }
     if c.episodes.is_empty() {
         return out;
@@ -142,6 +143,7 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
         "main causes",
         "blocked by",
         "kernel functions sampled",
+        "held the CPU",
     ];
     let rows: Vec<Vec<String>> = shown
         .iter()
@@ -172,6 +174,7 @@ pub(super) fn episodes_section(c: &CellResult) -> String {
                 causes.join("; "),
                 b.blocking.as_ref().map(cause_text).unwrap_or_default(),
                 stacks.join("; "),
+                super::held::held_cell(e),
             ]
         })
         .collect();

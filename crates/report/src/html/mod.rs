@@ -19,6 +19,7 @@ mod diagnostics;
 mod episodes;
 mod escape;
 mod forecast;
+mod held;
 mod intervals;
 pub use intervals::MAX_POINTS as INTERVAL_PLOT_POINTS;
 mod micro;

@@ -1,0 +1,175 @@
+//! The code that held the CPU (BPF backend), on the real kernel: a
+//! SCHED_OTHER thread that spends long stretches in the kernel writing and
+//! unlinking a file on the measured CPU must be named, in the episodes it
+//! blocked, by where it yielded (`breakdown.held.yielded`); the control
+//! (the same run without it) must show that path nowhere.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use common::control::{control_and_interfered, too_noisy};
+use common::*;
+use latscope_model::CpuId;
+use latscope_platform::set_affinity;
+use serde_json::Value;
+
+const BURNER: &str = "ka-held";
+const CPU: u32 = 0;
+/// The burner's kernel path: the system calls it spends its time in. On
+/// a kernel without preemption (or with voluntary preemption) it yields
+/// only at `cond_resched` inside them, so its yield stack runs through
+/// one of these (whatever the file system below).
+const PATH: [&str; 2] = ["vfs_write", "do_unlinkat"];
+
+/// A SCHED_OTHER thread on `CPU` writing 128 MB into a new file in `dir`
+/// and unlinking it, over and over: page-cache allocation and copying,
+/// then freeing it at eviction, long stretches without a user-mode return.
+fn kernel_writer(
+    dir: std::path::PathBuf,
+) -> impl FnOnce(Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    move |stop: Arc<AtomicBool>| {
+        std::thread::Builder::new()
+            .name(BURNER.into())
+            .spawn(move || {
+                use std::io::Write;
+                set_affinity(CpuId(CPU)).unwrap();
+                let buf = vec![1u8; 4 << 20];
+                let file = dir.join("burn");
+                while !stop.load(Ordering::Relaxed) {
+                    let mut f = std::fs::File::create(&file).unwrap();
+                    for _ in 0..32 {
+                        f.write_all(&buf).unwrap();
+                    }
+                    drop(f);
+                    std::fs::remove_file(&file).unwrap();
+                }
+            })
+            .unwrap()
+    }
+}
+
+fn run(dir: &std::path::Path) -> Value {
+    let store = store_in(dir);
+    let json = dir.join("held.json");
+    let o = latscope(&[
+        "run",
+        "--trace",
+        "--trace-backend",
+        "bpf",
+        "--cpus",
+        &CPU.to_string(),
+        "--priority",
+        "80",
+        "--period",
+        "1ms",
+        "--duration",
+        "6s",
+        "--threshold",
+        "200us",
+        "--store",
+        store.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    read_json(&json)
+}
+
+fn yielded_frames(e: &Value) -> Vec<&str> {
+    e["breakdown"]["held"]["yielded"]["frames"]
+        .as_array()
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn on_path(e: &Value) -> bool {
+    yielded_frames(e).iter().any(|f| PATH.contains(f))
+}
+
+fn episodes(doc: &Value) -> &[Value] {
+    doc["episodes"].as_array().map_or(&[], Vec::as_slice)
+}
+
+#[test]
+fn episodes_name_where_the_blocking_thread_yielded() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for real-time priority and BPF");
+        return;
+    }
+    if !latscope_platform::bpf::built() {
+        eprintln!("skipped: needs the BPF backend (perf gives no per-episode stacks)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (ctl_dir, run_dir) = (dir.path().join("control"), dir.path().join("interfered"));
+    std::fs::create_dir_all(&ctl_dir).unwrap();
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let (runs, ()) = control_and_interfered(kernel_writer(run_dir.clone()), |name| {
+        run(if name == "control" {
+            &ctl_dir
+        } else {
+            &run_dir
+        })
+    });
+    let (control, doc) = (runs.control, runs.interfered);
+    if doc["capabilities"]["tracepoints"] != Value::Bool(true) {
+        eprintln!("skipped: needs kernel tracepoints");
+        return;
+    }
+    assert_eq!(doc["cells"][0]["trace"]["backend"], "bpf");
+    let ctl = episodes(&control);
+    let ctl_on_path = ctl.iter().filter(|e| on_path(e)).count();
+    eprintln!(
+        "control: {} episodes above 200 µs, {} with a held record, {ctl_on_path} yielded in {PATH:?}",
+        ctl.len(),
+        ctl.iter().filter(|e| e["breakdown"]["held"].is_object()).count()
+    );
+    if too_noisy(
+        "control: episodes above 200 µs in 6 s",
+        60.0,
+        ctl.len() as f64,
+    )
+    .is_some()
+    {
+        return;
+    }
+    assert_eq!(ctl_on_path, 0, "the control shows the burner's path");
+    judge_interfered(&doc);
+}
+
+fn judge_interfered(doc: &Value) {
+    let eps = episodes(doc);
+    let blocked: Vec<&Value> = eps
+        .iter()
+        .filter(|e| e["breakdown"]["blocking"]["name"] == BURNER)
+        .collect();
+    let held: Vec<&Value> = blocked
+        .iter()
+        .copied()
+        .filter(|e| e["breakdown"]["held"].is_object())
+        .collect();
+    let named = held.iter().filter(|e| on_path(e)).count();
+    let pct = 100.0 * named as f64 / held.len().max(1) as f64;
+    eprintln!(
+        "interfered: {} episodes, {} blocked by {BURNER}, {} of them with a held record, {named} ({pct:.1} %) yielded in {PATH:?}",
+        eps.len(),
+        blocked.len(),
+        held.len()
+    );
+    if let Some(e) = held.iter().find(|e| on_path(e)) {
+        eprintln!("e.g. {BURNER} yielded at {}", yielded_frames(e).join(" ← "));
+    }
+    assert!(
+        blocked.len() >= 50,
+        "the burner blocked only {} episodes",
+        blocked.len()
+    );
+    assert!(held.len() * 2 >= blocked.len(), "too few held records");
+    assert!(pct >= 80.0, "only {pct:.1} % name the burner's path");
+}
