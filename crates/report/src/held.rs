@@ -76,3 +76,30 @@ pub fn held_table(t: &TraceSummary) -> Option<String> {
     }
     Some(out)
 }
+
+/// The held stacks as args of an episode's slice in the Perfetto export:
+/// `held_at_expiry` and `yielded`, each `{task, pid, frames, ...}` (frames
+/// innermost first), and `held_note`; absent keys for what is missing.
+pub fn held_args(e: &Episode, args: &mut serde_json::Value) {
+    let (Some(h), Some(map)) = (e.breakdown.held.as_ref(), args.as_object_mut()) else {
+        return;
+    };
+    let site = |s: &latscope_model::StackSite| {
+        serde_json::json!({
+            "task": s.comm,
+            "pid": s.pid,
+            "user_mode": s.user_mode,
+            "frames": s.frames,
+            "truncated": s.truncated,
+        })
+    };
+    if let Some(s) = &h.at_expiry {
+        map.insert("held_at_expiry".into(), site(s));
+    }
+    if let Some(s) = &h.yielded {
+        map.insert("yielded".into(), site(s));
+    }
+    if let Some(n) = &h.note {
+        map.insert("held_note".into(), n.clone().into());
+    }
+}

@@ -379,6 +379,17 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
             })
         })
         .collect();
+    let mut args = json!({
+        "latency_ns": episode.latency_ns.0,
+        "irq_ns": bd.irq_ns.0,
+        "sched_ns": bd.sched_ns.0,
+        "return_ns": bd.return_ns.0,
+        "idle_at_expiry": bd.idle_at_expiry,
+        "complete": bd.complete,
+        "unexplained_ns": bd.unexplained_ns.0,
+        "causes": causes,
+    });
+    crate::held::held_args(episode, &mut args);
     b.slice(
         ep_cpu,
         Track::Episode,
@@ -388,16 +399,7 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         ),
         expiry,
         wake,
-        json!({
-            "latency_ns": episode.latency_ns.0,
-            "irq_ns": bd.irq_ns.0,
-            "sched_ns": bd.sched_ns.0,
-            "return_ns": bd.return_ns.0,
-            "idle_at_expiry": bd.idle_at_expiry,
-            "complete": bd.complete,
-            "unexplained_ns": bd.unexplained_ns.0,
-            "causes": causes,
-        }),
+        args,
     );
     let mut t = expiry;
     for (name, d) in [

@@ -530,3 +530,40 @@ fn truncated_and_lossy_windows_stay_balanced() {
         assert_valid(&perfetto_trace(RunId(1), &episode(), &w));
     }
 }
+
+#[test]
+fn the_episode_slice_carries_the_code_that_held_the_cpu() {
+    use latscope_model::{HeldCpu, StackSite};
+    let without = perfetto_trace(RunId(3), &episode(), &window());
+    let args = &find(&without, "X", "episode 4: timer.latency 612µs")[0]["args"];
+    assert!(args.get("held_at_expiry").is_none() && args.get("yielded").is_none());
+
+    let mut e = episode();
+    let site = |comm: &str, frames: &[&str]| StackSite {
+        comm: comm.into(),
+        pid: 4242,
+        frames: frames.iter().map(|f| f.to_string()).collect(),
+        ..StackSite::default()
+    };
+    e.breakdown.held = Some(HeldCpu {
+        at_expiry: Some(site("burner", &["clear_page_erms", "clear_huge_page"])),
+        yielded: Some(site(
+            "burner",
+            &["__cond_resched", "generic_perform_write", "vfs_write"],
+        )),
+        note: Some("stack map full".into()),
+    });
+    let doc = perfetto_trace(RunId(3), &e, &window());
+    assert_valid(&doc);
+    let args = &find(&doc, "X", "episode 4: timer.latency 612µs")[0]["args"];
+    assert_eq!(args["held_at_expiry"]["task"], "burner");
+    assert_eq!(args["held_at_expiry"]["frames"][0], "clear_page_erms");
+    assert_eq!(args["yielded"]["pid"], 4242);
+    assert_eq!(
+        args["yielded"]["frames"],
+        serde_json::json!(["__cond_resched", "generic_perform_write", "vfs_write"])
+    );
+    assert_eq!(args["held_note"], "stack map full");
+    // The rest of the args are still there.
+    assert_eq!(args["latency_ns"], 612_000);
+}
