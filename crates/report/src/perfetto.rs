@@ -390,6 +390,7 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         "causes": causes,
     });
     crate::held::held_args(episode, &mut args);
+    crate::steal::steal_args(bd, &mut args);
     b.slice(
         ep_cpu,
         Track::Episode,

@@ -69,6 +69,26 @@ pub fn hypervisor_line(t: &TraceSummary) -> Option<String> {
     })
 }
 
+/// The episode's steal in its trace-viewer slice's arguments, when known.
+pub fn steal_args(b: &Breakdown, args: &mut serde_json::Value) {
+    let Some(map) = args.as_object_mut() else {
+        return;
+    };
+    let fields = [
+        ("steal_ns", b.steal_ns),
+        ("steal_irq_ns", b.steal_irq_ns),
+        ("steal_sched_ns", b.steal_sched_ns),
+    ];
+    for (key, v) in fields {
+        if let Some(v) = v {
+            map.insert(key.into(), v.0.into());
+        }
+    }
+    if let Some(s) = b.steal_source {
+        map.insert("steal_source".into(), s.as_str().into());
+    }
+}
+
 /// What run `run` measured of the hypervisor, for `check --run`: the
 /// hypervisor's share of its episodes' time where the steal clock was read
 /// per wake-up, and /proc/stat's steal over its traced cells. `None` when
