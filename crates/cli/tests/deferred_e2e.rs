@@ -324,7 +324,12 @@ fn episodes_name_the_backlog(doc: &Value) {
 /// Aggregating, not printing per event: a `printf` in a probe costs
 /// microseconds, which would land inside the intervals latscope measures
 /// from its own programs on the same tracepoints. Each probe reads the
-/// clock first.
+/// clock first, and the NAPI probe keys by the instance, not its name (a
+/// string copy in it made latscope's polls read 10 % longer than
+/// bpftrace's: bpftrace's probes run first, so their time at a poll
+/// falls inside latscope's interval, their time at the softirq's entry
+/// inside bpftrace's). The names come from a second probe, once per
+/// instance.
 const BPFTRACE: &str = r#"
 tracepoint:timer:timer_expire_entry { @ts[cpu] = nsecs; @tm[cpu] = args->timer; @fn[cpu] = args->function; }
 tracepoint:timer:timer_expire_exit {
@@ -336,9 +341,10 @@ tracepoint:irq:softirq_entry /args->vec == 3/ { @mark[cpu] = nsecs; }
 tracepoint:irq:softirq_exit /args->vec == 3/ { @mark[cpu] = 0; }
 tracepoint:napi:napi_poll {
   $t = nsecs; $m = @mark[cpu];
-  if ($m) { $b = $t / 50000000; @nc[str(args->dev_name), $b] = count(); @nt[str(args->dev_name), $b] = sum($t - $m); @mark[cpu] = $t; }
+  if ($m) { $b = $t / 50000000; @nc[args->napi, $b] = count(); @nt[args->napi, $b] = sum($t - $m); @mark[cpu] = $t; }
 }
-END { clear(@ts); clear(@tm); clear(@fn); clear(@mark); }
+tracepoint:napi:napi_poll /!@named[args->napi]/ { @named[args->napi] = 1; @nn[args->napi] = str(args->dev_name); }
+END { clear(@ts); clear(@tm); clear(@fn); clear(@mark); clear(@named); }
 "#;
 
 /// The width of bpftrace's buckets, ns.
@@ -412,6 +418,11 @@ impl Bpftrace {
 /// buckets that overlap the span: a superset of it by less than a bucket
 /// at each end (about 2 % of a 4 s run).
 fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64)> {
+    // `@nn[0xffff888…]: (no_device)`: a NAPI instance's device.
+    let devices: BTreeMap<&str, &str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("@nn[")?.split_once("]: "))
+        .collect();
     let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for l in lines {
         // `@tc[process_timeout, 34523]: 12`
@@ -436,6 +447,11 @@ fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64
             "@nc" => ("napi", false),
             "@nt" => ("napi", true),
             _ => continue,
+        };
+        let name = if kind == "napi" {
+            devices.get(name).copied().unwrap_or(name)
+        } else {
+            name
         };
         let e = out.entry(format!("{kind}:{name}")).or_default();
         if total {
@@ -481,12 +497,21 @@ fn bpftrace_case() {
         return;
     }
     let near = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.1 * b as f64;
+    // Two tracers on one tracepoint each time an interval from their own
+    // program: bpftrace's probes run first, so its probe at the closing
+    // tracepoint lies inside latscope's interval and the one at the
+    // opening tracepoint outside it. Measured here: latscope's intervals
+    // 0.37-0.40 µs longer per event on both backends (polls and callbacks
+    // of 3-4 µs). Each event is allowed that cost of an aggregating probe,
+    // 0.5 µs, beyond the 10 %.
+    let near_time =
+        |a: u64, b: u64, n: u64| (a as f64 - b as f64).abs() <= 0.1 * b as f64 + 500.0 * n as f64;
     let mut disagree = Vec::new();
     let mut compared = 0;
     for (name, &(n, total)) in theirs.iter().filter(|(_, v)| v.0 >= 200) {
         let (m, mt) = ours.get(name).copied().unwrap_or_default();
         eprintln!("{name}: bpftrace {n} runs, {total} ns; latscope {m} runs, {mt} ns");
-        if !near(m, n) || !near(mt, total) {
+        if !near(m, n) || !near_time(mt, total, n) {
             disagree.push(format!("{name}: {m} runs, {mt} ns against {n}, {total}"));
         }
         compared += 1;
