@@ -31,8 +31,8 @@ command -v python3 >/dev/null || die "needs python3"
 [ -x "$LATSCOPE" ] || die "no latscope binary at $LATSCOPE: run 'cargo build --release'"
 [ -e "$STATS" ] || die "$STATS does not exist: this kernel cannot count BPF run time"
 case "${LATSCOPE_BPF_DIAG:-}" in
-    ''|recorder|attached|empty|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit|deferred-off|steal-off|stacks-off) ;;
-    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, empty, hist-off, softirq-at-once, warm-on, recorder-off, elide-own, no-waking-exit, deferred-off, steal-off or stacks-off (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
+    ''|recorder|attached|empty|hist-off|softirq-at-once|warm-on|recorder-off|elide-own|no-waking-exit|deferred-off|steal-off|stacks-off|new-off) ;;
+    *) die "LATSCOPE_BPF_DIAG must be recorder, attached, empty, hist-off, softirq-at-once, warm-on, recorder-off, elide-own, no-waking-exit, deferred-off, steal-off, stacks-off or new-off (or unset), not '$LATSCOPE_BPF_DIAG'" ;;
 esac
 export LATSCOPE_BPF_DIAG=${LATSCOPE_BPF_DIAG:-}
 

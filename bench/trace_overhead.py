@@ -782,7 +782,8 @@ def parse_periods(text):
 # The values crates/platform/src/bpf/loaded.rs acts on; latscope runs an
 # unknown one as if unset, so a misspelt --d-diag would weigh nothing.
 D_DIAGS = ("recorder", "attached", "empty", "detached", "hist-off", "softirq-at-once",
-           "warm-on", "recorder-off", "elide-own", "no-waking-exit", "deferred-off")
+           "warm-on", "recorder-off", "elide-own", "no-waking-exit", "deferred-off",
+           "steal-off", "stacks-off", "new-off")
 
 
 def parser():

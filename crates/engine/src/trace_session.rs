@@ -148,6 +148,11 @@ pub fn open(
                         Ok(d @ "hist-off") => format!(
                             "; LATSCOPE_BPF_DIAG={d}: a diagnostic, no interrupt or work histograms"
                         ),
+                        Ok(d @ ("deferred-off" | "steal-off" | "stacks-off" | "new-off")) => {
+                            format!(
+                                "; LATSCOPE_BPF_DIAG={d}: a diagnostic, without some of what episodes and the deferred-work tables show"
+                            )
+                        }
                         Ok(d @ ("softirq-at-once" | "warm-on")) => {
                             format!("; LATSCOPE_BPF_DIAG={d}: a diagnostic")
                         }

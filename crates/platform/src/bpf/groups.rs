@@ -78,7 +78,7 @@ pub(super) fn attached_optional_groups(diag: &str) -> Vec<Group> {
     }
     let left_out: &[&str] = match diag {
         "no-waking-exit" => &NOT_ATTACHED,
-        "deferred-off" => &DEFERRED,
+        "deferred-off" | "new-off" => &DEFERRED,
         _ => &[],
     };
     optional_groups()
@@ -178,5 +178,8 @@ mod tests {
             tracepoints(&attached_required_groups("deferred-off")),
             tracepoints(&required_groups())
         );
+        // `new-off` leaves out the same programs (and reads no steal and
+        // takes no stacks, which loaded.rs decides).
+        assert_eq!(tracepoints(&attached_optional_groups("new-off")), fewer);
     }
 }

@@ -277,18 +277,22 @@ impl TraceBpf {
         let elide_own = u32::from(diag == "elide-own");
         // `deferred-off`: no deferred work by function and device (its
         // programs unattached, groups.rs; timer.bpf.c, deferred_off).
-        let deferred_off = u32::from(diag == "deferred-off");
+        // `new-off`: all three parts issue 34 added (deferred work by
+        // function, steal time, episode stacks) off at once, to weigh them
+        // together against the backend as it was before them.
+        let new_off = diag == "new-off";
+        let deferred_off = u32::from(diag == "deferred-off" || new_off);
         // The per-wake-up steal counter (steal.rs; timer.bpf.c, steal_on);
         // `steal-off` leaves it unread, to weigh what reading it costs.
         let steal = std::fs::read("/sys/kernel/btf/vmlinux")
             .ok()
             .and_then(|b| super::steal::locate(&b))
-            .filter(|_| diag != "steal-off");
+            .filter(|_| diag != "steal-off" && !new_off);
         let steal_on = u32::from(steal.is_some());
         let steal_delta = steal.map_or(0, |l| l.delta);
         // `stacks-off`: no episode stacks (timer.bpf.c, "The code that held
         // the CPU"), to weigh what they cost.
-        let stack_threshold: u64 = if diag == "stacks-off" {
+        let stack_threshold: u64 = if diag == "stacks-off" || new_off {
             0
         } else {
             config.stack_threshold_ns
