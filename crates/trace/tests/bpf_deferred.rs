@@ -121,7 +121,9 @@ fn deferred_work_is_split_by_function_and_device() {
     for (k, h) in &work {
         if let WorkKey::Deferred { vec, kind, source } = *k {
             let what = match kind {
-                DeferredKind::Napi => names.get(NameId(source as u32)).to_string(),
+                // 1 + the device name's id (0: the overflow bucket).
+                DeferredKind::Napi if source == 0 => "(other)".to_string(),
+                DeferredKind::Napi => names.get(NameId(source as u32 - 1)).to_string(),
                 _ => name(syms.as_ref(), source),
             };
             let label = format!(
@@ -148,7 +150,7 @@ fn deferred_work_is_split_by_function_and_device() {
     } else {
         let napi = sum(&work, |k| {
             matches!(*k, WorkKey::Deferred { vec: NET_RX, kind: DeferredKind::Napi, source }
-                if names.get(NameId(source as u32)) == "(no_device)")
+                if source > 0 && names.get(NameId(source as u32 - 1)) == "(no_device)")
         });
         let net_rx = sum(&work, |k| *k == WorkKey::SoftirqExec { vec: NET_RX });
         println!("napi (no_device) {napi:?} within NET_RX {net_rx:?}");
