@@ -90,6 +90,10 @@ pub struct MonitorArgs {
     /// With --trace: which tracer (see `run --trace-backend`).
     #[arg(long = "trace-backend", value_enum, value_name = "BACKEND")]
     pub trace_backend: Option<TraceBackendArg>,
+    /// With --trace: kernel stacks, as `run --stacks` at its default
+    /// period (with perf, also where each blocking thread yielded).
+    #[arg(long)]
+    pub stacks: bool,
     /// Samples above it are counted (and with --trace explained); default
     /// 500us.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
@@ -666,6 +670,9 @@ pub struct SuiteArgs {
         value_name = "BACKEND"
     )]
     pub trace_backend: TraceBackendArg,
+    /// With --trace: kernel stacks in every cell (see `run --stacks`).
+    #[arg(long)]
+    pub stacks: bool,
     /// Write the whole run as JSON to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

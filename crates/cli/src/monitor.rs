@@ -29,6 +29,7 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
             }
             .to_string()
         }),
+        stacks: args.stacks.then_some(true),
         threshold: args.threshold.clone(),
         noise: args.noise.clone(),
         on_threshold: (!args.actions.on_threshold.is_empty())

@@ -60,7 +60,7 @@ fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
         fp: false,
         trace: args.trace,
         trace_backend: args.trace_backend,
-        stacks: false,
+        stacks: args.stacks,
         stack_period: "200us".into(),
         episode_cap: 1000,
         limits: args.limits.clone(),

@@ -1,4 +1,5 @@
-//! The code that held the CPU (BPF backend), on the real kernel: a
+//! The code that held the CPU, on the real kernel, with each backend (BPF;
+//! perf with `--stacks`, which takes the stacks from call chains): a
 //! SCHED_OTHER thread that spends long stretches in the kernel writing and
 //! unlinking a file on the measured CPU must be named, in the episodes it
 //! blocked, by where it yielded (`breakdown.held.yielded`); the control
@@ -52,14 +53,14 @@ fn kernel_writer(
     }
 }
 
-fn run(dir: &std::path::Path) -> Value {
+fn run(dir: &std::path::Path, backend: &str) -> Value {
     let store = store_in(dir);
     let json = dir.join("held.json");
-    let o = latscope(&[
-        "run",
-        "--trace",
-        "--trace-backend",
-        "bpf",
+    let mut args = vec!["run", "--trace", "--trace-backend", backend];
+    if backend == "perf" {
+        args.push("--stacks");
+    }
+    let rest = [
         "--cpus",
         &CPU.to_string(),
         "--priority",
@@ -75,7 +76,9 @@ fn run(dir: &std::path::Path) -> Value {
         "--json",
         json.to_str().unwrap(),
         "--quiet",
-    ]);
+    ];
+    args.extend(rest);
+    let o = latscope(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     read_json(&json)
 }
@@ -103,30 +106,45 @@ fn episodes_name_where_the_blocking_thread_yielded() {
         return;
     }
     if !latscope_platform::bpf::built() {
-        eprintln!("skipped: needs the BPF backend (perf gives no per-episode stacks)");
+        eprintln!("skipped: needs the BPF backend (built without clang)");
         return;
     }
+    known_answer("bpf");
+}
+
+#[test]
+fn with_perf_and_stacks_episodes_name_where_the_blocking_thread_yielded() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("skipped: needs root for real-time priority and perf");
+        return;
+    }
+    known_answer("perf");
+}
+
+fn known_answer(backend: &str) {
     let dir = tempfile::tempdir().unwrap();
     let (ctl_dir, run_dir) = (dir.path().join("control"), dir.path().join("interfered"));
     std::fs::create_dir_all(&ctl_dir).unwrap();
     std::fs::create_dir_all(&run_dir).unwrap();
     let (runs, ()) = control_and_interfered(kernel_writer(run_dir.clone()), |name| {
-        run(if name == "control" {
+        let dir = if name == "control" {
             &ctl_dir
         } else {
             &run_dir
-        })
+        };
+        run(dir, backend)
     });
     let (control, doc) = (runs.control, runs.interfered);
     if doc["capabilities"]["tracepoints"] != Value::Bool(true) {
         eprintln!("skipped: needs kernel tracepoints");
         return;
     }
-    assert_eq!(doc["cells"][0]["trace"]["backend"], "bpf");
+    assert_eq!(doc["cells"][0]["trace"]["backend"], backend);
     let ctl = episodes(&control);
     let ctl_on_path = ctl.iter().filter(|e| on_path(e)).count();
     eprintln!(
-        "control: {} episodes above 200 µs, {} with a held record, {ctl_on_path} yielded in {PATH:?}",
+        "{backend} control: {} episodes above 200 µs, {} with a held record, {ctl_on_path} yielded in {PATH:?}",
         ctl.len(),
         ctl.iter().filter(|e| e["breakdown"]["held"].is_object()).count()
     );
@@ -140,10 +158,10 @@ fn episodes_name_where_the_blocking_thread_yielded() {
         return;
     }
     assert_eq!(ctl_on_path, 0, "the control shows the burner's path");
-    judge_interfered(&doc);
+    judge_interfered(&doc, backend);
 }
 
-fn judge_interfered(doc: &Value) {
+fn judge_interfered(doc: &Value, backend: &str) {
     let eps = episodes(doc);
     let blocked: Vec<&Value> = eps
         .iter()
@@ -157,7 +175,7 @@ fn judge_interfered(doc: &Value) {
     let named = held.iter().filter(|e| on_path(e)).count();
     let pct = 100.0 * named as f64 / held.len().max(1) as f64;
     eprintln!(
-        "interfered: {} episodes, {} blocked by {BURNER}, {} of them with a held record, {named} ({pct:.1} %) yielded in {PATH:?}",
+        "{backend} interfered: {} episodes, {} blocked by {BURNER}, {} of them with a held record, {named} ({pct:.1} %) yielded in {PATH:?}",
         eps.len(),
         blocked.len(),
         held.len()

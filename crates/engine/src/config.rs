@@ -126,6 +126,19 @@ impl TracePlan {
         TracePlan { backend, ..self }
     }
 
+    /// The stack period `--stacks` takes when none is given: 200 µs, fine
+    /// enough to catch the code of a few-hundred-µs episode.
+    pub const DEFAULT_STACK_PERIOD: Nanos = Nanos::from_micros(200);
+
+    /// [`Self::with_stacks`] at [`Self::DEFAULT_STACK_PERIOD`] when `on`.
+    pub fn with_stacks_if(self, on: bool) -> Result<Self, TracePlanError> {
+        if on {
+            self.with_stacks(Self::DEFAULT_STACK_PERIOD)
+        } else {
+            Ok(self)
+        }
+    }
+
     /// Also samples kernel call chains every `period` (10 µs to 1 s).
     pub fn with_stacks(self, period: Nanos) -> Result<Self, TracePlanError> {
         if period < Nanos::from_micros(10) || period > Nanos::from_secs(1) {

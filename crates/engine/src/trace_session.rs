@@ -174,14 +174,21 @@ pub fn open(
     if let Some(p) = stack_period {
         cfg.stack_cpus = stack_cpus.to_vec();
         cfg.stack_period = p;
+        // With perf, the code that held the CPU comes from the call chains
+        // of every callback and switch-in: a cost the user asks for with
+        // `--stacks` (docs/tracing.md).
+        cfg.event_chains = mode == AnalysisMode::Timer;
     }
     let tracer = Tracer::open(&cfg).map_err(|e| e.to_string())?;
     tracer.enable().map_err(|e| e.to_string())?;
     let enabled_at_ns = monotonic_ns();
-    let line = match bpf_error {
+    let mut line = match bpf_error {
         None => "--trace: perf backend (--trace-backend perf)".to_string(),
         Some(e) => format!("--trace: perf backend ({e})"),
     };
+    if cfg.event_chains {
+        line.push_str("; --stacks: every sched_switch and hrtimer callback walks its stack");
+    }
     Ok(TraceOpen {
         source: Source::Perf(Box::new(tracer)),
         symbols: Kallsyms::load().ok(),

@@ -27,6 +27,9 @@ pub struct Layer {
     pub trace: Option<bool>,
     /// `auto`, `bpf` or `perf` (docs/tracing.md).
     pub trace_backend: Option<String>,
+    /// With `trace`: kernel stacks (cpu-clock samples; with perf also the
+    /// call chains episodes take their held stacks from).
+    pub stacks: Option<bool>,
     pub threshold: Option<String>,
     /// The noise probe's duty cycle `ON/EVERY` (`1s/60s`); `off` or absent:
     /// none.
@@ -54,6 +57,7 @@ impl Layer {
             persist: other.persist.clone().or(self.persist),
             trace: other.trace.or(self.trace),
             trace_backend: other.trace_backend.clone().or(self.trace_backend),
+            stacks: other.stacks.or(self.stacks),
             threshold: other.threshold.clone().or(self.threshold),
             noise: other.noise.clone().or(self.noise),
             retain_minutes: other.retain_minutes.clone().or(self.retain_minutes),
@@ -103,6 +107,8 @@ pub struct Settings {
     pub persist: Nanos,
     pub trace: bool,
     pub trace_backend: latscope_engine::TraceBackend,
+    /// With `trace`: `--stacks`, as `run --stacks` with its default period.
+    pub stacks: bool,
     /// Samples above it are counted, and with `trace` explained as
     /// episodes.
     pub threshold: Nanos,
@@ -128,6 +134,7 @@ pub fn defaults() -> Layer {
         persist: Some("10s".into()),
         trace: Some(false),
         trace_backend: Some("auto".into()),
+        stacks: Some(false),
         threshold: Some("500us".into()),
         noise: None,
         retain_minutes: Some("7d".into()),
@@ -221,6 +228,13 @@ impl Settings {
                 ))
             }
         };
+        let stacks = l.stacks.unwrap_or(false);
+        if stacks && !trace {
+            return Err(value(
+                "stacks",
+                "stacks are taken by the tracer: they need trace (--trace)".into(),
+            ));
+        }
         if !actions.is_empty() && !trace {
             return Err(value(
                 "on-threshold",
@@ -239,6 +253,7 @@ impl Settings {
             persist,
             trace,
             trace_backend,
+            stacks,
             threshold,
             noise,
             retain_minutes,
@@ -258,6 +273,8 @@ impl Settings {
             || self.priority != new.priority
             || self.persist != new.persist
             || self.trace != new.trace
+            // With perf, stacks walk on every wake-up: another measurement.
+            || self.stacks != new.stacks
             || self.threshold != new.threshold
             || self.noise != new.noise
     }
@@ -281,6 +298,7 @@ mod tests {
         assert_eq!(s.period, Nanos::from_millis(2));
         assert_eq!(s.priority, 90);
         assert!(s.trace);
+        assert!(!s.stacks);
         assert_eq!(s.listen, "127.0.0.1:9464".parse().unwrap());
         assert_eq!(s.persist, Nanos::from_secs(10));
         assert_eq!(s.retain_minutes, Nanos::from_secs(7 * 86_400));
@@ -298,6 +316,7 @@ mod tests {
             ("threshold = \"0us\"", "threshold"),
             ("on_threshold = [\"exec:true\"]", "on-threshold"),
             ("trace = true\non_threshold = [\"mail\"]", "on-threshold"),
+            ("stacks = true", "stacks"),
             ("action_limit = \"lots\"", "action-limit"),
             ("noise = \"1s\"", "noise"),
             ("noise = \"1s/1s\"", "noise"),
@@ -339,5 +358,14 @@ mod tests {
         c.noise = Some(NoiseDuty::parse("1s/60s").unwrap());
         assert!(a.needs_new_epoch(&c));
         assert_eq!(c.noise.unwrap().every_ns, Nanos::from_secs(60));
+        let mut d = a.clone();
+        d.stacks = true;
+        assert!(a.needs_new_epoch(&d));
+    }
+
+    #[test]
+    fn stacks_come_with_trace() {
+        let layer: Layer = toml::from_str("trace = true\nstacks = true").unwrap();
+        assert!(Settings::resolve(&layer).unwrap().stacks);
     }
 }

@@ -247,7 +247,12 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
                         key: "threshold",
                         reason: e.to_string(),
                     })?
-                    .with_backend(settings.trace_backend),
+                    .with_backend(settings.trace_backend)
+                    .with_stacks_if(settings.stacks)
+                    .map_err(|e| ConfigError::Value {
+                        key: "stacks",
+                        reason: e.to_string(),
+                    })?,
             )
         } else {
             None

@@ -50,6 +50,10 @@ pub const PERF_SAMPLE_IDENTIFIER: u64 = 1 << 16;
 pub const TRACEPOINT_SAMPLE_TYPE: u64 =
     PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_RAW;
 
+/// A tracepoint sampled with its kernel call chain as well (the perf
+/// backend's episode stacks: `sched_switch` and `hrtimer_expire_entry`).
+pub const TRACEPOINT_CHAIN_SAMPLE_TYPE: u64 = TRACEPOINT_SAMPLE_TYPE | PERF_SAMPLE_CALLCHAIN;
+
 /// What latscope asks of every `cpu-clock` stack sample.
 pub const CPU_CLOCK_SAMPLE_TYPE: u64 = PERF_SAMPLE_IDENTIFIER
     | PERF_SAMPLE_IP
@@ -306,6 +310,21 @@ impl PerfEventAttr {
     pub fn exclude_callchain_user(mut self, on: bool) -> PerfEventAttr {
         self.set_flag(ATTR_EXCLUDE_CALLCHAIN_USER, on);
         self
+    }
+
+    /// Frames a call chain keeps at most (0: the kernel's
+    /// `perf_event_max_stack`, 127 by default).
+    pub fn sample_max_stack(mut self, frames: u16) -> PerfEventAttr {
+        self.raw.sample_max_stack = frames;
+        self
+    }
+
+    /// This tracepoint with its kernel call chain in every sample (at most
+    /// `frames` frames; user chains excluded).
+    pub fn with_kernel_chain(self, frames: u16) -> PerfEventAttr {
+        self.sample_type(TRACEPOINT_CHAIN_SAMPLE_TYPE)
+            .exclude_callchain_user(true)
+            .sample_max_stack(frames)
     }
 
     pub fn exclude_callchain_kernel(mut self, on: bool) -> PerfEventAttr {

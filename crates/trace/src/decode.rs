@@ -674,6 +674,16 @@ fn parse_sample(body: &[u8], sample_type: u64) -> Option<Sample<'_>> {
     Some(s)
 }
 
+/// The instruction pointers of a call chain, innermost first, without
+/// perf's `PERF_CONTEXT_*` markers.
+fn chain_ips(chain: &[u8]) -> Vec<u64> {
+    chain
+        .chunks_exact(8)
+        .filter_map(|w| w.try_into().ok().map(u64::from_ne_bytes))
+        .filter(|&ip| ip < PERF_CONTEXT_MAX)
+        .collect()
+}
+
 /// Decodes perf records into [`Decoded`] values (see the module docs).
 #[derive(Clone, Debug)]
 pub struct Decoder {
@@ -851,27 +861,24 @@ impl Decoder {
                     return;
                 };
                 st.events += 1;
-                sink(Decoded::Event(TraceEvent {
+                let ev = TraceEvent {
                     time: sample.time,
                     cpu,
                     tid: sample.tid,
                     kind,
-                }));
+                };
+                sink(Decoded::Event(ev));
+                if let Some(chain) = sample.callchain {
+                    sink(Decoded::EventChain(StackSample {
+                        time: ev.time,
+                        cpu,
+                        tid: ev.tid,
+                        ips: chain_ips(chain),
+                    }));
+                }
             }
             Target::Stack => {
-                let mut ips = Vec::new();
-                if let Some(chain) = sample.callchain {
-                    ips.reserve(chain.len() / 8);
-                    for w in chain.chunks_exact(8) {
-                        let mut a = [0u8; 8];
-                        a.copy_from_slice(w);
-                        let ip = u64::from_ne_bytes(a);
-                        // Skip PERF_CONTEXT_* markers.
-                        if ip < PERF_CONTEXT_MAX {
-                            ips.push(ip);
-                        }
-                    }
-                }
+                let mut ips = sample.callchain.map(chain_ips).unwrap_or_default();
                 if ips.is_empty() {
                     ips.extend(sample.ip);
                 }

@@ -243,6 +243,11 @@ pub struct StackSample {
 pub enum Decoded {
     Event(TraceEvent),
     Stack(StackSample),
+    /// The kernel call chain of the [`Decoded::Event`] just before it
+    /// (same time, CPU and task): `sched_switch` and `hrtimer_expire_entry`
+    /// opened with `TracerConfig::event_chains`. Empty when the kernel
+    /// could not walk the stack.
+    EventChain(StackSample),
     /// The kernel dropped `count` records on `cpu` (PERF_RECORD_LOST or
     /// PERF_RECORD_LOST_SAMPLES): the ring was full.
     Lost {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use latscope_model::{CpuId, Nanos};
 use latscope_platform::perf::{
     page_size, poll_readable, PerfEvent, PerfEventAttr, PerfRing, CPU_CLOCK_SAMPLE_TYPE,
-    TRACEPOINT_SAMPLE_TYPE,
+    TRACEPOINT_CHAIN_SAMPLE_TYPE, TRACEPOINT_SAMPLE_TYPE,
 };
 
 use crate::decode::{
@@ -65,6 +65,11 @@ pub struct TracerConfig {
     pub stack_cpus: Vec<CpuId>,
     /// Period of the stack samples.
     pub stack_period: Nanos,
+    /// Whether `sched:sched_switch` and `timer:hrtimer_expire_entry` carry
+    /// their kernel call chain (the perf backend's episode stacks: where
+    /// the task our thread replaced yielded, and what our timer's
+    /// interrupt interrupted). Every hit then walks its stack.
+    pub event_chains: bool,
     /// Data pages per ring (a power of two).
     pub ring_pages: usize,
     /// Bytes in a ring before [`Tracer::wait`] wakes up.
@@ -78,6 +83,7 @@ impl TracerConfig {
             cpus,
             stack_cpus: Vec::new(),
             stack_period: DEFAULT_STACK_PERIOD,
+            event_chains: false,
             ring_pages: DEFAULT_RING_PAGES,
             wakeup_bytes: DEFAULT_WAKEUP_BYTES,
         }
@@ -191,7 +197,8 @@ impl Tracer {
         };
         let mut schema_events = Vec::new();
         for group in &candidates {
-            let opened = match open_group(group, &tracer_cpus, config.wakeup_bytes) {
+            let chains = config.event_chains;
+            let opened = match open_group(group, &tracer_cpus, config.wakeup_bytes, chains) {
                 Ok(opened) => opened,
                 Err((c, e)) => {
                     let event = format!("{}:{}", c.system, c.name);
@@ -230,11 +237,16 @@ impl Tracer {
                     system: c.system.clone(),
                     format: c.text.clone(),
                 });
+                let sample_type = if chains && carries_chain(c) {
+                    TRACEPOINT_CHAIN_SAMPLE_TYPE
+                } else {
+                    TRACEPOINT_SAMPLE_TYPE
+                };
                 for (cpu, ev) in per_cpu {
                     b.attach(
                         cpu,
                         ev,
-                        TRACEPOINT_SAMPLE_TYPE,
+                        sample_type,
                         StreamSource::Tracepoint { event: index },
                     )?;
                 }
@@ -588,14 +600,32 @@ fn candidate(
 /// Opens every event of a group on every CPU. On failure returns the event
 /// that failed and why; what was opened is closed again.
 #[allow(clippy::type_complexity)]
+/// Per event of a group, its perf event on each CPU.
+type Opened = Vec<Vec<(u32, PerfEvent)>>;
+
+/// Frames an event's call chain keeps, as the BPF backend's stacks.
+pub const CHAIN_DEPTH: u16 = 48;
+
+/// The events whose call chain the episode stacks use.
+fn carries_chain(c: &Candidate) -> bool {
+    matches!(
+        (c.system.as_str(), c.name.as_str()),
+        ("sched", "sched_switch") | ("timer", "hrtimer_expire_entry")
+    )
+}
+
 fn open_group<'a>(
     group: &'a [Candidate],
     cpus: &[u32],
     wakeup_bytes: u32,
-) -> Result<Vec<Vec<(u32, PerfEvent)>>, (&'a Candidate, TraceError)> {
+    chains: bool,
+) -> Result<Opened, (&'a Candidate, TraceError)> {
     let mut all = Vec::with_capacity(group.len());
     for c in group {
-        let attr = PerfEventAttr::tracepoint(c.id).wakeup_watermark(wakeup_bytes);
+        let mut attr = PerfEventAttr::tracepoint(c.id).wakeup_watermark(wakeup_bytes);
+        if chains && carries_chain(c) {
+            attr = attr.with_kernel_chain(CHAIN_DEPTH);
+        }
         let mut per_cpu = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let ev = PerfEvent::open_cpu(&attr, cpu).map_err(|e| (c, TraceError::from(e)))?;

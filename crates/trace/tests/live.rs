@@ -13,7 +13,7 @@ use latscope_platform::{
     current_tid, monotonic_ns, online_cpus, set_affinity, set_scheduler, set_timer_slack, timers,
     SchedPolicy,
 };
-use latscope_trace::{Decoded, EventKind, Kallsyms, Recording, Tracer, TracerConfig};
+use latscope_trace::{Decoded, EventKind, Kallsyms, Recording, TraceEvent, Tracer, TracerConfig};
 
 fn root() -> bool {
     latscope_platform::caps::detect().root
@@ -69,6 +69,7 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     let mut cfg = TracerConfig::new(cpus.to_vec());
     cfg.stack_cpus = cpus.to_vec();
     cfg.stack_period = Nanos::from_millis(1);
+    cfg.event_chains = true;
     let mut tracer = Tracer::open(&cfg).unwrap();
     eprintln!("opened: {:?}", tracer.opened_events());
     eprintln!("missing: {:?}", tracer.missing_events());
@@ -109,10 +110,17 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     );
 
     // Every event stamped within [before, after] on CLOCK_MONOTONIC.
-    let mut events = Vec::new();
+    let mut events: Vec<TraceEvent> = Vec::new();
     let mut stacks = 0;
+    // (event, its chain) for the two chained tracepoints.
+    let mut chains: Vec<(TraceEvent, Vec<u64>)> = Vec::new();
     for d in &live {
         match d {
+            Decoded::EventChain(c) => {
+                let e = *events.last().expect("a chain follows its event");
+                assert_eq!((c.time, c.cpu, c.tid), (e.time, e.cpu, e.tid));
+                chains.push((e, c.ips.clone()));
+            }
             Decoded::Event(e) => {
                 assert!(
                     e.time >= before && e.time <= after,
@@ -131,6 +139,18 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     }
     // The loop thread and the reader keep some CPU busy.
     assert!(stacks > 0, "no cpu-clock stack samples");
+    // Exactly the two chained tracepoints carry a chain, every time.
+    let chained = |e: &TraceEvent| {
+        matches!(
+            e.kind,
+            EventKind::SchedSwitch { .. } | EventKind::HrtimerExpireEntry { .. }
+        )
+    };
+    assert_eq!(chains.len(), events.iter().filter(|e| chained(e)).count());
+    assert!(chains.iter().all(|(e, _)| chained(e)));
+    if let Ok(k) = Kallsyms::load() {
+        check_chains(&k, &chains);
+    }
 
     let tid = sleeper.tid;
     let n = sleeper.deadlines.len();
@@ -228,6 +248,35 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     Seen {
         wake_path_complete: complete,
     }
+}
+
+/// The kernel walked the stacks: a switch's chain passes through
+/// `__schedule`, an hrtimer callback's through the hrtimer interrupt.
+fn check_chains(k: &Kallsyms, chains: &[(TraceEvent, Vec<u64>)]) {
+    let through = |ips: &[u64], f: &str| {
+        ips.iter()
+            .any(|&ip| k.resolve(ip).is_some_and(|s| s.name == f))
+    };
+    let (mut switches, mut through_schedule) = (0, 0);
+    let (mut callbacks, mut through_irq) = (0, 0);
+    for (e, ips) in chains {
+        match e.kind {
+            EventKind::SchedSwitch { .. } => {
+                switches += 1;
+                through_schedule += usize::from(through(ips, "__schedule"));
+            }
+            _ => {
+                callbacks += 1;
+                through_irq += usize::from(through(ips, "__hrtimer_run_queues"));
+            }
+        }
+    }
+    eprintln!(
+        "chains: {through_schedule}/{switches} switches through __schedule, \
+         {through_irq}/{callbacks} callbacks through __hrtimer_run_queues"
+    );
+    assert!(switches > 0 && through_schedule == switches);
+    assert!(callbacks > 0 && through_irq == callbacks);
 }
 
 /// The sleep loop is traced on every CPU in turn. The wake-up path (timer

@@ -44,7 +44,7 @@ use std::time::Instant;
 use latscope_platform::perf::{
     CPU_CLOCK_SAMPLE_TYPE, PERF_CONTEXT_MAX, PERF_RECORD_LOST, PERF_RECORD_LOST_SAMPLES,
     PERF_RECORD_SAMPLE, PERF_RECORD_THROTTLE, PERF_RECORD_UNTHROTTLE, PERF_SAMPLE_CALLCHAIN,
-    PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_READ, TRACEPOINT_SAMPLE_TYPE,
+    PERF_SAMPLE_IDENTIFIER, PERF_SAMPLE_READ, TRACEPOINT_CHAIN_SAMPLE_TYPE, TRACEPOINT_SAMPLE_TYPE,
 };
 use latscope_trace::decode::{check_format, Schema, SchemaEvent, Stream, StreamSource};
 use latscope_trace::format::DataLoc;
@@ -392,6 +392,8 @@ struct World {
     /// (perf id, event index) of every tracepoint stream.
     tp_ids: Vec<(u64, usize)>,
     stack_ids: Vec<u64>,
+    /// Tracepoint streams whose samples carry a call chain.
+    chained: std::collections::HashSet<u64>,
     targets: HashMap<u64, Target>,
     decoder: Decoder,
 }
@@ -405,11 +407,16 @@ impl World {
             .collect();
         let mut tp_ids = Vec::new();
         let mut stack_ids = Vec::new();
+        let mut chained = std::collections::HashSet::new();
         let mut targets = HashMap::new();
         for s in &schema.streams {
             match s.source {
                 StreamSource::Tracepoint { event } => {
-                    assert_eq!(s.sample_type, TRACEPOINT_SAMPLE_TYPE);
+                    if s.sample_type == TRACEPOINT_CHAIN_SAMPLE_TYPE {
+                        chained.insert(s.perf_id);
+                    } else {
+                        assert_eq!(s.sample_type, TRACEPOINT_SAMPLE_TYPE);
+                    }
                     tp_ids.push((s.perf_id, event));
                     targets.insert(s.perf_id, Target::Tp(event));
                 }
@@ -426,14 +433,47 @@ impl World {
             formats,
             tp_ids,
             stack_ids,
+            chained,
             targets,
             decoder,
         }
     }
 
-    /// Every fixture format (`tests/fixtures/formats`) on CPUs 0 and 1.
+    /// Every fixture format (`tests/fixtures/formats`) on CPUs 0 and 1;
+    /// on CPU 1 `sched_switch` and `hrtimer_expire_entry` carry call
+    /// chains, as the tracer opens them for `--stacks`.
     fn fixtures() -> World {
-        World::new(common::Fixture::new(&[0, 1]).schema)
+        let mut schema = common::Fixture::new(&[0, 1]).schema;
+        let chained: Vec<usize> = schema
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| {
+                e.format.starts_with("name: sched_switch\n")
+                    || e.format.starts_with("name: hrtimer_expire_entry\n")
+            })
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(chained.len(), 2, "the fixtures have both chained events");
+        for s in &mut schema.streams {
+            if let StreamSource::Tracepoint { event } = s.source {
+                if s.cpu == 1 && chained.contains(&event) {
+                    s.sample_type = TRACEPOINT_CHAIN_SAMPLE_TYPE;
+                }
+            }
+        }
+        World::new(schema)
+    }
+
+    /// The call chain a record of stream `id` carries (built by tests
+    /// that need no particular chain): empty for a chained stream.
+    fn no_chain(&self, id: u64) -> Option<&'static [u64]> {
+        self.chained.contains(&id).then_some(&[])
+    }
+
+    /// Where the RAW size is in a record of stream `id` with an empty chain.
+    fn raw_at(&self, id: u64) -> usize {
+        TP_RAW_AT + if self.chained.contains(&id) { 8 } else { 0 }
     }
 
     /// A few events only: a small recording header.
@@ -516,6 +556,9 @@ enum Expect {
         tid: i32,
         event: usize,
         fields: Fields,
+        /// The call chain decoded after it (chained streams), markers
+        /// dropped.
+        chain: Option<Vec<u64>>,
     },
     Stack(StackSample),
     Lost(u64),
@@ -552,6 +595,17 @@ struct Meta {
 const TP_RAW_AT: usize = HEADER_LEN + 32;
 const STACK_NR_AT: usize = HEADER_LEN + 40;
 
+/// Where a chained tracepoint sample's RAW size is: after the chain, whose
+/// length sits where an unchained sample has it (`None`: not chained).
+fn chained_raw_at(world: &World, rec: &[u8]) -> Option<usize> {
+    let id = get(rec, HEADER_LEN, 8)?;
+    if !world.chained.contains(&id) {
+        return None;
+    }
+    let nr = usize::try_from(get(rec, TP_RAW_AT, 8)?).ok()?;
+    Some(TP_RAW_AT + 8 + nr.min(rec.len()) * 8)
+}
+
 /// The records of a buffer and what each is (from its id).
 fn metas(world: &World, bytes: &[u8]) -> Vec<Meta> {
     let mut out = Vec::new();
@@ -562,7 +616,7 @@ fn metas(world: &World, bytes: &[u8]) -> Vec<Meta> {
             (PERF_RECORD_SAMPLE, Some(id)) => match world.targets.get(&id) {
                 Some(&Target::Tp(event)) => What::Tp {
                     event,
-                    raw_at: TP_RAW_AT,
+                    raw_at: chained_raw_at(world, r.bytes).unwrap_or(TP_RAW_AT),
                 },
                 Some(Target::Stack) => What::Stack { nr_at: STACK_NR_AT },
                 None => What::Other,
@@ -675,15 +729,17 @@ fn gen_raw(rng: &mut Rng, f: &EventFormat) -> Option<(Vec<u8>, Fields)> {
     Some((raw, vals))
 }
 
-/// A PERF_RECORD_SAMPLE of TRACEPOINT_SAMPLE_TYPE around `raw`; the RAW
-/// size is padded as the kernel does (with random bytes), or, one time in
-/// four or when `exact`, not padded.
+/// A PERF_RECORD_SAMPLE of TRACEPOINT_SAMPLE_TYPE around `raw` (with
+/// `chain`, of TRACEPOINT_CHAIN_SAMPLE_TYPE); the RAW size is padded as the
+/// kernel does (with random bytes), or, one time in four or when `exact`,
+/// not padded.
 fn tp_record(
     rng: &mut Rng,
     id: u64,
     (tid, time, cpu): (i32, u64, u32),
     raw: &[u8],
     exact: bool,
+    chain: Option<&[u64]>,
 ) -> Vec<u8> {
     let mut body = Vec::with_capacity(40 + raw.len());
     body.extend_from_slice(&id.to_ne_bytes());
@@ -692,6 +748,12 @@ fn tp_record(
     body.extend_from_slice(&time.to_ne_bytes());
     body.extend_from_slice(&cpu.to_ne_bytes());
     body.extend_from_slice(&rng.u32().to_ne_bytes()); // res
+    if let Some(chain) = chain {
+        body.extend_from_slice(&(chain.len() as u64).to_ne_bytes());
+        for a in chain {
+            body.extend_from_slice(&a.to_ne_bytes());
+        }
+    }
     let size = if !exact && rng.chance(3, 4) {
         (raw.len() + 4).next_multiple_of(8) - 4
     } else {
@@ -709,7 +771,9 @@ fn gen_tp(rng: &mut Rng, world: &World, id: u64, event: usize) -> (Vec<u8>, Expe
     let tid = rng.u32() as i32;
     let time = interesting(rng, 1 << 40);
     let cpu = rng.below(4) as u32;
-    let rec = tp_record(rng, id, (tid, time, cpu), &raw, false);
+    let chain = world.chained.contains(&id).then(|| gen_chain(rng));
+    let rec = tp_record(rng, id, (tid, time, cpu), &raw, false, chain.as_deref());
+    let chain = chain.map(|c| c.into_iter().filter(|&a| a < PERF_CONTEXT_MAX).collect());
     (
         rec,
         Expect::Event {
@@ -718,17 +782,15 @@ fn gen_tp(rng: &mut Rng, world: &World, id: u64, event: usize) -> (Vec<u8>, Expe
             tid,
             event,
             fields,
+            chain,
         },
     )
 }
 
-fn gen_stack(rng: &mut Rng, id: u64) -> (Vec<u8>, Expect) {
-    let ip = rng.u64();
-    let tid = rng.u32() as i32;
-    let time = rng.u64();
-    let cpu = rng.below(4) as u32;
+/// A kernel call chain with perf's context markers among its addresses.
+fn gen_chain(rng: &mut Rng) -> Vec<u64> {
     let n = rng.below(24);
-    let chain: Vec<u64> = (0..n)
+    (0..n)
         .map(|_| {
             if rng.chance(1, 4) {
                 *rng.pick(&[
@@ -741,7 +803,16 @@ fn gen_stack(rng: &mut Rng, id: u64) -> (Vec<u8>, Expect) {
                 0xffff_ffff_8100_0000 + rng.below(1 << 24) as u64
             }
         })
-        .collect();
+        .collect()
+}
+
+fn gen_stack(rng: &mut Rng, id: u64) -> (Vec<u8>, Expect) {
+    let ip = rng.u64();
+    let tid = rng.u32() as i32;
+    let time = rng.u64();
+    let cpu = rng.below(4) as u32;
+    let chain = gen_chain(rng);
+    let n = chain.len();
     let mut body = Vec::new();
     body.extend_from_slice(&id.to_ne_bytes());
     body.extend_from_slice(&ip.to_ne_bytes());
@@ -853,16 +924,17 @@ fn gen_record(rng: &mut Rng, world: &World) -> (Vec<u8>, Expect) {
                 2 => {
                     let n = rng.below(8);
                     let raw = rng.bytes(n);
-                    tp_record(rng, id, (1, 2, 0), &raw, true)
+                    tp_record(rng, id, (1, 2, 0), &raw, true, world.no_chain(id))
                 }
                 // RAW size larger than the record.
                 3 => {
                     let n = rng.below(32);
                     let raw = rng.bytes(n);
-                    let mut r = tp_record(rng, id, (1, 2, 0), &raw, false);
-                    let room = (r.len() - TP_RAW_AT - 4) as u64;
+                    let mut r = tp_record(rng, id, (1, 2, 0), &raw, false, world.no_chain(id));
+                    let at = world.raw_at(id);
+                    let room = (r.len() - at - 4) as u64;
                     let lie = room + 1 + rng.below(1 << 20) as u64;
-                    put(&mut r, TP_RAW_AT, 4, lie.min(u64::from(u32::MAX)));
+                    put(&mut r, at, 4, lie.min(u64::from(u32::MAX)));
                     r
                 }
                 // A LOST record without its count, a LOST_SAMPLES without anything.
@@ -1077,11 +1149,24 @@ fn decode_checked(d: &mut Decoder, cpu: u32, bytes: &[u8]) -> (Vec<Decoded>, Dec
     let mut stacks = 0;
     let mut losses = 0;
     let mut lost = 0u64;
+    let mut last_event = None;
     for o in &out {
         match o {
-            Decoded::Event(_) => events += 1,
-            Decoded::Stack(_) => stacks += 1,
+            Decoded::Event(e) => {
+                events += 1;
+                last_event = Some(*e);
+            }
+            Decoded::Stack(_) => {
+                stacks += 1;
+                last_event = None;
+            }
+            Decoded::EventChain(c) => {
+                // A chain follows the event it belongs to, nothing else.
+                let e = last_event.take().expect("a chain follows its event");
+                assert_eq!((c.time, c.cpu, c.tid), (e.time, e.cpu, e.tid));
+            }
             Decoded::Lost { cpu: c, count } => {
+                last_event = None;
                 assert_eq!(*c, cpu);
                 losses += 1;
                 lost = lost.saturating_add(*count);
@@ -1106,8 +1191,14 @@ fn check_expected(world: &World, d: &Decoder, cpu: u32, out: &[Decoded], exp: &[
         .iter()
         .filter(|e| matches!(e, Expect::Event { .. } | Expect::Stack(_) | Expect::Lost(_)))
         .collect();
-    assert_eq!(out.len(), wanted.len(), "{out:?}\n{exp:?}");
-    for (o, e) in out.iter().zip(wanted) {
+    let chains = wanted
+        .iter()
+        .filter(|e| matches!(e, Expect::Event { chain: Some(_), .. }))
+        .count();
+    assert_eq!(out.len(), wanted.len() + chains, "{out:?}\n{exp:?}");
+    let mut out = out.iter();
+    for e in wanted {
+        let Some(o) = out.next() else { break };
         match (o, e) {
             (
                 Decoded::Event(ev),
@@ -1117,8 +1208,15 @@ fn check_expected(world: &World, d: &Decoder, cpu: u32, out: &[Decoded], exp: &[
                     tid,
                     event,
                     fields,
+                    chain,
                 },
             ) => {
+                if let Some(want) = chain {
+                    match out.next() {
+                        Some(Decoded::EventChain(got)) => assert_eq!(&got.ips, want),
+                        other => panic!("expected the chain of {ev:?}, decoded {other:?}"),
+                    }
+                }
                 assert_eq!((ev.time, ev.cpu, ev.tid), (*time, *c, *tid));
                 let (name, obs) = observed(&ev.kind, d.names());
                 assert_eq!(name, world.formats[*event].name);
@@ -1958,12 +2056,12 @@ fn check_format_text(
     let mut bytes = Vec::new();
     for fmt in [Some(&f), original].into_iter().flatten() {
         if let Some((raw, _)) = gen_raw(rng, fmt) {
-            bytes.extend(tp_record(rng, 1, (1, 2, 0), &raw, false));
+            bytes.extend(tp_record(rng, 1, (1, 2, 0), &raw, false, None));
         }
     }
     let n = rng.below(64);
     let junk = rng.bytes(n);
-    bytes.extend(tp_record(rng, 1, (1, 2, 0), &junk, false));
+    bytes.extend(tp_record(rng, 1, (1, 2, 0), &junk, false, None));
     decode_checked(&mut d, 0, &bytes);
     "decoder built"
 }

@@ -42,7 +42,11 @@ fn name_of(symbols: &dyn Symbolize, ip: u64) -> String {
 
 /// The tracing machinery's own frames at the top of a tracepoint's stack.
 fn is_tracing_frame(f: &str) -> bool {
-    f.starts_with("bpf_") || f.starts_with("__bpf_") || f.starts_with("__traceiter_")
+    f.starts_with("bpf_")
+        || f.starts_with("__bpf_")
+        || f.starts_with("__traceiter_")
+        || f.starts_with("perf_trace_")
+        || f.starts_with("perf_tp_")
 }
 
 /// An interrupt's entry: what lies below it is the interrupted context.

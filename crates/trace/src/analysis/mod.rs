@@ -27,6 +27,7 @@
 
 pub mod attribute;
 pub mod held;
+mod held_perf;
 mod kernel;
 mod parts;
 mod recurring;
@@ -162,6 +163,9 @@ struct MeasuredCpu {
     /// Time of the newest event the bounded window has let go of.
     evicted_at: Option<u64>,
     steal: VecDeque<(u64, u64)>,
+    /// Call chains of the measured thread's callbacks and switch-ins
+    /// (perf backend with `--stacks`).
+    chains: held_perf::ChainRing,
 }
 
 impl MeasuredCpu {
@@ -178,6 +182,7 @@ impl MeasuredCpu {
             lost_at: None,
             evicted_at: None,
             steal: VecDeque::with_capacity(STEAL_READINGS),
+            chains: held_perf::ChainRing::default(),
         }
     }
 }
@@ -220,6 +225,9 @@ pub struct Analyzer {
     /// The kernel's stacks for the next sample's episode (BPF backend).
     held_next: Option<held::RawHeld>,
     held_fold: held::HeldFold,
+    /// Whether events came with call chains (perf backend with `--stacks`):
+    /// episodes then take their held stacks from them.
+    chains_seen: bool,
 }
 
 impl Analyzer {
@@ -268,6 +276,7 @@ impl Analyzer {
             udp_rx,
             held_next: None,
             held_fold: held::HeldFold::default(),
+            chains_seen: false,
         }
     }
 
@@ -289,6 +298,7 @@ impl Analyzer {
         match d {
             Decoded::Event(ev) => self.on_event(ev, names),
             Decoded::Stack(s) => self.on_stack(s),
+            Decoded::EventChain(s) => self.on_chain(s),
             Decoded::Lost { cpu, count } => {
                 self.summary.lost_records += count;
                 *self.summary.lost_per_cpu.entry(*cpu).or_default() += count;
@@ -322,7 +332,23 @@ impl Analyzer {
         if mc.window.len() == self.config.window_events {
             mc.evicted_at = mc.window.pop_front().map(|e| e.time);
         }
+        mc.chains.note(ev, mc.tid);
         mc.window.push_back(*ev);
+    }
+
+    /// The call chain of the event just handed over (perf backend with
+    /// `--stacks`): kept when it is the measured thread's switch-in or its
+    /// hrtimer's callback.
+    fn on_chain(&mut self, s: &StackSample) {
+        self.chains_seen = true;
+        let Some(m) = self.index(s.cpu) else {
+            return;
+        };
+        let mc = &mut self.measured[m];
+        if let Some(ev) = mc.window.back().filter(|e| e.time == s.time) {
+            let ev = *ev;
+            mc.chains.offer(&ev, mc.tid, &s.ips);
+        }
     }
 
     fn on_stack(&mut self, s: &StackSample) {
@@ -652,6 +678,16 @@ impl Analyzer {
             &self.threads,
             self.env.as_ref(),
         );
+        if let (Some(f), true, None) = (&f, self.chains_seen, &self.held_next) {
+            let w = held_perf::Wakeup {
+                tid: mc.tid,
+                expires: f.expires,
+                callback_time: f.callback_time,
+                switch_in: f.switch_in,
+                threshold: self.config.threshold.0,
+            };
+            self.held_next = held_perf::raw_held(&w, &evs, &mc.chains, &self.threads);
+        }
         if let Some(f) = &f {
             // The decomposition uses the callback's own `now`, the sweep the
             // perf time of the same event; report the former.
