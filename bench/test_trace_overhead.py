@@ -107,21 +107,33 @@ class Tools(unittest.TestCase):
         self.assertEqual(d_first, 4)
 
 
-class DAgainstB(unittest.TestCase):
+class Against(unittest.TestCase):
     def test_the_way_is_named_only_when_the_interval_leaves_one_out(self):
-        class Args:
-            d_diag = "warm-on"
         keys = (("p50_ns", "p50"),)
 
         def rounds(d_over_b):
             return [(i, "UBD", {"B": {"p50_ns": 100.0}, "D": {"p50_ns": 100.0 * r}})
                     for i, r in enumerate(d_over_b, 1)]
-        self.assertIn("D higher", t.d_against_b(Args, rounds([1.1] * 10), keys))
-        self.assertIn("D lower", t.d_against_b(Args, rounds([0.9] * 10), keys))
-        mixed = t.d_against_b(Args, rounds([0.9, 1.1] * 5), keys)
+
+        def line(xs):
+            return t.against(rounds(xs), keys, "D", "B", "D (LATSCOPE_BPF_DIAG=warm-on)")
+        self.assertIn("D higher", line([1.1] * 10))
+        self.assertIn("D lower", line([0.9] * 10))
+        mixed = line([0.9, 1.1] * 5)
         self.assertIn("no difference resolved", mixed)
         self.assertIn("LATSCOPE_BPF_DIAG=warm-on", mixed)
-        self.assertIn("too few rounds", t.d_against_b(Args, rounds([1.1] * 3), keys))
+        self.assertIn("D/B", mixed)
+        self.assertIn("too few rounds", line([1.1] * 3))
+
+    def test_s_runs_in_bs_place_against_p(self):
+        orders = ["".join(t.order_of(i, ("U", "P", "S"))) for i in range(1, 9)]
+        self.assertTrue(all(sorted(o) == ["P", "S", "U"] for o in orders), orders)
+        s_first = sum(1 for o in orders if o.index("S") < o.index("P"))
+        self.assertEqual(s_first, 4)
+        self.assertEqual(t.parse_tools("UPS"), ("U", "P", "S"))
+        for bad in ("UBS", "US", "UPBS"):
+            with self.assertRaises(Exception):
+                t.parse_tools(bad)
 
 
 class Spread(unittest.TestCase):

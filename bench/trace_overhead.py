@@ -72,19 +72,21 @@ EXIT_TARGET_MISSED = 3
 
 BPF_STATS = "/proc/sys/kernel/bpf_stats_enabled"
 
-TOOLS = ("U", "P", "B", "C", "D")
+TOOLS = ("U", "P", "B", "C", "D", "S")
 # What runs without --tools: D only on request.
 DEFAULT_TOOLS = ("U", "P", "B", "C")
 TOOL_NAME = {"U": "untraced", "P": "--trace --trace-backend perf",
              "B": "--trace --trace-backend bpf",
              "C": "--trace --trace-backend bpf, counted (bpf_stats_enabled = 1)",
-             "D": "--trace --trace-backend bpf with LATSCOPE_BPF_DIAG (see --d-diag)"}
+             "D": "--trace --trace-backend bpf with LATSCOPE_BPF_DIAG (see --d-diag)",
+             "S": "--trace --trace-backend perf --stacks --stack-period 1s"}
 TOOL_ARGS = {"U": [], "P": ["--trace", "--trace-backend", "perf"],
              "B": ["--trace", "--trace-backend", "bpf"],
              "C": ["--trace", "--trace-backend", "bpf"],
-             "D": ["--trace", "--trace-backend", "bpf"]}
+             "D": ["--trace", "--trace-backend", "bpf"],
+             "S": ["--trace", "--trace-backend", "perf", "--stacks", "--stack-period", "1s"]}
 # bpf_stats_enabled while each tool runs.
-TOOL_STATS = {"U": "0", "P": "0", "B": "0", "C": "1", "D": "0"}
+TOOL_STATS = {"U": "0", "P": "0", "B": "0", "C": "1", "D": "0", "S": "0"}
 # The four rotations of U P B C, each followed by its mirror image: after
 # every two rounds each tool's mean slot is the middle, after eight each tool
 # has run twice in every slot.
@@ -105,7 +107,8 @@ def order_of(i, tools=DEFAULT_TOOLS):
     """The tools of round i (from 1) in the order they run: ORDERS with the
     tools not chosen left out, D in C's place. Any subset keeps the balance:
     for U and B alone the eight orders give UB, BU, BU, UB, BU, UB, UB, BU."""
-    order = ("D" if t == "C" and "D" in tools else t for t in ORDERS[(i - 1) % len(ORDERS)])
+    swap = {"C": "D" if "D" in tools else "C", "B": "S" if "S" in tools else "B"}
+    order = (swap.get(t, t) for t in ORDERS[(i - 1) % len(ORDERS)])
     return tuple(t for t in order if t in tools)
 
 
@@ -116,10 +119,13 @@ def parse_tools(text):
     if (len(tools) != len(text) or "U" not in tools or len(tools) < 2
             or any(c not in TOOLS for c in text.upper())):
         raise argparse.ArgumentTypeError(
-            "letters from UPBCD, each at most once, with U and at least one of P, B, C, D")
+            "letters from UPBCDS, each at most once, with U and at least one of P, B, C, D, S")
     if "D" in tools and ("C" in tools or "B" not in tools):
         raise argparse.ArgumentTypeError("D runs in C's place and is compared with B: "
                                          "give B and not C (e.g. UBD)")
+    if "S" in tools and ("B" in tools or "D" in tools or "P" not in tools):
+        raise argparse.ArgumentTypeError("S runs in B's place and is compared with P: "
+                                         "give P and not B or D (e.g. UPS)")
     return tools
 
 
@@ -304,7 +310,7 @@ def summarize(doc, tool):
     if tool in ("B", "C", "D") and backend != "bpf":
         die(f"the bpf backend was not used: 'latscope run {' '.join(TOOL_ARGS['B'])}' "
             f"reports backend {backend!r}")
-    if tool == "P" and backend not in ("perf", ""):
+    if tool in ("P", "S") and backend not in ("perf", ""):
         die(f"the perf backend was not used: 'latscope run {' '.join(TOOL_ARGS['P'])}' "
             f"reports backend {backend!r}")
     user_ns, bpf_ns = t["tracer_cpu_ns"], t.get("bpf_prog_ns", 0)
@@ -409,7 +415,7 @@ class Bench:
         """One second of P and of C, to stop at once (with latscope's own
         line) when a backend cannot run, rather than minutes in."""
         period = self.args.periods[0]
-        for tool in [t for t in ("P", "C", "D", "B") if t in self.args.tools][:2]:
+        for tool in [t for t in ("P", "S", "C", "D", "B") if t in self.args.tools][:2]:
             print(f"{PROG}: pre-flight: 1 s of {TOOL_NAME[tool]} ...", file=sys.stderr)
             run_latscope(self.args, tmp, f"preflight-{tool}", tool, period, 1, self)
 
@@ -464,6 +470,9 @@ def header(args, started, bench, w):
       f"{args.rounds} rounds x {len(args.tools)} runs x {args.seconds} s per condition")
     w(f"U = latscope run (untraced); P = {TOOL_NAME['P']}; B = {TOOL_NAME['B']}; "
       f"C = {TOOL_NAME['C']}")
+    if "S" in args.tools:
+        w(f"S = {TOOL_NAME['S']}: perf with the held-CPU call chains (cpu-clock sampling "
+          f"nearly off), in B's place in the order; S/P per round says what the chains cost")
     if "D" in args.tools:
         w(f"D = B with LATSCOPE_BPF_DIAG={args.d_diag} for D's runs only, in C's place in the "
           f"order; D/B per round says what that part of the programs does")
@@ -633,7 +642,8 @@ def condition_block(args, title, period, rounds, w):
     busy_u = med([got["U"]["busy_s"] for _, _, got in rounds])
     lines = {}
     for t, name in (("B", "BPF"), ("C", "BPF counted (C)"), ("P", "perf (quoted, no target)"),
-                    ("D", f"BPF with LATSCOPE_BPF_DIAG={args.d_diag} (D)")):
+                    ("D", f"BPF with LATSCOPE_BPF_DIAG={args.d_diag} (D)"),
+                    ("S", "perf with --stacks (S)")):
         if t not in figs:
             continue
         f = figs[t]
@@ -650,7 +660,7 @@ def condition_block(args, title, period, rounds, w):
         if t in lines:
             w(lines[t])
     if "D" in figs and "B" in figs:
-        w(d_against_b(args, rounds, keys))
+        w(against(rounds, keys, "D", "B", f"D (LATSCOPE_BPF_DIAG={args.d_diag})"))
     checks = []
     line = []
     if "B" in figs:
@@ -683,26 +693,28 @@ def condition_block(args, title, period, rounds, w):
         w("BPF targets: " + "; ".join(line))
     if "P" in lines:
         w(lines["P"])
+    if "S" in lines:
+        w(lines["S"])
+        w(against(rounds, keys, "S", "P", "S (perf with --stacks)"))
     w("")
     return checks
 
 
-def d_against_b(args, rounds, keys):
-    """The line comparing D with B: per round D/B of the mean, p50 and p99,
-    the median over rounds with its 95 % interval, and which way it points
-    (only when the interval leaves 1 out)."""
+def against(rounds, keys, a, b, name):
+    """The line comparing tool a with tool b (D with B, S with P): per round
+    a/b of the mean, p50 and p99, the median over rounds with its 95 %
+    interval, and which way it points (only when the interval leaves 1 out)."""
     parts = []
     for k, label in keys:
-        xs = [ratio(got["D"][k], got["B"][k]) for _, _, got in rounds]
+        xs = [ratio(got[a][k], got[b][k]) for _, _, got in rounds]
         ci = median_ci(xs)
         if ci is None:
             parts.append(f"{label} {med(xs):.3f} (too few rounds for a 95 % interval)")
             continue
         lo, hi = ci
-        way = ("D lower" if hi < 1 else "D higher" if lo > 1 else "no difference resolved")
+        way = (f"{a} lower" if hi < 1 else f"{a} higher" if lo > 1 else "no difference resolved")
         parts.append(f"{label} {med(xs):.3f} (95 % interval {lo:.3f}-{hi:.3f}: {way})")
-    return (f"D (LATSCOPE_BPF_DIAG={args.d_diag}) against B, median over rounds of D/B: "
-            + "; ".join(parts))
+    return f"{name} against {b}, median over rounds of {a}/{b}: " + "; ".join(parts)
 
 
 def report(args, results, started, bench):
@@ -753,7 +765,7 @@ def dry_run(args, bench):
           f"({runs * args.seconds / 60:.1f} min), plus each run's start-up{lead} and a 2 s "
           f"pre-flight")
     tmp = "<tmp>"
-    for tool in [t for t in ("P", "C", "D", "B") if t in args.tools][:2]:
+    for tool in [t for t in ("P", "S", "C", "D", "B") if t in args.tools][:2]:
         print(f"pre-flight {tool}: "
               + show(latscope_argv(args, tool, args.periods[0], 1,
                                          os.path.join(tmp, f"preflight-{tool}"))))
