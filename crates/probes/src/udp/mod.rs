@@ -278,6 +278,9 @@ impl Probe for UdpProbe {
     }
 }
 
+/// Waits of 100 ms for a warm-up datagram before the probe gives up.
+const WARM_UP_TIMEOUTS: u32 = 20;
+
 /// Sends datagrams until one arrives with a receive stamp (the kernel turns
 /// receive stamping on through a deferred work item when the first socket
 /// asks) and the route is warm, then turns transmit stamps on, so that send
@@ -290,6 +293,7 @@ fn warm_up(tx: &mut TsSocket, rx: &mut TsSocket, payload: usize) -> Result<(), S
     let mut buf = vec![0u8; payload];
     buf[..8].copy_from_slice(&WARM_UP.to_le_bytes());
     let mut stamped = 0;
+    let mut timeouts = 0;
     for _ in 0..200 {
         tx.send(&buf)
             .map_err(|e| format!("cannot send on the probe's socket: {}", e.to_io()))?;
@@ -301,6 +305,18 @@ fn warm_up(tx: &mut TsSocket, rx: &mut TsSocket, payload: usize) -> Result<(), S
                 }
             }
             Ok(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+            // A fresh path can take longer than one wait (address
+            // resolution on a new veth pair, a busy host): send again,
+            // for up to WARM_UP_TIMEOUTS waits in all.
+            Err(e) if e.to_io().kind() == std::io::ErrorKind::WouldBlock => {
+                timeouts += 1;
+                if timeouts >= WARM_UP_TIMEOUTS {
+                    return Err(format!(
+                        "the probe's warm-up datagram did not arrive in {timeouts} tries of 100 ms: {}",
+                        e.to_io()
+                    ));
+                }
+            }
             Err(e) => {
                 return Err(format!(
                     "the probe's warm-up datagram did not arrive: {}",
