@@ -48,7 +48,34 @@ pub fn create(a: VethEnd, b: VethEnd) -> Result<[NetNs; 2], String> {
     ])?;
     configure(&na, a, b)?;
     configure(&nb, b, a)?;
+    wait_up(&na, a.name)?;
+    wait_up(&nb, b.name)?;
     Ok([na, nb])
+}
+
+/// Polls of the link's state, 50 ms apart, before it counts as not up.
+const UP_POLLS: u32 = 40;
+
+/// Waits until `dev` reports `state UP`. The kernel attaches a device's
+/// queueing discipline in its link-watch work, which may run up to a
+/// second after the link was set up (later on a busy host); until then
+/// every packet sent on it is dropped. CI lost the first datagram over a
+/// new pair that way.
+fn wait_up(ns: &NetNs, dev: &str) -> Result<(), String> {
+    for _ in 0..UP_POLLS {
+        let out = ns
+            .command("ip")
+            .args(["-o", "link", "show", "dev", dev])
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run ip (iproute2): {e}"))?;
+        if String::from_utf8_lossy(&out.stdout).contains(" state UP ") {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Err(format!("{dev} did not come up within {} ms", UP_POLLS * 50))
 }
 
 /// Address, link up, and a permanent neighbour entry for the peer.
