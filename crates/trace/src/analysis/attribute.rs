@@ -441,7 +441,17 @@ pub(crate) fn attribute(
                 "CPU idle; our timer's interrupt was not recorded".to_string(),
                 None,
             ),
-            Frame::Thread(pid) if !marks.phases_known && !marks.udp && pid != marks.tid => (
+            // Our own thread, switched in (or still running from before
+            // its sleep) without its events: its own time, not a culprit.
+            Frame::Thread(pid) if !marks.phases_known && !marks.udp && pid == marks.tid => (
+                CauseKind::Return,
+                format!(
+                    "{} itself ran; its switch-in was not recorded",
+                    comm_of(threads, pid)
+                ),
+                Some(pid),
+            ),
+            Frame::Thread(pid) if !marks.phases_known && !marks.udp => (
                 CauseKind::Unexplained,
                 format!(
                     "{} ran; our timer's interrupt was not recorded",
