@@ -73,7 +73,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         // The histograms kept at the cell's checkpoints, for the
         // out-of-sample test and the forecast per part; unreadable ones
         // only lose those checks.
-        if let Ok(kept) = store.load_snapshots(cell_id) {
+        if let Ok(kept) = store.load_snapshots_of(cell_id, &FORECAST_METRICS) {
             snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
                 cell: cell.meta.index,
                 at: s.at,

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
-use latscope_stats::forecast::CellSnapshot;
+use latscope_stats::forecast::{CellSnapshot, FORECAST_METRICS};
 use latscope_store::Store;
 
 use crate::args::ReportArgs;
@@ -39,7 +39,7 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         }
         // The histograms kept at the cell's checkpoints (for the forecast's
         // checks); unreadable ones only lose those checks.
-        if let Ok(kept) = store.load_snapshots(cell_id) {
+        if let Ok(kept) = store.load_snapshots_of(cell_id, &FORECAST_METRICS) {
             snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
                 cell: cell.meta.index,
                 at: s.at,
