@@ -51,6 +51,7 @@ pub mod limits;
 mod mttf;
 mod report;
 mod request;
+pub mod retained;
 mod special;
 pub mod stability;
 mod tail;
@@ -84,6 +85,7 @@ pub use report::{
     UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
 };
 pub use request::{ForecastRequest, ForecastRequestError};
+pub use retained::{cell_since, CellPart};
 pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };
