@@ -45,7 +45,8 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
 
     let store = latscope_store::Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
-    let input = crate::forecast_input::load(&store, id, options.cells.as_deref(), |name| {
+    let run = store.load_run(id)?;
+    let input = crate::forecast_input::load(&store, id, run, options.cells.as_deref(), |name| {
         FORECAST_METRICS.contains(&name)
     })?;
     let timelines: Vec<CpuTimeline<'_>> = input

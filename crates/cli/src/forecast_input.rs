@@ -41,17 +41,17 @@ pub struct ForecastInput {
     pub cuts: Vec<(u32, Nanos, Nanos)>,
 }
 
-/// Reads what the forecast of `id` needs, for the cells `cells` allows
+/// Reads what the forecast of run `id` (`whole`, as stored) needs, for the cells `cells` allows
 /// (`None`: all), with the timelines of the metrics `wanted` accepts.
 /// Unreadable timelines and checkpoints only lose the checks that need
 /// them.
 pub fn load(
     store: &Store,
     id: RunId,
+    whole: RunResult,
     cells: Option<&[u32]>,
     wanted: impl Fn(&str) -> bool,
 ) -> Result<ForecastInput, Exit> {
-    let whole = store.load_run(id)?;
     let cell_ids = store.cell_ids(id)?;
     let mut run = whole.clone();
     let mut timelines = Vec::new();

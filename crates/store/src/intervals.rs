@@ -316,7 +316,7 @@ impl Store {
     /// intervals ([`keeps_intervals`]). A monitor's series start where its
     /// retention left them.
     pub fn load_intervals(&self, cell: CellId) -> Result<Option<Vec<IntervalSeries>>> {
-        self.read_intervals(cell, None)
+        self.read_intervals(cell, None, false)
     }
 
     /// [`Store::load_intervals`] for a plot: each series at most
@@ -330,13 +330,27 @@ impl Store {
         cell: CellId,
         max_points: usize,
     ) -> Result<Option<Vec<IntervalSeries>>> {
-        self.read_intervals(cell, Some(max_points.max(1)))
+        self.read_intervals(cell, Some(max_points.max(1)), false)
+    }
+
+    /// [`Store::load_intervals_merged`] with the CPUs of each metric pooled
+    /// into one series (`cpu` is `None`), the intervals of one checkpoint
+    /// merged as they are read: what the report's percentiles over time
+    /// plot, in half the memory on two CPUs (a 30-day monitor's last day
+    /// took 100 MB per CPU pair as separate series).
+    pub fn load_intervals_pooled(
+        &self,
+        cell: CellId,
+        max_points: usize,
+    ) -> Result<Option<Vec<IntervalSeries>>> {
+        self.read_intervals(cell, Some(max_points.max(1)), true)
     }
 
     fn read_intervals(
         &self,
         cell: CellId,
         max_points: Option<usize>,
+        pool: bool,
     ) -> Result<Option<Vec<IntervalSeries>>> {
         let index: i64 = self
             .db
@@ -362,10 +376,17 @@ impl Store {
             return Ok(None);
         }
         type Row = (String, i64, i64, i64, i64, i64, Vec<u8>);
+        let order = if pool {
+            "ORDER BY name, end_ns, cpu"
+        } else {
+            "ORDER BY name, cpu, end_ns"
+        };
         let rows: Vec<Row> = self
             .collect(
-                "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
-                 FROM metric_intervals WHERE cell_id = ?1 ORDER BY name, cpu, end_ns",
+                &format!(
+                    "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
+                     FROM metric_intervals WHERE cell_id = ?1 {order}"
+                ),
                 [cell.0],
                 |r| {
                     Ok((
@@ -415,6 +436,7 @@ impl Store {
             let end = self.nanos(*end, "an interval's end")?;
             let start_unix = self.nanos(*start_unix, "an interval's start")?;
             let end_unix = self.nanos(*end_unix, "an interval's end")?;
+            let cpu_id = if pool { None } else { cpu_id };
             let new_series = !matches!(out.last(), Some(s) if s.metric == *name && s.cpu == cpu_id);
             if new_series {
                 out.push(IntervalSeries {
@@ -430,7 +452,10 @@ impl Store {
             let Some(series) = out.last_mut() else {
                 continue;
             };
-            series.stored += 1;
+            // Pooled, a checkpoint's intervals count once.
+            if !pool || series.intervals.last().is_none_or(|l| l.end != end) {
+                series.stored += 1;
+            }
             match series.intervals.last_mut() {
                 Some(last) if group == current_group => {
                     let raw = inflate(blob).map_err(damaged)?;

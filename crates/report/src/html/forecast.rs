@@ -49,13 +49,13 @@ pub fn report_forecast(
     forecast_report(run, &borrowed, snapshots, &options).ok()
 }
 
-pub(super) fn forecast_section(
-    run: &RunResult,
-    timelines: &[Timeline],
-    snapshots: &[CellSnapshot],
-) -> String {
-    match report_forecast(run, timelines, snapshots) {
-        Some(report) => report_section(&report),
+pub(super) fn forecast_section(report: Option<&ForecastReport>, notes: &[String]) -> String {
+    match report {
+        Some(report) => {
+            let mut out: String = notes.iter().map(|n| para(n, None)).collect();
+            out.push_str(&report_section(report));
+            out
+        }
         None => String::new(),
     }
 }

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 
 use latscope_model::{metric, CpuId, Nanos, Severity};
 use latscope_stats::blocks::ObservedBlocks;
-use latscope_stats::forecast::CellSnapshot;
+use latscope_stats::forecast::{CellSnapshot, ForecastReport};
 use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult, SecondStats};
 
 pub use cell::is_plotted;
@@ -48,6 +48,9 @@ pub struct Timeline {
     pub cell: u32,
     pub metric: String,
     pub cpu: Option<CpuId>,
+    /// The cell second `seconds[0]` is: 0, or later for a monitor whose
+    /// oldest seconds the retention deleted.
+    pub first_second: u64,
     pub seconds: Vec<SecondStats>,
 }
 
@@ -81,6 +84,21 @@ pub fn html_report_full(
     observed: Option<&ObservedBlocks>,
     intervals: &[IntervalSeries],
 ) -> String {
+    let forecast = forecast::report_forecast(run, timelines, snapshots);
+    html_report_page(run, timelines, forecast.as_ref(), observed, intervals, &[])
+}
+
+/// The page of [`html_report_full`] with the forecast computed by the
+/// caller (for a long monitor, from the part of the run whose timeline is
+/// stored: see `latscope report`) and `forecast_notes` above it.
+pub fn html_report_page(
+    run: &RunResult,
+    timelines: &[Timeline],
+    forecast: Option<&ForecastReport>,
+    observed: Option<&ObservedBlocks>,
+    intervals: &[IntervalSeries],
+    forecast_notes: &[String],
+) -> String {
     let mut page = Sections::default();
     page.add("system", "Run and system", run_and_system(run));
     page.add("findings", "Latency hazards (check)", findings(run));
@@ -109,7 +127,7 @@ pub fn html_report_full(
     page.add(
         "forecast",
         "Forecast: buffering and applications",
-        forecast::forecast_section(run, timelines, snapshots),
+        forecast::forecast_section(forecast, forecast_notes),
     );
 
     let note = format!(
