@@ -59,8 +59,14 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             seconds: &t.seconds,
         })
         .collect();
-    let report = forecast_report(&input.run, &timelines, &input.snapshots, &options)
+    let mut report = forecast_report(&input.run, &timelines, &input.snapshots, &options)
         .context("cannot forecast")?;
+    // A monitor's real hours, days and weeks replace the model where they
+    // cover a horizon, and are listed after the forecast.
+    let observed = crate::observed::observed(&store, id)?;
+    if let Some(o) = &observed {
+        report.observe(latscope_model::metric::TIMER_LATENCY, o);
+    }
     // Only the one application asked for decides the exit code, and only
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
@@ -68,8 +74,6 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         std::fs::write(path, latscope_report::grid_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    // A monitor's real hours, days and weeks beside the forecast.
-    let observed = crate::observed::observed(&store, id)?;
     let text = if args.json {
         let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
         if let (Some(o), Some(map)) = (&observed, doc.as_object_mut()) {

@@ -51,12 +51,18 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         .collect();
     // A cut cell's forecast reads its part's timeline from element 0,
     // which is where the part starts.
-    let forecast = latscope_report::html::report_forecast(&input.run, &timelines, &input.snapshots);
+    let mut forecast =
+        latscope_report::html::report_forecast(&input.run, &timelines, &input.snapshots);
     let notes: Vec<String> = crate::forecast_input::cuts_text(&input.cuts)
         .lines()
         .map(str::to_string)
         .collect();
+    // A monitor's observed hours, days and weeks replace the model where
+    // they cover a horizon.
     let observed = crate::observed::observed(&store, id)?;
+    if let (Some(f), Some(o)) = (&mut forecast, &observed) {
+        f.observe(latscope_model::metric::TIMER_LATENCY, o);
+    }
     let page = latscope_report::html_report_page(
         &input.whole,
         &timelines,

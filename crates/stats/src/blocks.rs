@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use latscope_model::Nanos;
 
+use crate::forecast::{Horizon, UsageModel};
+
 const HOUR_NS: u64 = 3_600_000_000_000;
 
 /// One measured hour: its start (Unix) and its largest value.
@@ -24,8 +26,13 @@ pub struct BlockStats {
     pub blocks: usize,
     /// The largest block maximum.
     pub worst: Option<Nanos>,
+    /// The upper quartile of the block maxima (nearest rank: the
+    /// `ceil(3n/4)`-th smallest): a quarter of the blocks were worse.
+    pub upper_quartile: Option<Nanos>,
     /// The median block maximum (the lower middle for an even count).
     pub median: Option<Nanos>,
+    /// The lower quartile (the `ceil(n/4)`-th smallest).
+    pub lower_quartile: Option<Nanos>,
     /// The smallest block maximum: the best block.
     pub best: Option<Nanos>,
 }
@@ -40,11 +47,34 @@ pub struct ObservedBlocks {
 
 fn stats(mut maxima: Vec<Nanos>) -> BlockStats {
     maxima.sort_unstable();
+    let n = maxima.len();
+    // The k-th smallest (1-based) for the nearest-rank quantile q.
+    let rank = |q: usize| maxima.get((n * q).div_ceil(4).max(1) - 1).copied();
     BlockStats {
-        blocks: maxima.len(),
+        blocks: n,
         worst: maxima.last().copied(),
-        median: maxima.get(maxima.len().saturating_sub(1) / 2).copied(),
+        upper_quartile: rank(3),
+        median: maxima.get(n.saturating_sub(1) / 2).copied(),
+        lower_quartile: rank(1),
         best: maxima.first().copied(),
+    }
+}
+
+impl ObservedBlocks {
+    /// The observed blocks that are the forecast's `horizon` under
+    /// `usage`: the hours always, the days and weeks when the usage model
+    /// runs around the clock (a UTC day of monitoring is an office day
+    /// only for the continuous model); `None` when no complete block of
+    /// that length was measured. Where this answers, the forecast reports
+    /// what was observed and leaves the model to longer horizons.
+    pub fn for_horizon(&self, horizon: Horizon, usage: &UsageModel) -> Option<&BlockStats> {
+        let (blocks, hours) = match horizon {
+            Horizon::Hour => (&self.hour, 1.0),
+            Horizon::Day => (&self.day, 24.0),
+            Horizon::Week => (&self.week, 168.0),
+            Horizon::Seconds(_) => return None,
+        };
+        (blocks.blocks > 0 && horizon.run_seconds(usage) == hours * 3600.0).then_some(blocks)
     }
 }
 
@@ -125,6 +155,31 @@ mod tests {
         assert_eq!(o.day.worst, Some(Nanos::from_micros(73)));
         assert_eq!(o.week.blocks, 0);
         assert_eq!(o.week.worst, None);
+        assert!(o
+            .for_horizon(Horizon::Week, &UsageModel::CONTINUOUS)
+            .is_none());
+        assert!(o
+            .for_horizon(Horizon::Day, &UsageModel::CONTINUOUS)
+            .is_some());
+        let office = UsageModel::preset("office").unwrap();
+        assert!(
+            o.for_horizon(Horizon::Day, &office).is_none(),
+            "an office day is not a UTC day"
+        );
+        assert!(o.for_horizon(Horizon::Hour, &office).is_some());
+    }
+
+    #[test]
+    fn quartiles_are_nearest_ranks() {
+        // Hours 1..=8 µs: quartiles 2 and 6, median 4 (lower middle).
+        let hs: Vec<HourMax> = (0..8).map(|i| hour(i, i + 1)).collect();
+        let o = observed_blocks(&hs);
+        assert_eq!(o.hour.lower_quartile, Some(Nanos::from_micros(2)));
+        assert_eq!(o.hour.median, Some(Nanos::from_micros(4)));
+        assert_eq!(o.hour.upper_quartile, Some(Nanos::from_micros(6)));
+        let one = observed_blocks(&[hour(0, 9)]);
+        assert_eq!(one.hour.lower_quartile, Some(Nanos::from_micros(9)));
+        assert_eq!(one.hour.upper_quartile, Some(Nanos::from_micros(9)));
     }
 
     #[test]

@@ -137,14 +137,22 @@ fn worst_cases(m: &MetricForecast, r: &ForecastReport) -> String {
                 ),
                 Err(why) => ("n/a".to_string(), why.to_string(), "-".to_string()),
             };
-            let windows = match &h.windows {
-                Some(w) => format!(
+            let windows = match (&h.monitor, &h.windows) {
+                (Some(m), _) => crate::blocks::monitor_blocks_phrase(name, m),
+                (None, Some(w)) => format!(
                     "{} × {name}: {}, {}",
                     w.windows,
                     Nanos(w.median_ns),
                     Nanos(w.worst_ns)
                 ),
-                None => "-".to_string(),
+                (None, None) => "-".to_string(),
+            };
+            let (value, basis) = match &h.monitor {
+                Some(m) => (
+                    m.worst.map_or_else(|| "-".to_string(), |w| w.to_string()),
+                    "observed (monitor windows): the worst of them".to_string(),
+                ),
+                None => (value, basis),
             };
             vec![format!("per {name}"), value, basis, interval, windows]
         })

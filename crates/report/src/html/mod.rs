@@ -145,25 +145,13 @@ pub fn html_report_page(
 fn observed_section(o: &ObservedBlocks) -> String {
     let rows: Vec<Vec<String>> = [("hour", &o.hour), ("day", &o.day), ("week", &o.week)]
         .iter()
-        .map(|(name, b)| {
-            vec![
-                (*name).to_string(),
-                b.blocks.to_string(),
-                page::opt_ns(b.worst),
-                page::opt_ns(b.median),
-                page::opt_ns(b.best),
-            ]
-        })
+        .map(|(name, b)| crate::blocks::block_row(name, b).to_vec())
         .collect();
     let mut out = para(
         "The largest timer.latency (all CPUs) of each complete UTC hour, day and week the monitor measured, from its stored hour windows: observed, not forecast.",
         None,
     );
-    out.push_str(&table(
-        &["block", "measured", "worst", "median", "best"],
-        &rows,
-        1,
-    ));
+    out.push_str(&table(&crate::blocks::BLOCK_COLUMNS, &rows, 1));
     out
 }
 

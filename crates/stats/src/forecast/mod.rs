@@ -49,6 +49,7 @@ pub mod history;
 mod horizon;
 pub mod limits;
 mod mttf;
+mod observed;
 mod report;
 mod request;
 pub mod retained;
@@ -389,6 +390,7 @@ impl<'a> Measured<'a> {
             events,
             estimate: self.exceeded_once_in(events),
             windows,
+            monitor: None,
         }
     }
 
