@@ -122,7 +122,7 @@ fn parse_args() -> Res<Args> {
             "--checkpoints" => args.checkpoints = u32::try_from(number(&value)?)?,
             "--run-seconds" => {
                 args.run_seconds = number(&value)?;
-                if args.run_seconds == 0 || args.run_seconds % 10 != 0 {
+                if args.run_seconds == 0 || !args.run_seconds.is_multiple_of(10) {
                     return Err("--run-seconds: a multiple of 10 above 0".into());
                 }
             }
