@@ -376,17 +376,12 @@ impl Store {
             return Ok(None);
         }
         type Row = (String, i64, i64, i64, i64, i64, Vec<u8>);
-        let order = if pool {
-            "ORDER BY name, end_ns, cpu"
-        } else {
-            "ORDER BY name, cpu, end_ns"
-        };
+        // In the primary key's order: any other makes SQLite sort the
+        // blobs in a temporary tree.
         let rows: Vec<Row> = self
             .collect(
-                &format!(
-                    "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
-                     FROM metric_intervals WHERE cell_id = ?1 {order}"
-                ),
+                "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
+                 FROM metric_intervals WHERE cell_id = ?1 ORDER BY name, cpu, end_ns",
                 [cell.0],
                 |r| {
                     Ok((
@@ -422,6 +417,9 @@ impl Store {
         let mut out: Vec<IntervalSeries> = Vec::new();
         // The group the last interval of `out` holds.
         let mut current_group = usize::MAX;
+        // Pooled: where each group's interval is in the last series (the
+        // CPUs come one after another, each from its first group).
+        let mut pooled_at: std::collections::HashMap<usize, usize> = Default::default();
         for (name, cpu, start, end, start_unix, end_unix, blob) in &rows {
             let damaged =
                 |e: String| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0));
@@ -445,17 +443,50 @@ impl Store {
                     cpu: cpu_id,
                     intervals: Vec::new(),
                     merged: size,
-                    stored: 0,
+                    // Pooled, a checkpoint's intervals count once.
+                    stored: if pool {
+                        ends.get(name.as_str()).map_or(0, Vec::len)
+                    } else {
+                        0
+                    },
                 });
                 current_group = usize::MAX;
+                pooled_at.clear();
             }
             let Some(series) = out.last_mut() else {
                 continue;
             };
-            // Pooled, a checkpoint's intervals count once.
-            if !pool || series.intervals.last().is_none_or(|l| l.end != end) {
-                series.stored += 1;
+            if pool {
+                let raw = inflate(blob).map_err(damaged)?;
+                match pooled_at
+                    .get(&group)
+                    .and_then(|&i| series.intervals.get_mut(i))
+                {
+                    Some(i) => {
+                        i.histogram
+                            .merge_bytes(&raw)
+                            .map_err(|e| damaged(e.to_string()))?;
+                        i.start = i.start.min(start);
+                        i.end = i.end.max(end);
+                        i.start_unix = i.start_unix.min(start_unix);
+                        i.end_unix = i.end_unix.max(end_unix);
+                    }
+                    None => {
+                        let histogram =
+                            Histogram::from_bytes(&raw).map_err(|e| damaged(e.to_string()))?;
+                        pooled_at.insert(group, series.intervals.len());
+                        series.intervals.push(Interval {
+                            start,
+                            end,
+                            start_unix,
+                            end_unix,
+                            histogram,
+                        });
+                    }
+                }
+                continue;
             }
+            series.stored += 1;
             match series.intervals.last_mut() {
                 Some(last) if group == current_group => {
                     let raw = inflate(blob).map_err(damaged)?;
@@ -476,6 +507,12 @@ impl Store {
                     });
                     current_group = group;
                 }
+            }
+        }
+        if pool {
+            // A group only a later CPU had was appended after the others.
+            for series in &mut out {
+                series.intervals.sort_by_key(|i| i.start);
             }
         }
         Ok(Some(out))
