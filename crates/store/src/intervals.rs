@@ -522,7 +522,7 @@ impl Store {
                 {
                     Some(i) => {
                         i.histogram
-                            .merge_bytes(&raw)
+                            .merge_bytes(raw)
                             .map_err(|e| damaged(e.to_string()))?;
                         i.start = i.start.min(start);
                         i.end = i.end.max(end);
@@ -549,7 +549,7 @@ impl Store {
                 Some(last) if group == current_group => {
                     let raw = inflater.inflate(blob).map_err(damaged)?;
                     last.histogram
-                        .merge_bytes(&raw)
+                        .merge_bytes(raw)
                         .map_err(|e| damaged(e.to_string()))?;
                     last.end = end;
                     last.end_unix = end_unix;
