@@ -531,7 +531,7 @@ impl Store {
                     }
                     None => {
                         let histogram =
-                            Histogram::from_bytes(&raw).map_err(|e| damaged(e.to_string()))?;
+                            Histogram::from_bytes(raw).map_err(|e| damaged(e.to_string()))?;
                         pooled_at.insert(group, series.intervals.len());
                         series.intervals.push(Interval {
                             start,
