@@ -1,6 +1,7 @@
 //! Forecasts from long monitoring (issue 35), on stores built through the
 //! store API and read by the real binary: a simulated week of monitor hour
-//! windows gives the observed worst case per hour, day and week exactly,
+//! windows (and three minute windows) gives the observed worst case per
+//! minute, hour, day and week exactly,
 //! in `show`, `forecast` (text and JSON) and `report`, in place of the
 //! model at the horizons it covers; and a monitor whose oldest seconds the
 //! retention deleted is forecast from the part whose timeline is kept.
@@ -120,6 +121,23 @@ fn week_store(path: &std::path::Path) -> RunId {
                 .unwrap();
         }
     }
+    // The last three minutes: 12, 300 and 15 µs at most (CPU 0; CPU 1 less).
+    for (k, max_us) in [12u64, 300, 15].into_iter().enumerate() {
+        for cpu in 0..2 {
+            store
+                .put_window(
+                    run,
+                    &Window {
+                        span: Span::Minute,
+                        start_unix: Nanos(start + week.0 - (3 - k as u64) * 60_000_000_000),
+                        metric: metric::TIMER_LATENCY.into(),
+                        cpu: Some(CpuId(cpu)),
+                        histogram: window(max_us * 1_000 - u64::from(cpu) * 500),
+                    },
+                )
+                .unwrap();
+        }
+    }
     store
         .finish_run(run, RunStatus::Complete, Nanos(start + week.0), &[])
         .unwrap();
@@ -186,9 +204,26 @@ fn a_week_of_monitor_windows_gives_the_observed_hours_days_and_week_exactly() {
 
     let o = latscope(&["show", &id, "--store", s]);
     let text = stdout(&o);
-    assert!(
-        text.contains("hour        168  2.00ms          38.0µs  32.0µs          26.0µs  20.0µs"),
-        "{text}"
+    let row = |name: &str| -> Vec<String> {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row: {text}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect()
+    };
+    // block, measured, worst, upper quartile, median, lower quartile, best
+    assert_eq!(
+        row("minute "),
+        ["minute", "3", "300µs", "300µs", "15.0µs", "12.0µs", "12.0µs"]
+    );
+    assert_eq!(
+        row("hour "),
+        ["hour", "168", "2.00ms", "38.0µs", "32.0µs", "26.0µs", "20.0µs"]
+    );
+    assert_eq!(
+        row("day "),
+        ["day", "7", "2.00ms", "43.0µs", "43.0µs", "43.0µs", "43.0µs"]
     );
 
     let html_path = dir.path().join("r.html");

@@ -1,4 +1,4 @@
-//! The observed worst case per hour, day and week of a monitor run (from
+//! The observed worst case per minute, hour, day and week of a monitor run (from
 //! its stored hour windows), as a table.
 
 use latscope_model::Nanos;
@@ -50,16 +50,21 @@ pub fn monitor_blocks_phrase(name: &str, s: &BlockStats) -> String {
     )
 }
 
-/// `Observed worst case of <metric> per hour, day and week (N hours stored)`
+/// `Observed worst case of <metric> per minute, hour, day and week`
 /// and one row per block length: how many complete blocks, the worst, the
 /// median and the best block maximum.
 pub fn observed_blocks_text(metric: &str, o: &ObservedBlocks) -> String {
     let mut t = Table::new(BLOCK_COLUMNS);
-    for (name, s) in [("hour", &o.hour), ("day", &o.day), ("week", &o.week)] {
+    for (name, s) in [
+        ("minute", &o.minute),
+        ("hour", &o.hour),
+        ("day", &o.day),
+        ("week", &o.week),
+    ] {
         t.row(block_row(name, s));
     }
     format!(
-        "\nObserved worst case of {metric} per hour, day and week (monitor windows; complete UTC days and weeks only)\n{}",
+        "\nObserved worst case of {metric} per minute, hour, day and week (monitor windows; complete UTC days and weeks only)\n{}",
         t.render()
     )
 }

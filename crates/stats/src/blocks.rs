@@ -1,5 +1,5 @@
-//! The worst case per hour, day and week as observed, from a monitor's
-//! stored hour windows: for a machine monitored for weeks these are not
+//! The worst case per minute, hour, day and week as observed, from a
+//! monitor's stored minute and hour windows: for a machine monitored for weeks these are not
 //! forecasts but counts of what happened. A day (a week) is counted only
 //! when every one of its 24 (168) UTC hours was measured, so a partial day
 //! never passes for a quiet one.
@@ -11,6 +11,7 @@ use latscope_model::Nanos;
 use crate::forecast::{Horizon, UsageModel};
 
 const HOUR_NS: u64 = 3_600_000_000_000;
+const MINUTE_NS: u64 = 60_000_000_000;
 
 /// One measured hour: its start (Unix) and its largest value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,9 +38,12 @@ pub struct BlockStats {
     pub best: Option<Nanos>,
 }
 
-/// Worst cases per hour, day and week.
+/// Worst cases per minute, hour, day and week.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ObservedBlocks {
+    /// From the minute windows (kept 7 days by default), when the caller
+    /// had them ([`ObservedBlocks::with_minutes`]); no blocks otherwise.
+    pub minute: BlockStats,
     pub hour: BlockStats,
     pub day: BlockStats,
     pub week: BlockStats,
@@ -61,6 +65,19 @@ fn stats(mut maxima: Vec<Nanos>) -> BlockStats {
 }
 
 impl ObservedBlocks {
+    /// With the worst case per minute from `minutes`: each stored minute
+    /// window's start and largest value, one entry per CPU (the largest
+    /// per minute counts).
+    pub fn with_minutes(mut self, minutes: impl IntoIterator<Item = (Nanos, Nanos)>) -> Self {
+        let mut by_minute: std::collections::BTreeMap<u64, Nanos> = Default::default();
+        for (start, max) in minutes {
+            let e = by_minute.entry(start.0 / MINUTE_NS).or_insert(Nanos::ZERO);
+            *e = (*e).max(max);
+        }
+        self.minute = stats(by_minute.into_values().collect());
+        self
+    }
+
     /// The observed blocks that are the forecast's `horizon` under
     /// `usage`: the hours always, the days and weeks when the usage model
     /// runs around the clock (a UTC day of monitoring is an office day
@@ -105,6 +122,7 @@ fn blocks(hours: &[HourMax], hours_per_block: u64) -> Vec<Nanos> {
 /// largest over CPUs when there are several, duplicates of an hour merged).
 pub fn observed_blocks(hours: &[HourMax]) -> ObservedBlocks {
     ObservedBlocks {
+        minute: stats(Vec::new()),
         hour: stats(blocks(hours, 1)),
         day: stats(blocks(hours, 24)),
         week: stats(blocks(hours, 168)),
@@ -167,6 +185,17 @@ mod tests {
             "an office day is not a UTC day"
         );
         assert!(o.for_horizon(Horizon::Hour, &office).is_some());
+    }
+
+    #[test]
+    fn minutes_merge_their_cpus_and_count_once_each() {
+        let m = |i: u64, us: u64| (Nanos(i * MINUTE_NS), Nanos::from_micros(us));
+        let o = observed_blocks(&[hour(0, 9)]).with_minutes([m(0, 5), m(0, 7), m(1, 3), m(2, 90)]);
+        assert_eq!(o.minute.blocks, 3);
+        assert_eq!(o.minute.worst, Some(Nanos::from_micros(90)));
+        assert_eq!(o.minute.median, Some(Nanos::from_micros(7)));
+        assert_eq!(o.minute.best, Some(Nanos::from_micros(3)));
+        assert_eq!(observed_blocks(&[hour(0, 9)]).minute.blocks, 0);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
 }
 
 /// [`html_report`] with, for a monitor run, the observed worst case of the
-/// wake-up latency per hour, day and week from its hour windows.
+/// wake-up latency per minute, hour, day and week from its windows.
 pub fn html_report_observed(
     run: &RunResult,
     timelines: &[Timeline],
@@ -107,7 +107,7 @@ pub fn html_report_page(
     if let Some(o) = observed {
         page.add(
             "observed",
-            "Observed worst case per hour, day and week (monitor)",
+            "Observed worst case per minute, hour, day and week (monitor)",
             observed_section(o),
         );
     }
@@ -143,12 +143,17 @@ pub fn html_report_page(
 /// The monitor's block maxima: complete blocks only, so a partial day never
 /// passes for a quiet one.
 fn observed_section(o: &ObservedBlocks) -> String {
-    let rows: Vec<Vec<String>> = [("hour", &o.hour), ("day", &o.day), ("week", &o.week)]
-        .iter()
-        .map(|(name, b)| crate::blocks::block_row(name, b).to_vec())
-        .collect();
+    let rows: Vec<Vec<String>> = [
+        ("minute", &o.minute),
+        ("hour", &o.hour),
+        ("day", &o.day),
+        ("week", &o.week),
+    ]
+    .iter()
+    .map(|(name, b)| crate::blocks::block_row(name, b).to_vec())
+    .collect();
     let mut out = para(
-        "The largest timer.latency (all CPUs) of each complete UTC hour, day and week the monitor measured, from its stored hour windows: observed, not forecast.",
+        "The largest timer.latency (all CPUs) of each UTC minute the minute windows still hold (7 days by default) and of each complete UTC hour, day and week the monitor measured (from its hour windows): observed, not forecast. Quartiles by nearest rank.",
         None,
     );
     out.push_str(&table(&crate::blocks::BLOCK_COLUMNS, &rows, 1));
