@@ -158,11 +158,12 @@ targets() {
     {
         echo "Targets of issue 35 (SQLite; $reps runs each, each under flock /tmp/latscope-measure.lock;"
         echo "wall time and peak RSS from /usr/bin/time; started $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)):"
-        printf '  %-38s %10s %10s %10s %12s %s\n' command median slowest target "peak RSS" verdict
+        printf '  %-38s %10s %10s %10s %12s %12s %s\n' command median slowest target "peak RSS" "CPU median" verdict
         for i in "${!cases[@]}"; do
             IFS='|' read -r label limit args <<<"${cases[$i]}"
-            local med worst rss verdict
+            local med worst rss verdict cpu
             med="$(awk -v i="$i" '$1 == i { print $3 }' "$raw" | median)"
+            cpu="$(awk -v i="$i" '$1 == i { print $5 + $6 }' "$raw" | median)"
             worst="$(awk -v i="$i" '$1 == i { print $3 }' "$raw" | sort -g | tail -1)"
             rss="$(awk -v i="$i" '$1 == i { print $4 }' "$raw" | sort -g | tail -1)"
             if [ "$limit" = - ]; then
@@ -170,9 +171,10 @@ targets() {
             else
                 verdict="$(awk -v m="$med" -v t="$limit" -v r="$rss" 'BEGIN { print ((m < t && r < 100000) ? "met" : "MISSED") }')"
             fi
-            printf '  %-38s %8.2f s %8.2f s %8s s %9.1f MB %s\n' "$label" "$med" "$worst" "$limit" "$(awk -v r="$rss" 'BEGIN { print r / 1000 }')" "$verdict"
+            printf '  %-38s %8.2f s %8.2f s %8s s %9.1f MB %10.2f s %s\n' "$label" "$med" "$worst" "$limit" "$(awk -v r="$rss" 'BEGIN { print r / 1000 }')" "$cpu" "$verdict"
         done
-        echo "  (peak RSS: the largest of the runs; MB = 1000 KB as /usr/bin/time counts KB)"
+        echo "  (peak RSS: the largest of the runs; MB = 1000 KB as /usr/bin/time counts KB; CPU: user + sys,"
+        echo "  which a busy neighbour on the same CPUs changes less than the wall time; the verdict is on the wall time)"
         echo "  commands: latscope forecast|report|show RUN --store STORE; stores by store_fill --monitor-days $days and --runs 1 --run-seconds 60"
         echo "  raw (command index, rep, seconds, peak RSS KB, user s, sys s):"
         sed 's/^/    /' "$raw"
