@@ -7,7 +7,16 @@
 #
 # Usage: bench/store-throughput.sh [--pg URL] [--runs N] [--days D]
 #            [--checkpoints N] [--pairs N] [--cp-pairs N] [--quick]
-#            [--keep] [--out FILE] [--no-results-file]
+#            [--reps N] [--targets-only] [--keep] [--out FILE]
+#            [--no-results-file]
+#
+# It also quotes the speed targets of issue 35 on SQLite: the forecast of
+# one metric of a 60 s two-CPU run under 100 ms, and on the monitor store
+# `forecast` under 0.5 s and `report` under 1 s, each under 100 MB of peak
+# RSS (wall time and maximum RSS from /usr/bin/time, --reps runs each,
+# each under `flock /tmp/latscope-measure.lock` so that it never overlaps
+# another measurement). --targets-only measures just these, without
+# PostgreSQL.
 #
 # The PostgreSQL server is --pg URL, else $LATSCOPE_TEST_POSTGRES
 # (`export $(.ci/postgres env)` sets it for the CI server); its role must be
@@ -41,6 +50,8 @@ Options:
   --pairs N          timed pairs of every command [6]
   --cp-pairs N       pairs of checkpoint series, each in fresh stores [6]
   --quick            --runs 20 --days 1 --checkpoints 50 --pairs 2 --cp-pairs 2
+  --reps N           timed runs of each command for the issue-35 targets [5]
+  --targets-only     only the issue-35 targets, on SQLite (no PostgreSQL needed)
   --keep             keep the SQLite files and PostgreSQL databases
   --out FILE         results file [bench/results/store-throughput-<UTC start>.txt]
   --no-results-file  print only
@@ -56,6 +67,8 @@ pg_url="${LATSCOPE_TEST_POSTGRES:-}"
 keep=0
 out=""
 results_file=1
+reps=5
+targets_only=0
 
 number() {
     [[ "$2" =~ ^[1-9][0-9]*$ ]] || fail "$1 needs a whole number above 0, not '$2'"
@@ -67,9 +80,10 @@ while [ $# -gt 0 ]; do
         usage
         exit 0
         ;;
-    --pg | --runs | --days | --checkpoints | --pairs | --cp-pairs | --out)
+    --pg | --runs | --days | --checkpoints | --pairs | --cp-pairs | --out | --reps)
         [ $# -ge 2 ] || fail "$1 needs a value"
         case "$1" in
+        --reps) number "$1" "$2" && reps="$2" ;;
         --pg) pg_url="$2" ;;
         --runs) number "$1" "$2" && runs="$2" ;;
         --days) number "$1" "$2" && days="$2" ;;
@@ -88,6 +102,10 @@ while [ $# -gt 0 ]; do
         keep=1
         shift
         ;;
+    --targets-only)
+        targets_only=1
+        shift
+        ;;
     --no-results-file)
         results_file=0
         shift
@@ -95,6 +113,102 @@ while [ $# -gt 0 ]; do
     *) fail "unknown option '$1' (--help lists them)" ;;
     esac
 done
+
+# ------------------------------------------------------------ issue 35 targets
+
+# The targets of issue 35 on SQLite, into file $1: builds, fills a monitor
+# store of $days days and a store of one 60 s two-CPU run in directory $2,
+# and times each command $reps times.
+targets() {
+    local file="$1" dir="$2" fill latscope
+    local target_dir="${CARGO_TARGET_DIR:-$repo/target}"
+    latscope="$target_dir/release/latscope"
+    fill="$target_dir/release/examples/store_fill"
+    command -v flock >/dev/null 2>&1 || fail "flock not found (util-linux): it keeps measurements from overlapping"
+    say "building latscope and the store filler (release)"
+    (cd "$repo" && cargo build --release -q -p latscope --bin latscope) || fail "cargo build --release -p latscope failed"
+    (cd "$repo" && cargo build --release -q -p latscope-store --example store_fill) || fail "cargo build --release -p latscope-store --example store_fill failed"
+    say "targets: filling a SQLite monitor of $days days and one 60 s run"
+    "$fill" --store "$dir/t-monitor.db" --monitor-days "$days" >"$dir/t-fill.out" 2>"$dir/t-fill.err" ||
+        fail "store_fill --monitor-days failed: $(tail -1 "$dir/t-fill.err")"
+    "$fill" --store "$dir/t-run60.db" --runs 1 --run-seconds 60 >>"$dir/t-fill.out" 2>>"$dir/t-fill.err" ||
+        fail "store_fill --runs failed: $(tail -1 "$dir/t-fill.err")"
+    local mrun rrun
+    mrun="$(sed -n 's/^monitor .* run=\([0-9]*\) .*/\1/p' "$dir/t-fill.out")"
+    rrun="$(sed -n 's/^runs .* first=\([0-9]*\) .*/\1/p' "$dir/t-fill.out")"
+    # label|target seconds|command line
+    local cases=(
+        "forecast, 60 s run on 2 CPUs (one metric)|0.1|forecast $rrun --store $dir/t-run60.db"
+        "forecast, monitor of $days d|0.5|forecast $mrun --store $dir/t-monitor.db"
+        "report, monitor of $days d|1.0|report $mrun --html $dir/t-report.html --store $dir/t-monitor.db"
+        "show, monitor of $days d|-|show $mrun --store $dir/t-monitor.db"
+    )
+    local raw="$dir/t-raw.txt" label limit args i k
+    : >"$raw"
+    for ((k = 1; k <= reps; k++)); do
+        for i in "${!cases[@]}"; do
+            IFS='|' read -r label limit args <<<"${cases[$i]}"
+            # shellcheck disable=SC2086
+            flock /tmp/latscope-measure.lock /usr/bin/time -f '%e %M %U %S' -o "$dir/t-time" \
+                "$latscope" $args >/dev/null 2>"$dir/t-err" ||
+                fail "latscope $args failed: $(grep -v '^Command exited' "$dir/t-err" | tail -1)"
+            echo "$i $k $(tail -1 "$dir/t-time")" >>"$raw"
+        done
+    done
+    {
+        echo "Targets of issue 35 (SQLite; $reps runs each, each under flock /tmp/latscope-measure.lock;"
+        echo "wall time and peak RSS from /usr/bin/time; started $(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg)):"
+        printf '  %-38s %10s %10s %10s %12s %12s %s\n' command median slowest target "peak RSS" "CPU median" verdict
+        for i in "${!cases[@]}"; do
+            IFS='|' read -r label limit args <<<"${cases[$i]}"
+            local med worst rss verdict cpu
+            med="$(awk -v i="$i" '$1 == i { print $3 }' "$raw" | median)"
+            cpu="$(awk -v i="$i" '$1 == i { print $5 + $6 }' "$raw" | median)"
+            worst="$(awk -v i="$i" '$1 == i { print $3 }' "$raw" | sort -g | tail -1)"
+            rss="$(awk -v i="$i" '$1 == i { print $4 }' "$raw" | sort -g | tail -1)"
+            if [ "$limit" = - ]; then
+                verdict="(no target; RSS $(awk -v r="$rss" 'BEGIN { print (r < 100000 ? "met" : "MISSED") }'))"
+            else
+                verdict="$(awk -v m="$med" -v t="$limit" -v r="$rss" 'BEGIN { print ((m < t && r < 100000) ? "met" : "MISSED") }')"
+            fi
+            printf '  %-38s %8.2f s %8.2f s %8s s %9.1f MB %10.2f s %s\n' "$label" "$med" "$worst" "$limit" "$(awk -v r="$rss" 'BEGIN { print r / 1000 }')" "$cpu" "$verdict"
+        done
+        echo "  (peak RSS: the largest of the runs; MB = 1000 KB as /usr/bin/time counts KB; CPU: user + sys,"
+        echo "  which a busy neighbour on the same CPUs changes less than the wall time; the verdict is on the wall time)"
+        echo "  commands: latscope forecast|report|show RUN --store STORE; stores by store_fill --monitor-days $days and --runs 1 --run-seconds 60"
+        echo "  raw (command index, rep, seconds, peak RSS KB, user s, sys s):"
+        sed 's/^/    /' "$raw"
+    } >"$file"
+}
+
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+if [ "$targets_only" = 1 ]; then
+    [ -x /usr/bin/time ] || fail "/usr/bin/time not found (apt-get install time): it measures each command's peak memory"
+    command -v cargo >/dev/null 2>&1 || fail "cargo not found"
+    start_utc="$(date -u +%Y%m%dT%H%M%SZ)"
+    tdir="$(mktemp -d /tmp/store-targets.XXXXXX)"
+    # shellcheck disable=SC2064
+    trap "rm -rf '$tdir'" EXIT
+    trap 'exit 130' INT TERM
+    targets "$tdir/targets.txt" "$tdir"
+    {
+        echo "store-throughput --targets-only $start_utc"
+        echo "host $(hostname), kernel $(uname -r), $(nproc) CPUs"
+        echo "latscope $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo '?')$(cd "$repo" && git diff --quiet HEAD -- crates 2>/dev/null || echo ' (crates/ modified)')"
+        echo
+        cat "$tdir/targets.txt"
+    } >"$tdir/report.txt"
+    cat "$tdir/report.txt"
+    if [ "$results_file" = 1 ]; then
+        [ -n "$out" ] || out="$repo/bench/results/store-throughput-targets-$start_utc.txt"
+        mkdir -p "$(dirname "$out")"
+        cp "$tdir/report.txt" "$out"
+        say "results written to ${out#"$repo"/}"
+    fi
+    exit 0
+fi
 
 # ------------------------------------------------------------ the server
 
@@ -316,6 +430,9 @@ for ((p = 1; p <= pairs; p++)); do
     done
 done
 
+say "issue-35 targets on SQLite ($reps runs each)"
+targets "$tmp/targets.txt" "$tmp"
+
 load_end="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The fill rewrites the monitor's metrics rows 9,336 times in a minute or
@@ -336,9 +453,6 @@ label() {
 }
 
 mb() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1e6 }'; }
-
-# median of the numbers on stdin
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "nan"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 report="$tmp/report.txt"
 {
@@ -403,6 +517,8 @@ report="$tmp/report.txt"
     echo "Target (issue 16): report on the $days-day monitor store under 2 s:" \
         "SQLite $(printf '%.2f' "$rep_s") s: $(verdict "$rep_s");" \
         "PostgreSQL $(printf '%.2f' "$rep_p") s: $(verdict "$rep_p")$([ "$days" = 30 ] || echo " (the target is for 30 days)")"
+    echo
+    cat "$tmp/targets.txt"
     if [ -n "$cp_disturbed" ]; then
         echo "WARNING: the p50 ratio of checkpoint pair(s) $cp_disturbed is more than 2x off the median: the machine was busy; run again"
     fi

@@ -15,12 +15,10 @@
 use std::io::Write;
 
 use anyhow::Context;
-use latscope_model::CpuId;
 use latscope_stats::forecast::{
-    forecast_report, CellSnapshot, CpuTimeline, ForecastOptions, ForecastRequest,
-    ForecastRequestError, FORECAST_METRICS,
+    forecast_report, CpuTimeline, ForecastOptions, ForecastRequest, ForecastRequestError,
+    FORECAST_METRICS,
 };
-use latscope_stats::SecondStats;
 
 use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
@@ -48,50 +46,27 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     let store = latscope_store::Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
-    let cell_ids = store.cell_ids(id)?;
-    // The per-second maxima of the forecast metrics, for the observed
-    // worst case of whole hours; a timeline that cannot be read only loses
-    // that column.
-    let mut loaded: Vec<(u32, &str, Option<CpuId>, Vec<SecondStats>)> = Vec::new();
-    let mut snapshots: Vec<CellSnapshot> = Vec::new();
-    for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
-        if options
-            .cells
-            .as_ref()
-            .is_some_and(|w| !w.contains(&cell.meta.index))
-        {
-            continue;
-        }
-        for m in &cell.metrics {
-            let Some(&name) = FORECAST_METRICS.iter().find(|n| **n == m.name) else {
-                continue;
-            };
-            if let Ok(t) = store.load_timeline(cell_id, name, m.cpu) {
-                loaded.push((cell.meta.index, name, m.cpu, t));
-            }
-        }
-        // The histograms kept at the cell's checkpoints, for the
-        // out-of-sample test and the forecast per part; unreadable ones
-        // only lose those checks.
-        if let Ok(kept) = store.load_snapshots(cell_id) {
-            snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
-                cell: cell.meta.index,
-                at: s.at,
-                metrics: s.metrics,
-            }));
-        }
-    }
-    let timelines: Vec<CpuTimeline<'_>> = loaded
+    let input = crate::forecast_input::load(&store, id, run, options.cells.as_deref(), |name| {
+        FORECAST_METRICS.contains(&name)
+    })?;
+    let timelines: Vec<CpuTimeline<'_>> = input
+        .timelines
         .iter()
-        .map(|(cell, metric, cpu, seconds)| CpuTimeline {
-            cell: *cell,
-            metric,
-            cpu: *cpu,
-            seconds,
+        .map(|t| CpuTimeline {
+            cell: t.cell,
+            metric: &t.metric,
+            cpu: t.cpu,
+            seconds: &t.seconds,
         })
         .collect();
-    let report =
-        forecast_report(&run, &timelines, &snapshots, &options).context("cannot forecast")?;
+    let mut report = forecast_report(&input.run, &timelines, &input.snapshots, &options)
+        .context("cannot forecast")?;
+    // A monitor's real hours, days and weeks replace the model where they
+    // cover a horizon, and are listed after the forecast.
+    let observed = crate::observed::observed(&store, id)?;
+    if let Some(o) = &observed {
+        report.observe(latscope_model::metric::TIMER_LATENCY, o);
+    }
     // Only the one application asked for decides the exit code, and only
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
@@ -99,8 +74,6 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         std::fs::write(path, latscope_report::grid_csv(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    // A monitor's real hours, days and weeks beside the forecast.
-    let observed = crate::observed::observed(&store, id)?;
     let text = if args.json {
         let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
         if let (Some(o), Some(map)) = (&observed, doc.as_object_mut()) {
@@ -109,9 +82,21 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
                 serde_json::to_value(o).context("cannot write JSON")?,
             );
         }
+        if let Some(map) = doc.as_object_mut() {
+            let parts: Vec<serde_json::Value> = input
+                .cuts
+                .iter()
+                .map(|(cell, from, _)| serde_json::json!({"cell": cell, "from_ns": from.0}))
+                .collect();
+            map.insert("model_fitted_from".into(), parts.into());
+        }
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        let mut t = latscope_report::forecast_text(&report, args.grid_csv.is_some());
+        let mut t = crate::forecast_input::cuts_text(&input.cuts);
+        t.push_str(&latscope_report::forecast_text(
+            &report,
+            args.grid_csv.is_some(),
+        ));
         if let Some(o) = &observed {
             t.push_str(&latscope_report::observed_blocks_text(
                 latscope_model::metric::TIMER_LATENCY,

@@ -1,5 +1,6 @@
-//! A monitor run's observed worst case of the wake-up latency per hour,
-//! day and week, from its stored hour windows (over every CPU): what
+//! A monitor run's observed worst case of the wake-up latency per minute,
+//! hour, day and week, from its stored minute and hour windows (over
+//! every CPU): what
 //! `show`, `report` and `forecast` add for a monitor. Nothing for other
 //! runs, which have no windows.
 
@@ -21,7 +22,8 @@ pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, Exit
     if hours.is_empty() {
         return Ok(None);
     }
-    Ok(Some(observed_blocks(&hours)))
+    let minutes = store.window_maxima(id, Span::Minute, metric::TIMER_LATENCY)?;
+    Ok(Some(observed_blocks(&hours).with_minutes(minutes)))
 }
 
 /// The table of [`observed`], or nothing.

@@ -1,8 +1,10 @@
 //! `latscope report RUN [--html FILE]`: the run as one self-contained HTML
 //! page. This module loads the run and the per-second timelines of the
 //! metrics the page plots ([`is_plotted`]), the histograms kept at the
-//! cells' checkpoints and their checkpoint intervals from the store and
-//! writes the page; `latscope_report` renders it.
+//! cells' checkpoints (both through [`crate::forecast_input`], which fits a
+//! long monitor's model to the part whose timeline is kept) and their
+//! checkpoint intervals from the store and writes the page;
+//! `latscope_report` renders it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +12,6 @@ use std::path::PathBuf;
 use anyhow::Context;
 use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
-use latscope_stats::forecast::CellSnapshot;
 use latscope_store::Store;
 
 use crate::args::ReportArgs;
@@ -25,48 +26,50 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         let page = latscope_report::micro_html(&run, micro.context.as_ref(), &results);
         return write_page(args, id.0, &page);
     }
-    let cell_ids = store.cell_ids(id)?;
-    let mut timelines = Vec::new();
-    let mut snapshots = Vec::new();
+    let input = crate::forecast_input::load(&store, id, run, None, is_plotted)?;
     let mut intervals = Vec::new();
-    for (cell, cell_id) in run.cells.iter().zip(cell_ids) {
-        // The checkpoint intervals (percentiles over time); a cell stored
-        // without them, or with unreadable ones, only lacks that plot.
+    for cell_id in store.cell_ids(id)? {
+        // The checkpoint intervals (percentiles over time), the CPUs
+        // pooled as the plot shows them; a cell stored without them, or
+        // with unreadable ones, only lacks that plot.
         if let Ok(Some(series)) =
-            store.load_intervals_merged(cell_id, latscope_report::INTERVAL_PLOT_POINTS)
+            store.load_intervals_pooled(cell_id, latscope_report::INTERVAL_PLOT_POINTS)
         {
             intervals.extend(series);
         }
-        // The histograms kept at the cell's checkpoints (for the forecast's
-        // checks); unreadable ones only lose those checks.
-        if let Ok(kept) = store.load_snapshots(cell_id) {
-            snapshots.extend(kept.into_iter().map(|s| CellSnapshot {
-                cell: cell.meta.index,
-                at: s.at,
-                metrics: s.metrics,
-            }));
-        }
-        for m in cell.metrics.iter().filter(|m| is_plotted(&m.name)) {
-            let seconds = store
-                .load_timeline(cell_id, &m.name, m.cpu)
-                .with_context(|| format!("cannot read the timeline of {}", m.name))?;
-            if !seconds.is_empty() {
-                timelines.push(Timeline {
-                    cell: cell.meta.index,
-                    metric: m.name.clone(),
-                    cpu: m.cpu,
-                    seconds,
-                });
-            }
-        }
     }
+    let timelines: Vec<Timeline> = input
+        .timelines
+        .into_iter()
+        .map(|t| Timeline {
+            cell: t.cell,
+            metric: t.metric,
+            cpu: t.cpu,
+            first_second: t.first_second,
+            seconds: t.seconds,
+        })
+        .collect();
+    // A cut cell's forecast reads its part's timeline from element 0,
+    // which is where the part starts.
+    let mut forecast =
+        latscope_report::html::report_forecast(&input.run, &timelines, &input.snapshots);
+    let notes: Vec<String> = crate::forecast_input::cuts_text(&input.cuts)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    // A monitor's observed hours, days and weeks replace the model where
+    // they cover a horizon.
     let observed = crate::observed::observed(&store, id)?;
-    let page = latscope_report::html_report_full(
-        &run,
+    if let (Some(f), Some(o)) = (&mut forecast, &observed) {
+        f.observe(latscope_model::metric::TIMER_LATENCY, o);
+    }
+    let page = latscope_report::html_report_page(
+        &input.whole,
         &timelines,
-        &snapshots,
+        forecast.as_ref(),
         observed.as_ref(),
         &intervals,
+        &notes,
     );
     write_page(args, id.0, &page)
 }

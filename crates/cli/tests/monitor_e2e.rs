@@ -103,7 +103,7 @@ fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
     // measured, no complete day.
     let text = stdout(&shown);
     assert!(
-        text.contains("Observed worst case of timer.latency per hour, day and week"),
+        text.contains("Observed worst case of timer.latency per minute, hour, day and week"),
         "{text}"
     );
     let day_row = text
@@ -124,13 +124,13 @@ fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(
-        html.contains("Observed worst case per hour, day and week (monitor)"),
+        html.contains("Observed worst case per minute, hour, day and week (monitor)"),
         "no observed section"
     );
     let o = latscope(&["forecast", "latest", "--store", store.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(
-        stdout(&o).contains("Observed worst case of timer.latency per hour, day and week"),
+        stdout(&o).contains("Observed worst case of timer.latency per minute, hour, day and week"),
         "{}",
         stdout(&o)
     );

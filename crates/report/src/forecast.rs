@@ -232,6 +232,11 @@ pub fn horizon_text(name: &str, h: &HorizonForecast) -> String {
         ),
         None => String::new(),
     };
+    if let Some(m) = &h.monitor {
+        // Observed over the whole monitor: neither the model nor the
+        // windows of the part whose timeline is kept add to it.
+        return crate::blocks::monitor_blocks_phrase(name, m);
+    }
     format!("{}{windows}", estimate_text(&h.estimate))
 }
 
@@ -385,6 +390,7 @@ mod tests {
             events: 1.0,
             estimate: e,
             windows,
+            monitor: None,
         }
     }
 

@@ -40,7 +40,8 @@ pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
 };
 pub use html::{
-    html_report, html_report_full, html_report_observed, micro_html, Timeline, INTERVAL_PLOT_POINTS,
+    html_report, html_report_full, html_report_observed, html_report_page, micro_html, Timeline,
+    INTERVAL_PLOT_POINTS,
 };
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};

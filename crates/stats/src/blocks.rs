@@ -1,5 +1,5 @@
-//! The worst case per hour, day and week as observed, from a monitor's
-//! stored hour windows: for a machine monitored for weeks these are not
+//! The worst case per minute, hour, day and week as observed, from a
+//! monitor's stored minute and hour windows: for a machine monitored for weeks these are not
 //! forecasts but counts of what happened. A day (a week) is counted only
 //! when every one of its 24 (168) UTC hours was measured, so a partial day
 //! never passes for a quiet one.
@@ -8,7 +8,10 @@ use serde::Serialize;
 
 use latscope_model::Nanos;
 
+use crate::forecast::{Horizon, UsageModel};
+
 const HOUR_NS: u64 = 3_600_000_000_000;
+const MINUTE_NS: u64 = 60_000_000_000;
 
 /// One measured hour: its start (Unix) and its largest value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,15 +27,23 @@ pub struct BlockStats {
     pub blocks: usize,
     /// The largest block maximum.
     pub worst: Option<Nanos>,
+    /// The upper quartile of the block maxima (nearest rank: the
+    /// `ceil(3n/4)`-th smallest): a quarter of the blocks were worse.
+    pub upper_quartile: Option<Nanos>,
     /// The median block maximum (the lower middle for an even count).
     pub median: Option<Nanos>,
+    /// The lower quartile (the `ceil(n/4)`-th smallest).
+    pub lower_quartile: Option<Nanos>,
     /// The smallest block maximum: the best block.
     pub best: Option<Nanos>,
 }
 
-/// Worst cases per hour, day and week.
+/// Worst cases per minute, hour, day and week.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ObservedBlocks {
+    /// From the minute windows (kept 7 days by default), when the caller
+    /// had them ([`ObservedBlocks::with_minutes`]); no blocks otherwise.
+    pub minute: BlockStats,
     pub hour: BlockStats,
     pub day: BlockStats,
     pub week: BlockStats,
@@ -40,11 +51,47 @@ pub struct ObservedBlocks {
 
 fn stats(mut maxima: Vec<Nanos>) -> BlockStats {
     maxima.sort_unstable();
+    let n = maxima.len();
+    // The k-th smallest (1-based) for the nearest-rank quantile q.
+    let rank = |q: usize| maxima.get((n * q).div_ceil(4).max(1) - 1).copied();
     BlockStats {
-        blocks: maxima.len(),
+        blocks: n,
         worst: maxima.last().copied(),
-        median: maxima.get(maxima.len().saturating_sub(1) / 2).copied(),
+        upper_quartile: rank(3),
+        median: maxima.get(n.saturating_sub(1) / 2).copied(),
+        lower_quartile: rank(1),
         best: maxima.first().copied(),
+    }
+}
+
+impl ObservedBlocks {
+    /// With the worst case per minute from `minutes`: each stored minute
+    /// window's start and largest value, one entry per CPU (the largest
+    /// per minute counts).
+    pub fn with_minutes(mut self, minutes: impl IntoIterator<Item = (Nanos, Nanos)>) -> Self {
+        let mut by_minute: std::collections::BTreeMap<u64, Nanos> = Default::default();
+        for (start, max) in minutes {
+            let e = by_minute.entry(start.0 / MINUTE_NS).or_insert(Nanos::ZERO);
+            *e = (*e).max(max);
+        }
+        self.minute = stats(by_minute.into_values().collect());
+        self
+    }
+
+    /// The observed blocks that are the forecast's `horizon` under
+    /// `usage`: the hours always, the days and weeks when the usage model
+    /// runs around the clock (a UTC day of monitoring is an office day
+    /// only for the continuous model); `None` when no complete block of
+    /// that length was measured. Where this answers, the forecast reports
+    /// what was observed and leaves the model to longer horizons.
+    pub fn for_horizon(&self, horizon: Horizon, usage: &UsageModel) -> Option<&BlockStats> {
+        let (blocks, hours) = match horizon {
+            Horizon::Hour => (&self.hour, 1.0),
+            Horizon::Day => (&self.day, 24.0),
+            Horizon::Week => (&self.week, 168.0),
+            Horizon::Seconds(_) => return None,
+        };
+        (blocks.blocks > 0 && horizon.run_seconds(usage) == hours * 3600.0).then_some(blocks)
     }
 }
 
@@ -75,6 +122,7 @@ fn blocks(hours: &[HourMax], hours_per_block: u64) -> Vec<Nanos> {
 /// largest over CPUs when there are several, duplicates of an hour merged).
 pub fn observed_blocks(hours: &[HourMax]) -> ObservedBlocks {
     ObservedBlocks {
+        minute: stats(Vec::new()),
         hour: stats(blocks(hours, 1)),
         day: stats(blocks(hours, 24)),
         week: stats(blocks(hours, 168)),
@@ -125,6 +173,42 @@ mod tests {
         assert_eq!(o.day.worst, Some(Nanos::from_micros(73)));
         assert_eq!(o.week.blocks, 0);
         assert_eq!(o.week.worst, None);
+        assert!(o
+            .for_horizon(Horizon::Week, &UsageModel::CONTINUOUS)
+            .is_none());
+        assert!(o
+            .for_horizon(Horizon::Day, &UsageModel::CONTINUOUS)
+            .is_some());
+        let office = UsageModel::preset("office").unwrap();
+        assert!(
+            o.for_horizon(Horizon::Day, &office).is_none(),
+            "an office day is not a UTC day"
+        );
+        assert!(o.for_horizon(Horizon::Hour, &office).is_some());
+    }
+
+    #[test]
+    fn minutes_merge_their_cpus_and_count_once_each() {
+        let m = |i: u64, us: u64| (Nanos(i * MINUTE_NS), Nanos::from_micros(us));
+        let o = observed_blocks(&[hour(0, 9)]).with_minutes([m(0, 5), m(0, 7), m(1, 3), m(2, 90)]);
+        assert_eq!(o.minute.blocks, 3);
+        assert_eq!(o.minute.worst, Some(Nanos::from_micros(90)));
+        assert_eq!(o.minute.median, Some(Nanos::from_micros(7)));
+        assert_eq!(o.minute.best, Some(Nanos::from_micros(3)));
+        assert_eq!(observed_blocks(&[hour(0, 9)]).minute.blocks, 0);
+    }
+
+    #[test]
+    fn quartiles_are_nearest_ranks() {
+        // Hours 1..=8 µs: quartiles 2 and 6, median 4 (lower middle).
+        let hs: Vec<HourMax> = (0..8).map(|i| hour(i, i + 1)).collect();
+        let o = observed_blocks(&hs);
+        assert_eq!(o.hour.lower_quartile, Some(Nanos::from_micros(2)));
+        assert_eq!(o.hour.median, Some(Nanos::from_micros(4)));
+        assert_eq!(o.hour.upper_quartile, Some(Nanos::from_micros(6)));
+        let one = observed_blocks(&[hour(0, 9)]);
+        assert_eq!(one.hour.lower_quartile, Some(Nanos::from_micros(9)));
+        assert_eq!(one.hour.upper_quartile, Some(Nanos::from_micros(9)));
     }
 
     #[test]

@@ -565,10 +565,20 @@ impl Histogram {
         if entries.iter().any(|&(idx, _)| idx >= COUNTS_LEN) {
             return Err(DecodeError::Corrupt);
         }
-        for (idx, c) in entries {
-            if c > 0 {
-                let (k, j) = split(idx);
-                self.chunk_mut(k)[j] += c;
+        // One chunk lookup per run of entries in the same chunk, not one
+        // per entry: a long monitor's report merges thousands of blobs.
+        let mut rest = entries.iter().filter(|&&(_, c)| c > 0).peekable();
+        while let Some(&(idx, c)) = rest.next() {
+            let (k, j) = split(idx);
+            let chunk = self.chunk_mut(k);
+            chunk[j] += c;
+            while let Some(&&(idx, c)) = rest.peek() {
+                let (next_k, j) = split(idx);
+                if next_k != k {
+                    break;
+                }
+                chunk[j] += c;
+                rest.next();
             }
         }
         self.total += head.total;

@@ -4,8 +4,8 @@
 //!
 //! ```text
 //! cargo run --release -p latscope-store --example store_fill -- \
-//!     --store PATH_OR_URL [--runs N] [--monitor-days D] [--checkpoints N] \
-//!     [--timings FILE] [--seed S]
+//!     --store PATH_OR_URL [--runs N] [--run-seconds S] [--monitor-days D] \
+//!     [--checkpoints N] [--timings FILE] [--seed S]
 //! ```
 //!
 //! `--store` is a SQLite file or a `postgres://USER@HOST:PORT/DB` URL (the
@@ -14,8 +14,9 @@
 //! order below.
 //!
 //! * `--runs N`: N short runs as `latscope run` stores them by default: one
-//!   timer cell (1 ms period, FIFO 95) on 2 CPUs, measured for 30 s, with
-//!   three checkpoints of 10 s (`timer.latency` raw and corrected and
+//!   timer cell (1 ms period, FIFO 95) on 2 CPUs, measured for 30 s (or
+//!   `--run-seconds S`, a multiple of 10), with a checkpoint every 10 s
+//!   (`timer.latency` raw and corrected and
 //!   `timer.interval` per CPU, 10 timeline seconds per series and
 //!   checkpoint, the early wake-ups per CPU), then ended `complete`. The
 //!   runs started an hour apart, the newest an hour ago.
@@ -81,19 +82,22 @@ struct Args {
     store: PathBuf,
     runs: u32,
     monitor_days: u32,
+    /// Seconds each of `--runs` measured (a multiple of 10).
+    run_seconds: u64,
     checkpoints: u32,
     timings: Option<PathBuf>,
     seed: u64,
 }
 
-const USAGE: &str = "usage: store_fill --store PATH_OR_URL [--runs N] [--monitor-days D] \
-                     [--checkpoints N] [--timings FILE] [--seed S]";
+const USAGE: &str = "usage: store_fill --store PATH_OR_URL [--runs N] [--run-seconds S] \
+                     [--monitor-days D] [--checkpoints N] [--timings FILE] [--seed S]";
 
 fn parse_args() -> Res<Args> {
     let mut args = Args {
         store: PathBuf::new(),
         runs: 0,
         monitor_days: 0,
+        run_seconds: 30,
         checkpoints: 0,
         timings: None,
         seed: 1,
@@ -116,6 +120,12 @@ fn parse_args() -> Res<Args> {
             "--runs" => args.runs = u32::try_from(number(&value)?)?,
             "--monitor-days" => args.monitor_days = u32::try_from(number(&value)?)?,
             "--checkpoints" => args.checkpoints = u32::try_from(number(&value)?)?,
+            "--run-seconds" => {
+                args.run_seconds = number(&value)?;
+                if args.run_seconds == 0 || !args.run_seconds.is_multiple_of(10) {
+                    return Err("--run-seconds: a multiple of 10 above 0".into());
+                }
+            }
             "--timings" => args.timings = Some(PathBuf::from(value)),
             "--seed" => args.seed = number(&value)?,
             _ => return Err(format!("unknown option {flag}\n{USAGE}").into()),
@@ -148,7 +158,8 @@ fn run() -> Res<()> {
     let pool = Pool::new(&mut rng);
     if args.runs > 0 {
         let t = Instant::now();
-        let (first, last, in_store) = fill_runs(&mut store, &mut rng, &pool, args.runs)?;
+        let (first, last, in_store) =
+            fill_runs(&mut store, &mut rng, &pool, args.runs, args.run_seconds)?;
         println!(
             "runs store={name} n={} first={} last={} seconds={:.2} store_seconds={in_store:.2}",
             args.runs,
@@ -616,7 +627,13 @@ fn timer_cell(planned: Option<Nanos>, threshold: Option<Nanos>) -> CellMeta {
 
 /// `n` runs like a default `latscope run`: 30 s, three checkpoints. Returns
 /// the first and last run and the seconds spent in the store's calls.
-fn fill_runs(store: &mut Store, rng: &mut Rng, pool: &Pool, n: u32) -> Res<(RunId, RunId, f64)> {
+fn fill_runs(
+    store: &mut Store,
+    rng: &mut Rng,
+    pool: &Pool,
+    n: u32,
+    seconds: u64,
+) -> Res<(RunId, RunId, f64)> {
     let now = now_unix()?;
     let mut clock = StoreClock::default();
     let mut ids = Vec::with_capacity(n as usize);
@@ -624,15 +641,15 @@ fn fill_runs(store: &mut Store, rng: &mut Rng, pool: &Pool, n: u32) -> Res<(RunI
         let started = now - (u64::from(n) - i) * 3_600 * SEC;
         let meta = run_meta(started, &["latscope", "run", "--store", "latscope.db"]);
         let run = clock.time(|| store.create_run(&meta, &system(), &caps(false)))?;
-        let cell_meta = timer_cell(Some(Nanos(30 * SEC)), None);
+        let cell_meta = timer_cell(Some(Nanos(seconds * SEC)), None);
         let cell = clock.time(|| store.add_cell(run, &cell_meta))?;
         let mut c = TimerCell::new(None);
-        for _ in 0..3 {
+        for _ in 0..seconds / 10 {
             let timeline = c.advance(rng, pool, 10);
             let cp = c.checkpoint(started + c.seconds * SEC, timeline);
             clock.time(|| store.write_checkpoint(run, cell, &cp))?;
         }
-        let ended = Nanos(started + 30 * SEC);
+        let ended = Nanos(started + seconds * SEC);
         clock.time(|| store.finish_run(run, RunStatus::Complete, ended, &[]))?;
         ids.push(run);
         if (i + 1) % 100 == 0 {

@@ -653,15 +653,33 @@ impl Store {
         metric: &str,
         cpu: Option<CpuId>,
     ) -> Result<Vec<SecondStats>> {
+        self.load_timeline_from(cell, metric, cpu, 0)
+    }
+
+    /// [`Store::load_timeline`] from second `from` of the cell on (element
+    /// 0 is second `from`): a monitor that ran for a month keeps only its
+    /// last day of seconds (`retain_seconds`), and reading from there
+    /// leaves the deleted ones out of memory. Empty when nothing is stored
+    /// from `from` on.
+    pub fn load_timeline_from(
+        &self,
+        cell: CellId,
+        metric: &str,
+        cpu: Option<CpuId>,
+        from: u64,
+    ) -> Result<Vec<SecondStats>> {
         self.require_cell(cell)?;
+        let from_sql = to_sql(from, "a timeline second")?;
         let chunks: Vec<(i64, Vec<u8>)> = self
             .collect(
                 "SELECT first_second, data FROM timeline_chunks \
-                 WHERE cell_id = ?1 AND metric = ?2 AND cpu = ?3 ORDER BY id",
-                params![cell.0, metric, cpu_to_sql(cpu)],
+                 WHERE cell_id = ?1 AND metric = ?2 AND cpu = ?3 AND first_second + seconds > ?4 \
+                 ORDER BY id",
+                params![cell.0, metric, cpu_to_sql(cpu), from_sql],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .map_err(|e| self.sql("reading the timeline", e))?;
+        let from = usize::try_from(from).unwrap_or(usize::MAX);
         let mut decoded = Vec::with_capacity(chunks.len());
         let mut len = 0usize;
         for (first, data) in chunks {
@@ -687,13 +705,32 @@ impl Store {
         if len > codec::MAX_TIMELINE_SECONDS {
             return Err(self.corrupt(format!("timeline of cell {} is {len} s long", cell.0)));
         }
-        let mut out = vec![SecondStats::default(); len];
+        let mut out = vec![SecondStats::default(); len.saturating_sub(from)];
         for (first, seconds) in decoded {
-            if let Some(dst) = out.get_mut(first..first + seconds.len()) {
-                dst.copy_from_slice(&seconds);
+            // The part of the chunk at or after `from`, placed from there.
+            let skip = from.saturating_sub(first).min(seconds.len());
+            let at = first.saturating_add(skip).saturating_sub(from);
+            if let Some(dst) = out.get_mut(at..at + seconds.len() - skip) {
+                dst.copy_from_slice(&seconds[skip..]);
             }
         }
         Ok(out)
+    }
+
+    /// The first second of `cell` whose timeline is still stored (any
+    /// metric), or `None` when none is: 0 for a run, later for a monitor
+    /// whose retention deleted its oldest seconds.
+    pub fn timeline_start(&self, cell: CellId) -> Result<Option<u64>> {
+        self.require_cell(cell)?;
+        let first: Option<i64> = self
+            .db
+            .query_row(
+                "SELECT MIN(first_second) FROM timeline_chunks WHERE cell_id = ?1",
+                [cell.0],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql("reading the timeline", e))?;
+        Ok(first.map(|f| u64::try_from(f).unwrap_or(0)))
     }
 
     /// The run's cells by index.

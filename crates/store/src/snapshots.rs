@@ -134,6 +134,22 @@ impl Store {
     /// The snapshots of `cell`, oldest first; empty for a cell stored
     /// before schema version 8.
     pub fn load_snapshots(&self, cell: CellId) -> Result<Vec<Snapshot>> {
+        self.load_snapshots_where(cell, |_| true)
+    }
+
+    /// The snapshots of `cell` holding only the metrics named in `names`,
+    /// oldest first: the others are not decoded, which keeps a long run's
+    /// 128 checkpoints of every metric out of memory when a reader needs
+    /// one or two of them (the forecast).
+    pub fn load_snapshots_of(&self, cell: CellId, names: &[&str]) -> Result<Vec<Snapshot>> {
+        self.load_snapshots_where(cell, |name| names.contains(&name))
+    }
+
+    fn load_snapshots_where(
+        &self,
+        cell: CellId,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Vec<Snapshot>> {
         self.require_cell(cell)?;
         let rows: Vec<(i64, String, i64, Vec<u8>)> = self
             .collect(
@@ -144,7 +160,7 @@ impl Store {
             )
             .map_err(|e| self.sql("reading the snapshots", e))?;
         let mut out: Vec<Snapshot> = Vec::new();
-        for (at, name, cpu, blob) in rows {
+        for (at, name, cpu, blob) in rows.into_iter().filter(|r| wanted(&r.1)) {
             let at = self.nanos(at, "a snapshot's time")?;
             let cpu = cpu_from_sql(cpu).ok_or_else(|| {
                 self.corrupt(format!(

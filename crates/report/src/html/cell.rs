@@ -268,7 +268,7 @@ fn ccdf_figure(c: &CellResult, name: &str, parts: &[&MetricResult]) -> String {
 /// One CPU's per-second maxima in µs, merged into groups of seconds (the
 /// maximum of each group) when the run is longer than `MAX_POINTS` s; a
 /// second without samples breaks the line.
-fn timeline_series(seconds: &[SecondStats]) -> Vec<Vec<(f64, f64)>> {
+fn timeline_series(first_second: u64, seconds: &[SecondStats]) -> Vec<Vec<(f64, f64)>> {
     let group = seconds.len().div_ceil(MAX_POINTS).max(1);
     let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
     for (i, chunk) in seconds.chunks(group).enumerate() {
@@ -276,7 +276,7 @@ fn timeline_series(seconds: &[SecondStats]) -> Vec<Vec<(f64, f64)>> {
         let has = chunk.iter().any(|s| s.count > 0);
         if has && max > 0 {
             if let Some(seg) = segments.last_mut() {
-                seg.push(((i * group) as f64, us(max)));
+                seg.push(((first_second + (i * group) as u64) as f64, us(max)));
             }
         } else if segments.last().is_some_and(|s| !s.is_empty()) {
             segments.push(Vec::new());
@@ -297,7 +297,7 @@ fn timeline_figure(c: &CellResult, name: &str, lines: &[&Timeline]) -> String {
                 .cpu
                 .map_or_else(|| "all CPUs".to_string(), |c| format!("CPU {}", c.0)),
             mark: Mark::LineDots,
-            segments: timeline_series(&t.seconds),
+            segments: timeline_series(t.first_second, &t.seconds),
             hollow: Vec::new(),
         })
         .collect();
@@ -325,7 +325,10 @@ fn timeline_figure(c: &CellResult, name: &str, lines: &[&Timeline]) -> String {
 /// The worst case of each whole hour, per CPU, with the median and worst
 /// hour (Cota-Robles & Held's worst case per hour).
 fn hourly_table(c: &CellResult, lines: &[&Timeline]) -> String {
-    if c.meta.duration_ns < Nanos::from_secs(HOUR_S) {
+    // A timeline whose oldest seconds were deleted (a long monitor) has
+    // no first hour to count from; its hours come from the monitor's
+    // windows (the observed section).
+    if c.meta.duration_ns < Nanos::from_secs(HOUR_S) || lines.iter().any(|t| t.first_second > 0) {
         return String::new();
     }
     let per_cpu: Vec<(String, latscope_stats::forecast::WindowMaxima)> = lines
@@ -572,7 +575,7 @@ mod tests {
             10
         ];
         secs[4] = SecondStats::default();
-        let segs = timeline_series(&secs);
+        let segs = timeline_series(0, &secs);
         assert_eq!(segs.len(), 2);
         assert_eq!(segs[0].len(), 4);
         let long = vec![
@@ -583,7 +586,7 @@ mod tests {
             };
             4000
         ];
-        let segs = timeline_series(&long);
+        let segs = timeline_series(0, &long);
         assert!(segs[0].len() <= MAX_POINTS);
     }
 }

@@ -49,13 +49,13 @@ pub fn report_forecast(
     forecast_report(run, &borrowed, snapshots, &options).ok()
 }
 
-pub(super) fn forecast_section(
-    run: &RunResult,
-    timelines: &[Timeline],
-    snapshots: &[CellSnapshot],
-) -> String {
-    match report_forecast(run, timelines, snapshots) {
-        Some(report) => report_section(&report),
+pub(super) fn forecast_section(report: Option<&ForecastReport>, notes: &[String]) -> String {
+    match report {
+        Some(report) => {
+            let mut out: String = notes.iter().map(|n| para(n, None)).collect();
+            out.push_str(&report_section(report));
+            out
+        }
         None => String::new(),
     }
 }
@@ -137,14 +137,22 @@ fn worst_cases(m: &MetricForecast, r: &ForecastReport) -> String {
                 ),
                 Err(why) => ("n/a".to_string(), why.to_string(), "-".to_string()),
             };
-            let windows = match &h.windows {
-                Some(w) => format!(
+            let windows = match (&h.monitor, &h.windows) {
+                (Some(m), _) => crate::blocks::monitor_blocks_phrase(name, m),
+                (None, Some(w)) => format!(
                     "{} × {name}: {}, {}",
                     w.windows,
                     Nanos(w.median_ns),
                     Nanos(w.worst_ns)
                 ),
-                None => "-".to_string(),
+                (None, None) => "-".to_string(),
+            };
+            let (value, basis) = match &h.monitor {
+                Some(m) => (
+                    m.worst.map_or_else(|| "-".to_string(), |w| w.to_string()),
+                    "observed (monitor windows): the worst of them".to_string(),
+                ),
+                None => (value, basis),
             };
             vec![format!("per {name}"), value, basis, interval, windows]
         })

@@ -49,11 +49,22 @@ pub(super) fn percentiles_over_time(
     if stored < 2 || all.iter().all(|i| i.histogram.is_empty()) {
         return String::new();
     }
-    let cpus = match series.as_slice() {
-        [one] => one
-            .cpu
-            .map_or_else(|| "system-wide".to_string(), |c| format!("CPU {}", c.0)),
-        many => format!("the cell's {} CPUs pooled", many.len()),
+    // The store may have pooled the CPUs already (`cpu` None): the cell
+    // says how many there are.
+    let cell_cpus: Vec<u32> = c
+        .metrics
+        .iter()
+        .filter(|m| m.name == name)
+        .filter_map(|m| m.cpu.map(|c| c.0))
+        .collect();
+    let cpus = match (series.as_slice(), cell_cpus.as_slice()) {
+        ([one], _) if one.cpu.is_some() => {
+            one.cpu.map_or_else(String::new, |c| format!("CPU {}", c.0))
+        }
+        ([_], []) => "system-wide".to_string(),
+        ([_], [only]) => format!("CPU {only}"),
+        ([_], all) => format!("the cell's {} CPUs pooled", all.len()),
+        (many, _) => format!("the cell's {} CPUs pooled", many.len()),
     };
     let (points, group) = coarsen(&all, MAX_POINTS);
     let group = group * merged;

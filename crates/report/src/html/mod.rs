@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 
 use latscope_model::{metric, CpuId, Nanos, Severity};
 use latscope_stats::blocks::ObservedBlocks;
-use latscope_stats::forecast::CellSnapshot;
+use latscope_stats::forecast::{CellSnapshot, ForecastReport};
 use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult, SecondStats};
 
 pub use cell::is_plotted;
@@ -48,6 +48,9 @@ pub struct Timeline {
     pub cell: u32,
     pub metric: String,
     pub cpu: Option<CpuId>,
+    /// The cell second `seconds[0]` is: 0, or later for a monitor whose
+    /// oldest seconds the retention deleted.
+    pub first_second: u64,
     pub seconds: Vec<SecondStats>,
 }
 
@@ -60,7 +63,7 @@ pub fn html_report(run: &RunResult, timelines: &[Timeline], snapshots: &[CellSna
 }
 
 /// [`html_report`] with, for a monitor run, the observed worst case of the
-/// wake-up latency per hour, day and week from its hour windows.
+/// wake-up latency per minute, hour, day and week from its windows.
 pub fn html_report_observed(
     run: &RunResult,
     timelines: &[Timeline],
@@ -81,6 +84,21 @@ pub fn html_report_full(
     observed: Option<&ObservedBlocks>,
     intervals: &[IntervalSeries],
 ) -> String {
+    let forecast = forecast::report_forecast(run, timelines, snapshots);
+    html_report_page(run, timelines, forecast.as_ref(), observed, intervals, &[])
+}
+
+/// The page of [`html_report_full`] with the forecast computed by the
+/// caller (for a long monitor, from the part of the run whose timeline is
+/// stored: see `latscope report`) and `forecast_notes` above it.
+pub fn html_report_page(
+    run: &RunResult,
+    timelines: &[Timeline],
+    forecast: Option<&ForecastReport>,
+    observed: Option<&ObservedBlocks>,
+    intervals: &[IntervalSeries],
+    forecast_notes: &[String],
+) -> String {
     let mut page = Sections::default();
     page.add("system", "Run and system", run_and_system(run));
     page.add("findings", "Latency hazards (check)", findings(run));
@@ -89,7 +107,7 @@ pub fn html_report_full(
     if let Some(o) = observed {
         page.add(
             "observed",
-            "Observed worst case per hour, day and week (monitor)",
+            "Observed worst case per minute, hour, day and week (monitor)",
             observed_section(o),
         );
     }
@@ -109,7 +127,7 @@ pub fn html_report_full(
     page.add(
         "forecast",
         "Forecast: buffering and applications",
-        forecast::forecast_section(run, timelines, snapshots),
+        forecast::forecast_section(forecast, forecast_notes),
     );
 
     let note = format!(
@@ -125,27 +143,20 @@ pub fn html_report_full(
 /// The monitor's block maxima: complete blocks only, so a partial day never
 /// passes for a quiet one.
 fn observed_section(o: &ObservedBlocks) -> String {
-    let rows: Vec<Vec<String>> = [("hour", &o.hour), ("day", &o.day), ("week", &o.week)]
-        .iter()
-        .map(|(name, b)| {
-            vec![
-                (*name).to_string(),
-                b.blocks.to_string(),
-                page::opt_ns(b.worst),
-                page::opt_ns(b.median),
-                page::opt_ns(b.best),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = [
+        ("minute", &o.minute),
+        ("hour", &o.hour),
+        ("day", &o.day),
+        ("week", &o.week),
+    ]
+    .iter()
+    .map(|(name, b)| crate::blocks::block_row(name, b).to_vec())
+    .collect();
     let mut out = para(
-        "The largest timer.latency (all CPUs) of each complete UTC hour, day and week the monitor measured, from its stored hour windows: observed, not forecast.",
+        "The largest timer.latency (all CPUs) of each UTC minute the minute windows still hold (7 days by default) and of each complete UTC hour, day and week the monitor measured (from its hour windows): observed, not forecast. Quartiles by nearest rank.",
         None,
     );
-    out.push_str(&table(
-        &["block", "measured", "worst", "median", "best"],
-        &rows,
-        1,
-    ));
+    out.push_str(&table(&crate::blocks::BLOCK_COLUMNS, &rows, 1));
     out
 }
 

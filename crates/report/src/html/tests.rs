@@ -126,6 +126,7 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
         cell: 0,
         metric: metric::TIMER_LATENCY.into(),
         cpu: Some(CpuId(0)),
+        first_second: 0,
         seconds,
     }];
     (run, timelines)

@@ -387,12 +387,29 @@ fn gev_check(m: &Measured<'_>, maxima: &[Vec<u64>]) -> Option<GevCheck> {
     let block = block_seconds(seconds / maxima.len().max(1));
     let blocks: Vec<f64> = maxima.iter().flat_map(|s| block_maxima(s, block)).collect();
     let fit = GevFit::fit(&blocks, block, confidence).ok()?;
+    // Each interval is a profile likelihood searched by bisection, the
+    // forecast's largest cost on a long run: the horizons are searched at
+    // once, one thread each (the figures are the same as one after another).
+    let intervals: Vec<Option<Interval<f64>>> = std::thread::scope(|scope| {
+        let searches: Vec<_> = periods
+            .iter()
+            .map(|&period_s| {
+                let fit = &fit;
+                scope.spawn(move || fit.level_interval(period_s))
+            })
+            .collect();
+        searches
+            .into_iter()
+            .map(|s| s.join().ok().flatten())
+            .collect()
+    });
     let levels: Vec<GevLevel> = periods
         .iter()
-        .filter_map(|&period_s| {
+        .zip(intervals)
+        .filter_map(|(&period_s, iv)| {
             let pot = m.exceeded_once_per(period_s).ok()?;
             let level_ns = fit.level_once_in(period_s)?;
-            let iv = fit.level_interval(period_s)?;
+            let iv = iv?;
             let pot_iv = pot.interval;
             let agrees = iv.low <= pot_iv.high.map_or(f64::INFINITY, |h| h as f64)
                 && pot_iv.low as f64 <= iv.high.unwrap_or(f64::INFINITY);

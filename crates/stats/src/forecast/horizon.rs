@@ -24,6 +24,7 @@
 
 use serde::Serialize;
 
+use crate::blocks::BlockStats;
 use crate::timeline::SecondStats;
 
 use super::{ForecastError, LatencyEstimate};
@@ -254,6 +255,11 @@ pub struct HorizonForecast {
     /// The observed maxima of whole horizon-long windows of the run, when
     /// the run covers the horizon at least once.
     pub windows: Option<WindowMaxima>,
+    /// A monitor's complete UTC blocks of the horizon, from its stored
+    /// hour windows ([`crate::blocks`]), when it measured at least one:
+    /// then the worst case is observed and `estimate` says the model was
+    /// not needed ([`super::limits::Refusal::Observed`]).
+    pub monitor: Option<BlockStats>,
 }
 
 #[cfg(test)]

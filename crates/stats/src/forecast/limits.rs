@@ -49,6 +49,12 @@ pub enum Refusal {
         /// The upper end of the shape's interval (`None`: unbounded).
         shape_high: Option<f64>,
     },
+    /// A monitor measured the horizon itself: its blocks are the answer,
+    /// and the model is kept for what lies beyond them.
+    Observed {
+        /// Complete blocks of the horizon measured.
+        blocks: usize,
+    },
 }
 
 impl Refusal {
@@ -64,6 +70,9 @@ impl Refusal {
                     "no forecast: the tail's shape {shape:.2} (interval up to {high}) may be 1 or more, where the mean is infinite"
                 )
             }
+            Refusal::Observed { blocks } => format!(
+                "observed, not modelled: the monitor measured {blocks} whole ones (the model serves only longer horizons)"
+            ),
         }
     }
 }

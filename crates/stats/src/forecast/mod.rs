@@ -49,8 +49,10 @@ pub mod history;
 mod horizon;
 pub mod limits;
 mod mttf;
+mod observed;
 mod report;
 mod request;
+pub mod retained;
 mod special;
 pub mod stability;
 mod tail;
@@ -84,6 +86,7 @@ pub use report::{
     UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
 };
 pub use request::{ForecastRequest, ForecastRequestError};
+pub use retained::{cell_since, CellPart};
 pub use tail::{
     TailFit, TailOptions, Threshold, AUTO_QUANTILES, MIN_EXCEEDANCES, PREFERRED_EXCEEDANCES,
 };
@@ -387,6 +390,7 @@ impl<'a> Measured<'a> {
             events,
             estimate: self.exceeded_once_in(events),
             windows,
+            monitor: None,
         }
     }
 

@@ -511,6 +511,9 @@ impl Serialize for HorizonJson<'_> {
                 },
             )?;
         }
+        if let Some(b) = &h.monitor {
+            map.serialize_entry("monitor_blocks", b)?;
+        }
         map.end()
     }
 }

@@ -342,3 +342,34 @@ fn intervals_read_for_a_plot_are_merged_in_groups_that_add_up() {
         assert_eq!(same, whole);
     });
 }
+
+#[test]
+fn intervals_read_pooled_merge_the_cpus_of_each_group() {
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        for step in 1..=10 {
+            store
+                .write_checkpoint(run, c, &checkpoint_at(step, step))
+                .unwrap();
+        }
+        let merged = store.load_intervals_merged(c, 3).unwrap().unwrap();
+        let pooled = store.load_intervals_pooled(c, 3).unwrap().unwrap();
+        let mut names: Vec<&str> = merged.iter().map(|s| s.metric.as_str()).collect();
+        names.dedup();
+        assert_eq!(pooled.len(), names.len(), "one series per metric");
+        for p in &pooled {
+            assert_eq!(p.cpu, None);
+            let per_cpu: Vec<_> = merged.iter().filter(|s| s.metric == p.metric).collect();
+            assert_eq!(p.stored, per_cpu[0].stored, "{}", p.metric);
+            assert_eq!(p.intervals.len(), per_cpu[0].intervals.len());
+            for (k, got) in p.intervals.iter().enumerate() {
+                let mut want = Histogram::new();
+                for s in &per_cpu {
+                    want.merge(&s.intervals[k].histogram);
+                }
+                assert_eq!(got.histogram, want, "{} group {k}", p.metric);
+                assert_eq!(got.end, per_cpu[0].intervals[k].end);
+            }
+        }
+    });
+}
