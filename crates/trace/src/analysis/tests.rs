@@ -22,6 +22,11 @@ struct Script {
 /// An analysis of CPU 1 (thread `TID`) with this threshold, keeping every
 /// decomposition.
 fn analyzer(threshold: u64) -> Analyzer {
+    analyzer_with(threshold, Box::new(NoSymbols))
+}
+
+/// [`analyzer`] resolving kernel addresses with `symbols`.
+fn analyzer_with(threshold: u64, symbols: Box<dyn Symbolize + Send>) -> Analyzer {
     let mut a = Analyzer::new(
         AnalyzerConfig::new(
             vec![Measured {
@@ -32,7 +37,7 @@ fn analyzer(threshold: u64) -> Analyzer {
             D - 1_000_000_000,
         ),
         Box::new(NoEnvironment),
-        Box::new(NoSymbols),
+        symbols,
     );
     a.keep_decompositions();
     a

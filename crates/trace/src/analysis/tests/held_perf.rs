@@ -56,25 +56,10 @@ fn blocked(late: u64, hold: u64) -> (Script, u64, u64, u64) {
     (s, D + late + US, D + late + hold, D + late + hold + 2 * US)
 }
 
-fn analyzer_with_symbols(threshold: u64) -> Analyzer {
-    Analyzer::new(
-        AnalyzerConfig::new(
-            vec![Measured {
-                cpu: CpuId(1),
-                tid: TID,
-            }],
-            Nanos(threshold),
-            D - 1_000_000_000,
-        ),
-        Box::new(NoEnvironment),
-        Box::new(Table),
-    )
-}
-
 /// Feeds the script as perf would, each event at a time in `chains`
 /// followed by that chain, and returns the one episode.
 fn run_perf(s: &Script, threshold: u64, wake: u64, chains: &[(u64, &[u64])]) -> Episode {
-    let mut a = analyzer_with_symbols(threshold);
+    let mut a = analyzer_with(threshold, Box::new(Table));
     a.on_sample(CpuId(1), D, wake, &s.names);
     for e in &s.events {
         a.on_decoded(&Decoded::Event(*e), &s.names);
@@ -218,7 +203,7 @@ fn perf_chains_and_bpf_records_give_the_same_held_cpu() {
     let chains: [(u64, &[u64]); 2] = [(cb, &IRQ_CHAIN), (sw, &YIELD_CHAIN)];
     let perf = run_perf(&s, 100 * US, wake, &chains);
 
-    let mut a = analyzer_with_symbols(100 * US);
+    let mut a = analyzer_with(100 * US, Box::new(Table));
     a.set_held(Some(RawHeld {
         irq_pid: Some(BURNER),
         irq_comm: "burner".to_string(),
