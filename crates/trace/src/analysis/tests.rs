@@ -89,6 +89,16 @@ impl Script {
         )
     }
 
+    /// Our thread arms its timer for `D` and goes to sleep 900 µs before
+    /// it, the CPU idle after it: the start of most scripts.
+    fn asleep(&mut self) -> &mut Script {
+        self.arm(D - 901 * US, D).switch(
+            D - 900 * US,
+            (TID, "lat-timer/1", 19),
+            (0, "swapper/1", 120),
+        )
+    }
+
     /// Our thread arms its timer for `deadline` and goes to sleep.
     fn arm(&mut self, time: u64, deadline: u64) -> &mut Script {
         self.at(

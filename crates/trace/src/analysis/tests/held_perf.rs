@@ -40,12 +40,7 @@ const YIELD_CHAIN: [u64; 6] = [7, 8, 9, 10, 11, 12];
 /// then the burner `hold` more before it yields to our thread.
 fn blocked(late: u64, hold: u64) -> (Script, u64, u64, u64) {
     let mut s = Script::new();
-    s.arm(D - 901 * US, D)
-        .switch(
-            D - 900 * US,
-            (TID, "lat-timer/1", 19),
-            (0, "swapper/1", 120),
-        )
+    s.asleep()
         .switch(D - 100 * US, (0, "swapper/1", 120), (BURNER, "burner", 9))
         .timer_irq(D + late, D + late + US, D + late + 3 * US, BURNER)
         .switch(

@@ -12,12 +12,7 @@ use crate::analysis::{KernelSteal, HYPERVISOR};
 /// runs, then the burner runs 50 µs more before our switch-in.
 fn late_while_burner(late: u64) -> (Script, u64) {
     let mut s = Script::new();
-    s.arm(D - 901 * US, D)
-        .switch(
-            D - 900 * US,
-            (TID, "lat-timer/1", 19),
-            (0, "swapper/1", 120),
-        )
+    s.asleep()
         .switch(D - 100 * US, (0, "swapper/1", 120), (200, "burner", 9))
         .timer_irq(D + late, D + late + US, D + late + 3 * US, 200)
         .switch(
@@ -31,12 +26,7 @@ fn late_while_burner(late: u64) -> (Script, u64) {
 /// Our timer's interrupt comes `late` out of idle.
 fn late_out_of_idle(late: u64) -> (Script, u64) {
     let mut s = Script::new();
-    s.arm(D - 901 * US, D)
-        .switch(
-            D - 900 * US,
-            (TID, "lat-timer/1", 19),
-            (0, "swapper/1", 120),
-        )
+    s.asleep()
         .timer_irq(D + late, D + late + US, D + late + 3 * US, 0)
         .switch(
             D + late + 5 * US,
