@@ -683,31 +683,63 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
         control.rate(),
         control.median()
     );
-    if judged < 4 {
-        println!(
-            "skipped: machine too noisy ({judged} of 8 pairs' controls quiet enough to judge)"
-        );
-        return;
-    }
-    // The measuring thread kept its pace: no stall.
+    // The measuring thread kept its pace, whatever the host's noise: no stall.
     assert!(
-        abused.rate() >= 0.98 * control.rate(),
+        judged == 0 || abused.rate() >= 0.98 * control.rate(),
         "{:.0} samples/s under abuse against {:.0}",
         abused.rate(),
         control.rate()
     );
+    // The pairs' verdict is a one-sided sign test: with no effect each
+    // judged pair is higher under abuse with even odds, so a rule that fails
+    // on "all 4 of 4 higher" fails a sound endpoint one time in 16. (A CI run
+    // did: 4 judged pairs, one of them a 2.5 ms host burst in its abused
+    // phase, 1,142 against 149 us pooled.) The test judges only when the
+    // pairs can reach p < 0.01, i.e. at least 7 quiet pairs.
+    let p = sign_test_p(higher, judged);
+    println!("sign test: {higher} of {judged} pairs higher under abuse, one-sided p = {p:.4}");
+    if smallest_p(judged) >= 0.01 {
+        println!(
+            "skipped: machine too noisy ({judged} of 8 pairs' controls quiet enough to judge; 7 are needed for p < 0.01)"
+        );
+        return;
+    }
     // And its latency: the typical second's worst case over all the abused
     // seconds within the host's own scatter of the control's, unless the
-    // pairs do not agree (fewer than 7 in 8 higher under abuse): a host
-    // burst over a few abused phases can lift the pooled median, but not
-    // the phases it missed. (A CI run lifted it to 131.9 against 37.3 us
-    // with 4 of 7 pairs higher, three of the others at 19-44 us under
-    // abuse; 7 in 8 rather than 3 in 4 keeps such a run well clear.)
+    // pairs do not agree (sign test p >= 0.01): a host burst over a few
+    // abused phases can lift the pooled median, but not the phases it
+    // missed. (A CI run lifted it to 131.9 against 37.3 us with 4 of 7 pairs
+    // higher, three of the others at 19-44 us under abuse.) An endpoint that
+    // delays the thread is higher in every pair: pinned to the measured CPU
+    // it was 8 of 8 (p = 0.004).
     assert!(
-        abused.median() <= 1.5 * control.median() + 50.0 || higher * 8 < judged * 7,
+        abused.median() <= 1.5 * control.median() + 50.0 || p >= 0.01,
         "the abuse delayed the measuring thread: median per-second max {:.1} us under abuse \
          against {:.1} us, higher in {higher} of {judged} pairs",
         abused.median(),
         control.median()
     );
+}
+
+/// One-sided sign test: the chance of `higher` or more of `n` pairs being
+/// higher when each is higher with probability 1/2.
+fn sign_test_p(higher: usize, n: usize) -> f64 {
+    (higher..=n).map(|k| choose(n, k)).sum::<f64>() / 2f64.powi(n as i32)
+}
+
+/// The smallest p the sign test can give with `n` pairs (all higher).
+fn smallest_p(n: usize) -> f64 {
+    sign_test_p(n, n)
+}
+
+fn choose(n: usize, k: usize) -> f64 {
+    (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
+}
+
+#[test]
+fn the_sign_test_gives_the_binomial_tail() {
+    assert_eq!(sign_test_p(4, 4), 1.0 / 16.0);
+    assert_eq!(sign_test_p(0, 8), 1.0);
+    assert!((sign_test_p(7, 8) - 9.0 / 256.0).abs() < 1e-12);
+    assert!(smallest_p(6) >= 0.01 && smallest_p(7) < 0.01);
 }
