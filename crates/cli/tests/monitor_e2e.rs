@@ -658,14 +658,12 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
             cs.n(),
             as_.n()
         );
-        if cs.median() > 2_000.0 || cs.rate() < 900.0 {
-            println!(
-                "pair {k}: machine too noisy (control: median per-second max {:.0} us, {:.0} samples/s)",
-                cs.median(),
-                cs.rate()
-            );
-            continue;
-        }
+        // Every pair is judged, however noisy: a pair left out because its
+        // control was noisy would leave the pairs whose control was quiet,
+        // and those are higher under abuse more often than not, even for an
+        // endpoint that costs nothing (the bias behind a CI failure: 4 of 4
+        // such pairs higher, the 4 noisy ones left out). Host noise lands on
+        // control and abuse alike and only makes the test less sensitive.
         judged += 1;
         if as_.median() > cs.median() {
             higher += 1;
@@ -685,22 +683,23 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
     );
     // The measuring thread kept its pace, whatever the host's noise: no stall.
     assert!(
-        judged == 0 || abused.rate() >= 0.98 * control.rate(),
+        abused.rate() >= 0.98 * control.rate(),
         "{:.0} samples/s under abuse against {:.0}",
         abused.rate(),
         control.rate()
     );
-    // The pairs' verdict is a one-sided sign test: with no effect each
-    // judged pair is higher under abuse with even odds, so a rule that fails
-    // on "all 4 of 4 higher" fails a sound endpoint one time in 16. (A CI run
-    // did: 4 judged pairs, one of them a 2.5 ms host burst in its abused
-    // phase, 1,142 against 149 us pooled.) The test judges only when the
-    // pairs can reach p < 0.01, i.e. at least 7 quiet pairs.
+    // The pairs' verdict is a one-sided sign test: with no effect each pair
+    // is higher under abuse with even odds, so the test fails only at
+    // p < 0.01, which with 8 pairs is all 8 higher (p = 0.004; 7 of 8 is
+    // p = 0.035). When the control itself is dominated by the host's stalls
+    // the test cannot tell a delay of a few hundred microseconds and says so.
     let p = sign_test_p(higher, judged);
     println!("sign test: {higher} of {judged} pairs higher under abuse, one-sided p = {p:.4}");
-    if smallest_p(judged) >= 0.01 {
+    if control.median() > 2_000.0 {
         println!(
-            "skipped: machine too noisy ({judged} of 8 pairs' controls quiet enough to judge; 7 are needed for p < 0.01)"
+            "skipped: machine too noisy (control: median per-second max {:.0} us over {} s, bound 2000)",
+            control.median(),
+            control.n()
         );
         return;
     }
@@ -727,11 +726,6 @@ fn sign_test_p(higher: usize, n: usize) -> f64 {
     (higher..=n).map(|k| choose(n, k)).sum::<f64>() / 2f64.powi(n as i32)
 }
 
-/// The smallest p the sign test can give with `n` pairs (all higher).
-fn smallest_p(n: usize) -> f64 {
-    sign_test_p(n, n)
-}
-
 fn choose(n: usize, k: usize) -> f64 {
     (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64)
 }
@@ -741,5 +735,5 @@ fn the_sign_test_gives_the_binomial_tail() {
     assert_eq!(sign_test_p(4, 4), 1.0 / 16.0);
     assert_eq!(sign_test_p(0, 8), 1.0);
     assert!((sign_test_p(7, 8) - 9.0 / 256.0).abs() < 1e-12);
-    assert!(smallest_p(6) >= 0.01 && smallest_p(7) < 0.01);
+    assert!(sign_test_p(8, 8) < 0.01 && sign_test_p(7, 8) >= 0.01);
 }
