@@ -16,8 +16,8 @@ use std::io::Write;
 
 use anyhow::Context;
 use latscope_stats::forecast::{
-    forecast_report, CpuTimeline, ForecastOptions, ForecastRequest, ForecastRequestError,
-    FORECAST_METRICS,
+    forecast_report, is_forecast_metric, CpuTimeline, ForecastOptions, ForecastRequest,
+    ForecastRequestError,
 };
 
 use crate::args::ForecastArgs;
@@ -46,9 +46,13 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     let store = latscope_store::Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
     let run = store.load_run(id)?;
-    let input = crate::forecast_input::load(&store, id, run, options.cells.as_deref(), |name| {
-        FORECAST_METRICS.contains(&name)
-    })?;
+    let input = crate::forecast_input::load(
+        &store,
+        id,
+        run,
+        options.cells.as_deref(),
+        is_forecast_metric,
+    )?;
     let timelines: Vec<CpuTimeline<'_>> = input
         .timelines
         .iter()

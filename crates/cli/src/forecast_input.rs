@@ -11,7 +11,7 @@
 
 use anyhow::Context;
 use latscope_model::{CpuId, Nanos, RunId};
-use latscope_stats::forecast::{cell_since, CellSnapshot, FORECAST_METRICS};
+use latscope_stats::forecast::{cell_since, is_forecast_metric, CellSnapshot};
 use latscope_stats::{RunResult, SecondStats};
 use latscope_store::{CellId, Store};
 
@@ -62,7 +62,7 @@ pub fn load(
             continue;
         }
         let kept: Vec<CellSnapshot> = store
-            .load_snapshots_of(cell_id, &FORECAST_METRICS)
+            .load_snapshots_where(cell_id, is_forecast_metric)
             .map(|kept| {
                 kept.into_iter()
                     .map(|s| CellSnapshot {

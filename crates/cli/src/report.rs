@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
+use latscope_stats::forecast::is_forecast_metric;
 use latscope_store::Store;
 
 use crate::args::ReportArgs;
@@ -26,7 +27,9 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         let page = latscope_report::micro_html(&run, micro.context.as_ref(), &results);
         return write_page(args, id.0, &page);
     }
-    let input = crate::forecast_input::load(&store, id, run, None, is_plotted)?;
+    let input = crate::forecast_input::load(&store, id, run, None, |name| {
+        is_plotted(name) || is_forecast_metric(name)
+    })?;
     let mut intervals = Vec::new();
     for cell_id in store.cell_ids(id)? {
         // The checkpoint intervals (percentiles over time), the CPUs

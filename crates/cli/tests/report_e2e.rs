@@ -135,6 +135,8 @@ fn a_traced_run_has_every_section_its_data_allows() {
                 "Decomposition of the wake-up (traced)",
                 "timer.irq",
                 "Interrupts and deferred work",
+                // The interrupt level's own forecast.
+                "<h3>Cell 0 · timer.irq (expiry → our timer",
             ],
         );
     } else {
@@ -143,6 +145,50 @@ fn a_traced_run_has_every_section_its_data_allows() {
     // A section without data does not appear: no run this short has whole
     // hours.
     assert!(!html.contains("Worst case per hour"));
+}
+
+#[test]
+fn a_traced_run_forecasts_the_timer_interrupt_with_its_per_second_checks() {
+    let f = fixture();
+    if !f.traced.contains("<dt>tracepoints</dt><dd>yes</dd>") {
+        eprintln!("skipped: needs kernel tracepoints");
+        return;
+    }
+    let o = latscope(&[
+        "forecast",
+        "1",
+        "--json",
+        "--store",
+        f.store.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "forecast: {}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let metrics = doc["cells"][0]["metrics"].as_array().unwrap();
+    let names: Vec<&str> = metrics
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    println!("forecast metrics of the traced run: {names:?}");
+    assert_eq!(names[..2], ["timer.latency", "timer.irq"], "{names:?}");
+    let irq = &metrics[1];
+    // Its per-second maxima were stored: one CPU's checks per measured
+    // CPU, as for the thread's latency.
+    let checks = |m: &serde_json::Value| m["diagnostics"]["checks"].as_array().unwrap().len();
+    assert_eq!(checks(irq), checks(&metrics[0]), "{irq:#}");
+    assert!(irq["samples"].as_u64().unwrap() > 0);
+    // A softirq vector is forecast too, saying which checks it lacks.
+    if let Some(s) = metrics
+        .iter()
+        .find(|m| m["name"].as_str().unwrap().starts_with("softirq.delay."))
+    {
+        assert!(
+            s["diagnostics"]["validation_skipped"]
+                .as_str()
+                .unwrap()
+                .contains("no per-second timeline"),
+            "{s:#}"
+        );
+    }
 }
 
 #[test]

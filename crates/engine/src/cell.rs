@@ -319,11 +319,13 @@ pub(crate) fn run_cell(
         ));
     }
     let ProbeSnapshot { mut metrics, stats } = finished.snapshot;
+    let mut timeline = finished.timeline;
     let mut noise = stats.noise;
     let mut summary = None;
     let mut episodes = Vec::new();
     if let Some(t) = trace_final {
         metrics.extend(t.metrics);
+        timeline.extend(t.timeline);
         if let Some(e) = &t.error {
             notes.push(format!("{label}{e}"));
         }
@@ -368,7 +370,7 @@ pub(crate) fn run_cell(
         duration,
         now_unix: Nanos(ctx.clock.realtime_ns()),
         metrics,
-        timeline: finished.timeline,
+        timeline,
         noise,
         timer: stats.timer,
         udp: stats.udp,
@@ -483,15 +485,16 @@ fn snapshot(
 ) -> Checkpoint {
     // The timeline first: every second it holds is then in the histograms
     // of the snapshot taken just after (never the other way round).
-    let timeline = probe.drain_timeline();
+    let mut timeline = probe.drain_timeline();
     let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
     let mut summary: Option<TraceSummary> = None;
     let mut episodes = Vec::new();
     if let Some(s) = session {
-        let (m, sum, eps) = s.checkpoint();
+        let (m, sum, eps, seconds) = s.checkpoint();
         metrics.extend(m);
         summary = sum;
         episodes = eps;
+        timeline.extend(seconds);
     }
     let (episodes, windows) = split_episodes(episodes);
     Checkpoint {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StealSource, TraceSummary};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::Handoff;
-use latscope_stats::MetricResult;
+use latscope_stats::{MetricResult, TimelineChunk};
 use latscope_trace::analysis::{Analyzer, AnalyzerConfig, Environment, Measured, Symbolize};
 use latscope_trace::bpf::{BpfTracer, BpfTracerConfig, DEFAULT_RECORDER_SLOTS};
 use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
@@ -40,19 +40,27 @@ struct Shared {
     metrics: Vec<MetricResult>,
     summary: Option<TraceSummary>,
     episodes: Vec<(Episode, Option<EpisodeWindow>)>,
+    /// Timeline seconds of the decomposed metrics completed since the
+    /// previous checkpoint (published with `metrics`, so every second they
+    /// hold is in those histograms).
+    timeline: Vec<TimelineChunk>,
 }
 
-/// Metrics and summary as last published, and the episodes found since the
-/// previous checkpoint.
+/// Metrics and summary as last published, the episodes found since the
+/// previous checkpoint, and the timeline seconds completed since it.
 pub type TraceCheckpoint = (
     Vec<MetricResult>,
     Option<TraceSummary>,
     Vec<(Episode, Option<EpisodeWindow>)>,
+    Vec<TimelineChunk>,
 );
 
 /// Everything the session produced, at the end.
 pub struct TraceFinal {
     pub metrics: Vec<MetricResult>,
+    /// The decomposed metrics' timeline seconds not yet handed to a
+    /// checkpoint.
+    pub timeline: Vec<TimelineChunk>,
     pub summary: TraceSummary,
     pub episodes: Vec<(Episode, Option<EpisodeWindow>)>,
     /// A read error that ended tracing early, for the run's notes.
@@ -298,6 +306,7 @@ impl TraceSession {
             s.metrics.clone(),
             s.summary.clone(),
             std::mem::take(&mut s.episodes),
+            std::mem::take(&mut s.timeline),
         )
     }
 
@@ -307,6 +316,7 @@ impl TraceSession {
         self.stop.store(true, Ordering::Release);
         let mut fin = self.handle.join().unwrap_or_else(|_| TraceFinal {
             metrics: Vec::new(),
+            timeline: Vec::new(),
             summary: TraceSummary::default(),
             episodes: Vec::new(),
             error: Some("the tracer thread panicked".into()),
@@ -401,6 +411,7 @@ impl Worker {
                         r.publish(&mut self.analyzer);
                     }
                     s.metrics = self.analyzer.metrics(self.names());
+                    s.timeline.extend(self.analyzer.drain_timeline(false));
                     s.summary = Some(self.summary(cpu_start));
                 }
             }
@@ -434,8 +445,17 @@ impl Worker {
         for Handoff { cpu, ring, .. } in &self.handoffs {
             self.analyzer.add_undecomposed(*cpu, ring.dropped());
         }
+        let mut timeline = std::mem::take(
+            &mut self
+                .shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .timeline,
+        );
+        timeline.extend(self.analyzer.drain_timeline(true));
         TraceFinal {
             metrics: self.analyzer.metrics(names),
+            timeline,
             summary: self.summary(cpu_start),
             episodes: self.analyzer.take_episodes(),
             error,

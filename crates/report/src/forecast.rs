@@ -2,7 +2,7 @@
 //! shows, the `latscope.forecast.v1` JSON document and the MTTF grid as
 //! CSV, all from one [`ForecastReport`] (computed in `latscope_stats`).
 
-use latscope_model::Nanos;
+use latscope_model::{metric, Nanos};
 use latscope_stats::forecast::diagnostics::{Diagnostics, GevCheck};
 use latscope_stats::forecast::history::PartForecast;
 use latscope_stats::forecast::{
@@ -28,19 +28,37 @@ pub fn forecast_text(report: &ForecastReport, with_grid: bool) -> String {
     for c in &report.cells {
         for m in &c.metrics {
             out.push_str(&format!(
-                "\ncell {} ({}, workload {}) · {} · {} samples over {:.1} s (CPUs pooled){}\n",
+                "\ncell {} ({}, workload {}) · {}{} · {} samples over {:.1} s ({}){}\n",
                 c.index,
                 c.probe,
                 c.workload,
                 m.name,
+                level_of(&m.name),
                 m.samples,
                 m.measured_s,
+                if m.cpus.is_empty() {
+                    "all CPUs, system-wide"
+                } else {
+                    "CPUs pooled"
+                },
                 if m.per_deadline { ", per deadline" } else { "" }
             ));
             metric_text(&mut out, m, with_grid);
         }
     }
     out
+}
+
+/// What an interrupt-level metric is, in the study's terms (its Table 3
+/// rows): the thread's own latency and the noise gaps need no gloss.
+pub fn level_of(name: &str) -> &'static str {
+    if name == metric::TIMER_IRQ {
+        " (expiry → our timer's interrupt handler: interrupt level)"
+    } else if name.starts_with(metric::SOFTIRQ_DELAY_PREFIX) {
+        " (raise → run of the softirq: deferred-work level)"
+    } else {
+        ""
+    }
 }
 
 fn metric_text(out: &mut String, m: &MetricForecast, with_grid: bool) {
@@ -128,6 +146,9 @@ pub fn diagnostics_text(d: &Diagnostics) -> String {
         ));
         match &d.extremal_index {
             Some(e) => out.push_str(&format!("; extremal index {:.2}\n", e.theta)),
+            None if d.checks.is_empty() => {
+                out.push_str("; extremal index 1 (no per-second timeline)\n")
+            }
             None => out.push_str("; extremal index 1 (too few late seconds to estimate)\n"),
         }
     }

@@ -145,7 +145,9 @@ impl Store {
         self.load_snapshots_where(cell, |name| names.contains(&name))
     }
 
-    fn load_snapshots_where(
+    /// The snapshots of the metrics `wanted` accepts, as
+    /// [`Store::load_snapshots_of`].
+    pub fn load_snapshots_where(
         &self,
         cell: CellId,
         wanted: impl Fn(&str) -> bool,

@@ -75,9 +75,10 @@ pub(super) fn report_section(report: &ForecastReport) -> String {
 fn metric_section(out: &mut String, c: &CellForecast, m: &MetricForecast, r: &ForecastReport) {
     let _ = write!(
         out,
-        "<h3>Cell {} · {} · workload {}</h3>",
+        "<h3>Cell {} · {}{} · workload {}</h3>",
         c.index,
         escape(&m.name),
+        escape(crate::forecast::level_of(&m.name)),
         escape(&c.workload)
     );
     out.push_str(&para(

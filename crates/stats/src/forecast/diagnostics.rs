@@ -225,6 +225,11 @@ pub struct Diagnostics {
     pub warnings: Vec<String>,
 }
 
+/// Why a metric stored without a per-second timeline (the softirq
+/// delays, kept as histograms only; an import without one) has none of the
+/// checks that read it.
+pub const NO_TIMELINE: &str = "not validated: no per-second timeline is stored for this metric, so clusters (every exceedance counts: the figures err high), independence, stationarity and the out-of-sample test are not checked";
+
 /// One CPU's seconds of a pooled timeline.
 pub struct CpuSeconds<'a> {
     pub cpu: Option<u32>,
@@ -351,6 +356,7 @@ pub fn diagnose(
         }
     }
     let validation = match history {
+        _ if cpus.is_empty() => Err(NO_TIMELINE.to_string()),
         Some(h) => validate_fit(m, cpus, h),
         None => validate(cpus, m.confidence()),
     };

@@ -81,9 +81,9 @@ pub use horizon::{
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
 pub use report::{
-    forecast_report, mttf_grid, pool_cpus, CellForecast, CellSnapshot, CpuTimeline,
-    ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases,
-    UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
+    forecast_metrics_of, forecast_report, is_forecast_metric, mttf_grid, pool_cpus, CellForecast,
+    CellSnapshot, CpuTimeline, ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled,
+    PseudoWorstCases, UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
 };
 pub use request::{ForecastRequest, ForecastRequestError};
 pub use retained::{cell_since, CellPart};

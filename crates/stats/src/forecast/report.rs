@@ -34,8 +34,42 @@ use crate::timeline::SecondStats;
 /// The schema name of the forecast document.
 pub const FORECAST_SCHEMA: &str = "latscope.forecast.v1";
 
-/// Metrics a forecast is made for.
+/// The probes' metrics a forecast is made for.
 pub const FORECAST_METRICS: [&str; 2] = [metric::TIMER_LATENCY, metric::NOISE_GAP];
+
+/// Whether a forecast is made for metric `name`: the probes' metrics
+/// ([`FORECAST_METRICS`]) and, when the run was traced (or imported from
+/// rtla), the interrupt level under the thread: `timer.irq` (intended
+/// expiry → our timer's interrupt handler, the study's ISR latency) and
+/// each softirq vector's `softirq.delay.<VEC>` (raise → run, the study's
+/// DPC latency; cota-robles-held Table 3).
+pub fn is_forecast_metric(name: &str) -> bool {
+    FORECAST_METRICS.contains(&name)
+        || name == metric::TIMER_IRQ
+        || name.starts_with(metric::SOFTIRQ_DELAY_PREFIX)
+}
+
+/// The forecast metrics `cell` has, each once, in the order a reader
+/// wants them: the thread's latency, then the interrupt level beneath it
+/// (the timer's interrupt, the softirq vectors by name), then the noise
+/// probe's gaps.
+pub fn forecast_metrics_of(cell: &CellResult) -> Vec<&str> {
+    let rank = |n: &str| match n {
+        metric::TIMER_LATENCY => 0,
+        metric::TIMER_IRQ => 1,
+        metric::NOISE_GAP => 3,
+        _ => 2,
+    };
+    let mut names: Vec<&str> = cell
+        .metrics
+        .iter()
+        .map(|m| m.name.as_str())
+        .filter(|n| is_forecast_metric(n))
+        .collect();
+    names.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    names.dedup();
+    names
+}
 
 /// Points kept of an exceedance curve: a few hundred are enough for a curve.
 const EXCEEDANCE_POINTS: usize = 200;
@@ -360,7 +394,7 @@ pub fn forecast_report(
             }
         }
         let mut metrics = Vec::new();
-        for name in FORECAST_METRICS {
+        for name in forecast_metrics_of(cell) {
             let Some(p) = pool_cpus(cell, name, timelines, snapshots) else {
                 continue;
             };
@@ -845,5 +879,67 @@ mod tests {
         options.cells = Some(vec![1]);
         let none = forecast_report(&run_of(Vec::new()), &[], &[], &options).unwrap();
         assert!(none.cells.is_empty());
+    }
+
+    /// `n` samples of a metric spread evenly over 1-100 us.
+    fn spread(name: &str, cpu: Option<CpuId>, n: u64) -> MetricResult {
+        let mut m = MetricResult::new(name, cpu);
+        for i in 0..n {
+            m.histogram.record(1_000 + (i * 7_919) % 99_000);
+        }
+        m
+    }
+
+    #[test]
+    fn the_interrupt_level_is_forecast_beside_the_thread_in_the_readers_order() {
+        let c = cell(
+            0,
+            Nanos::from_secs(60),
+            vec![
+                spread("softirq.delay.TIMER", None, 5_000),
+                spread("softirq.exec.TIMER", None, 5_000),
+                spread(metric::TIMER_SCHED, Some(CpuId(0)), 5_000),
+                spread(metric::NOISE_GAP, Some(CpuId(0)), 5_000),
+                spread("softirq.delay.NET_RX", None, 5_000),
+                spread(metric::TIMER_IRQ, Some(CpuId(0)), 5_000),
+                spread(metric::TIMER_LATENCY, Some(CpuId(0)), 5_000),
+            ],
+        );
+        assert_eq!(
+            forecast_metrics_of(&c),
+            vec![
+                metric::TIMER_LATENCY,
+                metric::TIMER_IRQ,
+                "softirq.delay.NET_RX",
+                "softirq.delay.TIMER",
+                metric::NOISE_GAP
+            ]
+        );
+        // The timer's interrupt has its timeline, the softirq none: its
+        // checks say why they are missing instead of asking for more data.
+        let irq: Vec<SecondStats> = (0..60).map(|i| second(20_000 + i * 100)).collect();
+        let timelines = [CpuTimeline {
+            cell: 0,
+            metric: metric::TIMER_IRQ,
+            cpu: Some(CpuId(0)),
+            seconds: &irq,
+        }];
+        let r =
+            forecast_report(&run_of(vec![c]), &timelines, &[], &ForecastOptions::new()).unwrap();
+        let m = &r.cells[0].metrics;
+        assert_eq!(m.len(), 5);
+        assert_eq!(m[1].name, metric::TIMER_IRQ);
+        assert_eq!(m[1].diagnostics.checks.len(), 1);
+        assert_ne!(
+            m[1].diagnostics.validation_skipped.as_deref(),
+            Some(super::super::diagnostics::NO_TIMELINE)
+        );
+        assert_eq!(m[3].name, "softirq.delay.TIMER");
+        assert!(m[3].cpus.is_empty());
+        assert!(m[3].diagnostics.checks.is_empty());
+        assert_eq!(
+            m[3].diagnostics.validation_skipped.as_deref(),
+            Some(super::super::diagnostics::NO_TIMELINE)
+        );
     }
 }

@@ -20,7 +20,7 @@ use latscope_model::Nanos;
 
 use crate::results::{CellResult, MetricResult};
 
-use super::report::{CellSnapshot, FORECAST_METRICS};
+use super::report::{is_forecast_metric, CellSnapshot, FORECAST_METRICS};
 
 /// A cell cut to its part from a checkpoint on.
 #[derive(Clone, Debug, PartialEq)]
@@ -72,23 +72,28 @@ pub fn cell_since(
 }
 
 /// The forecast metrics of `metrics` since checkpoint `base`, or `None`
-/// when `base` lacks one of them or is not an earlier state of it.
+/// when `base` lacks one of the probes' metrics or is not an earlier state
+/// of it. An interrupt-level metric the checkpoint lacks (a vector first
+/// raised after it) is left out of the part: it cannot be cut exactly.
 fn since(metrics: &[MetricResult], base: &CellSnapshot) -> Option<Vec<MetricResult>> {
-    metrics
-        .iter()
-        .filter(|m| FORECAST_METRICS.contains(&m.name.as_str()))
-        .map(|m| {
-            let earlier = base
-                .metrics
-                .iter()
-                .find(|b| b.name == m.name && b.cpu == m.cpu)?;
-            Some(MetricResult {
-                histogram: m.histogram.since(&earlier.histogram)?,
+    let mut out = Vec::new();
+    for m in metrics.iter().filter(|m| is_forecast_metric(&m.name)) {
+        let part = base
+            .metrics
+            .iter()
+            .find(|b| b.name == m.name && b.cpu == m.cpu)
+            .and_then(|earlier| m.histogram.since(&earlier.histogram));
+        match part {
+            Some(histogram) => out.push(MetricResult {
+                histogram,
                 corrected: None,
                 ..m.clone()
-            })
-        })
-        .collect()
+            }),
+            None if FORECAST_METRICS.contains(&m.name.as_str()) => return None,
+            None => {}
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -159,5 +164,33 @@ mod tests {
             cell_since(&cell, &snaps, 250).is_none(),
             "no checkpoint after"
         );
+    }
+
+    #[test]
+    fn an_interrupt_metric_the_checkpoint_lacks_is_left_out_a_probe_metric_is_not() {
+        let mut irq = metric_with(&[5, 6, 7]);
+        irq.name = metric::TIMER_IRQ.into();
+        let mut softirq = metric_with(&[8, 9]);
+        softirq.name = "softirq.delay.TIMER".into();
+        softirq.cpu = None;
+        let cell = cell_of(
+            Nanos::from_secs(300),
+            vec![metric_with(&[10, 20, 30]), irq.clone(), softirq],
+        );
+        let mut base = snapshot(100, &[10]);
+        let mut early_irq = metric_with(&[5]);
+        early_irq.name = metric::TIMER_IRQ.into();
+        base.metrics.push(early_irq);
+        let part = cell_since(&cell, &[base], 50).unwrap();
+        let names: Vec<&str> = part.cell.metrics.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, vec![metric::TIMER_LATENCY, metric::TIMER_IRQ]);
+        assert_eq!(part.cell.metrics[1].histogram.count(), 2);
+        // Without the thread's own histogram at the checkpoint, no part.
+        let only_irq = CellSnapshot {
+            cell: 0,
+            at: Nanos::from_secs(100),
+            metrics: vec![irq],
+        };
+        assert!(cell_since(&cell, &[only_irq], 50).is_none());
     }
 }

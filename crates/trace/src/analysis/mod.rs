@@ -31,6 +31,7 @@ mod held_perf;
 mod kernel;
 mod parts;
 mod recurring;
+mod seconds;
 mod steal;
 mod udp;
 mod window;
@@ -42,7 +43,7 @@ use latscope_model::{
     metric, CauseKind, CauseTotal, CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StackCount,
     TraceSummary,
 };
-use latscope_stats::{Histogram, MetricResult};
+use latscope_stats::{Histogram, MetricResult, TimelineChunk};
 
 pub use attribute::{Environment, NoEnvironment};
 use attribute::{Marks, ThreadNames};
@@ -154,6 +155,8 @@ struct MeasuredCpu {
     tid: i32,
     pending: VecDeque<(u64, u64)>,
     irq: Histogram,
+    /// `irq`'s per-second maxima, by wake-up time.
+    irq_seconds: seconds::SecondMaxima,
     sched: Histogram,
     ret: Histogram,
     stacks: VecDeque<(u64, u64)>,
@@ -169,12 +172,13 @@ struct MeasuredCpu {
 }
 
 impl MeasuredCpu {
-    fn new(m: Measured, window_events: usize) -> MeasuredCpu {
+    fn new(m: Measured, window_events: usize, origin: u64) -> MeasuredCpu {
         MeasuredCpu {
             cpu: m.cpu,
             tid: m.tid,
             pending: VecDeque::with_capacity(1024),
             irq: Histogram::new(),
+            irq_seconds: seconds::SecondMaxima::new(origin),
             sched: Histogram::new(),
             ret: Histogram::new(),
             stacks: VecDeque::with_capacity(STACK_RING),
@@ -244,7 +248,11 @@ impl Analyzer {
                 by_cpu.resize(c + 1, None);
             }
             by_cpu[c] = Some(i);
-            measured.push(MeasuredCpu::new(*m, config.window_events));
+            measured.push(MeasuredCpu::new(
+                *m,
+                config.window_events,
+                config.cell_start_ns,
+            ));
         }
         let udp_rx = if config.udp && !config.noise {
             udp::receiver(&config, &mut by_cpu, &mut measured)
@@ -500,6 +508,7 @@ impl Analyzer {
         let ret = wake.saturating_sub(f.switch_in.max(deadline));
         let mc = &mut self.measured[m];
         mc.irq.record(irq);
+        mc.irq_seconds.record(wake, irq);
         mc.sched.record(sched);
         mc.ret.record(ret);
         self.summary.samples_decomposed += 1;
@@ -857,6 +866,27 @@ impl Analyzer {
         let sym = |a: u64| self.symbols.symbol(a).map(|(f, _)| f);
         out.extend(self.work.metrics(names, &sym));
         out
+    }
+
+    /// The per-second maxima of the timer's interrupt part (`timer.irq`) on
+    /// each measured CPU for the seconds complete since the last call
+    /// (`all`: every second, at the end). The UDP probe's parts have none.
+    pub fn drain_timeline(&mut self, all: bool) -> Vec<TimelineChunk> {
+        if self.udp_rx.is_some() {
+            return Vec::new();
+        }
+        self.measured
+            .iter_mut()
+            .filter_map(|mc| {
+                let (first_second, seconds) = mc.irq_seconds.drain(all)?;
+                Some(TimelineChunk {
+                    metric: metric::TIMER_IRQ.to_string(),
+                    cpu: Some(mc.cpu),
+                    first_second,
+                    seconds,
+                })
+            })
+            .collect()
     }
 
     /// The tracer's account so far (the caller adds the tracer's CPU time

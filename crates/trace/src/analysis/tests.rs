@@ -216,7 +216,7 @@ fn quick_wake_from_idle_decomposes_into_irq_sched_return() {
         .timer_irq(D + 3 * US, D + 4 * US, D + 6 * US, 0)
         .switch(D + 8 * US, (0, "swapper/1", 120), (TID, "lat-timer/1", 19))
         .at(D + 20 * US, 0, EventKind::SoftirqRaise { vec: 1 });
-    let a = s.run(100 * US, &[(D, D + 10 * US)]);
+    let mut a = s.run(100 * US, &[(D, D + 10 * US)]);
     let dec = a.decompositions();
     assert_eq!(dec.len(), 1);
     let d = dec[0];
@@ -233,6 +233,18 @@ fn quick_wake_from_idle_decomposes_into_irq_sched_return() {
     assert_eq!(get("timer.sched").histogram.max(), Some(Nanos(4 * US)));
     assert_eq!(get("timer.return").histogram.max(), Some(Nanos(2 * US)));
     assert_eq!(a.summary().episodes_total, 0);
+    // The interrupt part's per-second maxima, on the cell's seconds (it
+    // started 1 s before D): held back until settled, all at the end.
+    assert!(a.drain_timeline(false).is_empty());
+    let t = a.drain_timeline(true);
+    assert_eq!(t.len(), 1);
+    assert_eq!(
+        (t[0].metric.as_str(), t[0].cpu),
+        ("timer.irq", Some(CpuId(1)))
+    );
+    assert_eq!(t[0].first_second, 0);
+    let s: Vec<(u64, u64)> = t[0].seconds.iter().map(|s| (s.count, s.max)).collect();
+    assert_eq!(s, vec![(0, 0), (1, 4 * US)]);
 }
 
 #[test]

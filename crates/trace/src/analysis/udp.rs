@@ -48,7 +48,11 @@ pub(super) fn receiver(
     let i = match by_cpu[c] {
         Some(i) => i,
         None => {
-            measured.push(MeasuredCpu::new(rx, config.window_events));
+            measured.push(MeasuredCpu::new(
+                rx,
+                config.window_events,
+                config.cell_start_ns,
+            ));
             by_cpu[c] = Some(measured.len() - 1);
             measured.len() - 1
         }
