@@ -22,6 +22,7 @@ mod plan;
 mod progress;
 mod push;
 mod report;
+mod report_intervals;
 mod run;
 mod sched;
 mod show;

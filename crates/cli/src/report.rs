@@ -30,17 +30,12 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
     let input = crate::forecast_input::load(&store, id, run, None, |name| {
         is_plotted(name) || is_forecast_metric(name)
     })?;
-    let mut intervals = Vec::new();
-    for cell_id in store.cell_ids(id)? {
-        // The checkpoint intervals (percentiles over time), the CPUs
-        // pooled as the plot shows them; a cell stored without them, or
-        // with unreadable ones, only lacks that plot.
-        if let Ok(Some(series)) =
-            store.load_intervals_pooled(cell_id, latscope_report::INTERVAL_PLOT_POINTS)
-        {
-            intervals.extend(series);
-        }
-    }
+    let cells: Vec<_> = store
+        .cell_ids(id)?
+        .into_iter()
+        .zip(input.whole.cells.iter().map(|c| c.meta.index))
+        .collect();
+    let intervals = crate::report_intervals::load(&store, id, &cells);
     let timelines: Vec<Timeline> = input
         .timelines
         .into_iter()

@@ -340,3 +340,95 @@ fn a_monitor_whose_oldest_seconds_were_deleted_is_forecast_from_the_kept_part() 
     let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(doc["model_fitted_from"][0]["from_ns"], 100_000_000_000u64);
 }
+
+/// A monitor of `minutes` minutes on 2 CPUs: a checkpoint and a minute
+/// window per CPU every minute, each minute's maximum 20 µs but minute
+/// 200's, 5 ms on CPU 1 (the points' figures are checked exactly in
+/// `report_intervals`' own tests).
+fn minutes_store(path: &std::path::Path, minutes: u64) -> RunId {
+    const MINUTE: u64 = 60_000_000_000;
+    let mut store = Store::open(path).unwrap();
+    let start = WEEK_START_HOUR * HOUR_NS;
+    let run = store
+        .create_run(
+            &meta(start),
+            &SystemInfo::default(),
+            &Capabilities::default(),
+        )
+        .unwrap();
+    let cell = store
+        .add_cell(run, &timer_cell(Nanos(minutes * MINUTE)))
+        .unwrap();
+    let mut cumulative: Vec<MetricResult> = (0..2)
+        .map(|cpu| MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(cpu))))
+        .collect();
+    for m in 0..minutes {
+        for (cpu, c) in cumulative.iter_mut().enumerate() {
+            let max = if m == 200 && cpu == 1 {
+                5_000_000
+            } else {
+                20_000
+            };
+            let h = window(max);
+            c.histogram.merge(&h);
+            store
+                .put_window(
+                    run,
+                    &Window {
+                        span: Span::Minute,
+                        start_unix: Nanos(start + m * MINUTE),
+                        metric: metric::TIMER_LATENCY.into(),
+                        cpu: Some(CpuId(cpu as u32)),
+                        histogram: h,
+                    },
+                )
+                .unwrap();
+        }
+        let at = Nanos((m + 1) * MINUTE);
+        let cp = latscope_store::Checkpoint {
+            duration: at,
+            now_unix: Nanos(start + at.0),
+            metrics: cumulative.clone(),
+            ..Default::default()
+        };
+        store.write_checkpoint(run, cell, &cp).unwrap();
+    }
+    store
+        .finish_run(
+            run,
+            RunStatus::Complete,
+            Nanos(start + minutes * MINUTE),
+            &[],
+        )
+        .unwrap();
+    run
+}
+
+#[test]
+fn a_long_monitors_percentiles_over_time_come_from_its_minute_windows() {
+    for (minutes, source) in [
+        (
+            420,
+            "(420 minute windows; each point 2 minute windows merged)",
+        ),
+        (
+            300,
+            "(300 checkpoint intervals; each point one checkpoint interval)",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = store_in(dir.path());
+        let run = minutes_store(&path, minutes);
+        let o = latscope(&[
+            "report",
+            &run.0.to_string(),
+            "--html",
+            "-",
+            "--store",
+            path.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let html = stdout(&o);
+        assert!(html.contains(source), "{minutes} minutes: no {source:?}");
+    }
+}

@@ -504,6 +504,7 @@ fn checkpoint_intervals() -> Vec<IntervalSeries> {
             intervals: vec![interval(0, 4, first), interval(4, 10, second)],
             merged: 1,
             stored: 2,
+            window: None,
         },
         IntervalSeries {
             cell: 1,
@@ -512,6 +513,7 @@ fn checkpoint_intervals() -> Vec<IntervalSeries> {
             intervals: vec![interval(0, 10, whole.clone())],
             merged: 1,
             stored: 1,
+            window: None,
         },
     ]
 }

@@ -57,6 +57,10 @@ pub struct IntervalSeries {
     pub merged: usize,
     /// Checkpoint intervals the store holds for the series.
     pub stored: usize,
+    /// `Some(length)` when the intervals are fixed windows of that length
+    /// (a monitor's minute windows, read instead of its checkpoint
+    /// intervals for a long plot), `None` for checkpoint intervals.
+    pub window: Option<Nanos>,
 }
 
 impl IntervalSeries {
@@ -165,6 +169,7 @@ mod tests {
             stored: intervals.len(),
             intervals,
             merged: 1,
+            window: None,
         }
     }
 

@@ -390,6 +390,38 @@ impl Store {
         self.read_intervals(cell, Some(max_points.max(1)), false)
     }
 
+    /// The metrics with checkpoint intervals in `cell`, and the start of
+    /// the earliest interval of the first of them (cell time, Unix time);
+    /// `None` when the cell has none. Read from the key alone, without the
+    /// histograms.
+    pub fn interval_extent(&self, cell: CellId) -> Result<Option<(Vec<String>, Nanos, Nanos)>> {
+        let names: Vec<String> = self
+            .collect(
+                "SELECT DISTINCT name FROM metric_intervals WHERE cell_id = ?1 ORDER BY name",
+                [cell.0],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql("reading the interval names", e))?;
+        let first: Option<(i64, i64)> = self
+            .db
+            .query_row(
+                "SELECT start_ns, start_unix_ns FROM metric_intervals WHERE cell_id = ?1 \
+                 ORDER BY name, cpu, end_ns LIMIT 1",
+                [cell.0],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(|e| self.sql("reading the first interval", e))?;
+        let Some((start, start_unix)) = first else {
+            return Ok(None);
+        };
+        Ok(Some((
+            names,
+            self.nanos(start, "an interval's start")?,
+            self.nanos(start_unix, "an interval's start")?,
+        )))
+    }
+
     /// [`Store::load_intervals_merged`] with the CPUs of each metric pooled
     /// into one series (`cpu` is `None`), the intervals of one checkpoint
     /// merged as they are read: what the report's percentiles over time
@@ -507,6 +539,7 @@ impl Store {
                     } else {
                         0
                     },
+                    window: None,
                 });
                 current_group = usize::MAX;
                 pooled_at.clear();

@@ -119,6 +119,20 @@ impl Store {
     /// The windows of a run of one span starting at or after `since`, in
     /// time order (then metric and CPU).
     pub fn windows(&self, run: RunId, span: Span, since: Nanos) -> Result<Vec<Window>> {
+        let mut out = Vec::new();
+        self.visit_windows(run, span, since, |w| out.push(w))?;
+        Ok(out)
+    }
+
+    /// [`Store::windows`] one at a time, each decoded only when it is
+    /// visited: a reader that merges them holds one at a time.
+    pub fn visit_windows(
+        &self,
+        run: RunId,
+        span: Span,
+        since: Nanos,
+        mut visit: impl FnMut(Window),
+    ) -> Result<()> {
         let since = to_sql(since.0, "a window's start")?;
         let mut stmt = self
             .db
@@ -138,7 +152,6 @@ impl Store {
                 ))
             })
             .map_err(|e| self.sql("reading monitor windows", e))?;
-        let mut out = Vec::new();
         for row in rows {
             let (start, metric, cpu, blob) =
                 row.map_err(|e| self.sql("reading monitor windows", e))?;
@@ -148,7 +161,7 @@ impl Store {
                     span.as_str()
                 ))
             })?;
-            out.push(Window {
+            visit(Window {
                 span,
                 start_unix: Nanos(u64::try_from(start).unwrap_or(0)),
                 cpu: cpu_from_sql(cpu).ok_or_else(|| {
@@ -161,7 +174,20 @@ impl Store {
                 histogram,
             });
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The start of the run's latest window of `span`, if it has any.
+    pub fn last_window_start(&self, run: RunId, span: Span) -> Result<Option<Nanos>> {
+        let last: Option<i64> = self
+            .db
+            .query_row(
+                "SELECT max(start_unix_ns) FROM monitor_windows WHERE run_id = ?1 AND span = ?2",
+                params![run.0, span.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.sql("reading monitor windows", e))?;
+        Ok(last.map(|n| Nanos(u64::try_from(n).unwrap_or(0))))
     }
 
     /// Deletes every window of `span` (of any run) that started before

@@ -66,6 +66,17 @@ pub(super) fn percentiles_over_time(
         ([_], all) => format!("the cell's {} CPUs pooled", all.len()),
         (many, _) => format!("the cell's {} CPUs pooled", many.len()),
     };
+    // A monitor's minute windows stand in for its checkpoint intervals.
+    let (one, many) = match series.iter().find_map(|s| s.window) {
+        Some(w) if w == Nanos::from_secs(60) => ("minute window", "minute windows"),
+        Some(_) => ("window", "windows"),
+        None => ("checkpoint interval", "checkpoint intervals"),
+    };
+    let between = if one == "checkpoint interval" {
+        "between consecutive checkpoints"
+    } else {
+        "in each of the monitor's windows"
+    };
     let (points, group) = coarsen(&all, MAX_POINTS);
     let group = group * merged;
     let lines: [(&str, Pick); 4] = [
@@ -106,9 +117,9 @@ pub(super) fn percentiles_over_time(
     let title = format!("{name}, cell {}: percentiles over time", c.meta.index);
     let mut out = String::from("<h4>Percentiles over time</h4>");
     let per = if group > 1 {
-        format!("each point {group} checkpoint intervals merged")
+        format!("each point {group} {many} merged")
     } else {
-        "each point one checkpoint interval".to_string()
+        format!("each point one {one}")
     };
     if let Some(p) = Plot::fit(
         &title,
@@ -122,7 +133,7 @@ pub(super) fn percentiles_over_time(
         out.push_str(&figure(
             &p.render(),
             &format!(
-                "{name}, {cpus}: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({stored} intervals; {per}). The maximum is exact when it was its CPU's largest so far in the cell, else the top of its 0.1 % bucket.",
+                "{name}, {cpus}: p50, p99, p99.9 and the largest sample of the samples recorded {between} ({stored} {many}; {per}). The maximum is exact when it was its CPU's largest so far in the cell, else the top of its 0.1 % bucket.",
             ),
         ));
     }
@@ -149,7 +160,7 @@ pub(super) fn percentiles_over_time(
     } else {
         out.push_str(&para(
             &format!(
-                "{stored} checkpoint intervals (too many for a table): latscope export --format hdr writes each as an HdrHistogram interval.",
+                "{stored} {many} (too many for a table): latscope export --format hdr writes each checkpoint interval as an HdrHistogram interval.",
             ),
             Some("note"),
         ));

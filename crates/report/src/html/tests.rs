@@ -578,6 +578,7 @@ fn intervals(n: u64) -> Vec<latscope_stats::IntervalSeries> {
             cpu: Some(CpuId(cpu)),
             merged: 1,
             stored: n as usize,
+            window: None,
             intervals: (0..n)
                 .map(|k| {
                     let mut h = Histogram::new();
@@ -611,7 +612,7 @@ fn percentiles_over_time_come_with_checkpoint_intervals() {
     let part = &few[at..];
     assert!(part.contains("timer.latency, cell 0: percentiles over time"));
     assert!(part.contains("timer.latency, the cell&#39;s 2 CPUs pooled"));
-    assert!(part.contains("6 intervals; each point one checkpoint interval"));
+    assert!(part.contains("6 checkpoint intervals; each point one checkpoint interval"));
     // The table: one row per interval, both CPUs' samples pooled, the
     // empty interval shown as such.
     for want in [
@@ -638,7 +639,7 @@ fn percentiles_over_time_come_with_checkpoint_intervals() {
     // Many intervals: merged to at most 400 points, no table.
     let many = html_report_full(&r, &t, &[], None, &intervals(1_000));
     let part = &many[many.find("Percentiles over time").unwrap()..];
-    assert!(part.contains("1000 intervals; each point 3 checkpoint intervals merged"));
+    assert!(part.contains("1000 checkpoint intervals; each point 3 checkpoint intervals merged"));
     assert!(part.contains("too many for a table"));
     assert!(!part[..part.find("</figure>").unwrap()].contains("<table>"));
 }
