@@ -60,7 +60,7 @@ pub fn list(args: &ListArgs) -> Result<i32, Exit> {
         };
         crate::output::print(&format!(
             "{what} {}\n",
-            latscope_store::redact(&args.store.store.display().to_string())
+            latscope_store::redact_arg(&args.store.store.display().to_string())
         ));
         return Ok(exit::OK);
     }

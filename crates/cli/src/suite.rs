@@ -159,7 +159,7 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         crate::output::print(&format!(
             "\nEvery cell's tables: latscope show {} --store {}\n",
             stored.meta.id,
-            latscope_store::redact(&args.store.store.display().to_string())
+            latscope_store::redact_arg(&args.store.store.display().to_string())
         ));
     }
     Ok(exit_code(&ran, &base))

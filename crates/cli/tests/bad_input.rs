@@ -299,3 +299,22 @@ fn export_and_episodes_of_an_untraced_run_fail_cleanly() {
     let after: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(before, after, "stored runs untouched");
 }
+
+/// A password holding `/`, `?`, `#`, `@` or a space, which the PostgreSQL
+/// client reads up to the `@`, is not printed in the error of a store it
+/// cannot reach (the command line a run stores is checked in
+/// `args::tests`).
+#[test]
+fn a_password_with_special_characters_is_never_printed() {
+    for password in ["Qz/7k", "Qz?7k", "Qz#7k", "Qz 7k", "Qz@7k"] {
+        let url = format!("postgres://ada:{password}@127.0.0.1:1/fleet");
+        let o = latscope(&["list", "--store", &url]);
+        assert_ne!(o.status.code(), Some(0));
+        let err = stderr(&o);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            !err.contains("Qz") && !err.contains("7k"),
+            "{password:?}: {err}"
+        );
+    }
+}

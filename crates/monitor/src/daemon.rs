@@ -234,7 +234,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         settings.priority,
         noise_text(&settings),
         server.local_addr(),
-        latscope_store::redact(&settings.store.display().to_string())
+        latscope_store::redact_arg(&settings.store.display().to_string())
     ));
     let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
     start_actions(&mut sink, &settings, &shared, &start.say)?;
@@ -310,7 +310,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
                 if new.store != settings.store {
                     (start.say)(&format!(
                         "SIGHUP: the store cannot change while running; keeping {}",
-                        latscope_store::redact(&settings.store.display().to_string())
+                        latscope_store::redact_arg(&settings.store.display().to_string())
                     ));
                 }
                 let new = Settings {

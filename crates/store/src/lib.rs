@@ -75,7 +75,7 @@ pub use intervals::keeps_intervals;
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use micro::MicroRun;
 pub use monitor::{Span, Window};
-pub use postgres::{is_postgres_url, redact};
+pub use postgres::{is_postgres_url, redact, redact_arg};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 
@@ -235,7 +235,7 @@ impl Store {
     fn open_mode(path: &Path, mode: schema::Mode) -> Result<Store> {
         if let Some(url) = path.to_str().filter(|p| is_postgres_url(p)) {
             let target = postgres::PgTarget::parse(url).map_err(|reason| StoreError::Open {
-                path: PathBuf::from(redact(url)),
+                path: PathBuf::from(redact_arg(url)),
                 reason,
             })?;
             let db = schema_pg::open(&target, mode)?;

@@ -26,8 +26,29 @@ pub fn is_postgres_url(name: &str) -> bool {
 
 /// `text` with the password of every PostgreSQL URL in it (and any
 /// `password=` setting) replaced by `***`: for command lines, notes and
-/// messages, which are stored and shown.
+/// messages, which are stored and shown. A URL ends at white space; see
+/// [`redact_arg`] for one argument of a command line.
 pub fn redact(text: &str) -> String {
+    redact_urls(text, false)
+}
+
+/// [`redact`] for one argument of a command line, where a URL runs to the
+/// end of the argument, white space included (a quoted password may hold
+/// a space).
+pub fn redact_arg(arg: &str) -> String {
+    redact_urls(arg, true)
+}
+
+/// The PostgreSQL client (`tokio-postgres`' URL parser) reads the
+/// credentials from the scheme to the first `@` of the URL, whatever
+/// stands between (`/`, `?`, `#` and `:` included), and the password from
+/// their first `:`. Redacting by the URL grammar of RFC 3986 instead, which
+/// ends the authority at the first `/`, `?` or `#`, left
+/// `postgres://u:pa/ss@host/db` whole. The redaction runs to the *last*
+/// `@` of the URL: a password with an unencoded `@` (which the client cuts
+/// short, taking the rest for the host) is hidden whole too; what it may
+/// hide besides is never a secret.
+fn redact_urls(text: &str, whole: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = ["postgres://", "postgresql://"]
@@ -38,17 +59,22 @@ pub fn redact(text: &str) -> String {
     {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
-        let end = rest
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
-            .unwrap_or(rest.len());
-        let authority = &rest[..end];
-        match (authority.rfind('@'), authority.find(':')) {
-            (Some(at), Some(colon)) if colon < at => {
-                out.push_str(&authority[..colon]);
+        let end = if whole {
+            rest.len()
+        } else {
+            rest.find(char::is_whitespace).unwrap_or(rest.len())
+        };
+        let url = &rest[..end];
+        match url
+            .rfind('@')
+            .and_then(|at| Some((at, url[..at].find(':')?)))
+        {
+            Some((at, colon)) => {
+                out.push_str(&url[..colon]);
                 out.push_str(":***");
-                out.push_str(&authority[at..]);
+                out.push_str(&url[at..]);
             }
-            _ => out.push_str(authority),
+            None => out.push_str(url),
         }
         rest = &rest[end..];
     }
@@ -56,7 +82,8 @@ pub fn redact(text: &str) -> String {
     redact_settings(&out)
 }
 
-/// `password=VALUE` (a URL's query or libpq's key=value form) → `password=***`.
+/// `password=VALUE` (a URL's query or libpq's key=value form, where a
+/// value in single quotes may hold spaces and `\'`) → `password=***`.
 fn redact_settings(text: &str) -> String {
     const KEY: &str = "password=";
     let mut out = String::with_capacity(text.len());
@@ -64,14 +91,32 @@ fn redact_settings(text: &str) -> String {
     while let Some(i) = rest.find(KEY) {
         out.push_str(&rest[..i + KEY.len()]);
         rest = &rest[i + KEY.len()..];
-        let end = rest
-            .find(|c: char| c == '&' || c.is_whitespace())
-            .unwrap_or(rest.len());
+        let end = match rest.strip_prefix('\'') {
+            Some(quoted) => quoted_end(quoted).map_or(rest.len(), |e| e + 2),
+            None => rest
+                .find(|c: char| c == '&' || c.is_whitespace())
+                .unwrap_or(rest.len()),
+        };
         out.push_str("***");
         rest = &rest[end..];
     }
     out.push_str(rest);
     out
+}
+
+/// The index of the quote that closes a libpq single-quoted value (`\`
+/// escapes the next character).
+fn quoted_end(value: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in value.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '\'' => return Some(i),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A PostgreSQL server, database and user, with the credentials resolved.
@@ -94,6 +139,16 @@ impl PgTarget {
     /// The error is one line and never contains the password.
     pub fn parse(url: &str) -> Result<PgTarget, String> {
         let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        // The client takes the credentials up to the first `@` and the rest
+        // for the host: a second `@` (an unencoded one in the password)
+        // would show the rest of the password as a host name.
+        let before_query = url.split('?').next().unwrap_or(url);
+        if before_query.matches('@').count() > 1 {
+            return Err(
+                "the URL holds more than one '@': write an '@' in the user or password as %40"
+                    .to_string(),
+            );
+        }
         let mut config = Config::from_str(url).map_err(|e| {
             format!(
                 "not a valid PostgreSQL URL ({e}); expected postgres://USER@HOST[:PORT]/DATABASE"
@@ -302,6 +357,53 @@ mod tests {
         );
         assert_eq!(redact("/tmp/latscope.db"), "/tmp/latscope.db");
         assert_eq!(redact("postgres://db.lab/fleet"), "postgres://db.lab/fleet");
+    }
+
+    /// Every character a password may hold, as the client reads it: the
+    /// redacted form keeps none of it, and the URL's host is still shown.
+    #[test]
+    fn a_password_with_any_special_character_is_redacted_as_the_client_reads_it() {
+        for c in [
+            '/', '?', '#', ':', '@', '%', '&', '=', ';', '\'', '"', '\\', ' ',
+        ] {
+            let password = format!("Qz{c}7k{c}w");
+            let url = format!("postgres://ada:{password}@db.lab:5432/fleet");
+            // The client reads the credentials up to the first `@`.
+            let parsed = Config::from_str(&url);
+            let expected = match parsed {
+                Ok(cfg) => cfg
+                    .get_password()
+                    .map(|p| String::from_utf8_lossy(p).into_owned()),
+                Err(_) => None,
+            };
+            let redacted = redact_arg(&format!("--store={url}"));
+            if let Some(p) = &expected {
+                assert!(!redacted.contains(p.as_str()), "{c:?}: {redacted}");
+            }
+            assert!(
+                !redacted.contains("Qz") && !redacted.contains("7k"),
+                "{c:?}: {redacted}"
+            );
+            assert!(
+                redacted.starts_with("--store=postgres://ada:***@"),
+                "{c:?}: {redacted}"
+            );
+            if c != ' ' {
+                assert_eq!(
+                    redact(&format!("x {url} y")),
+                    format!("x {redacted} y").replace("--store=", ""),
+                    "{c:?}"
+                );
+            }
+        }
+        assert_eq!(
+            redact("postgres://u:pa/ss@host/db"),
+            "postgres://u:***@host/db"
+        );
+        assert_eq!(
+            redact("host=db password='a b\\'c' user=ada"),
+            "host=db password=*** user=ada"
+        );
     }
 
     #[test]
