@@ -92,7 +92,10 @@ impl Store {
             .collect(list, [], |r| r.get(0))
             .map_err(|e| self.sql("reading the schema", e))?;
         let mut out = Vec::new();
-        for name in names {
+        // Only latscope's own tables: a name from another store's catalog
+        // never reaches the SQL unchecked.
+        let own = crate::schema::own_tables();
+        for name in names.into_iter().filter(|n| own.contains_key(n)) {
             let columns = self.columns(&name)?;
             let key = if columns.iter().any(|c| c == "cell_id") {
                 "cell_id"
@@ -110,9 +113,11 @@ impl Store {
     /// primary key, which the target numbers itself.
     fn columns(&self, table: &str) -> Result<Vec<String>> {
         let rows: Vec<(String, bool)> = match self.db.dialect() {
-            Dialect::Sqlite => self.collect(&format!("PRAGMA table_info(\"{table}\")"), [], |r| {
-                Ok((r.get(1)?, r.get::<i64>(5)? == 1))
-            }),
+            Dialect::Sqlite => {
+                self.collect("SELECT name, pk FROM pragma_table_info(?1)", [table], |r| {
+                    Ok((r.get(0)?, r.get::<i64>(1)? == 1))
+                })
+            }
             Dialect::Postgres => self.collect(
                 "SELECT column_name::text, is_identity::text FROM information_schema.columns \
                  WHERE table_schema = current_schema() AND table_name = ?1 \
@@ -122,9 +127,12 @@ impl Store {
             ),
         }
         .map_err(|e| self.sql("reading the schema", e))?;
+        // Only the columns latscope's schema gives the table.
+        let own = crate::schema::own_tables().get(table);
         Ok(rows
             .into_iter()
             .filter(|(name, key)| !(name == "id" && *key))
+            .filter(|(name, _)| own.is_some_and(|cols| cols.contains(name)))
             .map(|(name, _)| name)
             .collect())
     }

@@ -4,9 +4,11 @@
 //! empty): the checks read the file's header and then query it through a
 //! read-only connection, so a wrong path never damages someone's data.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
@@ -269,6 +271,37 @@ fn inspect_file(path: &Path, mode: Mode) -> Result<bool, StoreError> {
 /// Brings the schema to [`SCHEMA_VERSION`], one migration per transaction.
 /// Each step re-reads the version inside its write transaction, so two
 /// processes opening a new store at once do not apply a step twice.
+/// The tables latscope's schema defines, each with its columns: the
+/// migrations applied to an empty in-memory database, read back from its
+/// catalog (once). What `push` and `pull` may name in SQL: a source store's
+/// own catalog is not trusted (it may belong to someone else).
+pub(crate) fn own_tables() -> &'static BTreeMap<String, Vec<String>> {
+    static TABLES: OnceLock<BTreeMap<String, Vec<String>>> = OnceLock::new();
+    TABLES.get_or_init(|| catalog_of_migrations().unwrap_or_default())
+}
+
+fn catalog_of_migrations() -> rusqlite::Result<BTreeMap<String, Vec<String>>> {
+    let conn = Connection::open_in_memory()?;
+    for &(_, _, sql) in MIGRATIONS {
+        conn.execute_batch(sql)?;
+    }
+    let names: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut out = BTreeMap::new();
+    for name in names {
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")?
+            .query_map([&name], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        out.insert(name, columns);
+    }
+    Ok(out)
+}
+
 fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
     let err = |action| move |e| classify(path, action, e);
     // A store already at this version needs no write transaction: `list`

@@ -129,3 +129,48 @@ fn every_run_has_a_distinct_uuid() {
         assert_eq!(store.find_uuid("nope").unwrap(), None);
     });
 }
+
+/// A source store's catalog is another user's: a table or column it adds,
+/// named to break out of a quoted identifier, never reaches the SQL. The
+/// run is copied whole, the target's schema stays latscope's own.
+#[test]
+fn names_from_the_source_catalog_never_reach_the_sql() {
+    each_backend(|dir| {
+        let mut here = Store::open(&dir.at("here.db")).unwrap();
+        let mut there = Store::open(&dir.at("there.db")).unwrap();
+        let run = measured_run(&mut here);
+        here.db
+            .execute_batch(
+                "CREATE TABLE \"evil\"\"; DROP TABLE runs; --\" (cell_id INTEGER, x TEXT); \
+                 ALTER TABLE noise_stats ADD COLUMN \"y\"\") VALUES (1); DROP TABLE cells; --\" TEXT",
+            )
+            .unwrap();
+        let copied = here.copy_run(run, &mut there).unwrap();
+        let Copied::Stored(new) = copied else {
+            panic!("{copied:?}")
+        };
+        let mut a = here.load_run(run).unwrap();
+        a.meta.id = new;
+        assert_eq!(a, there.load_run(new).unwrap());
+        let tables: Vec<String> = match there.db.dialect() {
+            crate::Dialect::Sqlite => there
+                .collect(
+                    "SELECT name FROM sqlite_schema WHERE type = 'table'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap(),
+            crate::Dialect::Postgres => there
+                .collect(
+                    "SELECT relname::text FROM pg_class c JOIN pg_namespace n \
+                     ON n.oid = c.relnamespace WHERE n.nspname = current_schema() \
+                     AND c.relkind = 'r'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap(),
+        };
+        assert!(tables.iter().all(|t| !t.contains("evil")), "{tables:?}");
+        assert!(tables.iter().any(|t| t == "runs") && tables.iter().any(|t| t == "cells"));
+    });
+}
