@@ -73,6 +73,31 @@ fn options(args: &ImportArgs) -> Result<Options, Exit> {
     })
 }
 
+/// The largest file `import` reads: the tools' result files are kilobytes
+/// to megabytes (the largest fixture here, cyclictest's JSON with its
+/// histogram of two threads, is 37 KB).
+const MAX_IMPORT_BYTES: u64 = 256 << 20;
+
+/// `path`'s bytes, refused in one line past [`MAX_IMPORT_BYTES`] (read
+/// through a limit, so a FIFO or a device that never ends is refused too).
+fn read_capped(path: &std::path::Path) -> Result<Vec<u8>, Exit> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_IMPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > MAX_IMPORT_BYTES {
+        return Err(Exit::usage(format!(
+            "cannot import {}: larger than {} MiB, which no result file of cyclictest, oslat or rtla is",
+            path.display(),
+            MAX_IMPORT_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
+}
+
 pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     let options = options(args)?;
     let label = args
@@ -88,7 +113,7 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
         ImportFormatArg::RtlaHist => Some(Format::RtlaHist),
     };
     let path = &args.file;
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = read_capped(path)?;
     let imported = latscope_import::import(&bytes, format, &options).map_err(|e| {
         let msg = format!("cannot import {}: {e}", path.display());
         if e.is_usage() {

@@ -512,3 +512,19 @@ fn bad_files_give_one_line_errors_and_store_nothing() {
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["source"]["format"], "cyclictest-json");
 }
+
+/// A file no tool writes (endless, or past the size limit) is refused in one
+/// line with the usage exit code.
+#[test]
+fn an_endless_or_huge_file_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let s = store.to_str().unwrap();
+    let o = import(s, &["/dev/zero"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("larger than 256 MiB"), "{err}");
+    // Refused before the store is opened: none is created.
+    assert!(!store.exists());
+}

@@ -230,7 +230,13 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
                 ),
             ));
         }
-        if in_range + overflows[t] == 0 {
+        let cycles = in_range.checked_add(overflows[t]).ok_or_else(|| {
+            ImportError::invalid(
+                FORMAT,
+                format!("{who}: the histogram's lines and overflows add up past 2^64"),
+            )
+        })?;
+        if cycles == 0 {
             notes.push(format!("{who} counted no wake-ups and is left out"));
             continue;
         }
@@ -254,7 +260,6 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         };
         let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(cpu));
         m.histogram = rebuilt.histogram;
-        let cycles = in_range + overflows[t];
         match cells.iter_mut().find(|c| c.0 == index) {
             Some(c) => {
                 add_metric(&mut c.2, m, &mut notes);

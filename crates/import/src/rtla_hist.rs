@@ -75,7 +75,13 @@ fn duration(text: &str) -> Option<Nanos> {
     let [h, m, s] = hms.as_slice() else {
         return None;
     };
-    Some(Nanos::from_secs(days * 86_400 + h * 3600 + m * 60 + s))
+    // Checked: a duration no clock reaches is no duration.
+    let secs = days
+        .checked_mul(86_400)?
+        .checked_add(h.checked_mul(3600)?)?
+        .checked_add(m.checked_mul(60)?)?
+        .checked_add(*s)?;
+    Some(Nanos(secs.checked_mul(1_000_000_000)?))
 }
 
 /// The values after a row's label; `-` (nothing counted) is `None`.
