@@ -1,7 +1,6 @@
 //! `latscope compare RUN_A RUN_B [...]`: every run against the first, with
 //! an exceedance test on the tail (see `latscope_stats::compare`).
 
-use anyhow::Context;
 use latscope_stats::compare::compare_runs;
 use latscope_store::Store;
 
@@ -61,8 +60,7 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
     let cmp = compare_runs(baseline, &others);
 
     if let Some(path) = &args.html {
-        std::fs::write(path, latscope_report::compare_html(&cmp))
-            .with_context(|| format!("writing {}", path.display()))?;
+        crate::output::write_file(path, latscope_report::compare_html(&cmp).as_bytes())?;
     }
     if args.json {
         let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;

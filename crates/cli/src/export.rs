@@ -5,7 +5,6 @@
 //! traced run, with the kernel events around it, as a file a trace viewer
 //! opens. Reads the store, never writes it.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -27,16 +26,7 @@ fn write(text: &str, path: Option<&Path>) -> anyhow::Result<()> {
                 .and_then(|()| out.flush())
                 .context("cannot write to standard output")
         }
-        Some(path) => {
-            let mut tmp = path.as_os_str().to_owned();
-            tmp.push(".tmp");
-            let tmp = std::path::PathBuf::from(tmp);
-            fs::write(&tmp, text).with_context(|| format!("cannot write {}", path.display()))?;
-            fs::rename(&tmp, path).map_err(|e| {
-                let _ = fs::remove_file(&tmp);
-                anyhow!("cannot write {}: {e}", path.display())
-            })
-        }
+        Some(path) => crate::output::write_file(path, text.as_bytes()),
     }
 }
 

@@ -75,8 +75,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
     if let Some(path) = &args.grid_csv {
-        std::fs::write(path, latscope_report::grid_csv(&report))
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_file(path, latscope_report::grid_csv(&report).as_bytes())?;
     }
     let text = if args.json {
         let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;

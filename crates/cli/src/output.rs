@@ -1,7 +1,6 @@
 //! Writing what the report crate renders: the run's JSON, and the rescue
 //! file of a run the store could not take.
 
-use std::fs;
 use std::io::Write;
 use std::path::Path;
 
@@ -13,29 +12,39 @@ pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
     write_json_doc(&latscope_report::run_json(run), path)
 }
 
-/// Writes a JSON document to `path` (`-`: standard output). The file is
-/// written to a temporary name and renamed, so a reader never sees half.
+/// Writes a JSON document to `path` (`-`: standard output), as
+/// [`write_file`].
 pub fn write_json_doc<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n";
     if path == Path::new("-") {
         print(&text);
         return Ok(());
     }
-    let tmp = path.with_extension("json.tmp");
-    fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    write_file(path, text.as_bytes())
 }
 
-/// Fails now, before measuring, if `path` cannot be written later.
+/// Writes an output file (mode 0644): to a new file of an unguessable name
+/// beside it, renamed over `path`, so a reader never sees half and a
+/// symbolic link at `path` is replaced, never followed (latscope runs as
+/// root; `latscope_platform::files`).
+pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    latscope_platform::files::write_atomically(path, bytes, 0o644)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Fails now, before measuring, if `path`'s directory cannot take a file
+/// later (a new file of an unguessable name is created there and removed).
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
     if path == Path::new("-") {
         return Ok(());
     }
-    let tmp = path.with_extension("json.tmp");
-    fs::write(&tmp, b"").with_context(|| format!("cannot write {}", path.display()))?;
-    let _ = fs::remove_file(&tmp);
-    Ok(())
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir)
+        .map(drop)
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Writes a run the store could not take to a rescue file (its JSON, as
@@ -62,13 +71,14 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
         // The error line names the file: absolute, so that it can be found
         // from any directory.
         let path = std::path::absolute(d.join(&name)).unwrap_or_else(|_| d.join(&name));
-        match write_json(run, &path) {
+        // The rescue holds the run's command line and measurements: for
+        // this user only (0600), wherever it lands.
+        let text = serde_json::to_string_pretty(&latscope_report::run_json(run))
+            .context("cannot encode JSON")?
+            + "\n";
+        match latscope_platform::files::write_atomically(&path, text.as_bytes(), 0o600) {
             Ok(()) => return Ok(path),
-            Err(e) => {
-                let tmp = path.with_extension("json.tmp");
-                let _ = fs::remove_file(&tmp);
-                last = Some(e);
-            }
+            Err(e) => last = Some(anyhow::anyhow!("cannot write {}: {e}", path.display())),
         }
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no directory to write the rescue file in")))

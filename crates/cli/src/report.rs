@@ -9,7 +9,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use latscope_report::html::is_plotted;
 use latscope_report::Timeline;
 use latscope_stats::forecast::is_forecast_metric;
@@ -84,8 +83,7 @@ fn write_page(args: &ReportArgs, id: i64, page: &str) -> Result<i32, Exit> {
         // A closed pipe (`| head`) is not an error worth a message.
         let _ = stdout.write_all(page.as_bytes());
     } else {
-        std::fs::write(&path, page.as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::output::write_file(&path, page.as_bytes())?;
         eprintln!("wrote {}", path.display());
     }
     Ok(exit::OK)

@@ -291,11 +291,15 @@ fn snapshot(dir: &std::path::Path, job: &Job) -> Result<(), String> {
         .window
         .as_ref()
         .ok_or_else(|| "no trace window was kept for it".to_string())?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    // Created 0700 where missing; refused when another user owns it or can
+    // write to it (they could swap files under a root process).
+    latscope_platform::files::private_dir(dir)
+        .map_err(|e| format!("snapshot directory refused: {e}"))?;
     let doc = latscope_report::perfetto_trace(job.run, &job.episode, window);
     let path = dir.join(format!("run{}-episode{}.json", job.run.0, job.episode.seq));
     let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    latscope_platform::files::write_atomically(&path, &text, 0o600)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// A sink that hands every checkpoint's episodes to the actions after
@@ -461,5 +465,35 @@ mod tests {
             said.iter().any(|l| l.contains("no trace window")),
             "{said:?}"
         );
+    }
+
+    /// A snapshot goes only into a directory no other user controls: one
+    /// that others can write to is refused; a missing one is created 0700
+    /// and the file written 0600.
+    #[test]
+    fn snapshots_go_only_into_a_private_directory() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let job = Job {
+            run: RunId(2),
+            episode: episode(5),
+            window: Some(EpisodeWindow {
+                seq: 5,
+                cpu: latscope_model::CpuId(0),
+                events: Vec::new(),
+                truncated: 0,
+            }),
+        };
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = snapshot(&open, &job).unwrap_err();
+        assert!(e.contains("writable by other users"), "{e}");
+        assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
+        let new = dir.path().join("new");
+        snapshot(&new, &job).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&new), 0o700);
+        assert_eq!(mode(&new.join("run2-episode5.json")), 0o600);
     }
 }

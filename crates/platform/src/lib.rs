@@ -17,6 +17,7 @@ pub mod caps;
 mod clock;
 mod dma;
 mod error;
+pub mod files;
 pub mod granularity;
 pub mod hazards;
 mod mount;

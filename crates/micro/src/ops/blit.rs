@@ -34,17 +34,16 @@
 //! fails the run.
 
 use std::ffi::OsStr;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use latscope_platform::process::{signal_process, Signal};
+use tempfile::TempPath;
 use x11rb::connection::{Connection, RequestConnection};
 use x11rb::protocol::xproto::{
     ConnectionExt as _, CreateGCAux, CreateWindowAux, Drawable, Gcontext, ImageFormat, WindowClass,
@@ -72,9 +71,6 @@ const ITERATION_NS: u64 = 10_000_000;
 /// The depth of the screen Xvfb is started with.
 const SCREEN_DEPTH: u8 = 24;
 
-/// Tells the log files of Xvfbs started by one process apart.
-static STARTED: AtomicU32 = AtomicU32::new(0);
-
 /// `name` in the directories of `path` (a `PATH` value), if there is an
 /// executable file of that name.
 fn find_program(name: &str, path: &OsStr) -> Option<PathBuf> {
@@ -91,8 +87,9 @@ struct Xvfb {
     child: Child,
     /// The display number it chose (`:N`).
     display: u32,
-    /// Its standard error, kept to explain a failed start.
-    log: PathBuf,
+    /// Its standard error, kept to explain a failed start (removed when
+    /// dropped).
+    log: TempPath,
 }
 
 impl Xvfb {
@@ -107,15 +104,17 @@ impl Xvfb {
     fn start_from(path: &OsStr) -> Result<Xvfb, BenchError> {
         let program =
             find_program("Xvfb", path).ok_or_else(|| BenchError::Setup(NEEDS_XVFB.into()))?;
-        let log = std::env::temp_dir().join(format!(
-            "latscope-xvfb-{}-{}.log",
-            std::process::id(),
-            STARTED.fetch_add(1, Ordering::Relaxed)
-        ));
-        let log_file = File::create(&log).map_err(|e| BenchError::Os {
-            what: format!("creating {}", log.display()),
-            source: e,
-        })?;
+        // A new file of a name nobody can guess, mode 0600: latscope runs
+        // as root and the temporary directory is everyone's.
+        let (log_file, log) = tempfile::Builder::new()
+            .prefix("latscope-xvfb-")
+            .suffix(".log")
+            .tempfile()
+            .map_err(|e| BenchError::Os {
+                what: format!("creating Xvfb's log in {}", std::env::temp_dir().display()),
+                source: e,
+            })?
+            .into_parts();
         // `-terminate`: it exits once its last client (ours) has gone, even
         // if latscope dies without stopping it. A process group of its own
         // keeps a Ctrl-C at the terminal from killing it under a benchmark
@@ -132,7 +131,6 @@ impl Xvfb {
         let child = match child {
             Ok(c) => c,
             Err(e) => {
-                let _ = std::fs::remove_file(&log);
                 return Err(BenchError::Os {
                     what: format!("starting {}", program.display()),
                     source: e,
@@ -272,7 +270,6 @@ impl Xvfb {
 impl Drop for Xvfb {
     fn drop(&mut self) {
         self.stop();
-        let _ = std::fs::remove_file(&self.log);
     }
 }
 
@@ -646,7 +643,7 @@ mod tests {
         let pid = blit.server.child.id();
         let proc_dir = PathBuf::from(format!("/proc/{pid}"));
         let socket = PathBuf::from(format!("/tmp/.X11-unix/X{}", blit.server.display));
-        let log = blit.server.log.clone();
+        let log = blit.server.log.to_path_buf();
         assert!(proc_dir.exists());
         let had_socket = socket.exists();
         drop(blit);
