@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -249,41 +250,92 @@ impl Actions {
     }
 }
 
+/// The environment a command inherits, by name: nothing else (no store
+/// URL, no `PGPASSWORD`, no credentials of any other kind) reaches it.
+pub const ACTION_ENV: [&str; 8] = [
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+];
+
 fn exec(cmd: &str, job: &Job) -> Result<(), String> {
+    exec_within(cmd, job, COMMAND_TIMEOUT)
+}
+
+/// Runs `cmd` with the episode on its standard input; the whole action
+/// (the write and the wait) ends by `timeout`, its process group killed
+/// when it would not.
+fn exec_within(cmd: &str, job: &Job, timeout: Duration) -> Result<(), String> {
     let json = serde_json::to_vec(&serde_json::json!({
         "run_id": job.run.0,
         "episode": job.episode,
     }))
     .map_err(|e| e.to_string())?;
-    let mut child = Command::new("sh")
+    let mut command = Command::new("sh");
+    command
         .args(["-c", cmd])
+        .env_clear()
+        .envs(
+            ACTION_ENV
+                .iter()
+                .filter_map(|k| Some((k, std::env::var_os(k)?))),
+        )
         .env("LATSCOPE_RUN", job.run.0.to_string())
         .env("LATSCOPE_EPISODE", job.episode.seq.to_string())
         .env("LATSCOPE_CPU", job.episode.cpu.0.to_string())
         .env("LATSCOPE_LATENCY_NS", job.episode.latency_ns.0.to_string())
+        // A group of its own: at the deadline the command and everything
+        // it started are killed together.
+        .process_group(0)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::null());
+    let mut child = command
         .spawn()
         .map_err(|e| format!("cannot run '{cmd}': {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that does not read its input is not an error.
-        let _ = stdin.write_all(&json);
-    }
+    let pgid = i32::try_from(child.id()).unwrap_or(0);
+    // The episode is written from a thread of its own: a command that
+    // reads nothing fills the pipe, and the deadline below covers the
+    // write too (the writer ends when the group is killed and the pipe
+    // closes).
+    let (done_tx, done) = std::sync::mpsc::channel::<()>();
+    let writer = child.stdin.take().map(|mut stdin| {
+        std::thread::spawn(move || {
+            // A command that does not read its input is not an error.
+            let _ = stdin.write_all(&json);
+            let _ = done_tx.send(());
+        })
+    });
+    let kill_group = || {
+        let _ = latscope_platform::process::signal_group(
+            pgid,
+            latscope_platform::process::Signal::Kill,
+        );
+    };
     let t0 = Instant::now();
-    loop {
+    let result = loop {
         match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) if s.success() => return Ok(()),
-            Some(s) => return Err(format!("'{cmd}' exited with {s}")),
-            None if t0.elapsed() > COMMAND_TIMEOUT => {
+            Some(s) if s.success() => break Ok(()),
+            Some(s) => break Err(format!("'{cmd}' exited with {s}")),
+            None if t0.elapsed() > timeout => {
+                kill_group();
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "'{cmd}' ran longer than {COMMAND_TIMEOUT:?} and was killed"
+                break Err(format!(
+                    "'{cmd}' ran longer than {timeout:?} and was killed with its process group"
                 ));
             }
             None => std::thread::sleep(Duration::from_millis(20)),
         }
+    };
+    // The shell has ended; something it left behind may still hold the
+    // pipe without reading it. The writer gets what is left of the
+    // deadline, then the group is killed, which closes the pipe.
+    if let Some(w) = writer {
+        let left = timeout.saturating_sub(t0.elapsed());
+        if done.recv_timeout(left).is_err() {
+            kill_group();
+        }
+        let _ = w.join();
     }
+    result
 }
 
 fn snapshot(dir: &std::path::Path, job: &Job) -> Result<(), String> {
@@ -495,5 +547,90 @@ mod tests {
         let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&new), 0o700);
         assert_eq!(mode(&new.join("run2-episode5.json")), 0o600);
+    }
+
+    fn job_of(episode: Episode) -> Job {
+        Job {
+            run: RunId(1),
+            episode,
+            window: None,
+        }
+    }
+
+    /// Whether any process of group `pgid` is still alive.
+    fn group_alive(pgid: i32) -> bool {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            std::fs::read_to_string(e.path().join("stat"))
+                .ok()
+                .and_then(|t| latscope_platform::process::ProcStat::parse(&t))
+                .is_some_and(|st| st.pgid == pgid && st.state != 'Z')
+        })
+    }
+
+    /// A command that reads nothing, sent an episode larger than the pipe
+    /// holds, and one that leaves a child behind: the action ends at its
+    /// deadline, with everything it started killed (the write used to
+    /// block before the deadline began, hanging the actions thread).
+    #[test]
+    fn one_deadline_covers_the_write_and_kills_the_whole_group() {
+        let mut big = episode(1);
+        big.metric = "x".repeat(1 << 20);
+        let t0 = Instant::now();
+        let e = exec_within(
+            "echo $$ > /dev/null; sleep 100 & sleep 100",
+            &job_of(big),
+            Duration::from_secs(1),
+        )
+        .unwrap_err();
+        assert!(e.contains("killed with its process group"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        // A quick command that leaves a reader-less child holding the pipe
+        // still ends by the deadline.
+        let mut big = episode(2);
+        big.metric = "x".repeat(1 << 20);
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pgid");
+        // (Through fd 3: a background job of a script reads /dev/null.)
+        let cmd = format!(
+            "ps -o pgid= $$ > {}; exec 3<&0; sleep 100 <&3 & exit 0",
+            pidfile.display()
+        );
+        let t0 = Instant::now();
+        exec_within(&cmd, &job_of(big), Duration::from_secs(1)).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+        let pgid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!group_alive(pgid), "group {pgid} outlived its action");
+    }
+
+    /// The command sees only the allowed environment and the episode's
+    /// variables: not this process's (a store URL or `PGPASSWORD` would be
+    /// among them in a real run; cargo's variables stand for them here).
+    #[test]
+    fn a_command_gets_only_the_allowed_environment() {
+        assert!(std::env::vars().any(|(k, _)| k.starts_with("CARGO")));
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("env");
+        exec_within(
+            &format!("env > {}", out.display()),
+            &job_of(episode(3)),
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        // What `sh` itself sets.
+        let shell = ["PWD", "SHLVL", "_", "OLDPWD"];
+        for line in text.lines() {
+            let key = line.split('=').next().unwrap();
+            assert!(
+                ACTION_ENV.contains(&key) || key.starts_with("LATSCOPE_") || shell.contains(&key),
+                "{key} reached the command"
+            );
+        }
+        assert!(text.contains("LATSCOPE_EPISODE=3"), "{text}");
     }
 }

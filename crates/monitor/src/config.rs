@@ -69,8 +69,21 @@ impl Layer {
         }
     }
 
-    /// Reads a TOML file.
+    /// Reads a TOML file. As root, a file another user owns or can write
+    /// is refused: it names commands root would run (`on_threshold`).
     pub fn read(path: &Path) -> Result<Layer, ConfigError> {
+        let read_err = |e: std::io::Error| ConfigError::Read {
+            path: path.to_path_buf(),
+            reason: e.to_string(),
+        };
+        if latscope_platform::files::effective_uid().map_err(read_err)? == 0 {
+            if let Some(why) = latscope_platform::files::foreign_file(path).map_err(read_err)? {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    reason: format!("refused as root: {why}"),
+                });
+            }
+        }
         let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
             path: path.to_path_buf(),
             reason: e.to_string(),
@@ -367,5 +380,31 @@ mod tests {
     fn stacks_come_with_trace() {
         let layer: Layer = toml::from_str("trace = true\nstacks = true").unwrap();
         assert!(Settings::resolve(&layer).unwrap().stacks);
+    }
+
+    /// As root, a configuration another user can write (it names commands
+    /// root runs) is refused in one line; the same file made private is
+    /// read.
+    #[test]
+    fn as_root_a_configuration_others_can_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        if latscope_platform::files::effective_uid().unwrap() != 0 {
+            eprintln!("skipped: needs root");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("monitor.toml");
+        std::fs::write(&path, "on_threshold = [\"exec:true\"]\n").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = Layer::read(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("refused as root") && e.contains("writable by other users"),
+            "{e}"
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Layer::read(&path).unwrap();
+        std::os::unix::fs::chown(&path, Some(65_534), None).unwrap();
+        let e = Layer::read(&path).unwrap_err().to_string();
+        assert!(e.contains("belongs to user 65534"), "{e}");
     }
 }

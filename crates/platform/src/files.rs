@@ -42,8 +42,7 @@ pub fn foreign_control(dir: &Path) -> io::Result<Option<String>> {
     if !meta.is_dir() {
         return Ok(Some(format!("{} is not a directory", dir.display())));
     }
-    // The effective user, as the owner of /proc/self (no unsafe call).
-    let me = fs::metadata("/proc/self")?.uid();
+    let me = effective_uid()?;
     if meta.uid() != me && meta.uid() != 0 {
         return Ok(Some(format!(
             "{} belongs to user {}, not to this one",
@@ -55,6 +54,35 @@ pub fn foreign_control(dir: &Path) -> io::Result<Option<String>> {
         return Ok(Some(format!(
             "{} is writable by other users (mode {:o})",
             dir.display(),
+            meta.mode() & 0o7777
+        )));
+    }
+    Ok(None)
+}
+
+/// The effective user: the owner of `/proc/self`.
+pub fn effective_uid() -> io::Result<u32> {
+    Ok(fs::metadata("/proc/self")?.uid())
+}
+
+/// Why a file that root would act on (a configuration naming commands to
+/// run) is under another user's control, if it is: owned by another user
+/// than this one or root, or writable by group or others. Links are
+/// followed: what counts is the file read.
+pub fn foreign_file(path: &Path) -> io::Result<Option<String>> {
+    let meta = fs::metadata(path)?;
+    let me = effective_uid()?;
+    if meta.uid() != me && meta.uid() != 0 {
+        return Ok(Some(format!(
+            "{} belongs to user {}, not to this one",
+            path.display(),
+            meta.uid()
+        )));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Ok(Some(format!(
+            "{} is writable by other users (mode {:o})",
+            path.display(),
             meta.mode() & 0o7777
         )));
     }
