@@ -226,6 +226,63 @@ fn sighup_starts_a_new_epoch_with_the_new_period_and_keeps_what_was_measured() {
     }
 }
 
+/// Settings that parse but cannot be applied (an offline CPU, an address
+/// in use) are refused as a whole: the daemon keeps measuring with the
+/// running ones, says why and counts it, and still closes its run on
+/// SIGTERM (it used to exit at once with its run left open).
+#[test]
+fn sighup_settings_that_cannot_be_applied_are_refused_and_the_run_still_closes() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let config = dir.path().join("monitor.toml");
+    let good = "period = \"1ms\"\ncpus = \"0\"\npersist = \"1s\"\n";
+    std::fs::write(&config, format!("{good}listen = \"127.0.0.1:0\"\n")).unwrap();
+    // The address comes from the file, so that a reload can change it.
+    let mut d = Daemon::start_raw(&[
+        "--config",
+        config.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+    ]);
+    sleep(Duration::from_secs(2));
+    let offline = online().iter().max().unwrap() + 5;
+    std::fs::write(
+        &config,
+        format!("period = \"1ms\"\ncpus = \"{offline}\"\nlisten = \"127.0.0.1:0\"\n"),
+    )
+    .unwrap();
+    d.signal("HUP");
+    d.wait_for_line("the new settings are refused", Duration::from_secs(10));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    std::fs::write(&config, format!("{good}listen = \"127.0.0.1:{port}\"\n")).unwrap();
+    d.signal("HUP");
+    d.wait_for_line("Address already in use", Duration::from_secs(10));
+    let (status, _, body) = get(d.addr, "/metrics");
+    assert_eq!(status, 200, "still serving on the old address");
+    assert_eq!(
+        sample(&body, "latscope_config_reloads_refused_total", &[]),
+        Some(2.0),
+        "{body}"
+    );
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+    let doc = show_json(&store);
+    assert_eq!(doc["status"], "complete", "{}", doc["status"]);
+    // Every epoch measured the running settings' CPU 0.
+    for cell in doc["cells"].as_array().unwrap() {
+        let cpus: Vec<u64> = cell["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["name"] == "timer.latency")
+            .map(|m| m["cpu"].as_u64().unwrap())
+            .collect();
+        assert_eq!(cpus, [0], "cell {}", cell["index"]);
+    }
+}
+
 #[test]
 fn kill_9_loses_at_most_one_persistence_interval() {
     let _g = serial();

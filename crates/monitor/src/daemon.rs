@@ -237,131 +237,198 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         latscope_store::redact_arg(&settings.store.display().to_string())
     ));
     let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
-    start_actions(&mut sink, &settings, &shared, &start.say)?;
-    let mut epoch = 0u32;
-    let status = loop {
-        let trace = if settings.trace {
-            Some(
-                TracePlan::new(Some(settings.threshold), 1_000_000)
-                    .map_err(|e| ConfigError::Value {
-                        key: "threshold",
-                        reason: e.to_string(),
-                    })?
-                    .with_backend(settings.trace_backend)
-                    .with_stacks_if(settings.stacks)
-                    .map_err(|e| ConfigError::Value {
-                        key: "stacks",
-                        reason: e.to_string(),
-                    })?,
-            )
-        } else {
-            None
-        };
-        let config = RunConfig {
-            checkpoint: settings.persist,
-            trace: trace.clone(),
-            guards: Guards::ALL,
-            command_line: start.command_line.clone(),
-            stop_above: None,
-            unbounded: true,
-        };
-        let cells = [cell(&settings, &measured, &online, epoch, trace.as_ref())];
-        let stop = Stop::new();
-        let reload: Arc<Mutex<Option<Settings>>> = Arc::new(Mutex::new(None));
-        let watcher = {
-            let stop = stop.clone();
-            let term = Arc::clone(&signals.term);
-            let hup = Arc::clone(&signals.hup);
-            let reload = Arc::clone(&reload);
-            let current = settings.clone();
-            let config = start.config.clone();
-            let cli = start.cli.clone();
-            let say = Arc::clone(&start.say);
-            thread::Builder::new()
-                .name("latscope-signals".into())
-                .spawn(move || watch(&stop, &term, &hup, &reload, &current, config, &cli, &*say))
-                .map_err(MonitorError::Thread)?
-        };
-        let mut observer = DaemonObserver {
-            say: start.say.as_ref(),
-            shared: Arc::clone(&shared),
-        };
-        let env = Env {
-            clock: Arc::new(RealClock),
-            stop: stop.clone(),
-            observer: &mut observer,
-            system: None,
-        };
-        let outcome = latscope_engine::run(&config, &cells, &online, &mut sink, env);
-        // The watcher ends once the epoch has: a stop it did not ask for
-        // (a failed cell) ends it too.
-        stop.request(0);
-        let _ = watcher.join();
-        let outcome = outcome?;
-        if outcome.status == RunStatus::Failed {
-            break RunStatus::Failed;
-        }
-        if signals.term.load(Ordering::Acquire) {
-            break RunStatus::Complete;
-        }
-        let next = reload.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match next {
-            Some(new) => {
-                if new.store != settings.store {
-                    (start.say)(&format!(
-                        "SIGHUP: the store cannot change while running; keeping {}",
-                        latscope_store::redact_arg(&settings.store.display().to_string())
-                    ));
-                }
-                let new = Settings {
-                    store: settings.store.clone(),
-                    ..new
-                };
-                measured = measured_cpus(&new, &online)?;
-                if new.listen != settings.listen {
-                    server.shutdown();
-                    server = serve(new.listen, &shared, &measured, &online)?;
-                }
-                sink.retain(&new);
-                if new.actions != settings.actions || new.action_limit != settings.action_limit {
-                    if let Some(line) = sink
-                        .actions
-                        .take()
-                        .and_then(crate::actions::Actions::finish)
-                    {
-                        (start.say)(&line);
-                    }
-                    start_actions(&mut sink, &new, &shared, &start.say)?;
-                }
-                (start.say)(&format!(
-                    "SIGHUP: now monitoring CPUs {} every {} at FIFO {}{} (epoch {})",
-                    measured,
-                    new.period,
-                    new.priority,
-                    noise_text(&new),
-                    epoch + 1
-                ));
-                settings = new;
-                {
-                    let mut s = lock(&shared);
-                    s.settings = Some(settings.clone());
-                    s.measured = Some(measured.iter().map(|c| c.0).collect());
-                }
-                epoch += 1;
-            }
-            // The engine stopped without a reload or a signal: its
-            // outcome's notes say why; the daemon ends with it.
-            None => break outcome.status,
-        }
+    let daemon = Daemon {
+        start: &start,
+        online: &online,
+        shared: &shared,
+        signals: &signals,
     };
+    // The run is closed on every path out of the epochs, an error's
+    // included (as failed, with the error in its notes).
+    let result = start_actions(&mut sink, &settings, &shared, &start.say)
+        .and_then(|()| daemon.epochs(&mut sink, &mut settings, &mut measured, &mut server));
     server.shutdown();
-    let note = match status {
-        RunStatus::Complete => Some("monitor stopped by SIGTERM or SIGINT".to_string()),
-        _ => None,
+    let (status, note) = match &result {
+        Ok(RunStatus::Complete) => (
+            RunStatus::Complete,
+            Some("monitor stopped by SIGTERM or SIGINT".to_string()),
+        ),
+        Ok(status) => (*status, None),
+        Err(e) => (RunStatus::Failed, Some(format!("monitor stopped: {e}"))),
     };
     sink.close(status, Nanos(latscope_engine::system::realtime_ns()), note)
         .map_err(MonitorError::Sink)?;
-    Ok(status)
+    result
+}
+
+/// What the epochs share.
+struct Daemon<'a> {
+    start: &'a Start,
+    online: &'a CpuSet,
+    shared: &'a Arc<Mutex<Shared>>,
+    signals: &'a Signals,
+}
+
+impl Daemon<'_> {
+    /// One epoch after another until a stop signal, a failed epoch or an
+    /// error; returns the run's status.
+    fn epochs(
+        &self,
+        sink: &mut MonitorSink,
+        settings: &mut Settings,
+        measured: &mut CpuSet,
+        server: &mut Server,
+    ) -> Result<RunStatus, MonitorError> {
+        let (start, online, shared, signals) = (self.start, self.online, self.shared, self.signals);
+        let mut epoch = 0u32;
+        loop {
+            let trace = if settings.trace {
+                Some(
+                    TracePlan::new(Some(settings.threshold), 1_000_000)
+                        .map_err(|e| ConfigError::Value {
+                            key: "threshold",
+                            reason: e.to_string(),
+                        })?
+                        .with_backend(settings.trace_backend)
+                        .with_stacks_if(settings.stacks)
+                        .map_err(|e| ConfigError::Value {
+                            key: "stacks",
+                            reason: e.to_string(),
+                        })?,
+                )
+            } else {
+                None
+            };
+            let config = RunConfig {
+                checkpoint: settings.persist,
+                trace: trace.clone(),
+                guards: Guards::ALL,
+                command_line: start.command_line.clone(),
+                stop_above: None,
+                unbounded: true,
+            };
+            let cells = [cell(settings, measured, online, epoch, trace.as_ref())];
+            let stop = Stop::new();
+            let reload: Arc<Mutex<Option<Settings>>> = Arc::new(Mutex::new(None));
+            let watcher = {
+                let stop = stop.clone();
+                let term = Arc::clone(&signals.term);
+                let hup = Arc::clone(&signals.hup);
+                let reload = Arc::clone(&reload);
+                let current = settings.clone();
+                let config = start.config.clone();
+                let cli = start.cli.clone();
+                let say = Arc::clone(&start.say);
+                thread::Builder::new()
+                    .name("latscope-signals".into())
+                    .spawn(move || {
+                        watch(&stop, &term, &hup, &reload, &current, config, &cli, &*say)
+                    })
+                    .map_err(MonitorError::Thread)?
+            };
+            let mut observer = DaemonObserver {
+                say: start.say.as_ref(),
+                shared: Arc::clone(shared),
+            };
+            let env = Env {
+                clock: Arc::new(RealClock),
+                stop: stop.clone(),
+                observer: &mut observer,
+                system: None,
+            };
+            let outcome = latscope_engine::run(&config, &cells, online, sink, env);
+            // The watcher ends once the epoch has: a stop it did not ask for
+            // (a failed cell) ends it too.
+            stop.request(0);
+            let _ = watcher.join();
+            let outcome = outcome?;
+            if outcome.status == RunStatus::Failed {
+                break Ok(RunStatus::Failed);
+            }
+            if signals.term.load(Ordering::Acquire) {
+                break Ok(RunStatus::Complete);
+            }
+            let next = reload.lock().unwrap_or_else(|p| p.into_inner()).take();
+            match next {
+                Some(new) => {
+                    if new.store != settings.store {
+                        (start.say)(&format!(
+                            "SIGHUP: the store cannot change while running; keeping {}",
+                            latscope_store::redact_arg(&settings.store.display().to_string())
+                        ));
+                    }
+                    let new = Settings {
+                        store: settings.store.clone(),
+                        ..new
+                    };
+                    match self.apply(sink, settings, measured, server, new) {
+                        Ok(()) => (start.say)(&format!(
+                            "SIGHUP: now monitoring CPUs {} every {} at FIFO {}{} (epoch {})",
+                            measured,
+                            settings.period,
+                            settings.priority,
+                            noise_text(settings),
+                            epoch + 1
+                        )),
+                        Err(e) => {
+                            lock(shared).reloads_refused += 1;
+                            (start.say)(&format!(
+                            "SIGHUP: {e}; the new settings are refused and the running ones stay (epoch {})",
+                            epoch + 1
+                        ));
+                        }
+                    }
+                    epoch += 1;
+                }
+                // The engine stopped without a reload or a signal: its
+                // outcome's notes say why; the daemon ends with it.
+                None => break Ok(outcome.status),
+            }
+        }
+    }
+
+    /// Applies reloaded settings as one step: everything that can fail (the
+    /// CPUs, the new endpoint, the actions) is prepared first, and only
+    /// when all of it succeeded does anything change; otherwise the running
+    /// settings stay whole.
+    fn apply(
+        &self,
+        sink: &mut MonitorSink,
+        settings: &mut Settings,
+        measured: &mut CpuSet,
+        server: &mut Server,
+        new: Settings,
+    ) -> Result<(), MonitorError> {
+        let new_measured = measured_cpus(&new, self.online)?;
+        let new_server = if new.listen != settings.listen {
+            Some(serve(new.listen, self.shared, &new_measured, self.online)?)
+        } else {
+            None
+        };
+        if new.actions != settings.actions || new.action_limit != settings.action_limit {
+            let old = sink.actions.take();
+            if let Err(e) = start_actions(sink, &new, self.shared, &self.start.say) {
+                sink.actions = old;
+                if let Some(s) = new_server {
+                    s.shutdown();
+                }
+                return Err(e);
+            }
+            if let Some(line) = old.and_then(crate::actions::Actions::finish) {
+                (self.start.say)(&line);
+            }
+        }
+        if let Some(s) = new_server {
+            std::mem::replace(server, s).shutdown();
+        }
+        sink.retain(&new);
+        *measured = new_measured;
+        *settings = new;
+        let mut s = lock(self.shared);
+        s.settings = Some(settings.clone());
+        s.measured = Some(measured.iter().map(|c| c.0).collect());
+        Ok(())
+    }
 }
 
 /// The signal watcher of one epoch: every 100 ms, a stop signal ends the

@@ -79,6 +79,7 @@ struct Copy {
     series: Vec<SeriesCopy>,
     episodes: Vec<(&'static str, u64)>,
     not_stored: u64,
+    reloads_refused: u64,
     lost: u64,
     epoch: u32,
     last_checkpoint: Option<Nanos>,
@@ -117,6 +118,7 @@ impl Endpoint {
             series,
             episodes: s.episodes.iter().map(|(k, v)| (*k, *v)).collect(),
             not_stored: s.episodes_not_stored,
+            reloads_refused: s.reloads_refused,
             lost: s.lost_records,
             epoch: s.epoch,
             last_checkpoint: s.last_checkpoint,
@@ -189,6 +191,13 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             Value::Counter(*n as f64),
         );
     }
+    e.add(
+        "latscope_config_reloads_refused_total",
+        "SIGHUP reloads whose settings could not be applied (an offline CPU, an address in use): the running settings stayed.",
+        Kind::Counter,
+        Vec::new(),
+        Value::Counter(c.reloads_refused as f64),
+    );
     e.add(
         "latscope_episodes_not_stored_total",
         "Episodes counted but not stored because the day's cap was reached.",

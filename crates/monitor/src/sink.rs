@@ -96,6 +96,9 @@ pub struct Shared {
     pub started: Nanos,
     /// The measured CPUs (`None` until the daemon knows them).
     pub measured: Option<Vec<u32>>,
+    /// SIGHUP reloads whose settings parsed but could not be applied (the
+    /// running settings stayed).
+    pub reloads_refused: u64,
     /// Lost-record count of the current epoch at its last checkpoint (the
     /// trace summary is cumulative within an epoch).
     epoch_lost: u64,

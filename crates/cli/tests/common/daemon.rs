@@ -20,9 +20,16 @@ pub struct Daemon {
 
 impl Daemon {
     pub fn start(args: &[&str]) -> Daemon {
+        let mut all = vec!["--listen", "127.0.0.1:0"];
+        all.extend_from_slice(args);
+        Daemon::start_raw(&all)
+    }
+
+    /// [`Daemon::start`] without a `--listen` of its own (the
+    /// configuration file's, or the default, applies).
+    pub fn start_raw(args: &[&str]) -> Daemon {
         let mut child = bin()
             .arg("monitor")
-            .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
