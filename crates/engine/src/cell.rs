@@ -55,7 +55,7 @@ struct CellSinks {
 impl CellSinks {
     /// Writes a checkpoint to the mirror (always) and to the sink (when it
     /// has the cell); what the sink could not take is kept for the next one.
-    fn write(&mut self, ctx: &mut RunCtx<'_, '_>, mut cp: Checkpoint) -> bool {
+    fn write(&mut self, ctx: &mut RunCtx<'_, '_>, cell: &CellSpec, mut cp: Checkpoint) -> bool {
         // The mirror takes only what is new.
         let _ = ctx.mirror.checkpoint(ctx.mirror_run, self.mirror, &cp);
         self.pending_timeline.append(&mut cp.timeline);
@@ -76,8 +76,19 @@ impl CellSinks {
                 self.pending_timeline = cp.timeline;
                 self.pending_episodes = cp.episodes;
                 self.pending_windows = cp.windows;
+                let before = (self.dropped_seconds, self.dropped_episodes);
                 self.bound();
-                if self.dropped_seconds > 0 || self.dropped_episodes > 0 {
+                let (seconds, episodes) = (
+                    self.dropped_seconds - before.0,
+                    self.dropped_episodes - before.1,
+                );
+                if seconds > 0 || episodes > 0 {
+                    if before == (0, 0) {
+                        ctx.observer.notice(&format!(
+                            "the store has failed for long: the oldest of what it could not take is being dropped (at most {PENDING_SECONDS} timeline seconds and {PENDING_EPISODES} episodes wait for it; the histograms stay whole)"
+                        ));
+                    }
+                    ctx.observer.sink_dropped(cell, seconds, episodes);
                     ctx.sink_lost = true;
                 }
                 ctx.checkpoint_failed(e);
@@ -379,7 +390,7 @@ pub(crate) fn run_cell(
         windows,
         trace_summary: summary,
     };
-    let stored = sinks.write(ctx, cp);
+    let stored = sinks.write(ctx, cell, cp);
     notes.extend(sinks.dropped_note(&label));
     if sinks.stored.is_some() && !stored {
         notes.push(format!(
@@ -469,7 +480,7 @@ fn housekeep(
         if now.saturating_sub(last_checkpoint) >= checkpoint {
             last_checkpoint = now;
             let cp = snapshot(ctx, probe, cell, session, load);
-            let stored = sinks.write(ctx, cp);
+            let stored = sinks.write(ctx, cell, cp);
             ctx.observer.checkpoint(cell, elapsed, stored);
         }
     }

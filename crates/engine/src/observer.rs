@@ -25,9 +25,14 @@ pub trait Observer {
     fn checkpoint(&mut self, _cell: &CellSpec, _elapsed: Nanos, _stored: bool) {}
 
     /// The sink failed for the first time in this run. Measuring goes on;
-    /// what the sink could not take is kept in memory and comes back in the
-    /// run's outcome with this error.
+    /// what the sink could not take is kept in memory, within bounds, and
+    /// comes back in the run's outcome with this error.
     fn sink_failed(&mut self, _error: &SinkError) {}
+
+    /// While the sink failed, the bounded buffer of what it owes dropped
+    /// its oldest `seconds` timeline seconds and `episodes` episodes (since
+    /// the last call), at once as it happens.
+    fn sink_dropped(&mut self, _cell: &CellSpec, _seconds: u64, _episodes: u64) {}
 
     /// The cell ended (its final figures are stored or kept).
     fn cell_finished(&mut self, _cell: &CellSpec) {}

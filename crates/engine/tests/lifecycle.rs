@@ -673,3 +673,87 @@ fn without_stop_above_the_run_completes_and_reports_its_maximum() {
         "the largest over both cells"
     );
 }
+
+/// Records what the bounded buffer dropped while the sink failed.
+#[derive(Default)]
+struct Drops {
+    notices: Vec<String>,
+    dropped: Vec<(u64, u64)>,
+}
+
+impl Observer for Drops {
+    fn notice(&mut self, line: &str) {
+        self.notices.push(line.to_string());
+    }
+    fn sink_dropped(&mut self, _cell: &CellSpec, seconds: u64, episodes: u64) {
+        self.dropped.push((seconds, episodes));
+    }
+}
+
+/// A store that fails for longer than the buffer holds (a day of
+/// timeline): the oldest seconds are dropped at once as they overflow, the
+/// observer hears it when it happens (one notice, then every drop), not
+/// only in the run's notes at its end.
+#[test]
+fn a_store_down_for_over_a_day_drops_the_oldest_and_says_so_at_once() {
+    let clock = Arc::new(ScriptedClock::new(1_000 * S));
+    let stop = Stop::new();
+    let mut obs = Drops::default();
+    let mut sink = Recorder {
+        fail: Some(0..usize::MAX),
+        ..Recorder::default()
+    };
+    // One sample a second for a day and 30 minutes.
+    let seconds = 86_400 + 1_800;
+    let c: Arc<dyn Clock> = clock.clone();
+    let cfg = SimConfig {
+        cpus: vec![CpuId(0)],
+        period: Nanos(S),
+        duration: Some(Nanos(seconds * S)),
+        threshold: None,
+        clock: c,
+        latency: Arc::new(|_cpu, _k| Nanos(10_000)),
+        fail_after: None,
+        handoff: 0,
+    };
+    let build: BuildProbe = Arc::new(move || Ok(Box::new(SimProbe::new(cfg.clone())?) as _));
+    let mut cell = sim_cell(&clock, 0, 1, &[0], seconds, None);
+    if let ProbeSpec::Custom { build: b, .. } = &mut cell.probe {
+        *b = build;
+    }
+    let env = Env {
+        clock: clock.clone(),
+        stop: stop.clone(),
+        observer: &mut obs,
+        system: Some(latscope_model::SystemInfo::default()),
+    };
+    let out = latscope_engine::run(&config(600), &[cell], &online(), &mut sink, env).unwrap();
+    assert!(out.sink_error.is_some());
+    let dropped: u64 = obs.dropped.iter().map(|d| d.0).sum();
+    println!(
+        "dropped {dropped} timeline seconds in {} drops; notices {:?}",
+        obs.dropped.len(),
+        obs.notices
+    );
+    // Past the day the buffer holds, in whole checkpoints' chunks.
+    assert!(
+        dropped >= 1_800 - 600 && dropped <= 1_800 + 600,
+        "{dropped}"
+    );
+    assert!(
+        obs.dropped.len() >= 2,
+        "told at each drop: {:?}",
+        obs.dropped
+    );
+    let said: Vec<&String> = obs
+        .notices
+        .iter()
+        .filter(|n| n.contains("is being dropped"))
+        .collect();
+    assert_eq!(
+        said.len(),
+        1,
+        "one line at the first drop: {:?}",
+        obs.notices
+    );
+}

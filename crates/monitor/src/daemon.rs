@@ -116,8 +116,13 @@ impl Observer for DaemonObserver<'_> {
     }
     fn sink_failed(&mut self, e: &SinkError) {
         (self.say)(&format!(
-            "the store failed ({e}); measuring goes on and the endpoint keeps serving; what could not be stored is kept in memory and retried"
+            "the store failed ({e}); measuring goes on and the endpoint keeps serving; what could not be stored is kept in memory and retried, up to a day of timeline and 1000 episodes (beyond, the oldest is dropped and counted in latscope_store_dropped_seconds_total and latscope_store_dropped_episodes_total)"
         ));
+    }
+    fn sink_dropped(&mut self, _cell: &CellSpec, seconds: u64, episodes: u64) {
+        let mut s = lock(&self.shared);
+        s.store_dropped_seconds += seconds;
+        s.store_dropped_episodes += episodes;
     }
 }
 

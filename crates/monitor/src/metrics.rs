@@ -80,6 +80,7 @@ struct Copy {
     episodes: Vec<(&'static str, u64)>,
     not_stored: u64,
     reloads_refused: u64,
+    store_dropped: [u64; 2],
     lost: u64,
     epoch: u32,
     last_checkpoint: Option<Nanos>,
@@ -119,6 +120,7 @@ impl Endpoint {
             episodes: s.episodes.iter().map(|(k, v)| (*k, *v)).collect(),
             not_stored: s.episodes_not_stored,
             reloads_refused: s.reloads_refused,
+            store_dropped: [s.store_dropped_seconds, s.store_dropped_episodes],
             lost: s.lost_records,
             epoch: s.epoch,
             last_checkpoint: s.last_checkpoint,
@@ -191,6 +193,20 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             Value::Counter(*n as f64),
         );
     }
+    e.add(
+        "latscope_store_dropped_seconds_total",
+        "Timeline seconds dropped, oldest first, because the store failed for longer than the buffer holds (a day of one series).",
+        Kind::Counter,
+        Vec::new(),
+        Value::Counter(c.store_dropped[0] as f64),
+    );
+    e.add(
+        "latscope_store_dropped_episodes_total",
+        "Episodes dropped, oldest first, because the store failed for longer than the buffer holds (1000).",
+        Kind::Counter,
+        Vec::new(),
+        Value::Counter(c.store_dropped[1] as f64),
+    );
     e.add(
         "latscope_config_reloads_refused_total",
         "SIGHUP reloads whose settings could not be applied (an offline CPU, an address in use): the running settings stayed.",

@@ -99,6 +99,10 @@ pub struct Shared {
     /// SIGHUP reloads whose settings parsed but could not be applied (the
     /// running settings stayed).
     pub reloads_refused: u64,
+    /// Timeline seconds and episodes the bounded buffer dropped while the
+    /// store failed.
+    pub store_dropped_seconds: u64,
+    pub store_dropped_episodes: u64,
     /// Lost-record count of the current epoch at its last checkpoint (the
     /// trace summary is cumulative within an epoch).
     epoch_lost: u64,
