@@ -274,15 +274,12 @@ fn collect_timeline(cpus: &[Arc<AppCpu>], finished: bool) -> Vec<TimelineChunk> 
     out
 }
 
-/// Per CPU: `app.underrun` (its `missed_deadlines`: the periods of
-/// silence), `app.wakeup`, `app.response` (its `overruns`: the underruns).
+/// Per CPU: `app.underrun`, `app.wakeup`, `app.response` (one sample per
+/// buffer: its count is the buffers filled).
 fn collect_results(cpus: &[Arc<AppCpu>]) -> Vec<MetricResult> {
     let mut out = Vec::with_capacity(cpus.len() * 3);
     for c in cpus {
-        let mut u = c.underrun.result();
-        u.overruns = c.underruns();
-        u.missed_deadlines = c.silent_periods();
-        out.push(u);
+        out.push(c.underrun.result());
         out.push(c.wakeup.result());
         out.push(c.response.result());
     }
