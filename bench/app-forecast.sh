@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Forecasts against reality (docs/app-probe.md, "Figures"): one timer run
-# and three application-probe runs (three buffering schemes of 1 ms
-# buffers) on one CPU, each under two loads, then `latscope forecast
-# TIMER --against APP` for every scheme. Each measurement holds
+# and four application-probe runs (three buffering schemes of 1 ms
+# buffers and the control-1khz preset's) on one CPU, each under two loads,
+# then `latscope forecast TIMER --against APP` for every one. Each measurement holds
 # /tmp/latscope-measure.lock, so nothing else measures at the same time.
 #
 # Needs root (SCHED_FIFO) and a release build. CPU (default 0), CELL_SECONDS
@@ -32,8 +32,10 @@ measure() {
     set -- $scheme
     measure --probe app --period 1ms --buffers "$1" --compute "$2"
   done
+  # A preset's pipeline: its verdict confirmed or contradicted.
+  measure --probe app --app control-1khz
   "$LATSCOPE" list --store "$STORE"
-  for app in 2 3 4; do
+  for app in 2 3 4 5; do
     echo "\$ latscope forecast 1 --against $app"
     "$LATSCOPE" forecast 1 --against "$app" --store "$STORE" || true
   done

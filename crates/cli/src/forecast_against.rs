@@ -233,6 +233,18 @@ fn pair_text(p: &Pair, timer_run: i64, app_run: i64) -> String {
     ));
     t.push_str(&format!("  test      {}: p = {:.3e}\n", c.test, c.p_value));
     t.push_str(&format!("  verdict   {}\n", c.verdict));
+    if let Some(e) = &c.exposed {
+        t.push_str(&format!(
+            "  exposed   {:.1} underruns/h  ({:.0}%: {:.1}-{:.1})  the work exposed too: {} late + c x density ({} wake-ups in [s/2, 3s/2))\n",
+            e.per_hour,
+            e.interval_per_hour.confidence * 100.0,
+            e.interval_per_hour.low,
+            e.interval_per_hour.high.unwrap_or(f64::INFINITY),
+            e.late,
+            e.band,
+        ));
+        t.push_str(&format!("  verdict   {}\n", e.verdict));
+    }
     if let Some(pc) = &p.preset {
         let word = |pass: bool| if pass { "PASS" } else { "FAIL" };
         t.push_str(&format!(

@@ -16,6 +16,15 @@
 //!   when the rates are equal (the conditional test of two Poisson rates);
 //! - predicted by the tail model (a rate without a count): `k₂` against a
 //!   Poisson mean of `P(miss)·n₂`.
+//!
+//! Beside the study's model, the same timer run gives a second prediction
+//! that exposes the work too ([`Exposed`]): the pipeline's buffer is also
+//! late when a stall longer than the slack lands in its `c` of work, which
+//! a wake-up never sees. If stalls come independently of the thread, the
+//! latency at a random instant is the rest of the stall covering it, so
+//! its density at `s` is the rate of stalls longer than `s`:
+//! `P(underrun) ≈ P(L > s) + c·f_L(s)` (first order), `f_L(s)` counted in
+//! the band `[s/2, 3s/2)` of the same distribution.
 
 use serde::Serialize;
 
@@ -68,6 +77,28 @@ pub struct Comparison {
     /// `p_value < REFUTE_AT`.
     pub refuted: bool,
     /// One line.
+    pub verdict: String,
+    /// The prediction with the work exposed, when the slack is positive
+    /// and the prediction is read from counts.
+    pub exposed: Option<Exposed>,
+}
+
+/// The first-order prediction with the work exposed to stalls.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Exposed {
+    /// Wake-ups later than the slack (as `predicted.events`).
+    pub late: u64,
+    /// Wake-ups in the band `[s/2, 3s/2)`, the density's estimate.
+    pub band: u64,
+    pub per_hour: f64,
+    /// The counts' exact intervals combined (each end from the ends of the
+    /// two counts' intervals).
+    pub interval_per_hour: Interval<f64>,
+    /// The two-sided Poisson p of the observed count at the end of the
+    /// interval nearest to it: the prediction is refuted only when even
+    /// that end is.
+    pub p_value: f64,
+    pub refuted: bool,
     pub verdict: String,
 }
 
@@ -163,6 +194,9 @@ pub fn compare_underruns(
     };
     let refuted = p_value < REFUTE_AT;
     let verdict = verdict_line(&predicted, &observed_rate, p_value, refuted);
+    let exposed = (m.provenance == Provenance::Observed)
+        .then(|| exposed(wakeups, scheme, &observed_rate))
+        .flatten();
     Comparison {
         scheme: *scheme,
         slack_ns: scheme.slack_ns(),
@@ -172,7 +206,55 @@ pub fn compare_underruns(
         p_value,
         refuted,
         verdict,
+        exposed,
     }
+}
+
+/// [`Exposed`] for `scheme`, from the per-wake-up histogram.
+fn exposed(wakeups: &Measured<'_>, scheme: &BufferScheme, observed: &Rate) -> Option<Exposed> {
+    let s = u64::try_from(scheme.slack_ns()).ok().filter(|&s| s >= 2)?;
+    let h = wakeups.histogram();
+    let n1 = h.count();
+    let (lo, hi) = (s / 2, s + s / 2);
+    let late = h.count_above(s);
+    let band = h.count_above(lo.saturating_sub(1)) - h.count_above(hi.saturating_sub(1));
+    // Each wake-up in the band stands for c / (hi − lo) of a late buffer.
+    let weight = scheme.compute_ns() as f64 / (hi - lo) as f64;
+    let t = scheme.period_s();
+    let confidence = wakeups.confidence();
+    let events = late as f64 + weight * band as f64;
+    let (late_lo, late_hi) = poisson_mean_interval(late, confidence);
+    let (band_lo, band_hi) = poisson_mean_interval(band, confidence);
+    let low = per_hour(late_lo + weight * band_lo, n1, t);
+    let high = per_hour(late_hi + weight * band_hi, n1, t);
+    let k2 = observed.events.unwrap_or(0);
+    let n2 = observed.buffers as f64;
+    // The end of the interval nearest the observation, as a mean for n₂.
+    let nearest = observed.per_hour.clamp(low, high) / 3600.0 * n2 * t;
+    let p_value = poisson_two_sided(k2, nearest);
+    let refuted = p_value < REFUTE_AT;
+    let predicted = Rate {
+        events: None,
+        buffers: n1,
+        per_hour: per_hour(events, n1, t),
+        interval_per_hour: Interval {
+            low,
+            high: Some(high),
+            confidence,
+        },
+        provenance: Provenance::Observed,
+        upper_bound: false,
+    };
+    let verdict = verdict_line(&predicted, observed, p_value, refuted);
+    Some(Exposed {
+        late,
+        band,
+        per_hour: predicted.per_hour,
+        interval_per_hour: predicted.interval_per_hour,
+        p_value,
+        refuted,
+        verdict,
+    })
 }
 
 fn verdict_line(predicted: &Rate, observed: &Rate, p: f64, refuted: bool) -> String {
@@ -257,5 +339,45 @@ mod tests {
         );
         // 17 expected, none seen: refuted as too few (2·(5/6)^100·...).
         assert!(none.refuted, "{none:?}");
+    }
+
+    #[test]
+    fn exposing_the_work_adds_c_times_the_density_at_the_slack() {
+        // 1000 of 100,000 wake-ups at 300 µs, inside the band [200, 600) µs
+        // of a 400 µs slack, and 100 at 500 µs (late, and in the band):
+        // density 1100 / 400 µs; with 600 µs of work each of them stands
+        // for 1.5 late buffers: 100 + 1.5·1100 = 1750 per 100,000.
+        let mut h = Histogram::new();
+        h.record_n(20_000, 100_000 - 1_100);
+        h.record_n(300_000, 1_000);
+        h.record_n(500_000, 100);
+        let wake =
+            Measured::new(&h, Nanos::from_secs(100), false, &TailOptions::default()).unwrap();
+        let scheme = BufferScheme::new(1_000_000, 2, Compute::Nanos(600_000)).unwrap();
+        let c = compare_underruns(
+            &wake,
+            &scheme,
+            ObservedUnderruns {
+                underruns: 175,
+                buffers: 10_000,
+            },
+        );
+        let e = c.exposed.as_ref().unwrap();
+        assert_eq!((e.late, e.band), (100, 1_100));
+        // 1750 per 100 s of buffers = 63,000 per hour.
+        assert!((e.per_hour - 63_000.0).abs() < 1e-6, "{}", e.per_hour);
+        assert!(!e.refuted && c.refuted, "{c:?}");
+        // Without work there is nothing to expose.
+        let idle = BufferScheme::new(400_000, 2, Compute::Nanos(0)).unwrap();
+        let c0 = compare_underruns(
+            &wake,
+            &idle,
+            ObservedUnderruns {
+                underruns: 10,
+                buffers: 10_000,
+            },
+        );
+        let e0 = c0.exposed.unwrap();
+        assert!((e0.per_hour - c0.predicted.per_hour).abs() < 1e-9);
     }
 }
