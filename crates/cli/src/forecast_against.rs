@@ -11,8 +11,8 @@ use std::io::Write;
 use anyhow::Context;
 use latscope_model::{metric, CellSettings};
 use latscope_stats::forecast::{
-    compare_underruns, pool_cpus, AppPreset, BufferScheme, Comparison, Compute, Measured,
-    ObservedUnderruns, TailOptions, Verdict,
+    compare_underruns, pool_cpus, AppPreset, BufferScheme, Comparison, Compute, Losses, Measured,
+    ObservedUnderruns, Pooled, TailOptions, Verdict,
 };
 use latscope_stats::{CellResult, RunResult};
 use serde::Serialize;
@@ -127,7 +127,8 @@ fn pairs(timer: &RunResult, app: &RunResult) -> Result<Vec<Pair>, Exit> {
             .app
             .as_deref()
             .and_then(AppPreset::find)
-            .map(|p| preset_check(p, &wake, &comparison));
+            .map(|p| preset_check(p, &pooled, &wake, &comparison))
+            .transpose()?;
         out.push(Pair {
             timer_cell: t.meta.index,
             app_cell: cell.meta.index,
@@ -146,10 +147,26 @@ fn pairs(timer: &RunResult, app: &RunResult) -> Result<Vec<Pair>, Exit> {
     Ok(out)
 }
 
-/// The preset's verdict as the forecast gives it (per stall: an underrun
-/// per stall is what the pipeline counts), and the pipeline's.
-fn preset_check(preset: &AppPreset, wake: &Measured<'_>, c: &Comparison) -> PresetCheck {
-    let forecast = latscope_stats::forecast::verdict(preset, wake);
+/// The preset's verdict as `latscope forecast --app` gives it (late
+/// wake-ups for a preset that loses one buffer per stall, late deadlines
+/// for one that loses every late deadline), and the pipeline's, which
+/// counts one underrun per stall: for the latter presets a lower count
+/// than their late deadlines, so the pipeline's FAIL is conclusive and
+/// its PASS optimistic.
+fn preset_check(
+    preset: &AppPreset,
+    pooled: &Pooled,
+    wake: &Measured<'_>,
+    c: &Comparison,
+) -> Result<PresetCheck, Exit> {
+    let forecast = match preset.losses {
+        Losses::PerStall => latscope_stats::forecast::verdict(preset, wake),
+        Losses::PerDeadline => {
+            let dl = Measured::deadlines(&pooled.metric, pooled.measured, &TailOptions::default())
+                .context("cannot forecast")?;
+            latscope_stats::forecast::verdict(preset, &dl)
+        }
+    };
     let o = &c.observed;
     let hours = 1.0 / 3600.0;
     let mttf = |per_hour: f64| {
@@ -173,14 +190,14 @@ fn preset_check(preset: &AppPreset, wake: &Measured<'_>, c: &Comparison) -> Pres
     } else {
         high < preset.target_s
     };
-    PresetCheck {
+    Ok(PresetCheck {
         app: preset.name.to_string(),
         confirmed: forecast.pass == pipeline_pass,
         forecast,
         pipeline_mttf_s,
         pipeline_pass,
         pipeline_conclusive,
-    }
+    })
 }
 
 fn pair_text(p: &Pair, timer_run: i64, app_run: i64) -> String {
