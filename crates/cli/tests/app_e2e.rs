@@ -205,7 +205,8 @@ fn a_timer_runs_forecast_is_tested_against_the_pipelines_underruns() {
         return;
     }
     eprintln!(
-        "verdict: {}",
-        if refuted { "refuted" } else { "consistent" }
+        "verdict: {}; with the work exposed: {}",
+        if refuted { "refuted" } else { "consistent" },
+        c["exposed"]["verdict"].as_str().unwrap_or("(none)")
     );
 }
