@@ -236,6 +236,10 @@ pub enum ProbeName {
     Noise,
     /// UDP/IP stack send and receive latency (a sender and a receiver thread).
     Udp,
+    /// A periodic pipeline: a producer filling --buffers buffers of
+    /// --period, --compute of work each, for a device clock; counts real
+    /// buffer underruns (docs/app-probe.md).
+    App,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -328,6 +332,19 @@ pub struct RunArgs {
     /// UDP probe: payload bytes per datagram (16-65507, default 64).
     #[arg(long, value_name = "BYTES")]
     pub payload: Option<usize>,
+    /// App probe: buffers in the ring (1-64, default 2, or the --app
+    /// preset's).
+    #[arg(long, value_name = "N")]
+    pub buffers: Option<u32>,
+    /// App probe: the producer's work per buffer, a calibrated busy loop,
+    /// e.g. `250us` (default 0, or the --app preset's).
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    pub compute: Option<String>,
+    /// App probe: the buffering scheme of an application preset
+    /// (`latscope forecast --apps` lists them); --period, --buffers and
+    /// --compute override its parts.
+    #[arg(long, value_name = "NAME")]
+    pub app: Option<String>,
     /// How long to measure, e.g. `30s`, `10m`, `8h`.
     #[arg(
         long,
@@ -720,6 +737,16 @@ pub struct ForecastArgs {
     /// Write the MTTF grid over buffer counts and sizes as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub grid_csv: Option<PathBuf>,
+    /// Hold the forecast against an application-probe run (an id or
+    /// `latest`): for each of its cells, the underruns per hour this run
+    /// predicts for the cell's scheme beside those it counted, with an exact
+    /// test (exit 3 when a forecast is refuted at p < 0.01).
+    #[arg(
+        long,
+        value_name = "APP_RUN",
+        conflicts_with_all = ["period_ms", "buffers", "app", "apps", "grid_csv", "cell"]
+    )]
+    pub against: Option<String>,
     /// Print the forecast as JSON.
     #[arg(long)]
     pub json: bool,

@@ -24,6 +24,9 @@ use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
 
 pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
+    if let Some(app_run) = &args.against {
+        return crate::forecast_against::against(args, app_run);
+    }
     let request = ForecastRequest {
         usage: &args.usage,
         period_ms: args.period_ms,

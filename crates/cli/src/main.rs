@@ -10,6 +10,7 @@ mod compare;
 mod exit;
 mod export;
 mod forecast;
+mod forecast_against;
 mod forecast_input;
 mod import;
 mod micro;

@@ -3,11 +3,14 @@
 
 use latscope_engine::probes::NoiseConfig;
 use latscope_engine::probes::UdpConfig;
+use latscope_engine::probes::{calibrate, AppConfig};
 use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
 use latscope_engine::system::{cpus_in_order, select_cpus, udp_cpus, SchedPolicy};
 use latscope_engine::workloads::split_workloads;
 use latscope_model::UdpPath;
 use latscope_model::{CpuSet, Nanos, TimerSlack};
+
+use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
@@ -72,7 +75,11 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     } else {
         "1ms"
     };
-    let period = duration("period", args.period.as_deref().unwrap_or(default_period))?;
+    let preset = app_preset(args)?;
+    let period = match (&args.period, preset) {
+        (None, Some(p)) => Nanos(p.period_ns),
+        (text, _) => duration("period", text.as_deref().unwrap_or(default_period))?,
+    };
     let run_for = duration("duration", &args.duration)?;
     let mut threshold = args
         .threshold
@@ -219,7 +226,7 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
             cfg.validate().map_err(Exit::usage)?;
             Some(cfg)
         }
-        ProbeName::Timer | ProbeName::Udp => {
+        ProbeName::Timer | ProbeName::Udp | ProbeName::App => {
             if args.runtime.is_some()
                 || args.pause.is_some()
                 || args.gap_ratio.is_some()
@@ -273,6 +280,24 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
             None
         }
     };
+    let app = match args.probe {
+        ProbeName::App => {
+            if args.trace {
+                return Err(Exit::usage(
+                    "--trace needs --probe timer, noise or udp: the app probe hands no samples to the tracer",
+                ));
+            }
+            Some(plan_app(args, &timer, preset)?)
+        }
+        _ => {
+            if args.buffers.is_some() || args.compute.is_some() || args.app.is_some() {
+                return Err(Exit::usage(
+                    "--buffers, --compute and --app need --probe app",
+                ));
+            }
+            None
+        }
+    };
     let workloads: Vec<String> = match &args.workload {
         None => vec!["none".to_string()],
         Some(list) => split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?,
@@ -280,10 +305,11 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
     let warmup = duration("warmup", &args.warmup)?;
     // `noise` is planned for `--probe noise` only and `udp` for `--probe
     // udp` only: never both.
-    let probe = match (noise, udp) {
-        (Some(n), _) => ProbeCellPlan::Noise(n),
-        (None, Some(u)) => ProbeCellPlan::Udp(u),
-        (None, None) => ProbeCellPlan::Timer(timer.clone()),
+    let probe = match (noise, udp, app) {
+        (Some(n), _, _) => ProbeCellPlan::Noise(n),
+        (None, Some(u), _) => ProbeCellPlan::Udp(u),
+        (None, None, Some(a)) => ProbeCellPlan::App(a),
+        (None, None, None) => ProbeCellPlan::Timer(timer.clone()),
     };
     Ok(RunPlan {
         timer,
@@ -299,4 +325,58 @@ pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
         actions,
         action_limit,
     })
+}
+
+/// The application preset `--app` names, for `--probe app`.
+fn app_preset(args: &RunArgs) -> Result<Option<&'static AppPreset>, Exit> {
+    let Some(name) = &args.app else {
+        return Ok(None);
+    };
+    if args.probe != ProbeName::App {
+        return Err(Exit::usage(
+            "--buffers, --compute and --app need --probe app",
+        ));
+    }
+    let names: Vec<&str> = APP_PRESETS.iter().map(|p| p.name).collect();
+    AppPreset::find(name).map(Some).ok_or_else(|| {
+        Exit::usage(format!(
+            "--app: unknown application '{name}' ({})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The app probe's pipeline: the preset's scheme with the options' parts
+/// over it, the work calibrated on the first measured CPU.
+fn plan_app(
+    args: &RunArgs,
+    timer: &TimerConfig,
+    preset: Option<&'static AppPreset>,
+) -> Result<AppConfig, Exit> {
+    let period = timer.period;
+    let buffers = args.buffers.or(preset.map(|p| p.buffers)).unwrap_or(2);
+    let compute = match (&args.compute, preset) {
+        (Some(text), _) => duration("compute", text)?,
+        (None, Some(p)) => Nanos(p.compute.nanos(period.0)),
+        (None, None) => Nanos(0),
+    };
+    let mut cfg = AppConfig {
+        cpus: timer.cpus.clone(),
+        period,
+        buffers,
+        compute,
+        compute_turns: 0,
+        policy: timer.policy,
+        priority: timer.priority,
+        threshold: timer.threshold,
+        duration: timer.duration,
+        app: preset.map(|p| p.name.to_string()),
+    };
+    cfg.validate().map_err(Exit::usage)?;
+    if let Some(&cpu) = cfg.cpus.first() {
+        let c = calibrate(cpu, compute)
+            .map_err(|e| Exit::usage(format!("cannot calibrate --compute: {e}")))?;
+        cfg.compute_turns = c.turns;
+    }
+    Ok(cfg)
 }

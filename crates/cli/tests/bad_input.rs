@@ -81,6 +81,20 @@ fn bad_run_arguments_fail_cleanly_and_keep_stored_runs() {
             &["--probe", "noise", "--timer-slack", "50us"],
             "needs --probe timer",
         ),
+        (&["--probe", "app", "--buffers", "0"], "--buffers 0"),
+        (&["--probe", "app", "--buffers", "65"], "--buffers 65"),
+        (
+            &["--probe", "app", "--compute", "1ms"],
+            "must be shorter than the period",
+        ),
+        (&["--probe", "app", "--compute", "lots"], "invalid duration"),
+        (
+            &["--probe", "app", "--app", "walkman"],
+            "unknown application",
+        ),
+        (&["--probe", "app", "--trace"], "--trace needs"),
+        (&["--buffers", "3"], "need --probe app"),
+        (&["--app", "modem"], "need --probe app"),
     ];
     for (extra, expect) in cases {
         let mut args = vec!["run", "--store", &s];
@@ -209,6 +223,10 @@ fn unknown_runs_fail_cleanly() {
     assert_one_line_error(&o, 1);
     let o = latscope(&["frobnicate"]);
     assert_one_line_error(&o, 2);
+    // A timer run is no application-probe run to hold a forecast against.
+    let o = latscope(&["forecast", "1", "--against", "1", "--store", &s]);
+    assert_one_line_error(&o, 2);
+    assert!(stderr(&o).contains("no app-probe cell"), "{}", stderr(&o));
 }
 
 #[test]

@@ -142,7 +142,8 @@ fn analysis_mode(probe: &ProbeSpec) -> AnalysisMode {
     match probe {
         ProbeSpec::Noise(_) => AnalysisMode::Noise,
         ProbeSpec::Udp(_) => AnalysisMode::Udp,
-        ProbeSpec::Timer(_) | ProbeSpec::Custom { .. } => AnalysisMode::Timer,
+        // The app probe hands no samples over (the CLI refuses --trace).
+        ProbeSpec::Timer(_) | ProbeSpec::App(_) | ProbeSpec::Custom { .. } => AnalysisMode::Timer,
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use latscope_model::{CellSettings, CpuId, CpuSet, Nanos};
 use latscope_platform::SchedPolicy;
+use latscope_probes::app::{AppConfig, AppProbe};
 use latscope_probes::noise::{NoiseConfig, NoiseProbe};
 use latscope_probes::timer::{TimerConfig, TimerProbe};
 use latscope_probes::udp::{UdpConfig, UdpProbe};
@@ -179,6 +180,7 @@ pub enum ProbeSpec {
     Timer(TimerConfig),
     Noise(NoiseConfig),
     Udp(UdpConfig),
+    App(AppConfig),
     /// A probe built by the caller; `duration` is how long it measures,
     /// `settings` what the store records of it (the engine fills in the
     /// common part).
@@ -197,6 +199,7 @@ impl fmt::Debug for ProbeSpec {
             ProbeSpec::Timer(c) => f.debug_tuple("Timer").field(c).finish(),
             ProbeSpec::Noise(c) => f.debug_tuple("Noise").field(c).finish(),
             ProbeSpec::Udp(c) => f.debug_tuple("Udp").field(c).finish(),
+            ProbeSpec::App(c) => f.debug_tuple("App").field(c).finish(),
             ProbeSpec::Custom { name, .. } => f.debug_struct("Custom").field("name", name).finish(),
         }
     }
@@ -209,6 +212,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(_) => "timer",
             ProbeSpec::Noise(_) => "noise",
             ProbeSpec::Udp(_) => "udp",
+            ProbeSpec::App(_) => "app",
             ProbeSpec::Custom { name, .. } => name,
         }
     }
@@ -219,6 +223,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(c) => c.duration,
             ProbeSpec::Noise(c) => c.duration,
             ProbeSpec::Udp(c) => c.duration,
+            ProbeSpec::App(c) => c.duration,
             ProbeSpec::Custom { duration, .. } => *duration,
         }
     }
@@ -235,6 +240,7 @@ impl ProbeSpec {
                 }
                 v
             }
+            ProbeSpec::App(c) => c.cpus.clone(),
             ProbeSpec::Custom { cpus, .. } => cpus.clone(),
         }
     }
@@ -245,6 +251,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(c) => (c.policy, c.priority),
             ProbeSpec::Noise(c) => (c.policy, c.priority),
             ProbeSpec::Udp(c) => (c.policy, c.priority),
+            ProbeSpec::App(c) => (c.policy, c.priority),
             ProbeSpec::Custom { .. } => (SchedPolicy::Other, 0),
         }
     }
@@ -255,6 +262,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(c) => c.threshold,
             ProbeSpec::Noise(c) => c.threshold,
             ProbeSpec::Udp(c) => c.threshold,
+            ProbeSpec::App(c) => c.threshold,
             ProbeSpec::Custom { .. } => None,
         }
     }
@@ -273,6 +281,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(c) => c.validate(),
             ProbeSpec::Noise(c) => c.validate(),
             ProbeSpec::Udp(c) => c.validate(),
+            ProbeSpec::App(c) => c.validate(),
             ProbeSpec::Custom { .. } => Ok(()),
         }
     }
@@ -283,6 +292,7 @@ impl ProbeSpec {
             ProbeSpec::Timer(c) => Box::new(TimerProbe::new(c.clone())?),
             ProbeSpec::Noise(c) => Box::new(NoiseProbe::new(c.clone())?),
             ProbeSpec::Udp(c) => Box::new(UdpProbe::new(c.clone())?),
+            ProbeSpec::App(c) => Box::new(AppProbe::new(c.clone())?),
             ProbeSpec::Custom { build, .. } => build()?,
         })
     }

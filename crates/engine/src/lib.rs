@@ -45,6 +45,7 @@ pub use stop::Stop;
 
 /// The probes' settings, for callers that build cells.
 pub mod probes {
+    pub use latscope_probes::app::{calibrate, AppConfig, Calibration, MAX_BUFFERS};
     pub use latscope_probes::noise::NoiseConfig;
     pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
     pub use latscope_probes::udp::UdpConfig;

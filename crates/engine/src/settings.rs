@@ -3,8 +3,8 @@
 //! `compare`, the report and `sched` read back is written once.
 
 use latscope_model::{
-    CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName, TimerSettings,
-    UdpSettings,
+    AppSettings, CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName,
+    TimerSettings, UdpSettings,
 };
 use latscope_platform::SchedPolicy;
 use latscope_probes::timer::{Phase, TimerApi};
@@ -52,6 +52,14 @@ pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
             payload_bytes: u32::try_from(u.payload).unwrap_or(u32::MAX),
             sender_cpu: u.sender_cpu.0,
             receiver_cpu: u.receiver_cpu.0,
+            common,
+        }),
+        ProbeSpec::App(a) => CellSettings::App(AppSettings {
+            period_ns: a.period,
+            buffers: a.buffers,
+            compute_ns: a.compute,
+            compute_loops: a.compute_turns,
+            app: a.app.clone(),
             common,
         }),
         ProbeSpec::Custom { settings, .. } => {

@@ -38,9 +38,9 @@ pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSetting
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use settings::{
-    CellSettings, CommonSettings, NoiseDuty, NoiseSettings, PhaseName, Policy, SettingsError,
-    SimSettings, TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_PRIORITY,
-    DEFAULT_UDP_PERIOD,
+    AppSettings, CellSettings, CommonSettings, NoiseDuty, NoiseSettings, PhaseName, Policy,
+    SettingsError, SimSettings, TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD,
+    DEFAULT_PRIORITY, DEFAULT_UDP_PERIOD,
 };
 pub use source::RunSource;
 pub use system::{preempt_from_version, Capabilities, IdleState, SystemInfo};

@@ -74,6 +74,18 @@ pub const UDP_RECV_DELIVER: &str = "udp.recv.deliver";
 pub const UDP_RECV_SCHED: &str = "udp.recv.sched";
 /// ... switched in → user code has the datagram.
 pub const UDP_RECV_RETURN: &str = "udp.recv.return";
+/// The application probe: one sample per underrun (the device found no
+/// buffer at a period boundary), its length: the buffer's deadline → the
+/// buffer was ready. The per-second timeline counts underruns per second.
+pub const APP_UNDERRUN: &str = "app.underrun";
+/// The application probe: a freed buffer slot (the device's period tick)
+/// → the producer runs, for every buffer it slept for (the timer probe's
+/// `timer.latency` of the producer's wake-up).
+pub const APP_WAKEUP: &str = "app.wakeup";
+/// The application probe: a freed buffer slot → the buffer is filled
+/// (wake-up, compute and every interruption of either); a buffer underruns
+/// when this exceeds its buffered time `(n − 1)·t`.
+pub const APP_RESPONSE: &str = "app.response";
 
 #[cfg(test)]
 mod tests {

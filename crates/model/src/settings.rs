@@ -331,6 +331,45 @@ impl Default for UdpSettings {
     }
 }
 
+/// The application probe: a producer filling `buffers` buffers of
+/// `period_ns` for a device clock, `compute_ns` of work per buffer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct AppSettings {
+    #[serde(default = "default_period")]
+    pub period_ns: Nanos,
+    #[serde(default = "default_app_buffers")]
+    pub buffers: u32,
+    /// The work per buffer asked for.
+    #[serde(default)]
+    pub compute_ns: Nanos,
+    /// Turns of the busy loop that make `compute_ns`, as calibrated on
+    /// the producer's CPU before the run.
+    #[serde(default)]
+    pub compute_loops: u64,
+    /// The application preset whose scheme this is (`--app`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<String>,
+    #[serde(flatten)]
+    pub common: CommonSettings,
+}
+
+fn default_app_buffers() -> u32 {
+    2
+}
+
+impl Default for AppSettings {
+    fn default() -> AppSettings {
+        AppSettings {
+            period_ns: DEFAULT_PERIOD,
+            buffers: default_app_buffers(),
+            compute_ns: Nanos(0),
+            compute_loops: 0,
+            app: None,
+            common: CommonSettings::default(),
+        }
+    }
+}
+
 /// The simulated probe the lifecycle tests drive; never a user's option.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct SimSettings {
@@ -356,6 +395,8 @@ pub enum CellSettings {
     Timer(TimerSettings),
     Noise(NoiseSettings),
     Udp(UdpSettings),
+    /// The application probe (`--probe app`).
+    App(AppSettings),
     /// One microbenchmark (`latscope micro`).
     Micro(MicroSettings),
     Sim(SimSettings),
@@ -405,6 +446,7 @@ impl CellSettings {
             "timer" => CellSettings::Timer(TimerSettings::default()),
             "noise" => CellSettings::Noise(NoiseSettings::default()),
             "udp" => CellSettings::Udp(UdpSettings::default()),
+            "app" => CellSettings::App(AppSettings::default()),
             "micro" => CellSettings::Micro(MicroSettings::default()),
             "sim" => CellSettings::Sim(SimSettings::default()),
             _ => return None,
@@ -417,6 +459,7 @@ impl CellSettings {
             CellSettings::Timer(_) => "timer",
             CellSettings::Noise(_) => "noise",
             CellSettings::Udp(_) => "udp",
+            CellSettings::App(_) => "app",
             CellSettings::Micro(_) => "micro",
             CellSettings::Sim(_) => "sim",
         }
@@ -427,6 +470,7 @@ impl CellSettings {
             CellSettings::Timer(s) => &s.common,
             CellSettings::Noise(s) => &s.common,
             CellSettings::Udp(s) => &s.common,
+            CellSettings::App(s) => &s.common,
             CellSettings::Micro(s) => &s.common,
             CellSettings::Sim(s) => &s.common,
         }
@@ -437,6 +481,7 @@ impl CellSettings {
             CellSettings::Timer(s) => &mut s.common,
             CellSettings::Noise(s) => &mut s.common,
             CellSettings::Udp(s) => &mut s.common,
+            CellSettings::App(s) => &mut s.common,
             CellSettings::Micro(s) => &mut s.common,
             CellSettings::Sim(s) => &mut s.common,
         }
@@ -448,6 +493,7 @@ impl CellSettings {
         match self {
             CellSettings::Timer(s) => Some(s.period_ns),
             CellSettings::Udp(s) => Some(s.period_ns),
+            CellSettings::App(s) => Some(s.period_ns),
             CellSettings::Sim(s) => Some(s.period_ns),
             CellSettings::Noise(_) | CellSettings::Micro(_) => None,
         }
@@ -483,6 +529,10 @@ impl CellSettings {
             CellSettings::Sim(s) => s.period_ns.to_string(),
             CellSettings::Noise(s) => format!("{}/{}", s.runtime_ns, s.pause_ns),
             CellSettings::Udp(s) => format!("{} {}", s.path, s.period_ns),
+            CellSettings::App(s) => format!(
+                "{} x {} buffers, {} compute",
+                s.period_ns, s.buffers, s.compute_ns
+            ),
             CellSettings::Micro(s) => format!("{} on CPU {}", s.bench, s.cpu),
         };
         format!("{what}, {}", self.sched_label())

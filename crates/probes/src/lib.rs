@@ -10,6 +10,7 @@
 //! With the `sim` feature, [`sim`] adds a simulated probe without threads,
 //! driven by a scripted clock, for testing the run lifecycle.
 
+pub mod app;
 pub mod clock;
 mod error;
 pub mod noise;

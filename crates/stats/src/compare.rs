@@ -273,7 +273,7 @@ fn ln_binomial_pmf(n: u64, p: f64, k: u64) -> f64 {
 }
 
 /// P(X ≥ k) for X ~ Binomial(n, p).
-fn binomial_upper_tail(n: u64, p: f64, k: u64) -> f64 {
+pub(crate) fn binomial_upper_tail(n: u64, p: f64, k: u64) -> f64 {
     if k == 0 {
         return 1.0;
     }
@@ -299,7 +299,7 @@ fn binomial_upper_tail(n: u64, p: f64, k: u64) -> f64 {
 }
 
 /// P(X ≤ k) for X ~ Binomial(n, p).
-fn binomial_lower_tail(n: u64, p: f64, k: u64) -> f64 {
+pub(crate) fn binomial_lower_tail(n: u64, p: f64, k: u64) -> f64 {
     if k >= n {
         return 1.0;
     }

@@ -37,6 +37,7 @@
 //! Everything here is pure and deterministic (no random numbers: intervals
 //! come from profile likelihoods and exact Poisson limits).
 
+pub mod against;
 mod apps;
 pub mod checks;
 pub mod decluster;
@@ -73,6 +74,7 @@ use crate::timeline::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
 use limits::{check_horizon, check_shape, Refusal, MAX_EXTRAPOLATION};
 
+pub use against::{compare_underruns, Comparison, ObservedUnderruns, Rate, REFUTE_AT};
 pub use apps::{verdict, AppPreset, Basis, Losses, Origin, TailSummary, Verdict, APP_PRESETS};
 pub use exceedance::{exceedance, level_exceeded_at_most, observed_level, p_exceed};
 pub use gpd::{fit_gpd, Gpd, GpdFit, SHAPE_MAX, SHAPE_MIN};
