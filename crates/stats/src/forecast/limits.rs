@@ -49,6 +49,16 @@ pub enum Refusal {
         /// The upper end of the shape's interval (`None`: unbounded).
         shape_high: Option<f64>,
     },
+    /// The training data held too few clusters of exceedances above the
+    /// threshold for an honest interval ([`Rules::min_clusters`]).
+    TooFewClusters {
+        /// Clusters seen (`k θ`).
+        clusters: f64,
+        needed: f64,
+        /// Further minutes of measurement that would, at the rate seen,
+        /// bring the clusters to `needed`.
+        more_minutes: u64,
+    },
     /// A monitor measured the horizon itself: its blocks are the answer,
     /// and the model is kept for what lies beyond them.
     Observed {
@@ -70,6 +80,13 @@ impl Refusal {
                     "no forecast: the tail's shape {shape:.2} (interval up to {high}) may be 1 or more, where the mean is infinite"
                 )
             }
+            Refusal::TooFewClusters {
+                clusters,
+                needed,
+                more_minutes,
+            } => format!(
+                "needs {more_minutes} more CPU-minutes of data ({clusters:.0} clusters above the threshold, {needed:.0} needed for a calibrated interval)"
+            ),
             Refusal::Observed { blocks } => format!(
                 "observed, not modelled: the monitor measured {blocks} whole ones (the model serves only longer horizons)"
             ),
@@ -80,10 +97,15 @@ impl Refusal {
 /// Whether a horizon of `horizon_s` seconds is within reach of
 /// `measured_s` seconds of data.
 pub fn check_horizon(measured_s: f64, horizon_s: f64) -> Result<(), Refusal> {
-    if horizon_s <= measured_s * MAX_EXTRAPOLATION {
+    check_horizon_within(measured_s, horizon_s, MAX_EXTRAPOLATION)
+}
+
+/// [`check_horizon`] with a reach of `reach` times the data.
+pub fn check_horizon_within(measured_s: f64, horizon_s: f64, reach: f64) -> Result<(), Refusal> {
+    if horizon_s <= measured_s * reach {
         return Ok(());
     }
-    let needed_s = horizon_s / MAX_EXTRAPOLATION - measured_s.max(0.0);
+    let needed_s = horizon_s / reach - measured_s.max(0.0);
     Err(Refusal::NeedsMoreData {
         measured_s,
         more_minutes: (needed_s / 60.0).ceil().max(1.0) as u64,
@@ -97,6 +119,55 @@ pub fn check_shape(shape: f64, shape_high: Option<f64>) -> Result<(), Refusal> {
         Some(h) if h < 1.0 => Ok(()),
         _ => Err(Refusal::HeavyTail { shape, shape_high }),
     }
+}
+
+/// The rules a forecast follows beyond the fit itself, set by what the
+/// calibration showed (docs/forecast-method.md, "Calibration"):
+/// [`Rules::STANDARD`] for every forecast, [`Rules::NONE`] for the
+/// rules as they were before the calibration (to measure them).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rules {
+    /// Fewest clusters of exceedances (`k θ`) above the fit's threshold
+    /// for a model figure; 0: no minimum.
+    pub min_clusters: f64,
+    /// Whether the prediction interval widens by the variation of the
+    /// cluster rate between the run's windows ([`super::predictive`]).
+    pub rate_dispersion: bool,
+    /// The reach, as a multiple of the data (10: [`MAX_EXTRAPOLATION`]).
+    pub reach: f64,
+}
+
+impl Rules {
+    /// Before calibration: the tenfold reach only.
+    pub const NONE: Rules = Rules {
+        min_clusters: 0.0,
+        rate_dispersion: false,
+        reach: MAX_EXTRAPOLATION,
+    };
+    /// What every forecast uses.
+    pub const STANDARD: Rules = Rules {
+        min_clusters: MIN_CLUSTERS,
+        rate_dispersion: true,
+        reach: MAX_EXTRAPOLATION,
+    };
+}
+
+/// Fewest clusters of exceedances a model figure rests on under
+/// [`Rules::STANDARD`].
+pub const MIN_CLUSTERS: f64 = 30.0;
+
+/// Whether `clusters` seen in `measured_s` seconds meet `needed`.
+pub fn check_clusters(clusters: f64, needed: f64, measured_s: f64) -> Result<(), Refusal> {
+    if clusters >= needed {
+        return Ok(());
+    }
+    let rate = clusters.max(1.0) / measured_s.max(1.0);
+    let more_s = (needed - clusters) / rate;
+    Err(Refusal::TooFewClusters {
+        clusters,
+        needed,
+        more_minutes: (more_s / 60.0).ceil().max(1.0) as u64,
+    })
 }
 
 #[cfg(test)]

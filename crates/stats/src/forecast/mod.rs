@@ -38,6 +38,9 @@
 //! come from profile likelihoods and exact Poisson limits).
 
 mod apps;
+pub mod calibration;
+#[cfg(test)]
+mod calibration_tests;
 pub mod checks;
 pub mod decluster;
 pub mod diagnostics;
@@ -50,6 +53,7 @@ mod horizon;
 pub mod limits;
 mod mttf;
 mod observed;
+mod predictive;
 mod report;
 mod request;
 pub mod retained;
@@ -71,7 +75,9 @@ use crate::histogram::Histogram;
 use crate::results::MetricResult;
 use crate::timeline::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
-use limits::{check_horizon, check_shape, Refusal, MAX_EXTRAPOLATION};
+use limits::{
+    check_clusters, check_horizon_within, check_shape, Refusal, Rules, MAX_EXTRAPOLATION,
+};
 
 pub use apps::{verdict, AppPreset, Basis, Losses, Origin, TailSummary, Verdict, APP_PRESETS};
 pub use exceedance::{exceedance, level_exceeded_at_most, observed_level, p_exceed};
@@ -80,6 +86,7 @@ pub use horizon::{
     window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
+pub use predictive::{PredictedMax, NODES as PREDICTIVE_NODES};
 pub use report::{
     forecast_report, mttf_grid, pool_cpus, CellForecast, CellSnapshot, CpuTimeline,
     ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases,
@@ -181,6 +188,10 @@ pub struct Measured<'a> {
     confidence: f64,
     tail: Result<TailFit, ForecastError>,
     extremal: Option<ExtremalIndex>,
+    rules: Rules,
+    /// The between-window variance of the log cluster rate
+    /// ([`predictive::rate_dispersion`]), from the timeline.
+    dispersion: Option<f64>,
 }
 
 impl<'a> Measured<'a> {
@@ -213,6 +224,8 @@ impl<'a> Measured<'a> {
             confidence: options.confidence,
             tail: TailFit::from_histogram(histogram, options),
             extremal: None,
+            rules: Rules::STANDARD,
+            dispersion: None,
         })
     }
 
@@ -224,8 +237,42 @@ impl<'a> Measured<'a> {
     pub fn with_timeline(mut self, series: &[&[u64]]) -> Measured<'a> {
         if let Ok(t) = &self.tail {
             self.extremal = estimate_extremal_index(series, self.histogram, t.threshold_ns as u64);
+            let at = self
+                .extremal
+                .as_ref()
+                .map_or(t.threshold_ns as u64, |e| e.threshold_ns);
+            self.dispersion = predictive::rate_dispersion(series, at);
         }
         self
+    }
+
+    /// The same forecast under other `rules` (see [`limits::Rules`]).
+    pub fn with_rules(mut self, rules: Rules) -> Measured<'a> {
+        self.rules = rules;
+        self
+    }
+
+    /// The rules in use.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// Clusters of exceedances the fit saw above its threshold (`k θ`).
+    pub fn clusters(&self) -> Option<f64> {
+        self.tail
+            .as_ref()
+            .ok()
+            .map(|t| t.exceedances as f64 * self.theta())
+    }
+
+    /// Why the model may give no figure beyond the data under the rules:
+    /// too few clusters ([`Rules::min_clusters`]).
+    fn check_rules(&self) -> Result<(), ForecastError> {
+        if let Some(c) = self.clusters() {
+            check_clusters(c, self.rules.min_clusters, self.duration_s())
+                .map_err(ForecastError::Refused)?;
+        }
+        Ok(())
     }
 
     /// The extremal index in use, when it was estimated.
@@ -256,7 +303,9 @@ impl<'a> Measured<'a> {
     /// extrapolation limit ([`limits::MAX_EXTRAPOLATION`] times the run).
     fn check_reach(&self, events: f64) -> Result<(), ForecastError> {
         let horizon_s = events / self.rate_hz();
-        check_horizon(self.duration_s(), horizon_s).map_err(ForecastError::Refused)
+        check_horizon_within(self.duration_s(), horizon_s, self.rules.reach)
+            .map_err(ForecastError::Refused)?;
+        self.check_rules()
     }
 
     /// A metric's uncorrected distribution: one sample per wake-up.
