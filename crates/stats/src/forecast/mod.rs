@@ -438,6 +438,7 @@ impl<'a> Measured<'a> {
             run_seconds,
             events,
             estimate: self.exceeded_once_in(events),
+            prediction: self.predicted_max(run_seconds),
             windows,
             monitor: None,
         }
