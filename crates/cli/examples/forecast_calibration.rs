@@ -41,6 +41,96 @@ struct Args {
     /// One JSON document (every cut) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also judge candidate rule sets, one rule changed at a time from
+    /// the rules before calibration (to choose the standard ones).
+    #[arg(long)]
+    candidates: bool,
+}
+
+/// The rule sets judged: before and after calibration, and with
+/// `candidates` each rule alone and some combinations.
+fn rule_sets(candidates: bool) -> Vec<(String, Rules)> {
+    let mut sets = vec![
+        ("before".to_string(), Rules::NONE),
+        ("after".to_string(), Rules::STANDARD),
+    ];
+    if !candidates {
+        return sets;
+    }
+    let none = Rules::NONE;
+    for c in [10.0, 30.0, 100.0, 300.0] {
+        sets.push((
+            format!("clusters>={c}"),
+            Rules {
+                min_clusters: c,
+                ..none
+            },
+        ));
+    }
+    sets.push((
+        "dispersion".into(),
+        Rules {
+            rate_dispersion: true,
+            ..none
+        },
+    ));
+    sets.push((
+        "two-regimes".into(),
+        Rules {
+            refuse_mixture: true,
+            ..none
+        },
+    ));
+    sets.push((
+        "disp+self+c30".into(),
+        Rules {
+            rate_dispersion: true,
+            self_check: true,
+            min_clusters: 30.0,
+            ..none
+        },
+    ));
+    sets.push((
+        "disp+self+c100".into(),
+        Rules {
+            rate_dispersion: true,
+            self_check: true,
+            min_clusters: 100.0,
+            ..none
+        },
+    ));
+    sets.push((
+        "self-check".into(),
+        Rules {
+            self_check: true,
+            ..none
+        },
+    ));
+    sets.push((
+        "shape>=0".into(),
+        Rules {
+            shape_floor: Some(0.0),
+            ..none
+        },
+    ));
+    for r in [5.0, 2.0, 1.0] {
+        sets.push((
+            format!("reach{r}"),
+            Rules {
+                prediction_reach: r,
+                ..none
+            },
+        ));
+        sets.push((
+            format!("reach{r}+shape>=0"),
+            Rules {
+                prediction_reach: r,
+                shape_floor: Some(0.0),
+                ..none
+            },
+        ));
+    }
+    sets
 }
 
 fn parse_plan(s: &str) -> Result<Plan> {
@@ -177,13 +267,11 @@ fn main() -> Result<()> {
         .with_context(|| format!("cannot open {}", args.store.display()))?;
     let (id, rec) = load(&store, args.run, &args.metric)?;
     let tail = TailOptions::default();
-    let mut results: Vec<(&str, Calibration)> = Vec::new();
+    let mut results: Vec<(String, Calibration)> = Vec::new();
     for plan in &plans {
-        for (name, rules) in [("before", Rules::NONE), ("after", Rules::STANDARD)] {
-            results.push((
-                name,
-                calibrate(&rec.blocks, &rec.seconds, plan, &tail, &rules)?,
-            ));
+        for (name, rules) in rule_sets(args.candidates) {
+            let c = calibrate(&rec.blocks, &rec.seconds, plan, &tail, &rules)?;
+            results.push((name, c));
         }
     }
     if args.json {
@@ -215,10 +303,10 @@ fn main() -> Result<()> {
         rec.blocks.len(),
         rec.source
     );
-    println!("plan (train→test, step)  rules   cuts refused | return-level CI held | prediction interval held");
+    println!("plan (train→test, step)  rules             cuts refused | return-level CI held | prediction interval held");
     for (name, c) in &results {
         println!(
-            "{:>5}s→{:>5}s every {:>4}s {:<6} {:>4} {:>4} {:>4} | {} | {}",
+            "{:>5}s→{:>5}s every {:>4}s {:<17} {:>4} {:>4} {:>4} | {} | {}",
             c.plan.train_s,
             c.plan.test_s,
             c.plan.step_s,

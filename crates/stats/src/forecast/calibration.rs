@@ -79,6 +79,16 @@ pub enum Outcome {
         /// part held at least as many samples as the test window).
         observed: bool,
         prediction: PredictedMax,
+        /// The fit behind them: threshold, shape, clusters seen (`k θ`)
+        /// and the between-window variance of the log cluster rate.
+        threshold_ns: u64,
+        shape: f64,
+        clusters: f64,
+        dispersion: Option<f64>,
+        /// Whether the threshold ladder found two regimes.
+        mixture: bool,
+        /// The self-check's p-value ([`super::SelfCheck`]).
+        self_check_p: Option<f64>,
     },
 }
 
@@ -301,12 +311,25 @@ fn forecast(
         Ok(p) => p,
         Err(e) => return refused(e),
     };
+    let (threshold_ns, shape) = m
+        .tail()
+        .map_or((0, f64::NAN), |t| (t.threshold_ns as u64, t.fit.gpd.shape));
     Outcome::Forecast {
         point_ns: estimate.latency_ns,
         low_ns: estimate.interval.low,
         high_ns: estimate.interval.high,
         observed: estimate.provenance == super::Provenance::Observed,
         prediction,
+        threshold_ns,
+        shape,
+        clusters: m.clusters().unwrap_or(0.0),
+        dispersion: m.rate_dispersion(),
+        mixture: m
+            .tail()
+            .ok()
+            .and_then(|t| t.choice.as_ref())
+            .is_some_and(|c| c.mixture.is_some()),
+        self_check_p: m.self_check().map(|s| s.p_value),
     }
 }
 

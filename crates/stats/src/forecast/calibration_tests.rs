@@ -167,6 +167,12 @@ fn forecast(rl: (u64, u64, Option<u64>), pi: PredictedMax) -> Outcome {
         high_ns: rl.2,
         observed: false,
         prediction: pi,
+        threshold_ns: 40,
+        shape: 0.1,
+        clusters: 100.0,
+        dispersion: None,
+        mixture: false,
+        self_check_p: None,
     }
 }
 

@@ -59,6 +59,15 @@ pub enum Refusal {
         /// bring the clusters to `needed`.
         more_minutes: u64,
     },
+    /// The model does not describe the run's own 10-second maxima: more
+    /// of them lie outside its 95 % range than chance allows.
+    Misfit {
+        windows: usize,
+        outside: usize,
+        p_value: f64,
+    },
+    /// The tail has two regimes ([`Rules::refuse_mixture`]).
+    TwoRegimes,
     /// A monitor measured the horizon itself: its blocks are the answer,
     /// and the model is kept for what lies beyond them.
     Observed {
@@ -87,6 +96,15 @@ impl Refusal {
             } => format!(
                 "needs {more_minutes} more CPU-minutes of data ({clusters:.0} clusters above the threshold, {needed:.0} needed for a calibrated interval)"
             ),
+            Refusal::Misfit {
+                windows,
+                outside,
+                p_value,
+            } => format!(
+                "no forecast: {outside} of the run's {windows} 10-second maxima lie outside the model's 95 % range (about {:.0} expected, p = {p_value:.1e}); the tail changes within the run",
+                *windows as f64 * 0.05
+            ),
+            Refusal::TwoRegimes => "no forecast: the tail has two regimes, and which one a future window meets is not in the data".to_string(),
             Refusal::Observed { blocks } => format!(
                 "observed, not modelled: the monitor measured {blocks} whole ones (the model serves only longer horizons)"
             ),
@@ -135,6 +153,18 @@ pub struct Rules {
     pub rate_dispersion: bool,
     /// The reach, as a multiple of the data (10: [`MAX_EXTRAPOLATION`]).
     pub reach: f64,
+    /// The reach of a prediction interval, as a multiple of the data.
+    pub prediction_reach: f64,
+    /// Whether a tail of two regimes (the threshold ladder's mixture)
+    /// gives no model figure.
+    pub refuse_mixture: bool,
+    /// Whether a model figure needs the model to describe the run's own
+    /// 10-second maxima ([`super::predictive::SelfCheck`]).
+    pub self_check: bool,
+    /// The lightest tail a prediction integrates over: shapes below it
+    /// count as it (0: no bounded tail, whose end a longer window may
+    /// pass); `None`: the fitted shapes as they are.
+    pub shape_floor: Option<f64>,
 }
 
 impl Rules {
@@ -143,12 +173,20 @@ impl Rules {
         min_clusters: 0.0,
         rate_dispersion: false,
         reach: MAX_EXTRAPOLATION,
+        prediction_reach: MAX_EXTRAPOLATION,
+        shape_floor: None,
+        self_check: false,
+        refuse_mixture: false,
     };
     /// What every forecast uses.
     pub const STANDARD: Rules = Rules {
         min_clusters: MIN_CLUSTERS,
         rate_dispersion: true,
         reach: MAX_EXTRAPOLATION,
+        prediction_reach: MAX_EXTRAPOLATION,
+        shape_floor: Some(0.0),
+        self_check: true,
+        refuse_mixture: false,
     };
 }
 

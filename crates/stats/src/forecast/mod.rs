@@ -86,7 +86,7 @@ pub use horizon::{
     window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
-pub use predictive::{PredictedMax, NODES as PREDICTIVE_NODES};
+pub use predictive::{PredictedMax, SelfCheck, NODES as PREDICTIVE_NODES};
 pub use report::{
     forecast_report, mttf_grid, pool_cpus, CellForecast, CellSnapshot, CpuTimeline,
     ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled, PseudoWorstCases,
@@ -192,6 +192,8 @@ pub struct Measured<'a> {
     /// The between-window variance of the log cluster rate
     /// ([`predictive::rate_dispersion`]), from the timeline.
     dispersion: Option<f64>,
+    /// The model against the run's own 10-second maxima.
+    self_check: Option<predictive::SelfCheck>,
 }
 
 impl<'a> Measured<'a> {
@@ -226,6 +228,7 @@ impl<'a> Measured<'a> {
             extremal: None,
             rules: Rules::STANDARD,
             dispersion: None,
+            self_check: None,
         })
     }
 
@@ -242,6 +245,7 @@ impl<'a> Measured<'a> {
                 .as_ref()
                 .map_or(t.threshold_ns as u64, |e| e.threshold_ns);
             self.dispersion = predictive::rate_dispersion(series, at);
+            self.self_check = self.self_check_of(series);
         }
         self
     }
@@ -250,6 +254,18 @@ impl<'a> Measured<'a> {
     pub fn with_rules(mut self, rules: Rules) -> Measured<'a> {
         self.rules = rules;
         self
+    }
+
+    /// The between-window variance of the log cluster rate, when the
+    /// timeline gave one ([`predictive::rate_dispersion`]).
+    pub fn rate_dispersion(&self) -> Option<f64> {
+        self.dispersion
+    }
+
+    /// The model against the run's own 10-second maxima, when the
+    /// timeline gave enough of them.
+    pub fn self_check(&self) -> Option<&predictive::SelfCheck> {
+        self.self_check.as_ref()
     }
 
     /// The rules in use.
@@ -272,7 +288,25 @@ impl<'a> Measured<'a> {
             check_clusters(c, self.rules.min_clusters, self.duration_s())
                 .map_err(ForecastError::Refused)?;
         }
-        Ok(())
+        let mixture = self
+            .tail
+            .as_ref()
+            .ok()
+            .and_then(|t| t.choice.as_ref())
+            .is_some_and(|c| c.mixture.is_some());
+        if self.rules.refuse_mixture && mixture {
+            return Err(ForecastError::Refused(Refusal::TwoRegimes));
+        }
+        match self.self_check {
+            Some(s) if self.rules.self_check && s.p_value < predictive::SELF_CHECK_P => {
+                Err(ForecastError::Refused(Refusal::Misfit {
+                    windows: s.windows,
+                    outside: s.outside,
+                    p_value: s.p_value,
+                }))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The extremal index in use, when it was estimated.

@@ -43,7 +43,8 @@
 use serde::Serialize;
 
 use super::gpd::grouped_log_likelihood;
-use super::special::{bisect, gamma_p};
+use super::limits::check_horizon_within;
+use super::special::{bisect, gamma_p, ln_gamma};
 use super::{ForecastError, Measured, SHAPE_MAX, SHAPE_MIN};
 
 /// Equal-probability normal nodes per parameter of the predictive integral.
@@ -227,7 +228,77 @@ pub fn rate_dispersion(series: &[&[u64]], threshold: u64) -> Option<f64> {
     Some((1.0 + ((var - mean) / (mean * mean)).max(0.0)).ln())
 }
 
+/// The run's own windows of [`DISPERSION_WINDOW_S`] seconds against the
+/// fitted model: how many window maxima fall outside the model's central
+/// 95 % range for such a window (plug-in parameters), of how many.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SelfCheck {
+    pub windows: usize,
+    pub outside: usize,
+    /// `P(X ≥ outside)` for `X ~ Binomial(windows, 0.05)`.
+    pub p_value: f64,
+}
+
+/// Significance below which the self-check fails.
+pub const SELF_CHECK_P: f64 = 0.01;
+
+/// `P(X ≥ k)` for `X ~ Binomial(n, p)`, summed term by term in logs.
+fn binomial_upper(n: usize, k: usize, p: f64) -> f64 {
+    let (nf, lp, lq) = (n as f64, p.ln(), (1.0 - p).ln());
+    (k..=n)
+        .map(|i| {
+            let i = i as f64;
+            (ln_gamma(nf + 1.0) - ln_gamma(i + 1.0) - ln_gamma(nf - i + 1.0)
+                + i * lp
+                + (nf - i) * lq)
+                .exp()
+        })
+        .sum::<f64>()
+        .min(1.0)
+}
+
 impl Measured<'_> {
+    /// The self-check of the fitted model on `series` (per-second maxima,
+    /// one series per CPU): see [`SelfCheck`]. `None` without a fit or
+    /// with fewer than 10 windows.
+    pub(crate) fn self_check_of(&self, series: &[&[u64]]) -> Option<SelfCheck> {
+        let tail = self.tail().ok()?;
+        let maxima: Vec<u64> = series
+            .iter()
+            .flat_map(|s| s.chunks_exact(DISPERSION_WINDOW_S))
+            .map(|w| w.iter().copied().max().unwrap_or(0))
+            .collect();
+        if maxima.len() < 10 {
+            return None;
+        }
+        let events = self.rate_hz() * DISPERSION_WINDOW_S as f64;
+        let theta = self.theta();
+        let lambda = tail.exceedances as f64 * theta * events / self.samples() as f64;
+        let plug_in = Predictive {
+            measured: self,
+            u: tail.threshold_ns,
+            nodes: vec![Node {
+                shape: tail.fit.gpd.shape,
+                scale: tail.fit.gpd.scale,
+                lambda,
+                weight: 1.0,
+            }],
+            n_theta: events * theta,
+        };
+        let outside = maxima
+            .iter()
+            .filter(|&&m| {
+                let f = plug_in.cdf(m as f64);
+                !(0.025..=0.975).contains(&f)
+            })
+            .count();
+        Some(SelfCheck {
+            windows: maxima.len(),
+            outside,
+            p_value: binomial_upper(maxima.len(), outside, 0.05),
+        })
+    }
+
     /// The prediction interval of the largest sample of a future window of
     /// `window_s` seconds of the measured load (see the module
     /// documentation). The same limits as the return levels apply: no fit,
@@ -245,6 +316,9 @@ impl Measured<'_> {
         }
         let events = self.rate_hz() * window_s;
         self.check_reach(events)?;
+        check_horizon_within(self.duration_s(), window_s, self.rules().prediction_reach)
+            .map_err(ForecastError::Refused)?;
+        let floor = self.rules().shape_floor.unwrap_or(SHAPE_MIN);
         let theta = self.theta();
         let clusters = tail.exceedances as f64 * theta;
         let lambda = clusters * events / self.samples() as f64;
@@ -273,13 +347,13 @@ impl Measured<'_> {
                 z.iter()
                     .flat_map(|&a| z.iter().map(move |&b| (a, b)))
                     .map(|(a, b)| {
-                        let shape = (gpd.shape + l11 * a).clamp(SHAPE_MIN, SHAPE_MAX);
+                        let shape = (gpd.shape + l11 * a).clamp(floor.max(SHAPE_MIN), SHAPE_MAX);
                         let scale = (ln_scale + l21 * a + l22 * b).exp();
                         (shape, scale, w * w)
                     })
                     .collect()
             }
-            None => vec![(gpd.shape, gpd.scale, 1.0)],
+            None => vec![(gpd.shape.max(floor), gpd.scale, 1.0)],
         };
         for &(shape, scale, wp) in &pairs {
             for &c in &z {
