@@ -236,6 +236,24 @@ mod tests {
     }
 
     #[test]
+    fn too_few_clusters_ask_for_the_minutes_that_would_bring_them() {
+        assert!(check_clusters(30.0, 30.0, 120.0).is_ok());
+        // 10 clusters in 2 minutes: 20 more take 4 minutes.
+        let r = check_clusters(10.0, 30.0, 120.0).unwrap_err();
+        assert_eq!(
+            r,
+            Refusal::TooFewClusters {
+                clusters: 10.0,
+                needed: 30.0,
+                more_minutes: 4
+            }
+        );
+        assert!(r
+            .describe()
+            .starts_with("needs 4 more CPU-minutes of data (10 clusters"));
+    }
+
+    #[test]
     fn a_shape_that_may_reach_one_gives_no_point_forecast() {
         assert!(check_shape(0.2, Some(0.4)).is_ok());
         assert!(check_shape(0.7, Some(1.1)).is_err());

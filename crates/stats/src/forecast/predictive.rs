@@ -392,6 +392,7 @@ impl Measured<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::forecast::limits::Rules;
     use crate::forecast::test_rng::Rng;
     use crate::forecast::TailOptions;
     use crate::histogram::Histogram;
@@ -431,7 +432,7 @@ mod tests {
         let m = Measured::new(&h, Nanos::from_secs(600), false, &TailOptions::default()).unwrap();
         let p = m.predicted_max(600.0).unwrap();
         let n = 600_000f64;
-        let truth = |q: f64| 20_000.0 + 5_000.0 * (n.ln() - (-(q as f64).ln()).ln());
+        let truth = |q: f64| 20_000.0 + 5_000.0 * (n.ln() - (-q.ln()).ln());
         assert!(p.parameter_uncertainty, "{p:?}");
         assert!((p.events - n).abs() < 1.0);
         let (lo, med, hi) = (
@@ -468,5 +469,113 @@ mod tests {
             Err(ForecastError::Refused(_))
         ));
         assert!(m.predicted_max(0.0).is_err());
+    }
+
+    #[test]
+    fn rate_dispersion_is_zero_for_even_counts_and_grows_with_spread() {
+        // Every 10-second window holds 2 busy seconds: no extra variance.
+        let even: Vec<u64> = (0..100)
+            .map(|s| if s % 5 == 0 { 900 } else { 10 })
+            .collect();
+        assert_eq!(rate_dispersion(&[&even], 100), Some(0.0));
+        // Windows alternate 0 and 4 busy seconds: mean 2, variance
+        // 4 · 10/9; τ² = ln(1 + (40/9 − 2)/4).
+        let uneven: Vec<u64> = (0..100)
+            .map(|s| {
+                if (s / 10) % 2 == 0 && s % 10 < 4 {
+                    900
+                } else {
+                    10
+                }
+            })
+            .collect();
+        let t = rate_dispersion(&[&uneven], 100).unwrap();
+        let want = (1.0f64 + (40.0 / 9.0 - 2.0) / 4.0).ln();
+        assert!((t - want).abs() < 1e-12, "{t} vs {want}");
+        assert_eq!(rate_dispersion(&[&even[..15]], 100), None);
+        assert_eq!(rate_dispersion(&[&even], 1000), None);
+        assert!(binomial_upper(10, 0, 0.05) > 0.999_999);
+        // P(X ≥ 3) for Binomial(10, 0.05) = 1 − 0.9885 = 0.01150.
+        assert!((binomial_upper(10, 3, 0.05) - 0.011_503).abs() < 1e-5);
+    }
+
+    /// Per-second maxima of a run recorded at 1 kHz by `latency`.
+    fn timeline_of(
+        seconds: u64,
+        seed: u64,
+        latency: impl Fn(u64, &mut Rng) -> u64,
+    ) -> (Histogram, Vec<u64>) {
+        let mut rng = Rng(seed);
+        let mut h = Histogram::new();
+        let mut maxima = Vec::new();
+        for s in 0..seconds {
+            let mut m = 0;
+            for _ in 0..1000 {
+                let v = latency(s, &mut rng);
+                h.record(v);
+                m = m.max(v);
+            }
+            maxima.push(m);
+        }
+        (h, maxima)
+    }
+
+    fn exponential(_: u64, rng: &mut Rng) -> u64 {
+        let y: f64 = -5_000.0 * (1.0 - rng.uniform()).ln();
+        20_000 + y as u64
+    }
+
+    #[test]
+    fn the_self_check_passes_a_stationary_run_and_fails_a_changing_one() {
+        let (h, maxima) = timeline_of(300, 5, exponential);
+        let m = Measured::new(&h, Nanos::from_secs(300), false, &TailOptions::default())
+            .unwrap()
+            .with_timeline(&[&maxima]);
+        let s = *m.self_check().unwrap();
+        assert_eq!(s.windows, 30);
+        assert!(s.p_value >= SELF_CHECK_P, "{s:?}");
+        assert!(m.predicted_max(600.0).is_ok());
+        // Every other minute the excesses are four times larger: the
+        // 10-second maxima of the quiet minutes lie below the pooled
+        // model's range, those of the loud ones above it.
+        let (h, maxima) = timeline_of(300, 6, |s, rng| {
+            let y: f64 = -5_000.0 * (1.0 - rng.uniform()).ln();
+            let f = if (s / 60) % 2 == 0 { 1.0 } else { 4.0 };
+            20_000 + (y * f) as u64
+        });
+        let m = Measured::new(&h, Nanos::from_secs(300), false, &TailOptions::default())
+            .unwrap()
+            .with_timeline(&[&maxima]);
+        let s = *m.self_check().unwrap();
+        assert!(s.p_value < SELF_CHECK_P, "{s:?}");
+        let e = m.predicted_max(600.0).unwrap_err();
+        assert!(e.to_string().contains("10-second maxima"), "{e}");
+        // Under the rules before calibration it is given.
+        assert!(m
+            .clone()
+            .with_rules(Rules::NONE)
+            .predicted_max(600.0)
+            .is_ok());
+    }
+
+    #[test]
+    fn a_bounded_tail_is_not_trusted_beyond_its_end() {
+        // Excesses uniform on [0, 30 µs] (ξ = −1): the plug-in end is
+        // 50 µs; with the shape floor the interval reaches beyond it.
+        let (h, maxima) = timeline_of(120, 8, |_, rng| 20_000 + (30_000.0 * rng.uniform()) as u64);
+        let m = Measured::new(&h, Nanos::from_secs(120), false, &TailOptions::default())
+            .unwrap()
+            .with_timeline(&[&maxima]);
+        let free = Rules {
+            shape_floor: None,
+            ..Rules::STANDARD
+        };
+        let bounded = m.clone().with_rules(free).predicted_max(600.0).unwrap();
+        let floored = m.predicted_max(600.0).unwrap();
+        assert!(bounded.high_ns.unwrap() <= 50_100, "{bounded:?}");
+        assert!(
+            floored.high_ns.unwrap() > bounded.high_ns.unwrap(),
+            "{floored:?}"
+        );
     }
 }
