@@ -9,6 +9,7 @@
 #        bench/forecast-calibration.sh --record DURATION [--load none|stress-ng]
 #            [--cpus LIST] [--period P] [--label NAME] [--dir DIR]
 #            [--plan ...] [--out FILE] [--no-results-file]
+#        (either form also takes --candidates)
 #
 # --store analyses an existing store: a `latscope monitor` store (its
 # minute windows are the training parts) or a long `latscope run` store
@@ -25,10 +26,12 @@
 #
 # Each plan TRAIN:TEST:STEP (seconds) fits a forecast to TRAIN seconds and
 # judges it on the next TEST, a new cut every STEP; by default
-# 120:600:120 (2 min → the next 10 min), 600:1800:300 and 600:3600:600
+# 120:600:120 and 120:600:60 (2 min → the next 10 min), 300:600:60,
+# 600:600:60, 600:1800:300 and 600:3600:600
 # (10 min → the next hour, where the recording is long enough). Every plan
 # is judged under the rules before the calibration and under the current
-# ones. The table and the JSON of every cut go to
+# ones (--candidates: also each candidate rule alone and some
+# combinations, as the rules were chosen). The table and the JSON of every cut go to
 # bench/results/forecast-calibration-<label>-<UTC start>.{txt,json}.
 set -euo pipefail
 
@@ -46,6 +49,7 @@ given="$*"
 store="" record="" load="none" cpus="1" period="1ms" label="" dir="" out=""
 results_file=1
 plans=()
+candidates=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --store) store="$2"; shift 2 ;;
@@ -58,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --plan) plans+=(--plan "$2"); shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-results-file) results_file=0; shift ;;
+    --candidates) candidates=(--candidates); shift ;;
     -h | --help) usage; exit 0 ;;
     *) fail "unknown option $1 (see --help)" ;;
     esac
@@ -109,10 +114,10 @@ else
 fi
 
 commit="$(cd "$repo" && git rev-parse --short HEAD)"
-cmd=("$calibrate" --store "$store" "${plans[@]}")
+cmd=("$calibrate" --store "$store" "${plans[@]}" "${candidates[@]}" --json-out "$work/cuts.json")
 say "calibrating"
 table="$("${cmd[@]}")"
-json="$("${cmd[@]}" --json)"
+json="$(cat "$work/cuts.json")"
 report="$(
     echo "forecast calibration, $(date -u +'%Y-%m-%d %H:%M UTC'), commit $commit, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "store: ${source_store:-$store} (label $label)"

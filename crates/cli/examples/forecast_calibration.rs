@@ -36,11 +36,14 @@ struct Args {
     #[arg(long, default_value = metric::TIMER_LATENCY)]
     metric: String,
     /// TRAIN:TEST:STEP in seconds; may be repeated.
-    #[arg(long = "plan", default_values = ["120:600:120", "600:1800:300", "600:3600:600"])]
+    #[arg(long = "plan", default_values = ["120:600:120", "120:600:60", "300:600:60", "600:600:60", "600:1800:300", "600:3600:600"])]
     plans: Vec<String>,
     /// One JSON document (every cut) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write that JSON document to this file.
+    #[arg(long)]
+    json_out: Option<PathBuf>,
     /// Also judge candidate rule sets, one rule changed at a time from
     /// the rules before calibration (to choose the standard ones).
     #[arg(long)]
@@ -274,24 +277,28 @@ fn main() -> Result<()> {
             results.push((name, c));
         }
     }
+    let doc = serde_json::json!({
+        "store": args.store.display().to_string(),
+        "run": id.0,
+        "metric": args.metric,
+        "cpu": rec.cpu,
+        "source": rec.source,
+        "seconds": rec.seconds.len(),
+        "blocks": rec.blocks.len(),
+        "calibrations": results.iter().map(|(name, c)| serde_json::json!({
+            "rules_set": name,
+            "calibration": c,
+            "refused_share": c.refused_share(),
+            "return_level_share": c.return_level.share(),
+            "prediction_share": c.prediction.share(),
+        })).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&doc)?;
+    if let Some(path) = &args.json_out {
+        std::fs::write(path, &text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
     if args.json {
-        let doc = serde_json::json!({
-            "store": args.store.display().to_string(),
-            "run": id.0,
-            "metric": args.metric,
-            "cpu": rec.cpu,
-            "source": rec.source,
-            "seconds": rec.seconds.len(),
-            "blocks": rec.blocks.len(),
-            "calibrations": results.iter().map(|(name, c)| serde_json::json!({
-                "rules_set": name,
-                "calibration": c,
-                "refused_share": c.refused_share(),
-                "return_level_share": c.return_level.share(),
-                "prediction_share": c.prediction.share(),
-            })).collect::<Vec<_>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{text}");
         return Ok(());
     }
     println!(

@@ -288,15 +288,6 @@ impl<'a> Measured<'a> {
             check_clusters(c, self.rules.min_clusters, self.duration_s())
                 .map_err(ForecastError::Refused)?;
         }
-        let mixture = self
-            .tail
-            .as_ref()
-            .ok()
-            .and_then(|t| t.choice.as_ref())
-            .is_some_and(|c| c.mixture.is_some());
-        if self.rules.refuse_mixture && mixture {
-            return Err(ForecastError::Refused(Refusal::TwoRegimes));
-        }
         match self.self_check {
             Some(s) if self.rules.self_check && s.p_value < predictive::SELF_CHECK_P => {
                 Err(ForecastError::Refused(Refusal::Misfit {

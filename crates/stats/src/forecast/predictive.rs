@@ -43,7 +43,7 @@
 use serde::Serialize;
 
 use super::gpd::grouped_log_likelihood;
-use super::limits::check_horizon_within;
+use super::limits::{check_horizon_within, Refusal};
 use super::special::{bisect, gamma_p, ln_gamma};
 use super::{ForecastError, Measured, SHAPE_MAX, SHAPE_MIN};
 
@@ -318,6 +318,10 @@ impl Measured<'_> {
         self.check_reach(events)?;
         check_horizon_within(self.duration_s(), window_s, self.rules().prediction_reach)
             .map_err(ForecastError::Refused)?;
+        let mixture = tail.choice.as_ref().is_some_and(|c| c.mixture.is_some());
+        if self.rules().refuse_mixture && mixture {
+            return Err(ForecastError::Refused(Refusal::TwoRegimes));
+        }
         let floor = self.rules().shape_floor.unwrap_or(SHAPE_MIN);
         let theta = self.theta();
         let clusters = tail.exceedances as f64 * theta;
@@ -548,9 +552,15 @@ mod tests {
             .with_timeline(&[&maxima]);
         let s = *m.self_check().unwrap();
         assert!(s.p_value < SELF_CHECK_P, "{s:?}");
-        let e = m.predicted_max(600.0).unwrap_err();
+        let checked = Rules {
+            self_check: true,
+            refuse_mixture: false,
+            ..Rules::STANDARD
+        };
+        let e = m.clone().with_rules(checked).predicted_max(600.0);
+        let e = e.unwrap_err();
         assert!(e.to_string().contains("10-second maxima"), "{e}");
-        // Under the rules before calibration it is given.
+        // Without the self-check it is given.
         assert!(m
             .clone()
             .with_rules(Rules::NONE)
@@ -566,16 +576,40 @@ mod tests {
         let m = Measured::new(&h, Nanos::from_secs(120), false, &TailOptions::default())
             .unwrap()
             .with_timeline(&[&maxima]);
-        let free = Rules {
-            shape_floor: None,
-            ..Rules::STANDARD
+        let floor = Rules {
+            shape_floor: Some(0.0),
+            ..Rules::NONE
         };
-        let bounded = m.clone().with_rules(free).predicted_max(600.0).unwrap();
-        let floored = m.predicted_max(600.0).unwrap();
+        let bounded = m.clone().with_rules(Rules::NONE).predicted_max(600.0);
+        let floored = m.with_rules(floor).predicted_max(600.0).unwrap();
+        let bounded = bounded.unwrap();
         assert!(bounded.high_ns.unwrap() <= 50_100, "{bounded:?}");
         assert!(
             floored.high_ns.unwrap() > bounded.high_ns.unwrap(),
             "{floored:?}"
         );
+    }
+
+    #[test]
+    fn a_tail_of_two_regimes_gives_no_prediction_interval() {
+        // Wake-ups of 20 µs + 5 µs exponential, and one in 500 a stall of
+        // 2–5 ms: the ladder finds two regimes.
+        let (h, maxima) = timeline_of(300, 9, |s, rng| {
+            if rng.uniform() < 0.002 {
+                2_000_000 + (3_000_000.0 * rng.uniform()) as u64
+            } else {
+                exponential(s, rng)
+            }
+        });
+        let m = Measured::new(&h, Nanos::from_secs(300), false, &TailOptions::default())
+            .unwrap()
+            .with_timeline(&[&maxima]);
+        let mixture = m.tail().unwrap().choice.as_ref().unwrap().mixture.is_some();
+        assert!(mixture, "{:?}", m.tail().unwrap());
+        assert_eq!(
+            m.predicted_max(600.0),
+            Err(ForecastError::Refused(Refusal::TwoRegimes))
+        );
+        assert!(m.with_rules(Rules::NONE).predicted_max(600.0).is_ok());
     }
 }
