@@ -124,7 +124,8 @@ report="$(
     echo "command: bench/forecast-calibration.sh $given → forecast_calibration ${plans[*]:-(default plans)}"
     echo "columns: cuts judged; refused (count, share); for the return level's 95 % interval and the 95 % prediction interval"
     echo "of the test window's maximum: share held, held/forecast, over (test maximum below the interval), under (above it),"
-    echo "median width (high - low) / point (prediction: / median)."
+    echo "median width (high - low) / point (prediction: / median). A cut counts as refused when either figure is;"
+    echo "the rules after calibration refuse only prediction intervals, so the level's own figures stay those of 'before'."
     echo
     echo "$table"
 )"

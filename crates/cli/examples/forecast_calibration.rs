@@ -285,9 +285,15 @@ fn main() -> Result<()> {
         "source": rec.source,
         "seconds": rec.seconds.len(),
         "blocks": rec.blocks.len(),
+        // Every cut for the rules before and after; the candidates'
+        // summaries only.
         "calibrations": results.iter().map(|(name, c)| serde_json::json!({
             "rules_set": name,
-            "calibration": c,
+            "calibration": if name == "before" || name == "after" {
+                serde_json::to_value(c)
+            } else {
+                serde_json::to_value(Calibration { cases: Vec::new(), ..c.clone() })
+            }.unwrap_or_default(),
             "refused_share": c.refused_share(),
             "return_level_share": c.return_level.share(),
             "prediction_share": c.prediction.share(),
