@@ -15,10 +15,11 @@
 //! The interval is made from the **predictive distribution**
 //! `P(M ≤ x | data) = ∫ exp(−λ S(x − u; ξ, σ)) p(ξ, σ, λ | data)`, which
 //! integrates the model over the uncertainty of its parameters, as Coles
-//! (2001, §9.1.2) recommends for prediction ("the predictive distribution
-//! ... is the most natural way of summarizing information about future
-//! extremes"). Instead of Markov chain Monte Carlo, the parameter
-//! distribution is its large-sample normal approximation (with a flat
+//! (2001, §9.1) does for prediction in the Bayesian setting, where the
+//! predictive distribution summarizes future extremes with both the
+//! model's randomness and the parameters' uncertainty in it. Instead of
+//! Markov chain Monte Carlo, the parameter distribution is its
+//! large-sample normal approximation (with a flat
 //! prior, the posterior is approximately normal about the maximum-likelihood
 //! estimate with the inverse observed information as covariance):
 //!
