@@ -7,7 +7,7 @@ use latscope_stats::forecast::diagnostics::{Diagnostics, GevCheck};
 use latscope_stats::forecast::history::PartForecast;
 use latscope_stats::forecast::{
     ForecastError, ForecastReport, HorizonForecast, LatencyEstimate, MetricForecast, Mttf,
-    MttfGrid, Provenance,
+    MttfGrid, PredictedMax, Provenance,
 };
 
 use crate::Table;
@@ -75,6 +75,7 @@ fn metric_text(out: &mut String, m: &MetricForecast, with_grid: bool) {
             tagged(&f.estimate)
         ));
     }
+    out.push_str(&predictions_text(m));
     out.push_str(&diagnostics_text(&m.diagnostics));
     out.push_str("  pseudo worst case (for schedulability), one miss per:\n");
     for (label, e) in &m.pseudo_worst_case.0 {
@@ -261,6 +262,53 @@ pub fn horizon_text(name: &str, h: &HorizonForecast) -> String {
     format!("{}{windows}", estimate_text(&h.estimate))
 }
 
+/// The prediction intervals of the largest latency of one future hour, day
+/// and week; empty when every horizon was observed by a monitor.
+fn predictions_text(m: &MetricForecast) -> String {
+    let lines: Vec<String> = m
+        .worst_case
+        .iter()
+        .iter()
+        .filter(|(_, h)| h.monitor.is_none())
+        .map(|(name, h)| format!("    next {name:<5} {}\n", prediction_text(&h.prediction)))
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let confidence = m
+        .worst_case
+        .iter()
+        .iter()
+        .find_map(|(_, h)| h.prediction.as_ref().ok().map(|p| p.confidence))
+        .unwrap_or(0.95);
+    format!(
+        "  the worst of one future horizon ({:.0} % prediction interval):\n{}",
+        confidence * 100.0,
+        lines.concat()
+    )
+}
+
+/// `2.1ms - 9.8ms (median 4.0ms)`, or `n/a (why)`; `(shape and scale
+/// not integrated)` when only the cluster rate's uncertainty was.
+pub fn prediction_text(p: &Result<PredictedMax, ForecastError>) -> String {
+    match p {
+        Ok(p) => format!(
+            "{} - {} (median {}){}",
+            Nanos(p.low_ns),
+            p.high_ns
+                .map(|h| Nanos(h).to_string())
+                .unwrap_or_else(|| "unbounded".to_string()),
+            Nanos(p.median_ns),
+            if p.parameter_uncertainty {
+                ""
+            } else {
+                " (shape and scale uncertainty not integrated: too narrow)"
+            }
+        ),
+        Err(why) => format!("n/a ({why})"),
+    }
+}
+
 /// `812µs (extrapolated; interval 700µs - 990µs)`, or `n/a (why)`.
 pub fn estimate_text(e: &Result<LatencyEstimate, ForecastError>) -> String {
     match e {
@@ -410,6 +458,7 @@ mod tests {
             run_seconds: h.run_seconds(&UsageModel::CONTINUOUS),
             events: 1.0,
             estimate: e,
+            prediction: Err(ForecastError::EmptyHistogram),
             windows,
             monitor: None,
         }
@@ -557,6 +606,10 @@ cell 0 (timer, workload cpu) · timer.latency · 20000 samples over 20.0 s (CPUs
     per hour  812µs (extrapolated; interval 700µs - 990µs)
     per day   {FEW}
     per week  20.0µs (observed; interval 19.0µs - 21.0µs); observed over 2 whole weeks: median 30.0µs worst 40.0µs
+  the worst of one future horizon (95 % prediction interval):
+    next hour  2.10ms - 9.80ms (median 4.00ms)
+    next day   n/a (no samples)
+    next week  n/a (no samples)
   pseudo worst case (for schedulability), one miss per:
     10min  500µs (observed; interval 1ns - -)
     hour   {FEW}
@@ -567,7 +620,18 @@ control-1khz     FAIL              0.500 s   1.0 d  observed
   (no tail fit: too few samples)
 "
         );
-        let text = forecast_text(&report(), false);
+        let mut r = report();
+        r.cells[0].metrics[0].worst_case.hour.prediction = Ok(PredictedMax {
+            window_s: 3600.0,
+            events: 3.6e6,
+            clusters_expected: 40.0,
+            median_ns: 4_000_000,
+            low_ns: 2_100_000,
+            high_ns: Some(9_800_000),
+            confidence: 0.95,
+            parameter_uncertainty: true,
+        });
+        let text = forecast_text(&r, false);
         assert_eq!(text, want, "got:\n{text}");
     }
 

@@ -116,6 +116,7 @@ fn worst_cases(m: &MetricForecast, r: &ForecastReport) -> String {
         "worst case",
         "basis",
         "interval",
+        "the worst of one future horizon (prediction interval)",
         "observed windows: median, worst",
     ];
     let rows: Vec<Vec<String>> = m
@@ -155,13 +156,24 @@ fn worst_cases(m: &MetricForecast, r: &ForecastReport) -> String {
                 ),
                 None => (value, basis),
             };
-            vec![format!("per {name}"), value, basis, interval, windows]
+            let prediction = match &h.monitor {
+                Some(_) => "-".to_string(),
+                None => crate::forecast::prediction_text(&h.prediction),
+            };
+            vec![
+                format!("per {name}"),
+                value,
+                basis,
+                interval,
+                prediction,
+                windows,
+            ]
         })
         .collect();
     let mut out = String::from("<h4>Worst cases: hour, day, week</h4>");
     out.push_str(&para(
         &format!(
-            "The latency exceeded on average once per horizon at the measured rate, usage model {} (a day is {:.1} h and a week {:.1} h of the measured load), as latscope forecast prints it.",
+            "The latency exceeded on average once per horizon at the measured rate, usage model {} (a day is {:.1} h and a week {:.1} h of the measured load), as latscope forecast prints it. The interval is that of the level; the prediction interval is where the largest latency of one future horizon should lie (95 %), model and parameter uncertainty included (docs/forecast-method.md, \"Prediction intervals\").",
             r.usage.name,
             r.usage.model.day_run_seconds() / 3600.0,
             r.usage.model.week_run_seconds() / 3600.0

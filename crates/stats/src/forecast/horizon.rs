@@ -27,7 +27,7 @@ use serde::Serialize;
 use crate::blocks::BlockStats;
 use crate::timeline::SecondStats;
 
-use super::{ForecastError, LatencyEstimate};
+use super::{ForecastError, LatencyEstimate, PredictedMax};
 
 /// How a machine is used: hours of heavy use per day, days per week, and how
 /// many times faster than a person the measured load drives the system.
@@ -252,6 +252,10 @@ pub struct HorizonForecast {
     /// The latency exceeded on average once in N wake-ups (observed or
     /// extrapolated), or why there is none.
     pub estimate: Result<LatencyEstimate, ForecastError>,
+    /// The prediction interval of the largest latency of one future
+    /// horizon (of its `run_seconds`), or why there is none
+    /// ([`super::Measured::predicted_max`]).
+    pub prediction: Result<PredictedMax, ForecastError>,
     /// The observed maxima of whole horizon-long windows of the run, when
     /// the run covers the horizon at least once.
     pub windows: Option<WindowMaxima>,

@@ -39,6 +39,9 @@
 
 pub mod against;
 mod apps;
+pub mod calibration;
+#[cfg(test)]
+mod calibration_tests;
 pub mod checks;
 pub mod decluster;
 pub mod diagnostics;
@@ -51,6 +54,7 @@ mod horizon;
 pub mod limits;
 mod mttf;
 mod observed;
+mod predictive;
 mod report;
 mod request;
 pub mod retained;
@@ -72,7 +76,9 @@ use crate::histogram::Histogram;
 use crate::results::MetricResult;
 use crate::timeline::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
-use limits::{check_horizon, check_shape, Refusal, MAX_EXTRAPOLATION};
+use limits::{
+    check_clusters, check_horizon_within, check_shape, Refusal, Rules, MAX_EXTRAPOLATION,
+};
 
 pub use against::{compare_underruns, Comparison, ObservedUnderruns, Rate, REFUTE_AT};
 pub use apps::{verdict, AppPreset, Basis, Losses, Origin, TailSummary, Verdict, APP_PRESETS};
@@ -82,6 +88,7 @@ pub use horizon::{
     window_maxima, Horizon, HorizonForecast, UsageModel, UsagePreset, WindowMaxima, USAGE_PRESETS,
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
+pub use predictive::{PredictedMax, SelfCheck, NODES as PREDICTIVE_NODES};
 pub use report::{
     forecast_metrics_of, forecast_report, is_forecast_metric, mttf_grid, pool_cpus, CellForecast,
     CellSnapshot, CpuTimeline, ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled,
@@ -183,6 +190,12 @@ pub struct Measured<'a> {
     confidence: f64,
     tail: Result<TailFit, ForecastError>,
     extremal: Option<ExtremalIndex>,
+    rules: Rules,
+    /// The between-window variance of the log cluster rate
+    /// ([`predictive::rate_dispersion`]), from the timeline.
+    dispersion: Option<f64>,
+    /// The model against the run's own 10-second maxima.
+    self_check: Option<predictive::SelfCheck>,
 }
 
 impl<'a> Measured<'a> {
@@ -215,6 +228,9 @@ impl<'a> Measured<'a> {
             confidence: options.confidence,
             tail: TailFit::from_histogram(histogram, options),
             extremal: None,
+            rules: Rules::STANDARD,
+            dispersion: None,
+            self_check: None,
         })
     }
 
@@ -226,8 +242,64 @@ impl<'a> Measured<'a> {
     pub fn with_timeline(mut self, series: &[&[u64]]) -> Measured<'a> {
         if let Ok(t) = &self.tail {
             self.extremal = estimate_extremal_index(series, self.histogram, t.threshold_ns as u64);
+            let at = self
+                .extremal
+                .as_ref()
+                .map_or(t.threshold_ns as u64, |e| e.threshold_ns);
+            self.dispersion = predictive::rate_dispersion(series, at);
+            self.self_check = self.self_check_of(series);
         }
         self
+    }
+
+    /// The same forecast under other `rules` (see [`limits::Rules`]).
+    pub fn with_rules(mut self, rules: Rules) -> Measured<'a> {
+        self.rules = rules;
+        self
+    }
+
+    /// The between-window variance of the log cluster rate, when the
+    /// timeline gave one ([`predictive::rate_dispersion`]).
+    pub fn rate_dispersion(&self) -> Option<f64> {
+        self.dispersion
+    }
+
+    /// The model against the run's own 10-second maxima, when the
+    /// timeline gave enough of them.
+    pub fn self_check(&self) -> Option<&predictive::SelfCheck> {
+        self.self_check.as_ref()
+    }
+
+    /// The rules in use.
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// Clusters of exceedances the fit saw above its threshold (`k θ`).
+    pub fn clusters(&self) -> Option<f64> {
+        self.tail
+            .as_ref()
+            .ok()
+            .map(|t| t.exceedances as f64 * self.theta())
+    }
+
+    /// Why the model may give no figure beyond the data under the rules:
+    /// too few clusters ([`Rules::min_clusters`]).
+    fn check_rules(&self) -> Result<(), ForecastError> {
+        if let Some(c) = self.clusters() {
+            check_clusters(c, self.rules.min_clusters, self.duration_s())
+                .map_err(ForecastError::Refused)?;
+        }
+        match self.self_check {
+            Some(s) if self.rules.self_check && s.p_value < predictive::SELF_CHECK_P => {
+                Err(ForecastError::Refused(Refusal::Misfit {
+                    windows: s.windows,
+                    outside: s.outside,
+                    p_value: s.p_value,
+                }))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The extremal index in use, when it was estimated.
@@ -258,7 +330,9 @@ impl<'a> Measured<'a> {
     /// extrapolation limit ([`limits::MAX_EXTRAPOLATION`] times the run).
     fn check_reach(&self, events: f64) -> Result<(), ForecastError> {
         let horizon_s = events / self.rate_hz();
-        check_horizon(self.duration_s(), horizon_s).map_err(ForecastError::Refused)
+        check_horizon_within(self.duration_s(), horizon_s, self.rules.reach)
+            .map_err(ForecastError::Refused)?;
+        self.check_rules()
     }
 
     /// A metric's uncorrected distribution: one sample per wake-up.
@@ -391,6 +465,7 @@ impl<'a> Measured<'a> {
             run_seconds,
             events,
             estimate: self.exceeded_once_in(events),
+            prediction: self.predicted_max(run_seconds),
             windows,
             monitor: None,
         }

@@ -30,6 +30,9 @@ impl ForecastReport {
                         h.estimate = Err(ForecastError::Refused(Refusal::Observed {
                             blocks: b.blocks,
                         }));
+                        h.prediction = Err(ForecastError::Refused(Refusal::Observed {
+                            blocks: b.blocks,
+                        }));
                     }
                 }
             }

@@ -527,6 +527,23 @@ struct WindowsJson {
     worst_ns: u64,
 }
 
+/// A horizon's prediction interval: the [`super::PredictedMax`] fields, or
+/// `{"error": why}`.
+struct PredictionJson<'a>(&'a Result<super::PredictedMax, ForecastError>);
+
+impl Serialize for PredictionJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Ok(p) => p.serialize(s),
+            Err(why) => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("error", &why.to_string())?;
+                map.end()
+            }
+        }
+    }
+}
+
 struct HorizonJson<'a>(&'a HorizonForecast);
 
 impl Serialize for HorizonJson<'_> {
@@ -535,6 +552,7 @@ impl Serialize for HorizonJson<'_> {
         let mut map = s.serialize_map(None)?;
         write_estimate(&mut map, &h.estimate)?;
         map.serialize_entry("run_seconds", &h.run_seconds)?;
+        map.serialize_entry("prediction", &PredictionJson(&h.prediction))?;
         if let Some(w) = &h.windows {
             map.serialize_entry(
                 "observed_windows",
