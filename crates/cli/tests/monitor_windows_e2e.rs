@@ -432,3 +432,67 @@ fn a_long_monitors_percentiles_over_time_come_from_its_minute_windows() {
         assert!(html.contains(source), "{minutes} minutes: no {source:?}");
     }
 }
+
+/// A monitor of an hour that started at 07:19 and stopped at 08:21 has
+/// measured no whole hour: its two hour windows (41 and 21 minutes) are
+/// not counted as observed hours, nor its partial first and last minute.
+#[test]
+fn partial_windows_at_the_ends_of_a_monitor_are_not_whole_blocks() {
+    const MINUTE: u64 = 60_000_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let path = store_in(dir.path());
+    let mut store = Store::open(&path).unwrap();
+    let hour0 = WEEK_START_HOUR * HOUR_NS + 7 * HOUR_NS;
+    let start = hour0 + 19 * MINUTE + 30_000_000_000;
+    let end = hour0 + 81 * MINUTE + 10_000_000_000;
+    let run = store
+        .create_run(
+            &meta(start),
+            &SystemInfo::default(),
+            &Capabilities::default(),
+        )
+        .unwrap();
+    let cell = store
+        .add_cell(run, &timer_cell(Nanos(end - start)))
+        .unwrap();
+    let m = MetricResult {
+        histogram: histogram(10_000, 50_000),
+        ..MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(1)))
+    };
+    store
+        .checkpoint(run, cell, Nanos(end - start), &[m], &[], Nanos(end))
+        .unwrap();
+    for (span, at) in [(Span::Hour, hour0), (Span::Hour, hour0 + HOUR_NS)]
+        .into_iter()
+        .chain((19..=81).map(|k| (Span::Minute, hour0 + k * MINUTE)))
+    {
+        store
+            .put_window(
+                run,
+                &Window {
+                    span,
+                    start_unix: Nanos(at),
+                    metric: metric::TIMER_LATENCY.into(),
+                    cpu: Some(CpuId(1)),
+                    histogram: window(30_000),
+                },
+            )
+            .unwrap();
+    }
+    store
+        .finish_run(run, RunStatus::Complete, Nanos(end), &[])
+        .unwrap();
+    let o = latscope(&[
+        "forecast",
+        &run.0.to_string(),
+        "--json",
+        "--store",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let blocks = &doc["observed_blocks"];
+    assert_eq!(blocks["hour"]["blocks"], 0, "{blocks}");
+    // Minutes 20 to 80 are whole; 19 and 81 are not.
+    assert_eq!(blocks["minute"]["blocks"], 61, "{blocks}");
+}

@@ -64,7 +64,7 @@ pub fn observed_blocks_text(metric: &str, o: &ObservedBlocks) -> String {
         t.row(block_row(name, s));
     }
     format!(
-        "\nObserved worst case of {metric} per minute, hour, day and week (monitor windows; complete UTC days and weeks only)\n{}",
+        "\nObserved worst case of {metric} per minute, hour, day and week (monitor windows the run measured whole; complete UTC days and weeks only)\n{}",
         t.render()
     )
 }
