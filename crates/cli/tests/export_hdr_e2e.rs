@@ -185,7 +185,7 @@ fn the_hdr_log_has_one_interval_per_checkpoint_read_by_hdrhistogram_py() {
     let html = stdout(&o);
     let at = html.find("<h4>Percentiles over time</h4>").unwrap();
     let part = &html[at..];
-    assert!(part.contains(&format!("CPU 0: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({checkpoints} intervals")));
+    assert!(part.contains(&format!("CPU 0: p50, p99, p99.9 and the largest sample of the samples recorded between consecutive checkpoints ({checkpoints} checkpoint intervals")));
     let table = &part[..part.find("</table>").unwrap()];
     assert_eq!(table.matches("<tr><td>").count(), checkpoints, "{table}");
 
