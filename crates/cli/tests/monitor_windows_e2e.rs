@@ -52,6 +52,21 @@ fn timer_cell(duration: Nanos) -> CellMeta {
     }
 }
 
+/// A new store at `path` with a monitor run started at `start` (Unix ns)
+/// and its one timer cell of `duration`.
+fn monitor_run(path: &std::path::Path, start: u64, duration: Nanos) -> (Store, RunId, CellId) {
+    let mut store = Store::open(path).unwrap();
+    let run = store
+        .create_run(
+            &meta(start),
+            &SystemInfo::default(),
+            &Capabilities::default(),
+        )
+        .unwrap();
+    let cell = store.add_cell(run, &timer_cell(duration)).unwrap();
+    (store, run, cell)
+}
+
 /// `n` samples of 10–29 µs and one of `max` ns.
 fn histogram(n: u64, max: u64) -> Histogram {
     let mut h = Histogram::new();
@@ -247,18 +262,8 @@ fn a_week_of_monitor_windows_gives_the_observed_hours_days_and_week_exactly() {
 /// One CPU checkpointed every 100 s for 400 s at 1,000 samples a second,
 /// whose timeline chunk of seconds 0–99 the retention then deleted.
 fn pruned_store(path: &std::path::Path) -> (RunId, CellId) {
-    let mut store = Store::open(path).unwrap();
     let start = WEEK_START_HOUR * HOUR_NS;
-    let run = store
-        .create_run(
-            &meta(start),
-            &SystemInfo::default(),
-            &Capabilities::default(),
-        )
-        .unwrap();
-    let cell = store
-        .add_cell(run, &timer_cell(Nanos::from_secs(400)))
-        .unwrap();
+    let (mut store, run, cell) = monitor_run(path, start, Nanos::from_secs(400));
     let mut cumulative = MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(0)));
     for part in 0..4u64 {
         let mut seconds = Vec::new();
@@ -347,18 +352,8 @@ fn a_monitor_whose_oldest_seconds_were_deleted_is_forecast_from_the_kept_part() 
 /// `report_intervals`' own tests).
 fn minutes_store(path: &std::path::Path, minutes: u64) -> RunId {
     const MINUTE: u64 = 60_000_000_000;
-    let mut store = Store::open(path).unwrap();
     let start = WEEK_START_HOUR * HOUR_NS;
-    let run = store
-        .create_run(
-            &meta(start),
-            &SystemInfo::default(),
-            &Capabilities::default(),
-        )
-        .unwrap();
-    let cell = store
-        .add_cell(run, &timer_cell(Nanos(minutes * MINUTE)))
-        .unwrap();
+    let (mut store, run, cell) = monitor_run(path, start, Nanos(minutes * MINUTE));
     let mut cumulative: Vec<MetricResult> = (0..2)
         .map(|cpu| MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(cpu))))
         .collect();
@@ -441,20 +436,10 @@ fn partial_windows_at_the_ends_of_a_monitor_are_not_whole_blocks() {
     const MINUTE: u64 = 60_000_000_000;
     let dir = tempfile::tempdir().unwrap();
     let path = store_in(dir.path());
-    let mut store = Store::open(&path).unwrap();
     let hour0 = WEEK_START_HOUR * HOUR_NS + 7 * HOUR_NS;
     let start = hour0 + 19 * MINUTE + 30_000_000_000;
     let end = hour0 + 81 * MINUTE + 10_000_000_000;
-    let run = store
-        .create_run(
-            &meta(start),
-            &SystemInfo::default(),
-            &Capabilities::default(),
-        )
-        .unwrap();
-    let cell = store
-        .add_cell(run, &timer_cell(Nanos(end - start)))
-        .unwrap();
+    let (mut store, run, cell) = monitor_run(&path, start, Nanos(end - start));
     let m = MetricResult {
         histogram: histogram(10_000, 50_000),
         ..MetricResult::new(metric::TIMER_LATENCY, Some(CpuId(1)))
