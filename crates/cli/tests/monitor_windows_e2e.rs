@@ -100,17 +100,9 @@ fn hour_max(h: u64, cpu: u32) -> u64 {
 /// A monitor run of one week: cumulative metrics and 168 hour windows per
 /// CPU, no timeline.
 fn week_store(path: &std::path::Path) -> RunId {
-    let mut store = Store::open(path).unwrap();
     let start = WEEK_START_HOUR * HOUR_NS;
-    let run = store
-        .create_run(
-            &meta(start),
-            &SystemInfo::default(),
-            &Capabilities::default(),
-        )
-        .unwrap();
     let week = Nanos(168 * HOUR_NS);
-    let cell = store.add_cell(run, &timer_cell(week)).unwrap();
+    let (mut store, run, cell) = monitor_run(path, start, week);
     let metrics: Vec<MetricResult> = (0..2)
         .map(|cpu| MetricResult {
             histogram: histogram(200_000, 2_000_000),
