@@ -15,12 +15,17 @@ pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
 /// Writes a JSON document to `path` (`-`: standard output), as
 /// [`write_file`].
 pub fn write_json_doc<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n";
+    let text = json_text(doc)?;
     if path == Path::new("-") {
         print(&text);
         return Ok(());
     }
     write_file(path, text.as_bytes())
+}
+
+/// A document as the JSON files hold it: pretty, with a final newline.
+fn json_text<T: serde::Serialize>(doc: &T) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n")
 }
 
 /// Writes an output file (mode 0644): to a new file of an unguessable name
@@ -66,16 +71,14 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
     }
     dirs.push(Path::new(".").to_path_buf());
     dirs.push(std::env::temp_dir());
+    // The rescue holds the run's command line and measurements: for this
+    // user only (0600), wherever it lands.
+    let text = json_text(&latscope_report::run_json(run))?;
     let mut last = None;
     for d in dirs {
         // The error line names the file: absolute, so that it can be found
         // from any directory.
         let path = std::path::absolute(d.join(&name)).unwrap_or_else(|_| d.join(&name));
-        // The rescue holds the run's command line and measurements: for
-        // this user only (0600), wherever it lands.
-        let text = serde_json::to_string_pretty(&latscope_report::run_json(run))
-            .context("cannot encode JSON")?
-            + "\n";
         match latscope_platform::files::write_atomically(&path, text.as_bytes(), 0o600) {
             Ok(()) => return Ok(path),
             Err(e) => last = Some(anyhow::anyhow!("cannot write {}: {e}", path.display())),

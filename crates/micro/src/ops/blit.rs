@@ -61,10 +61,10 @@ pub const SIDE: u16 = 256;
 pub const NEEDS_XVFB: &str = "needs Xvfb (apt-get install xvfb)";
 
 /// How long Xvfb may take to start, and to stop on SIGTERM. The start
-/// bound only ends the wait for a server that will never answer: Xvfb
-/// compiles its keymap (`xkbcomp`) before it reports its display, which
-/// took over 5 s once on a busy 2-CPU CI machine (two tests failed at once
-/// with the earlier 5 s bound).
+/// bound only ends the wait for a server that will never answer: on a busy
+/// 2-CPU CI machine Xvfb once took over 5 s to report its display (two
+/// tests failed at once with the earlier 5 s bound; why it was slow was not
+/// found).
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const STOP_TIMEOUT: Duration = Duration::from_secs(2);
 
