@@ -1,7 +1,6 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use proptest::prelude::*;
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
@@ -311,33 +310,72 @@ fn uniform_times_on_a_grid_rarely_claim_a_period() {
     assert!(claims.len() <= 1, "{claims:?}");
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-
-    /// A lattice with jitter up to 1 % of the period, a fifth of its
-    /// occurrences missing, and at least 8 cycles is found, at its period.
-    #[test]
-    fn a_jittered_lattice_is_found_at_its_period(
-        period_ms in 50u64..5_000,
-        phase in 0.0f64..1.0,
-        jitter in 0.0f64..0.01,
-        cycles in 8u64..60,
-        seed in 1u64..u64::MAX,
-    ) {
-        let mut rng = Rng(seed);
-        let period = period_ms * MS;
-        let start = 100 * S + (phase * period as f64) as u64;
-        let times = lattice(&mut rng, start, period, cycles, 0.8, jitter * period as f64);
-        prop_assume!(times.len() >= 8);
-        let spanned = (times[times.len() - 1] - times[0]) / period;
-        prop_assume!(spanned >= 6);
+/// A short lattice (8 to 19 cycles) with jitter of 0.5 to 1 % of the
+/// period, a fifth of its occurrences missing and at least 8 of them over 6
+/// or more cycles, drawn 4000 times from fixed seeds: how often the search
+/// finds it at its period. Not every draw can be found: drops and jitter
+/// sometimes make another period the better explanation (seen: 7 of 8 even
+/// cycles and 2 of 7 odd ones, the odd ones 1.5 to 2 jitters off, fit 100
+/// ms better than 50), so the bound is on the rate, at most 1 in 1000, and
+/// the misses are printed. Over 20000 such seeds a tolerance of three MADs
+/// missed 21 of 16817 fair draws (nine occurrences narrowed to five and
+/// lost); the tolerance chosen by the evidence missed none.
+#[test]
+fn jittered_lattices_are_found_at_their_period() {
+    let (mut tried, mut misses) = (0, Vec::new());
+    for seed in 1..=4000u64 {
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let period = (50 + rng.next() % 4_950) * MS;
+        let jitter = 0.005 * (1.0 + rng.unit()) * period as f64;
+        let cycles = 8 + rng.next() % 12;
+        let start = 100 * S + (rng.unit() * period as f64) as u64;
+        let times = lattice(&mut rng, start, period, cycles, 0.8, jitter);
+        let Some(sxx) = fair_lattice(&times, start, period) else {
+            continue;
+        };
+        tried += 1;
         let p = find(&times);
-        prop_assert!(p.is_some(), "{} times of period {period} not found", times.len());
-        let p = p.unwrap();
-        // Within three jitters over the cycles spanned, or 0.2 %.
-        let tol = (3.0 * jitter / spanned as f64).max(0.002);
-        prop_assert!(close(p.period_ns, period, tol), "{p:?} against {period}");
+        // Within five standard errors of a least-squares slope through
+        // these cycles, or 0.2 %.
+        let tol = (5.0 * jitter / period as f64 / sxx.sqrt()).max(0.002);
+        if !p.as_ref().is_some_and(|p| close(p.period_ns, period, tol)) {
+            misses.push((seed, period, times.len(), p.map(|p| p.period_ns)));
+        }
     }
+    eprintln!("{} of {tried} missed: {misses:?}", misses.len());
+    assert!(tried >= 3000, "only {tried} fair draws");
+    assert!(
+        misses.len() * 1000 <= tried,
+        "{} of {tried}: {misses:?}",
+        misses.len()
+    );
+}
+
+/// Σ(k − k̄)² over the cycles the times occupy, when they are a fair test
+/// of the search: at least 8 of them, over 6 or more cycles, and not
+/// (nearly) only every g-th cycle, which makes them a lattice of g ×
+/// period, as the search rightly says (seen: 7 of 7 even cycles and 1 of 7
+/// odd ones, read as 100 ms, not 50).
+fn fair_lattice(times: &[u64], start: u64, period: u64) -> Option<f64> {
+    let cycle: Vec<f64> = times
+        .iter()
+        .map(|&t| ((t as f64 - start as f64) / period as f64).round())
+        .collect();
+    let spanned = cycle.last()? - cycle.first()?;
+    let on: Vec<OnLattice> = cycle
+        .iter()
+        .zip(times)
+        .map(|(&k, &t)| OnLattice {
+            cycle: k as i64,
+            time: t as f64,
+            residual: 0.0,
+        })
+        .collect();
+    if times.len() < 8 || spanned < 6.0 || harmonic(&on) {
+        return None;
+    }
+    let mean = cycle.iter().sum::<f64>() / cycle.len() as f64;
+    Some(cycle.iter().map(|k| (k - mean) * (k - mean)).sum())
 }
 
 /// Uniform times: how often the search claims a period. The chance bound
