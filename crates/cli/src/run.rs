@@ -10,7 +10,7 @@ use anyhow::Context;
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
 use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
-use latscope_model::{CpuSet, Nanos, RunStatus};
+use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_monitor::actions::{ActionSink, Actions};
 use latscope_stats::RunResult;
 use latscope_store::Store;
@@ -100,6 +100,12 @@ pub fn exit_code(ran: &Ran, plan: &RunPlan) -> i32 {
     exit::OK
 }
 
+/// The online CPUs no cell measures: where the threshold actions run.
+fn housekeeping_cpus(cells: &[CellPlan], online: &CpuSet) -> Vec<CpuId> {
+    let measured: CpuSet = cells.iter().flat_map(|c| c.probe.cpus()).collect();
+    online.iter().filter(|c| !measured.contains(*c)).collect()
+}
+
 /// Runs the cells one after the other in one stored run; returns the run
 /// as stored and its status. Stops early on a signal or a failed cell:
 /// every finished cell, and the partial one, stay stored.
@@ -141,6 +147,7 @@ pub fn run_cells(
             Actions::start(
                 plan.actions.clone(),
                 plan.action_limit,
+                housekeeping_cpus(cells, online),
                 Arc::new(|line: &str| eprintln!("latscope: {line}")),
             )
             .context("cannot start the threshold actions' thread")?,
@@ -156,7 +163,15 @@ pub fn run_cells(
         }
         None => latscope_engine::run(&config, cells, online, &mut store, env),
     };
-    if let Some(line) = actions.and_then(Actions::finish) {
+    // A complete run runs the actions still queued; a stopped or failed
+    // one does not wait for them (they are counted as abandoned).
+    let complete = matches!(&outcome, Ok(o) if o.status == RunStatus::Complete);
+    let close = if complete {
+        Actions::finish
+    } else {
+        Actions::abandon
+    };
+    if let Some(line) = actions.and_then(close) {
         eprintln!("latscope: {line}");
     }
     let mut outcome = outcome.map_err(|e| match e {

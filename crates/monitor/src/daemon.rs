@@ -165,6 +165,11 @@ fn measured_cpus(settings: &Settings, online: &CpuSet) -> Result<CpuSet, Monitor
     }
 }
 
+/// The online CPUs not measured (none when every CPU is).
+fn housekeeping(online: &CpuSet, measured: &CpuSet) -> Vec<CpuId> {
+    online.iter().filter(|c| !measured.contains(*c)).collect()
+}
+
 /// Starts the endpoint on the CPUs not measured (all when every CPU is).
 fn serve(
     listen: SocketAddr,
@@ -172,7 +177,7 @@ fn serve(
     measured: &CpuSet,
     online: &CpuSet,
 ) -> Result<Server, MonitorError> {
-    let housekeeping: Vec<CpuId> = online.iter().filter(|c| !measured.contains(*c)).collect();
+    let housekeeping = housekeeping(online, measured);
     let pin: Box<dyn FnOnce() + Send> = Box::new(move || {
         if !housekeeping.is_empty() {
             let _ = latscope_engine::system::set_affinity_set(&housekeeping);
@@ -186,10 +191,12 @@ fn serve(
     )?)
 }
 
-/// Starts the threshold actions the settings ask for (none: none).
+/// Starts the threshold actions the settings ask for (none: none), on
+/// the `cpus` not measured.
 fn start_actions(
     sink: &mut MonitorSink,
     settings: &Settings,
+    cpus: Vec<CpuId>,
     shared: &Arc<Mutex<Shared>>,
     say: &Arc<dyn Fn(&str) + Send + Sync>,
 ) -> Result<(), MonitorError> {
@@ -200,6 +207,7 @@ fn start_actions(
     let actions = crate::actions::Actions::start(
         settings.actions.clone(),
         settings.action_limit,
+        cpus,
         Arc::clone(say),
     )
     .map_err(MonitorError::Thread)?;
@@ -250,9 +258,19 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     };
     // The run is closed on every path out of the epochs, an error's
     // included (as failed, with the error in its notes).
-    let result = start_actions(&mut sink, &settings, &shared, &start.say)
+    let cpus = housekeeping(&online, &measured);
+    let result = start_actions(&mut sink, &settings, cpus, &shared, &start.say)
         .and_then(|()| daemon.epochs(&mut sink, &mut settings, &mut measured, &mut server));
     server.shutdown();
+    // A stop does not wait for queued actions: they are counted, and the
+    // count goes into the run's notes.
+    let actions = sink
+        .actions
+        .take()
+        .and_then(crate::actions::Actions::abandon);
+    if let Some(line) = &actions {
+        (start.say)(line);
+    }
     let (status, note) = match &result {
         Ok(RunStatus::Complete) => (
             RunStatus::Complete,
@@ -261,7 +279,8 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         Ok(status) => (*status, None),
         Err(e) => (RunStatus::Failed, Some(format!("monitor stopped: {e}"))),
     };
-    sink.close(status, Nanos(latscope_engine::system::realtime_ns()), note)
+    let notes = actions.into_iter().chain(note).collect();
+    sink.close(status, Nanos(latscope_engine::system::realtime_ns()), notes)
         .map_err(MonitorError::Sink)?;
     result
 }
@@ -412,19 +431,23 @@ impl Daemon<'_> {
         };
         if new.actions != settings.actions || new.action_limit != settings.action_limit {
             let old = sink.actions.take();
-            if let Err(e) = start_actions(sink, &new, self.shared, &self.start.say) {
+            let cpus = housekeeping(self.online, &new_measured);
+            if let Err(e) = start_actions(sink, &new, cpus, self.shared, &self.start.say) {
                 sink.actions = old;
                 if let Some(s) = new_server {
                     s.shutdown();
                 }
                 return Err(e);
             }
-            if let Some(line) = old.and_then(crate::actions::Actions::finish) {
+            if let Some(line) = old.and_then(crate::actions::Actions::abandon) {
                 (self.start.say)(&line);
             }
         }
         if let Some(s) = new_server {
             std::mem::replace(server, s).shutdown();
+        }
+        if let Some(a) = &sink.actions {
+            a.move_to(housekeeping(self.online, &new_measured));
         }
         sink.retain(&new);
         *measured = new_measured;

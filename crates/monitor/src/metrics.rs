@@ -86,8 +86,8 @@ struct Copy {
     last_checkpoint: Option<Nanos>,
     kernel: String,
     preemption: String,
-    /// ok, failed, suppressed, dropped.
-    actions: Option<[u64; 4]>,
+    /// ok, failed, suppressed, dropped, abandoned.
+    actions: Option<[u64; 5]>,
     noise: std::collections::BTreeMap<u32, NoiseTotals>,
     /// The measured CPUs (`None`: all).
     measured: Option<Vec<u32>>,
@@ -133,6 +133,7 @@ impl Endpoint {
                     a.failed.load(Relaxed),
                     a.suppressed.load(Relaxed),
                     a.dropped.load(Relaxed),
+                    a.abandoned.load(Relaxed),
                 ]
             }),
             noise: s.noise(),
@@ -229,10 +230,13 @@ fn exposition(c: &Copy) -> Exposition<'_> {
         Value::Counter(c.lost as f64),
     );
     if let Some(counts) = c.actions {
-        for (result, n) in ["ok", "failed", "suppressed", "dropped"].iter().zip(counts) {
+        for (result, n) in ["ok", "failed", "suppressed", "dropped", "abandoned"]
+            .iter()
+            .zip(counts)
+        {
             e.add(
                 "latscope_actions_total",
-                "Threshold actions by result: ok, failed, suppressed (over --action-limit), dropped (queue full).",
+                "Threshold actions by result: ok, failed, suppressed (over --action-limit), dropped (queue full), abandoned (still queued at shutdown or when the actions changed).",
                 Kind::Counter,
                 vec![("result".to_string(), (*result).to_string())],
                 Value::Counter(n as f64),

@@ -184,17 +184,18 @@ impl MonitorSink {
         self.episodes_per_day = settings.episodes_per_day;
     }
 
-    /// Ends the monitor's run with its status and every epoch's notes.
+    /// Ends the monitor's run with its status, every epoch's notes and
+    /// `notes`.
     pub fn close(
         &mut self,
         status: RunStatus,
         ended: Nanos,
-        note: Option<String>,
+        notes: Vec<String>,
     ) -> Result<(), SinkError> {
         let Some(run) = self.run else {
             return Ok(());
         };
-        self.notes.extend(note);
+        self.notes.extend(notes);
         Ok(self.store.finish_run(run, status, ended, &self.notes)?)
     }
 
