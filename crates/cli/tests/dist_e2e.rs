@@ -148,10 +148,13 @@ fn series(prom: SocketAddr, q: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// (panel title, query) or (selector, label).
+type Pairs = Vec<(String, String)>;
+
 /// Every panel's queries, with the dashboard's variables substituted, and
 /// the variables' `label_values(SELECTOR, LABEL)` queries as (SELECTOR,
 /// LABEL).
-fn dashboard_queries() -> (Vec<(String, String)>, Vec<(String, String)>) {
+fn dashboard_queries() -> (Pairs, Pairs) {
     let path = dist().join("grafana/latscope.json");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let vars = doc["templating"]["list"].as_array().unwrap();
