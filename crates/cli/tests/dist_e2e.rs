@@ -202,6 +202,52 @@ fn dashboard_queries() -> (Pairs, Pairs) {
     (panels, label_values)
 }
 
+/// Runs without Prometheus: the dashboard's shape (what Grafana needs to
+/// import it) and that its queries use only its own variables.
+#[test]
+fn the_dashboard_is_well_formed() {
+    let (panels, label_values) = dashboard_queries();
+    let path = dist().join("grafana/latscope.json");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert!(doc["schemaVersion"].as_u64().unwrap() >= 36);
+    assert!(doc["uid"].is_string() && doc["title"].is_string());
+    let names: Vec<&str> = doc["templating"]["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    for v in ["DS_PROMETHEUS", "job", "instance", "cpu", "deadline"] {
+        assert!(names.contains(&v), "variable {v} in {names:?}");
+    }
+    let all = doc["panels"].as_array().unwrap();
+    let mut ids: Vec<u64> = all.iter().map(|p| p["id"].as_u64().unwrap()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), all.len(), "panel ids are unique");
+    for p in all {
+        for k in ["x", "y", "w", "h"] {
+            assert!(p["gridPos"][k].is_u64(), "{}: gridPos.{k}", p["title"]);
+        }
+    }
+    let heatmap = all.iter().find(|p| p["type"] == "heatmap").unwrap();
+    assert_eq!(heatmap["targets"][0]["format"], "heatmap");
+    let kinds = [
+        "heatmap",
+        "Percentiles",
+        "Worst case per hour",
+        "Episodes",
+        "Store",
+    ];
+    for k in kinds {
+        assert!(
+            panels.iter().any(|(t, _)| t.contains(k)) || k == "heatmap",
+            "a panel '{k}'"
+        );
+    }
+    assert_eq!(label_values.len(), 3);
+}
+
 /// The shipped file's recording rules; with `healthy`, asserts every rule
 /// of every group was evaluated without an error.
 fn recording_rules(prom: SocketAddr, healthy: bool) -> Vec<String> {
