@@ -437,6 +437,11 @@ fn every_rule_and_dashboard_query_returns_series_from_a_real_monitor() {
         assert!(has(&format!("Low{a}")), "Low{a} not in {held:?}");
         assert!(!has(&format!("High{a}")), "High{a} in {held:?}");
     }
+    // What LatscopeMonitorStalled filters on: every measured CPU.
+    assert_eq!(
+        series(prom_addr, "latscope_timer_measuring == 1").len(),
+        online().len()
+    );
     // A monitor that measures and checkpoints raises none of the others.
     for a in [
         "LatscopeMonitorDown",
