@@ -13,7 +13,8 @@
 //! * per metric kind, a `_max` gauge per window:
 //!   `latscope_timer_latency_max_seconds{window="minute"|"hour"}`, the
 //!   largest value of the current minute and hour so far;
-//! * `latscope_timer_overruns_total{cpu}`, `latscope_episodes_total{cause}`
+//! * `latscope_timer_measuring{cpu}` (1 while measured, 0 for a CPU a
+//!   reload took out), `latscope_timer_overruns_total{cpu}`, `latscope_episodes_total{cause}`
 //!   (with `--trace`), `latscope_episodes_not_stored_total`,
 //!   `latscope_trace_lost_records_total`;
 //! * with `--noise`, `latscope_noise_gap_seconds{cpu}` (a histogram as
@@ -183,6 +184,20 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             Kind::Counter,
             x.labels.clone(),
             Value::Counter(x.overruns as f64),
+        );
+    }
+    for x in c.series.iter().filter(|x| x.name == metric::TIMER_LATENCY) {
+        let cpu = x.labels.iter().find(|(k, _)| k == "cpu");
+        let on = match (&c.measured, cpu) {
+            (Some(m), Some((_, v))) => v.parse().is_ok_and(|n: u32| m.contains(&n)),
+            _ => true,
+        };
+        e.add(
+            "latscope_timer_measuring",
+            "1 while the timer measures this CPU; 0 for a CPU a reload took out (its series stay, constant).",
+            Kind::Gauge,
+            x.labels.clone(),
+            Value::Gauge(if on { 1.0 } else { 0.0 }),
         );
     }
     for (cause, n) in &c.episodes {
@@ -399,5 +414,52 @@ impl Source for Endpoint {
             None if now.saturating_sub(s.started.0) < persist => (true, "starting".into()),
             None => (false, "the measuring threads have not started".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(cpu: u32) -> SeriesCopy {
+        let mut total = Histogram::new();
+        total.record(1_000);
+        SeriesCopy {
+            name: metric::TIMER_LATENCY.to_string(),
+            labels: vec![("cpu".to_string(), cpu.to_string())],
+            total,
+            minute_max: None,
+            hour_max: None,
+            overruns: 0,
+        }
+    }
+
+    fn text(measured: Option<Vec<u32>>) -> String {
+        let c = Copy {
+            series: vec![series(0), series(1)],
+            episodes: Vec::new(),
+            not_stored: 0,
+            reloads_refused: 0,
+            store_dropped: [0, 0],
+            lost: 0,
+            epoch: 2,
+            last_checkpoint: None,
+            kernel: String::new(),
+            preemption: String::new(),
+            actions: None,
+            noise: Default::default(),
+            measured,
+            system: SystemCounters::default(),
+        };
+        exposition::encode_text(&exposition(&c))
+    }
+
+    #[test]
+    fn a_cpu_a_reload_took_out_is_not_measuring() {
+        let t = text(Some(vec![1]));
+        assert!(t.contains("latscope_timer_measuring{cpu=\"0\"} 0\n"), "{t}");
+        assert!(t.contains("latscope_timer_measuring{cpu=\"1\"} 1\n"), "{t}");
+        let t = text(None);
+        assert!(t.contains("latscope_timer_measuring{cpu=\"0\"} 1\n"), "{t}");
     }
 }
