@@ -66,7 +66,7 @@ use std::fmt::Write as _;
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -148,6 +148,8 @@ pub enum HttpError {
 #[derive(Debug)]
 pub struct Server {
     local_addr: SocketAddr,
+    /// Read at each connection, so [`Server::set_access`] applies to the next.
+    access: Arc<Mutex<Access>>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -208,7 +210,9 @@ impl Server {
                 source,
             })?;
 
+        let access = Arc::new(Mutex::new(access));
         let (stop_tx, stop_rx) = oneshot::channel();
+        let shared_access = Arc::clone(&access);
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
         let thread = std::thread::Builder::new()
             .name("latscope-http".into())
@@ -244,7 +248,7 @@ impl Server {
                     }
                 };
                 let _ = ready_tx.send(Ok(()));
-                runtime.block_on(serve(listener, source, limits, access, stop_rx));
+                runtime.block_on(serve(listener, source, limits, shared_access, stop_rx));
                 // Dropping the runtime here drops every connection task, so
                 // open connections do not delay the shutdown.
             })
@@ -253,6 +257,7 @@ impl Server {
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Server {
                 local_addr,
+                access,
                 stop: Some(stop_tx),
                 thread: Some(thread),
             }),
@@ -273,6 +278,20 @@ impl Server {
     /// The address listened on, with the actual port when `start` was given port 0.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The TLS and authentication connections get.
+    pub fn access(&self) -> Access {
+        self.access
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Changes the TLS and authentication for the connections accepted
+    /// from now on (the daemon's SIGHUP, with a renewed certificate say).
+    pub fn set_access(&self, access: Access) {
+        *self.access.lock().unwrap_or_else(|p| p.into_inner()) = access;
     }
 
     /// Stops accepting, drops open connections and joins the server thread.
@@ -304,7 +323,7 @@ async fn serve(
     listener: tokio::net::TcpListener,
     source: Arc<dyn Source>,
     limits: Limits,
-    access: Access,
+    access: Arc<Mutex<Access>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -315,12 +334,7 @@ async fn serve(
         .max_header_size(limits.max_header_bytes)
         .max_buf_size(limits.max_header_bytes.max(MIN_BUF_SIZE))
         .keep_alive(false);
-    let tls = access.tls.map(tokio_rustls::TlsAcceptor::from);
-    let serving = Serving {
-        source,
-        auth: access.auth,
-        verifying: Arc::new(Semaphore::new(1)),
-    };
+    let verifying = Arc::new(Semaphore::new(1));
 
     loop {
         let accepted = tokio::select! {
@@ -339,6 +353,8 @@ async fn serve(
                 }
             }
         };
+        let Access { tls, auth } = access.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let tls = tls.map(tokio_rustls::TlsAcceptor::from);
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
             // A plain-text 503 is no answer to a TLS client: just closed.
             if tls.is_none() {
@@ -348,7 +364,12 @@ async fn serve(
         };
         // Answers are written whole and at once; Nagle would only delay the last segment.
         let _ = stream.set_nodelay(true);
-        let (builder, serving, tls) = (builder.clone(), serving.clone(), tls.clone());
+        let builder = builder.clone();
+        let serving = Serving {
+            source: Arc::clone(&source),
+            auth,
+            verifying: Arc::clone(&verifying),
+        };
         tokio::spawn(async move {
             // A timed-out connection is dropped, which closes it. Its error,
             // like any connection error, concerns that client alone.
