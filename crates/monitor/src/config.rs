@@ -411,6 +411,39 @@ mod tests {
         assert!(a.needs_new_epoch(&d));
     }
 
+    /// A network address needs --allow-remote, unless the web
+    /// configuration authenticates clients; a bad web configuration is
+    /// one line naming it.
+    #[test]
+    fn an_authenticating_web_configuration_may_listen_on_a_network() {
+        let dir = tempfile::tempdir().unwrap();
+        let web = dir.path().join("web.yml");
+        let layer = |text: &str| -> Layer {
+            std::fs::write(&web, text).unwrap();
+            toml::from_str(&format!(
+                "listen = \"0.0.0.0:9464\"\nweb_config_file = \"{}\"",
+                web.display()
+            ))
+            .unwrap()
+        };
+        let e = Settings::resolve(&layer("")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("listen") && e.contains("--web.config.file"),
+            "{e}"
+        );
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let s = Settings::resolve(&layer(&format!("basic_auth_users:\n  u: '{hash}'\n"))).unwrap();
+        assert_eq!(s.web.unwrap().users.len(), 1);
+        let e = Settings::resolve(&layer("basic_auth_users:\n  u: x\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("web configuration") && e.contains("basic_auth_users: u"),
+            "{e}"
+        );
+        assert!(!e.contains(": x"), "{e}");
+    }
+
     #[test]
     fn stacks_come_with_trace() {
         let layer: Layer = toml::from_str("trace = true\nstacks = true").unwrap();
