@@ -221,7 +221,7 @@ impl Server {
                 // The runtime is built here, after `on_thread_start`, so that
                 // its allocations and its I/O driver belong to the pinned thread.
                 let runtime = match tokio::runtime::Builder::new_current_thread()
-                    // For bcrypt verifications, one at a time (see [`verify`]).
+                    // For bcrypt verifications, one at a time (`Serving::authorised`).
                     .max_blocking_threads(1)
                     .enable_io()
                     .enable_time()
@@ -250,7 +250,8 @@ impl Server {
                 let _ = ready_tx.send(Ok(()));
                 runtime.block_on(serve(listener, source, limits, shared_access, stop_rx));
                 // Dropping the runtime here drops every connection task, so
-                // open connections do not delay the shutdown.
+                // open connections do not delay the shutdown; it waits only
+                // for a bcrypt verification in progress (one at most).
             })
             .map_err(|e| HttpError::Thread(os_reason(&e)))?;
 
