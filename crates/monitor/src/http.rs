@@ -46,7 +46,7 @@
 //!
 //! * TLS: every connection starts with a TLS handshake, bounded by
 //!   `header_timeout`; a client that does not speak TLS (plain HTTP) fails
-//!   it and is closed, never answered in plain text (a connection beyond
+//!   it (a TLS alert) and is closed, never answered in plain text (a connection beyond
 //!   `max_connections` is closed without the 503).
 //! * Basic authentication: every request, on every path, needs the
 //!   credentials of one of the users, else `401 Unauthorized` with
