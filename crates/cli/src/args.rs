@@ -75,10 +75,19 @@ pub struct MonitorArgs {
     /// Address of the /metrics endpoint (default 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
-    /// Allow --listen on an address other than loopback (the endpoint has
-    /// no authentication).
+    /// Allow --listen on an address other than loopback without
+    /// authentication (not needed with a --web.config.file that has
+    /// basic_auth_users or RequireAndVerifyClientCert).
     #[arg(long)]
     pub allow_remote: bool,
+    /// TLS and basic authentication for the endpoint: the web
+    /// configuration file of Prometheus' exporters (node_exporter's
+    /// --web.config.file): tls_server_config (cert_file, key_file,
+    /// client_ca_file, client_auth_type, min_version, max_version) and
+    /// basic_auth_users (user: bcrypt hash). Other keys are refused.
+    /// Re-read on SIGHUP, with the files it names (docs/monitor.md).
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config_file: Option<PathBuf>,
     /// How often measurements are written to the store: what a crash can
     /// lose at most (default 10s).
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]

@@ -18,6 +18,7 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
         priority: args.priority,
         listen: args.listen.clone(),
         allow_remote: args.allow_remote.then_some(true),
+        web_config_file: args.web_config_file.clone(),
         store: args.store.clone(),
         persist: args.persist.clone(),
         trace: args.trace.then_some(true),

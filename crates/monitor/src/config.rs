@@ -10,6 +10,7 @@ use latscope_model::{Nanos, NoiseDuty};
 use serde::Deserialize;
 
 use crate::actions::{Action, Limit};
+use crate::web_config::{WebConfig, WebConfigError};
 
 /// One layer of settings: every field optional, as a TOML file or the
 /// command line gives them. Durations are text (`1ms`, `10s`, `7d`).
@@ -20,8 +21,12 @@ pub struct Layer {
     pub period: Option<String>,
     pub priority: Option<u32>,
     pub listen: Option<String>,
-    /// Binding to an address other than loopback needs this on.
+    /// Binding to an address other than loopback needs this on, or a
+    /// web configuration that authenticates clients.
     pub allow_remote: Option<bool>,
+    /// The exporters' web configuration (TLS, basic authentication) for
+    /// the endpoint: `--web.config.file`.
+    pub web_config_file: Option<PathBuf>,
     pub store: Option<PathBuf>,
     pub persist: Option<String>,
     pub trace: Option<bool>,
@@ -53,6 +58,7 @@ impl Layer {
             priority: other.priority.or(self.priority),
             listen: other.listen.clone().or(self.listen),
             allow_remote: other.allow_remote.or(self.allow_remote),
+            web_config_file: other.web_config_file.clone().or(self.web_config_file),
             store: other.store.clone().or(self.store),
             persist: other.persist.clone().or(self.persist),
             trace: other.trace.or(self.trace),
@@ -104,6 +110,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, reason: String },
     #[error("{key}: {reason}")]
     Value { key: &'static str, reason: String },
+    #[error(transparent)]
+    Web(#[from] WebConfigError),
 }
 
 /// The settings the daemon runs with.
@@ -114,6 +122,9 @@ pub struct Settings {
     pub period: Nanos,
     pub priority: u32,
     pub listen: SocketAddr,
+    /// The endpoint's TLS and authentication (`web_config_file`), its
+    /// files as read when the settings were.
+    pub web: Option<WebConfig>,
     pub store: PathBuf,
     /// How often what was measured is written to the store: what a crash
     /// or `kill -9` can lose at most.
@@ -143,6 +154,7 @@ pub fn defaults() -> Layer {
         priority: Some(95),
         listen: Some("127.0.0.1:9464".into()),
         allow_remote: Some(false),
+        web_config_file: None,
         store: Some(PathBuf::from("latscope.db")),
         persist: Some("10s".into()),
         trace: Some(false),
@@ -157,6 +169,22 @@ pub fn defaults() -> Layer {
         on_threshold: None,
         action_limit: Some("10/h".into()),
     }
+}
+
+/// Reads the web configuration; as root, one another user owns or can
+/// write is refused (it says who may read the endpoint).
+fn read_web_config(path: &Path) -> Result<WebConfig, ConfigError> {
+    let read_err = |reason: String| WebConfigError::Read {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let io_err = |e: std::io::Error| read_err(crate::http::os_reason(&e));
+    if latscope_platform::files::effective_uid().map_err(io_err)? == 0 {
+        if let Some(why) = latscope_platform::files::foreign_file(path).map_err(io_err)? {
+            return Err(read_err(format!("refused as root: {why}")).into());
+        }
+    }
+    Ok(WebConfig::load(path)?)
 }
 
 fn duration(key: &'static str, text: Option<&String>) -> Result<Nanos, ConfigError> {
@@ -183,11 +211,17 @@ impl Settings {
                 format!("'{listen_text}' is not an address:port such as 127.0.0.1:9464"),
             )
         })?;
-        if !listen.ip().is_loopback() && l.allow_remote != Some(true) {
+        let web = l
+            .web_config_file
+            .as_deref()
+            .map(read_web_config)
+            .transpose()?;
+        let authenticates = web.as_ref().is_some_and(WebConfig::authenticates);
+        if !listen.ip().is_loopback() && l.allow_remote != Some(true) && !authenticates {
             return Err(value(
                 "listen",
                 format!(
-                    "{listen} is not a loopback address: the endpoint has no authentication, so binding it to a network needs allow-remote (--allow-remote)"
+                    "{listen} is not a loopback address: the endpoint has no authentication, so binding it to a network needs allow-remote (--allow-remote), or a web configuration (--web.config.file) with basic_auth_users or RequireAndVerifyClientCert"
                 ),
             ));
         }
@@ -259,6 +293,7 @@ impl Settings {
             period,
             priority,
             listen,
+            web,
             store: l
                 .store
                 .clone()
@@ -374,6 +409,39 @@ mod tests {
         let mut d = a.clone();
         d.stacks = true;
         assert!(a.needs_new_epoch(&d));
+    }
+
+    /// A network address needs --allow-remote, unless the web
+    /// configuration authenticates clients; a bad web configuration is
+    /// one line naming it.
+    #[test]
+    fn an_authenticating_web_configuration_may_listen_on_a_network() {
+        let dir = tempfile::tempdir().unwrap();
+        let web = dir.path().join("web.yml");
+        let layer = |text: &str| -> Layer {
+            std::fs::write(&web, text).unwrap();
+            toml::from_str(&format!(
+                "listen = \"0.0.0.0:9464\"\nweb_config_file = \"{}\"",
+                web.display()
+            ))
+            .unwrap()
+        };
+        let e = Settings::resolve(&layer("")).unwrap_err().to_string();
+        assert!(
+            e.starts_with("listen") && e.contains("--web.config.file"),
+            "{e}"
+        );
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let s = Settings::resolve(&layer(&format!("basic_auth_users:\n  u: '{hash}'\n"))).unwrap();
+        assert_eq!(s.web.unwrap().users.len(), 1);
+        let e = Settings::resolve(&layer("basic_auth_users:\n  u: x\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("web configuration") && e.contains("basic_auth_users: u"),
+            "{e}"
+        );
+        assert!(!e.contains(": x"), "{e}");
     }
 
     #[test]

@@ -22,10 +22,12 @@ use latscope_engine::{
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_store::Store;
 
+use crate::auth::BasicAuth;
 use crate::config::{ConfigError, Layer, Settings};
-use crate::http::{Limits, Server};
+use crate::http::{Access, Limits, Server};
 use crate::metrics::Endpoint;
 use crate::sink::{lock, MonitorSink, Shared};
+use crate::web_config::WebConfig;
 
 /// Why the daemon could not start or had to stop.
 #[derive(Debug, thiserror::Error)]
@@ -170,9 +172,11 @@ fn housekeeping(online: &CpuSet, measured: &CpuSet) -> Vec<CpuId> {
     online.iter().filter(|c| !measured.contains(*c)).collect()
 }
 
-/// Starts the endpoint on the CPUs not measured (all when every CPU is).
+/// Starts the endpoint on the CPUs not measured (all when every CPU is),
+/// with the TLS and authentication of the web configuration.
 fn serve(
     listen: SocketAddr,
+    access: Access,
     shared: &Arc<Mutex<Shared>>,
     measured: &CpuSet,
     online: &CpuSet,
@@ -183,12 +187,51 @@ fn serve(
             let _ = latscope_engine::system::set_affinity_set(&housekeeping);
         }
     });
-    Ok(Server::start(
+    Ok(Server::start_with(
         listen,
         Arc::new(Endpoint::new(Arc::clone(shared))),
         Limits::default(),
+        access,
         pin,
     )?)
+}
+
+/// The endpoint's TLS and authentication as the web configuration says.
+fn access(web: Option<&WebConfig>) -> Result<Access, MonitorError> {
+    Ok(match web {
+        None => Access::default(),
+        Some(web) => Access {
+            tls: web.server_config().map_err(ConfigError::Web)?,
+            auth: (!web.users.is_empty()).then(|| Arc::new(BasicAuth::new(web.users.clone()))),
+        },
+    })
+}
+
+/// Where the endpoint is, for the operator: `https://ADDR/metrics (TLS,
+/// basic auth)`.
+fn endpoint_text(server: &Server, web: Option<&WebConfig>) -> String {
+    let tls = web.is_some_and(|w| w.tls.is_some());
+    let mut how = Vec::new();
+    if tls {
+        how.push("TLS");
+    }
+    if web.is_some_and(|w| {
+        w.tls
+            .as_ref()
+            .is_some_and(|t| t.client_auth != crate::web_config::ClientAuth::None)
+    }) {
+        how.push("client certificates");
+    }
+    if web.is_some_and(|w| !w.users.is_empty()) {
+        how.push("basic auth");
+    }
+    let how = if how.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", how.join(", "))
+    };
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{}/metrics{how}", server.local_addr())
 }
 
 /// Starts the threshold actions the settings ask for (none: none), on
@@ -239,14 +282,20 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
         s.started = Nanos(latscope_engine::system::monotonic_ns());
         s.measured = Some(measured.iter().map(|c| c.0).collect());
     }
-    let mut server = serve(settings.listen, &shared, &measured, &online)?;
+    let mut server = serve(
+        settings.listen,
+        access(settings.web.as_ref())?,
+        &shared,
+        &measured,
+        &online,
+    )?;
     (start.say)(&format!(
-        "monitoring CPUs {} every {} at FIFO {}{}; metrics on http://{}/metrics; store {}",
+        "monitoring CPUs {} every {} at FIFO {}{}; metrics on {}; store {}",
         measured,
         settings.period,
         settings.priority,
         noise_text(&settings),
-        server.local_addr(),
+        endpoint_text(&server, settings.web.as_ref()),
         latscope_store::redact_arg(&settings.store.display().to_string())
     ));
     let mut sink = MonitorSink::new(store, Arc::clone(&shared), &settings);
@@ -424,8 +473,21 @@ impl Daemon<'_> {
         new: Settings,
     ) -> Result<(), MonitorError> {
         let new_measured = measured_cpus(&new, self.online)?;
+        // The web configuration's files are read again: a renewed
+        // certificate applies even when the file names did not change.
+        let new_access = if new.web != settings.web {
+            Some(access(new.web.as_ref())?)
+        } else {
+            None
+        };
         let new_server = if new.listen != settings.listen {
-            Some(serve(new.listen, self.shared, &new_measured, self.online)?)
+            Some(serve(
+                new.listen,
+                new_access.clone().unwrap_or_else(|| server.access()),
+                self.shared,
+                &new_measured,
+                self.online,
+            )?)
         } else {
             None
         };
@@ -445,6 +507,14 @@ impl Daemon<'_> {
         }
         if let Some(s) = new_server {
             std::mem::replace(server, s).shutdown();
+        } else if let Some(a) = new_access {
+            server.set_access(a);
+        }
+        if new.listen != settings.listen || new.web != settings.web {
+            (self.start.say)(&format!(
+                "SIGHUP: metrics on {}",
+                endpoint_text(server, new.web.as_ref())
+            ));
         }
         if let Some(a) = &sink.actions {
             a.move_to(housekeeping(self.online, &new_measured));

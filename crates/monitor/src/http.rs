@@ -42,6 +42,19 @@
 //! The `Accept` header goes to [`Source::metrics`] as it came, so the
 //! monitor negotiates the exposition format (text or protobuf) in one place.
 //!
+//! With an [`Access`] from the web configuration (`--web.config.file`):
+//!
+//! * TLS: every connection starts with a TLS handshake, bounded by
+//!   `header_timeout`; a client that does not speak TLS (plain HTTP) fails
+//!   it (a TLS alert) and is closed, never answered in plain text (a connection beyond
+//!   `max_connections` is closed without the 503).
+//! * Basic authentication: every request, on every path, needs the
+//!   credentials of one of the users, else `401 Unauthorized` with
+//!   `WWW-Authenticate: Basic`. A bcrypt verification is slow on purpose,
+//!   so it runs on a blocking thread (which inherits the server thread's
+//!   CPUs), one at a time ([`crate::auth`] caches outcomes, so a scraper
+//!   costs one verification, not one a scrape).
+//!
 //! [`Server::shutdown`] (or dropping the [`Server`]) stops accepting, drops
 //! every open connection at once (a request being answered is cut; its
 //! scraper sees an error and retries later), and joins the thread. It waits
@@ -53,18 +66,21 @@ use std::fmt::Write as _;
 use std::io::{self, Read as _, Write as _};
 use std::net::SocketAddr;
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Body as _, Bytes, Incoming};
-use hyper::header::{HeaderValue, ACCEPT, ALLOW, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, Semaphore};
+
+use crate::auth::{BasicAuth, Check};
 
 /// What the endpoint serves. Called from the server thread; implementations lock briefly.
 pub trait Source: Send + Sync + 'static {
@@ -102,6 +118,14 @@ impl Default for Limits {
     }
 }
 
+/// Who may read the endpoint, from the web configuration: TLS, basic
+/// authentication, both or (the default) neither.
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    pub auth: Option<Arc<BasicAuth>>,
+}
+
 /// Why the endpoint could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -124,6 +148,8 @@ pub enum HttpError {
 #[derive(Debug)]
 pub struct Server {
     local_addr: SocketAddr,
+    /// Read at each connection, so [`Server::set_access`] applies to the next.
+    access: Arc<Mutex<Access>>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -153,6 +179,17 @@ impl Server {
         limits: Limits,
         on_thread_start: Box<dyn FnOnce() + Send>,
     ) -> Result<Server, HttpError> {
+        Server::start_with(addr, source, limits, Access::default(), on_thread_start)
+    }
+
+    /// [`Server::start`] with TLS and authentication as `access` says.
+    pub fn start_with(
+        addr: SocketAddr,
+        source: Arc<dyn Source>,
+        limits: Limits,
+        access: Access,
+        on_thread_start: Box<dyn FnOnce() + Send>,
+    ) -> Result<Server, HttpError> {
         // Bound here rather than in the thread so that a taken port is an
         // error of this call, reported before anything is spawned.
         let listener = std::net::TcpListener::bind(addr).map_err(|source| HttpError::Listen {
@@ -173,7 +210,9 @@ impl Server {
                 source,
             })?;
 
+        let access = Arc::new(Mutex::new(access));
         let (stop_tx, stop_rx) = oneshot::channel();
+        let shared_access = Arc::clone(&access);
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), String>>(1);
         let thread = std::thread::Builder::new()
             .name("latscope-http".into())
@@ -182,6 +221,8 @@ impl Server {
                 // The runtime is built here, after `on_thread_start`, so that
                 // its allocations and its I/O driver belong to the pinned thread.
                 let runtime = match tokio::runtime::Builder::new_current_thread()
+                    // For bcrypt verifications, one at a time (`Serving::authorised`).
+                    .max_blocking_threads(1)
                     .enable_io()
                     .enable_time()
                     .build()
@@ -207,15 +248,17 @@ impl Server {
                     }
                 };
                 let _ = ready_tx.send(Ok(()));
-                runtime.block_on(serve(listener, source, limits, stop_rx));
+                runtime.block_on(serve(listener, source, limits, shared_access, stop_rx));
                 // Dropping the runtime here drops every connection task, so
-                // open connections do not delay the shutdown.
+                // open connections do not delay the shutdown; it waits only
+                // for a bcrypt verification in progress (one at most).
             })
             .map_err(|e| HttpError::Thread(os_reason(&e)))?;
 
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Server {
                 local_addr,
+                access,
                 stop: Some(stop_tx),
                 thread: Some(thread),
             }),
@@ -236,6 +279,20 @@ impl Server {
     /// The address listened on, with the actual port when `start` was given port 0.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The TLS and authentication connections get.
+    pub fn access(&self) -> Access {
+        self.access
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Changes the TLS and authentication for the connections accepted
+    /// from now on (the daemon's SIGHUP, with a renewed certificate say).
+    pub fn set_access(&self, access: Access) {
+        *self.access.lock().unwrap_or_else(|p| p.into_inner()) = access;
     }
 
     /// Stops accepting, drops open connections and joins the server thread.
@@ -267,6 +324,7 @@ async fn serve(
     listener: tokio::net::TcpListener,
     source: Arc<dyn Source>,
     limits: Limits,
+    access: Arc<Mutex<Access>>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -277,7 +335,7 @@ async fn serve(
         .max_header_size(limits.max_header_bytes)
         .max_buf_size(limits.max_header_bytes.max(MIN_BUF_SIZE))
         .keep_alive(false);
-    let request_timeout = limits.request_timeout;
+    let verifying = Arc::new(Semaphore::new(1));
 
     loop {
         let accepted = tokio::select! {
@@ -296,26 +354,103 @@ async fn serve(
                 }
             }
         };
+        let Access { tls, auth } = access.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let tls = tls.map(tokio_rustls::TlsAcceptor::from);
         let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            refuse(stream);
+            // A plain-text 503 is no answer to a TLS client: just closed.
+            if tls.is_none() {
+                refuse(stream);
+            }
             continue;
         };
         // Answers are written whole and at once; Nagle would only delay the last segment.
         let _ = stream.set_nodelay(true);
-        let source = Arc::clone(&source);
-        let connection = builder.serve_connection(
-            TokioIo::new(stream),
-            service_fn(move |request| {
-                let response = respond(source.as_ref(), &request);
-                async move { Ok::<_, Infallible>(response) }
-            }),
-        );
+        let builder = builder.clone();
+        let serving = Serving {
+            source: Arc::clone(&source),
+            auth,
+            verifying: Arc::clone(&verifying),
+        };
         tokio::spawn(async move {
             // A timed-out connection is dropped, which closes it. Its error,
             // like any connection error, concerns that client alone.
-            let _ = tokio::time::timeout(request_timeout, connection).await;
+            let _ = tokio::time::timeout(limits.request_timeout, async move {
+                match tls {
+                    None => connection(&builder, stream, serving).await,
+                    Some(tls) => {
+                        // A failed handshake (plain HTTP, say) closes the connection.
+                        let handshake =
+                            tokio::time::timeout(limits.header_timeout, tls.accept(stream));
+                        if let Ok(Ok(stream)) = handshake.await {
+                            connection(&builder, stream, serving).await;
+                        }
+                    }
+                }
+            })
+            .await;
             drop(slot);
         });
+    }
+}
+
+/// What every connection's requests are answered from.
+#[derive(Clone)]
+struct Serving {
+    source: Arc<dyn Source>,
+    auth: Option<Arc<BasicAuth>>,
+    /// One bcrypt verification at a time: they are slow on purpose, and
+    /// those waiting are bounded by the connections.
+    verifying: Arc<Semaphore>,
+}
+
+/// Serves the one request of a connection, plain or TLS.
+async fn connection<I>(builder: &http1::Builder, io: I, serving: Serving)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |request| {
+        let serving = serving.clone();
+        async move { Ok::<_, Infallible>(serving.answer(request).await) }
+    });
+    let _ = builder.serve_connection(TokioIo::new(io), service).await;
+}
+
+impl Serving {
+    async fn answer(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        if let Some(auth) = &self.auth {
+            if !self.authorised(auth, &request).await {
+                let mut response = text(StatusCode::UNAUTHORIZED, "unauthorized\n");
+                response
+                    .headers_mut()
+                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Basic"));
+                return response;
+            }
+        }
+        respond(self.source.as_ref(), &request)
+    }
+
+    /// Whether the request's credentials are a user's.
+    async fn authorised(&self, auth: &Arc<BasicAuth>, request: &Request<Incoming>) -> bool {
+        let header = request
+            .headers()
+            .get(AUTHORIZATION)
+            .map(HeaderValue::as_bytes);
+        match auth.check(header) {
+            Check::Done(ok) => ok,
+            Check::Verify(credentials) => {
+                let Ok(permit) = Arc::clone(&self.verifying).acquire_owned().await else {
+                    return false;
+                };
+                let auth = Arc::clone(auth);
+                tokio::task::spawn_blocking(move || {
+                    let ok = auth.verify(credentials);
+                    drop(permit);
+                    ok
+                })
+                .await
+                .unwrap_or(false)
+            }
+        }
     }
 }
 
@@ -431,7 +566,7 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Full<Bytes>> {
 
 /// An I/O error's text without the "(os error N)" that std appends, which
 /// means nothing to a user and breaks the one-line messages.
-fn os_reason(error: &io::Error) -> String {
+pub(crate) fn os_reason(error: &io::Error) -> String {
     let text = error.to_string();
     match text.rfind(" (os error ") {
         Some(at) if text.ends_with(')') => text[..at].to_owned(),

@@ -9,10 +9,12 @@
 //!   connections, request size and time, on the housekeeping CPUs.
 
 pub mod actions;
+pub mod auth;
 pub mod config;
 pub mod daemon;
 pub mod http;
 pub mod metrics;
 pub mod sink;
 pub mod system;
+pub mod web_config;
 pub mod windows;

@@ -48,7 +48,10 @@ impl Daemon {
         let t0 = Instant::now();
         let addr = loop {
             let found = lines.lock().unwrap().iter().find_map(|l| {
-                let rest = l.split("metrics on http://").nth(1)?;
+                let rest = l
+                    .split("metrics on http://")
+                    .nth(1)
+                    .or_else(|| l.split("metrics on https://").nth(1))?;
                 rest.split('/').next()?.parse::<SocketAddr>().ok()
             });
             if let Some(a) = found {
