@@ -49,6 +49,7 @@ mod liveness;
 mod micro;
 mod monitor;
 mod noise;
+mod pg_client;
 mod postgres;
 mod reserve;
 mod schema;
