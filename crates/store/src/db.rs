@@ -560,6 +560,26 @@ impl Db {
         }
     }
 
+    /// Inserts rows of `columns` values each (`values` row after row) with
+    /// multi-row statements `HEAD VALUES (…), (…) TAIL`: one round trip
+    /// for up to [`MAX_PARAMS`] values instead of one per row. `HEAD` is
+    /// `INSERT INTO t (a, b)`, `TAIL` empty or an `ON CONFLICT` clause.
+    pub fn insert_rows(
+        &self,
+        head: &str,
+        tail: &str,
+        columns: usize,
+        values: &[Value],
+    ) -> DbResult<usize> {
+        let columns = columns.max(1);
+        let per = (MAX_PARAMS / columns).max(1) * columns;
+        let mut changed = 0;
+        for chunk in values.chunks(per) {
+            changed += self.execute(&multi_row_sql(head, tail, columns, chunk.len()), chunk)?;
+        }
+        Ok(changed)
+    }
+
     /// Runs several statements without parameters (a migration).
     pub fn execute_batch(&self, sql: &str) -> DbResult<()> {
         match &self.inner {
@@ -697,6 +717,36 @@ impl Db {
             }
         }
     }
+}
+
+/// The most values one multi-row statement binds (SQLite allows 32,766,
+/// PostgreSQL 65,535).
+pub const MAX_PARAMS: usize = 30_000;
+
+/// `HEAD VALUES (?1, ?2), (?3, ?4) TAIL` for `values / columns` rows.
+fn multi_row_sql(head: &str, tail: &str, columns: usize, values: usize) -> String {
+    use std::fmt::Write;
+    let mut sql = String::with_capacity(head.len() + tail.len() + values * 6);
+    sql.push_str(head);
+    sql.push_str(" VALUES ");
+    for row in 0..values / columns {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for c in 0..columns {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "?{}", row * columns + c + 1);
+        }
+        sql.push(')');
+    }
+    if !tail.is_empty() {
+        sql.push(' ');
+        sql.push_str(tail);
+    }
+    sql
 }
 
 /// A statement bound to its connection, shaped like rusqlite's.
@@ -916,6 +966,32 @@ mod tests {
             "SELECT a FROM t WHERE b = $1 AND c = $12 AND d = '?3' AND \"?\" = $1"
         );
         assert_eq!(pg_placeholders("x IN (?, ?, ?)"), "x IN ($1, $2, $3)");
+    }
+
+    #[test]
+    fn multi_row_inserts_number_every_value() {
+        assert_eq!(
+            multi_row_sql("INSERT INTO t (a, b)", "ON CONFLICT DO NOTHING", 2, 4),
+            "INSERT INTO t (a, b) VALUES (?1, ?2), (?3, ?4) ON CONFLICT DO NOTHING"
+        );
+        let db = Db::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        db.execute_batch("CREATE TABLE t (a INTEGER, b TEXT)")
+            .unwrap();
+        let values: Vec<Value> = (0..(MAX_PARAMS as i64 + 10))
+            .flat_map(|i| [Value::Int(i), Value::Text(format!("r{i}"))])
+            .collect();
+        let n = db
+            .insert_rows("INSERT INTO t (a, b)", "", 2, &values)
+            .unwrap();
+        assert_eq!(n, MAX_PARAMS + 10);
+        let last: String = db
+            .query_row(
+                "SELECT b FROM t WHERE a = ?1",
+                [MAX_PARAMS as i64 + 9],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(last, format!("r{}", MAX_PARAMS + 9));
     }
 
     #[test]
