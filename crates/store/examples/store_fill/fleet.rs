@@ -113,8 +113,12 @@ fn worker(
 
 use std::sync::Mutex;
 
-/// The database's size and each table's (bytes), on PostgreSQL.
-fn sizes(url: &Path) -> Res<Option<(i64, Vec<(String, i64)>)>> {
+type Sizes = Option<(i64, Vec<(String, i64)>)>;
+
+/// The database's size and each table's (bytes), on PostgreSQL; after
+/// `VACUUM FULL` (the live rows only, without the dead versions of rows
+/// replaced since the last vacuum) when `full`.
+fn sizes(url: &Path, full: bool) -> Res<Sizes> {
     let Some(url) = url.to_str().filter(|u| latscope_store::is_postgres_url(u)) else {
         return Ok(None);
     };
@@ -125,7 +129,9 @@ fn sizes(url: &Path) -> Res<Option<(i64, Vec<(String, i64)>)>> {
         }
     }
     let mut c = config.connect(postgres::NoTls)?;
-    c.batch_execute("CHECKPOINT").ok();
+    if full {
+        c.batch_execute("VACUUM FULL")?;
+    }
     let db: i64 = c
         .query_one("SELECT pg_database_size(current_database())", &[])?
         .get(0);
@@ -171,7 +177,7 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
         .collect();
     eprintln!("store_fill: {hosts} hosts on {workers} connections: creating their runs");
     ready.wait();
-    let before = sizes(&args.store)?;
+    let before = sizes(&args.store, true)?;
     let t0 = Instant::now();
     *start.lock().map_err(|_| "poisoned")? = Some(t0);
     eprintln!(
@@ -186,7 +192,8 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
         m.late_us.extend(r.late_us);
     }
     let elapsed = t0.elapsed().as_secs_f64();
-    let after = sizes(&args.store)?;
+    let after = sizes(&args.store, false)?;
+    let live = sizes(&args.store, true)?;
     m.write_us.sort_by(f64::total_cmp);
     m.late_us.sort_by(f64::total_cmp);
     let count = m.write_us.len();
@@ -206,12 +213,18 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
         rank(&m.late_us, 0.99) / 1e3,
         m.late_us[count - 1] / 1e3,
     );
-    if let (Some((db0, t0)), Some((db1, t1))) = (before, after) {
+    if let (Some((db0, t0)), Some((db1, _)), Some((db2, t1))) = (before, after, live) {
         let per_host_day = |bytes: i64| bytes as f64 / f64::from(hosts) / scheduled * 86_400.0;
+        // Before vacuuming, the growth holds the dead versions of the rows
+        // each checkpoint replaces (metrics, windows), which autovacuum
+        // reclaims for reuse; after VACUUM FULL only what stays.
         print!(
-            " db_growth_bytes={} growth_per_host_day_mb={:.1}",
+            " db_growth_bytes={} growth_per_host_day_mb={:.1} live_growth_bytes={} \
+             live_growth_per_host_day_mb={:.1}",
             db1 - db0,
-            per_host_day(db1 - db0) / 1e6
+            per_host_day(db1 - db0) / 1e6,
+            db2 - db0,
+            per_host_day(db2 - db0) / 1e6
         );
         let mut tables: Vec<(String, i64)> = t1
             .iter()
@@ -226,7 +239,7 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
             .iter()
             .map(|(name, d)| format!("{name}:{:.2}", per_host_day(*d) / 1e6))
             .collect();
-        print!(" per_table_mb_per_host_day={}", list.join(","));
+        print!(" live_per_table_mb_per_host_day={}", list.join(","));
     }
     println!();
     Ok(())
