@@ -691,7 +691,7 @@ impl Db {
                 // on a new connection.
                 if let Err(e) = pg.client()?.batch_execute("BEGIN") {
                     if !pg.client.is_closed() {
-                        return Err(e.into());
+                        return Err(e);
                     }
                     pg.client()?.batch_execute("BEGIN")?;
                 }

@@ -1046,12 +1046,12 @@ pub(crate) fn insert_cell(conn: &Db, path: &Path, run: RunId, meta: &CellMeta) -
     }
 }
 
-/// The metric rows, timeline chunks, the cell's duration and the run's
-/// checkpoint time, inside the caller's transaction.
-#[allow(clippy::too_many_arguments)]
 /// Columns of a `metrics` row as [`write_progress`] writes it.
 const METRIC_COLUMNS: usize = 11;
 
+/// The metric rows, timeline chunks, the cell's duration and the run's
+/// checkpoint time, inside the caller's transaction.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_progress(
     tx: &Db,
     path: &Path,

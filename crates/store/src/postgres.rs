@@ -196,7 +196,7 @@ impl PgTarget {
             );
         }
         if config.get_hosts().is_empty() {
-            config.host(&env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
+            config.host(env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
         }
         if let (Some(port), true) = (env("PGPORT"), config.get_ports().is_empty()) {
             let port: u16 = port
@@ -212,7 +212,7 @@ impl PgTarget {
         }
         let user = config.get_user().unwrap_or_default().to_string();
         if config.get_dbname().is_none() {
-            config.dbname(&env("PGDATABASE").unwrap_or_else(|| user.clone()));
+            config.dbname(env("PGDATABASE").unwrap_or_else(|| user.clone()));
         }
         let deadline = apply_timeouts(&mut config);
         if config.get_application_name().is_none() {
@@ -292,9 +292,9 @@ fn apply_timeouts(config: &mut Config) -> Duration {
         DEFAULT_STATEMENT_TIMEOUT.as_millis(),
         IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
     );
-    config.options(ours.as_str());
+    config.options(&ours);
     if !user.is_empty() {
-        config.options(&format!("{ours} {user}"));
+        config.options(format!("{ours} {user}"));
     }
     if statement.is_zero() {
         UNBOUNDED_DEADLINE
