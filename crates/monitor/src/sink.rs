@@ -392,9 +392,11 @@ impl Sink for MonitorSink {
             // 60 series here) stay in the epoch's cumulative metrics and in
             // /metrics, and the episodes say why. Storing theirs would
             // multiply the store's growth by six (docs/monitor.md, Bounds).
-            for w in windows.iter().filter(|w| stored_window(&w.metric)) {
-                self.store.put_window(run, w)?;
-            }
+            let stored: Vec<_> = windows
+                .into_iter()
+                .filter(|w| stored_window(&w.metric))
+                .collect();
+            self.store.put_windows(run, &stored)?;
             self.prune(now)
         });
         let mut s = lock(&self.shared);

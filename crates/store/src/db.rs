@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use postgres::types::{IsNull, ToSql, Type};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
+use crate::pg_client::PgClient;
 use crate::postgres::PgTarget;
 
 /// Which SQL engine a store runs on.
@@ -50,6 +51,26 @@ pub enum DbError {
     NoRows,
     #[error("the connection to the server was lost inside a transaction")]
     LostInTransaction,
+    #[error("the server did not answer within {} s", crate::db::secs(.after))]
+    Timeout { after: Duration },
+    #[error(
+        "the server did not answer {} s ago and is asked again {} s after that",
+        crate::db::secs(.since),
+        crate::db::secs(&STALL_PAUSE)
+    )]
+    Stalled { since: Duration },
+    #[error("cannot start the PostgreSQL client's runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A duration in seconds for a message: `5`, `0.5`.
+pub(crate) fn secs(d: &Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s:.1}")
+    }
 }
 
 impl DbError {
@@ -374,7 +395,7 @@ enum Inner {
 /// A PostgreSQL client with its prepared statements, and what it needs to
 /// connect again.
 struct PgConn {
-    client: postgres::Client,
+    client: PgClient,
     target: PgTarget,
     statements: HashMap<String, postgres::Statement>,
     in_transaction: bool,
@@ -382,6 +403,8 @@ struct PgConn {
     /// When the connection was last used: one idle for longer is checked
     /// before its next statement.
     last_used: Instant,
+    /// When a connect passed its timeout (the server did not answer).
+    stalled_at: Option<Instant>,
 }
 
 /// A connection idle this long is checked (one round trip) before it is
@@ -389,10 +412,17 @@ struct PgConn {
 /// it, and the statement would be lost with it.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
+/// After the server left a call or a connect unanswered, the next connect
+/// waits this long: meanwhile calls fail at once instead of each waiting
+/// for its own deadline, so that a run's checkpoints, its close and its
+/// exit on SIGTERM are not held up by a server that stopped answering.
+/// A server that refused the connection outright is asked again at once.
+pub const STALL_PAUSE: Duration = Duration::from_secs(5);
+
 impl PgConn {
     /// The client, connected again first if the server closed it outside a
     /// transaction.
-    fn client(&mut self) -> DbResult<&mut postgres::Client> {
+    fn client(&mut self) -> DbResult<&mut PgClient> {
         if !self.in_transaction
             && !self.client.is_closed()
             && self.last_used.elapsed() > IDLE_CHECK
@@ -411,7 +441,27 @@ impl PgConn {
     }
 
     fn reopen(&mut self) -> DbResult<()> {
-        self.client = self.target.connect()?;
+        let stalled = [self.stalled_at, self.client.timed_out_at()]
+            .into_iter()
+            .flatten()
+            .max();
+        if let Some(since) = stalled.map(|t| t.elapsed()) {
+            if since < STALL_PAUSE {
+                return Err(DbError::Stalled { since });
+            }
+        }
+        let mut client = match self.target.connect() {
+            Ok(c) => c,
+            Err(e) => {
+                if matches!(e, DbError::Timeout { .. }) {
+                    self.stalled_at = Some(Instant::now());
+                }
+                return Err(e);
+            }
+        };
+        client.set_deadline(self.client.deadline());
+        self.client = client;
+        self.stalled_at = None;
         self.statements.clear();
         self.reconnects += 1;
         Ok(())
@@ -438,7 +488,7 @@ impl Db {
         }
     }
 
-    pub fn postgres(client: postgres::Client, target: PgTarget) -> Db {
+    pub fn postgres(client: PgClient, target: PgTarget) -> Db {
         Db {
             inner: Inner::Postgres(Box::new(RefCell::new(PgConn {
                 client,
@@ -447,7 +497,23 @@ impl Db {
                 in_transaction: false,
                 reconnects: 0,
                 last_used: Instant::now(),
+                stalled_at: None,
             }))),
+        }
+    }
+
+    /// Sets how long each later PostgreSQL call may take (see
+    /// [`crate::postgres`]); returns the previous deadline. Nothing on
+    /// SQLite.
+    pub fn set_deadline(&self, deadline: Duration) -> Duration {
+        match &self.inner {
+            Inner::Sqlite(_) => deadline,
+            Inner::Postgres(pg) => {
+                let mut pg = pg.borrow_mut();
+                let old = pg.client.deadline();
+                pg.client.set_deadline(deadline);
+                old
+            }
         }
     }
 
@@ -492,6 +558,26 @@ impl Db {
                 Ok(usize::try_from(n).unwrap_or(usize::MAX))
             }
         }
+    }
+
+    /// Inserts rows of `columns` values each (`values` row after row) with
+    /// multi-row statements `HEAD VALUES (…), (…) TAIL`: one round trip
+    /// for up to [`MAX_PARAMS`] values instead of one per row. `HEAD` is
+    /// `INSERT INTO t (a, b)`, `TAIL` empty or an `ON CONFLICT` clause.
+    pub fn insert_rows(
+        &self,
+        head: &str,
+        tail: &str,
+        columns: usize,
+        values: &[Value],
+    ) -> DbResult<usize> {
+        let columns = columns.max(1);
+        let per = (MAX_PARAMS / columns).max(1) * columns;
+        let mut changed = 0;
+        for chunk in values.chunks(per) {
+            changed += self.execute(&multi_row_sql(head, tail, columns, chunk.len()), chunk)?;
+        }
+        Ok(changed)
     }
 
     /// Runs several statements without parameters (a migration).
@@ -605,7 +691,7 @@ impl Db {
                 // on a new connection.
                 if let Err(e) = pg.client()?.batch_execute("BEGIN") {
                     if !pg.client.is_closed() {
-                        return Err(e.into());
+                        return Err(e);
                     }
                     pg.client()?.batch_execute("BEGIN")?;
                 }
@@ -631,6 +717,36 @@ impl Db {
             }
         }
     }
+}
+
+/// The most values one multi-row statement binds (SQLite allows 32,766,
+/// PostgreSQL 65,535).
+pub const MAX_PARAMS: usize = 30_000;
+
+/// `HEAD VALUES (?1, ?2), (?3, ?4) TAIL` for `values / columns` rows.
+fn multi_row_sql(head: &str, tail: &str, columns: usize, values: usize) -> String {
+    use std::fmt::Write;
+    let mut sql = String::with_capacity(head.len() + tail.len() + values * 6);
+    sql.push_str(head);
+    sql.push_str(" VALUES ");
+    for row in 0..values / columns {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for c in 0..columns {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "?{}", row * columns + c + 1);
+        }
+        sql.push(')');
+    }
+    if !tail.is_empty() {
+        sql.push(' ');
+        sql.push_str(tail);
+    }
+    sql
 }
 
 /// A statement bound to its connection, shaped like rusqlite's.
@@ -850,6 +966,32 @@ mod tests {
             "SELECT a FROM t WHERE b = $1 AND c = $12 AND d = '?3' AND \"?\" = $1"
         );
         assert_eq!(pg_placeholders("x IN (?, ?, ?)"), "x IN ($1, $2, $3)");
+    }
+
+    #[test]
+    fn multi_row_inserts_number_every_value() {
+        assert_eq!(
+            multi_row_sql("INSERT INTO t (a, b)", "ON CONFLICT DO NOTHING", 2, 4),
+            "INSERT INTO t (a, b) VALUES (?1, ?2), (?3, ?4) ON CONFLICT DO NOTHING"
+        );
+        let db = Db::sqlite(rusqlite::Connection::open_in_memory().unwrap());
+        db.execute_batch("CREATE TABLE t (a INTEGER, b TEXT)")
+            .unwrap();
+        let values: Vec<Value> = (0..(MAX_PARAMS as i64 + 10))
+            .flat_map(|i| [Value::Int(i), Value::Text(format!("r{i}"))])
+            .collect();
+        let n = db
+            .insert_rows("INSERT INTO t (a, b)", "", 2, &values)
+            .unwrap();
+        assert_eq!(n, MAX_PARAMS + 10);
+        let last: String = db
+            .query_row(
+                "SELECT b FROM t WHERE a = ?1",
+                [MAX_PARAMS as i64 + 9],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(last, format!("r{}", MAX_PARAMS + 9));
     }
 
     #[test]

@@ -135,6 +135,11 @@ pub(crate) fn classify(path: &Path, action: &'static str, err: impl Into<DbError
             action,
             reason: "it closed inside a transaction, which was rolled back".to_string(),
         },
+        e @ (DbError::Timeout { .. } | DbError::Stalled { .. }) => StoreError::ConnectionLost {
+            path: path.to_path_buf(),
+            action,
+            reason: e.to_string(),
+        },
         other => StoreError::Database {
             path: path.to_path_buf(),
             action,

@@ -49,6 +49,7 @@ mod liveness;
 mod micro;
 mod monitor;
 mod noise;
+mod pg_client;
 mod postgres;
 mod reserve;
 mod schema;
@@ -62,7 +63,7 @@ mod workload;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::db::{params, Db, DbResult, OptionalExt, Row};
+use crate::db::{params, Db, DbResult, OptionalExt, Row, Value};
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
 use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
 
@@ -1045,6 +1046,9 @@ pub(crate) fn insert_cell(conn: &Db, path: &Path, run: RunId, meta: &CellMeta) -
     }
 }
 
+/// Columns of a `metrics` row as [`write_progress`] writes it.
+const METRIC_COLUMNS: usize = 11;
+
 /// The metric rows, timeline chunks, the cell's duration and the run's
 /// checkpoint time, inside the caller's transaction.
 #[allow(clippy::too_many_arguments)]
@@ -1075,83 +1079,80 @@ pub(crate) fn write_progress(
     }
     tx.execute("DELETE FROM metrics WHERE cell_id = ?1", [cell.0])
         .map_err(err("replacing the metrics"))?;
-    {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
-                     overruns, missed_deadlines, threshold_ns, above_threshold) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            )
-            .map_err(err("saving the metrics"))?;
-        for m in metrics {
-            let cpu = cpu_to_sql(m.cpu);
-            let overruns = to_sql(m.overruns, "an overrun count")?;
-            let missed = to_sql(m.missed_deadlines, "a missed-deadline count")?;
-            let threshold = m
-                .threshold
-                .map(|t| to_sql(t.0, "a threshold"))
-                .transpose()?;
-            let above = m
-                .above_threshold
-                .map(|a| to_sql(a, "an above-threshold count"))
-                .transpose()?;
-            let (samples, max) = histogram_columns(&m.histogram)?;
-            insert
-                .execute(params![
-                    cell.0,
-                    m.name,
-                    cpu,
-                    "raw",
-                    m.histogram.to_bytes(),
-                    samples,
-                    max,
-                    overruns,
-                    missed,
-                    threshold,
-                    above,
-                ])
-                .map_err(err("saving a metric"))?;
-            if let Some(corrected) = &m.corrected {
-                let (samples, max) = histogram_columns(corrected)?;
-                insert
-                    .execute(params![
-                        cell.0,
-                        m.name,
-                        cpu,
-                        "corrected",
-                        corrected.to_bytes(),
-                        samples,
-                        max,
-                        0i64,
-                        0i64,
-                        None::<i64>,
-                        None::<i64>,
-                    ])
-                    .map_err(err("saving a corrected metric"))?;
-            }
-        }
-        snapshots::write_snapshot(tx, path, cell, cell_time, metrics)?;
-        let mut chunk_insert = tx
-            .prepare_cached(
-                "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, \
-                     data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .map_err(err("saving the timeline"))?;
-        for chunk in timeline.iter().filter(|c| !c.seconds.is_empty()) {
-            let first = to_sql(chunk.first_second, "a timeline second")?;
-            let seconds = to_sql(chunk.seconds.len() as u64, "a timeline length")?;
-            chunk_insert
-                .execute(params![
-                    cell.0,
-                    chunk.metric,
-                    cpu_to_sql(chunk.cpu),
-                    first,
-                    seconds,
-                    encode_timeline(&chunk.seconds),
-                ])
-                .map_err(err("saving a timeline chunk"))?;
+    // Every metric row in one statement, and every timeline chunk in
+    // another: a checkpoint is a few round trips to a PostgreSQL server,
+    // not one per row.
+    let mut rows: Vec<Value> = Vec::with_capacity(metrics.len() * 2 * METRIC_COLUMNS);
+    for m in metrics {
+        let cpu = Value::Int(cpu_to_sql(m.cpu));
+        let overruns = to_sql(m.overruns, "an overrun count")?;
+        let missed = to_sql(m.missed_deadlines, "a missed-deadline count")?;
+        let threshold = m
+            .threshold
+            .map(|t| to_sql(t.0, "a threshold"))
+            .transpose()?;
+        let above = m
+            .above_threshold
+            .map(|a| to_sql(a, "an above-threshold count"))
+            .transpose()?;
+        let (samples, max) = histogram_columns(&m.histogram)?;
+        rows.extend([
+            Value::Int(cell.0),
+            Value::Text(m.name.clone()),
+            cpu.clone(),
+            Value::Text("raw".into()),
+            Value::Blob(m.histogram.to_bytes()),
+            Value::Int(samples),
+            max.map_or(Value::Null, Value::Int),
+            Value::Int(overruns),
+            Value::Int(missed),
+            threshold.map_or(Value::Null, Value::Int),
+            above.map_or(Value::Null, Value::Int),
+        ]);
+        if let Some(corrected) = &m.corrected {
+            let (samples, max) = histogram_columns(corrected)?;
+            rows.extend([
+                Value::Int(cell.0),
+                Value::Text(m.name.clone()),
+                cpu,
+                Value::Text("corrected".into()),
+                Value::Blob(corrected.to_bytes()),
+                Value::Int(samples),
+                max.map_or(Value::Null, Value::Int),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Null,
+                Value::Null,
+            ]);
         }
     }
+    tx.insert_rows(
+        "INSERT INTO metrics (cell_id, name, cpu, kind, histogram, samples, max_ns, \
+         overruns, missed_deadlines, threshold_ns, above_threshold)",
+        "",
+        METRIC_COLUMNS,
+        &rows,
+    )
+    .map_err(err("saving the metrics"))?;
+    snapshots::write_snapshot(tx, path, cell, cell_time, metrics)?;
+    let mut chunks: Vec<Value> = Vec::with_capacity(timeline.len() * 6);
+    for chunk in timeline.iter().filter(|c| !c.seconds.is_empty()) {
+        chunks.extend([
+            Value::Int(cell.0),
+            Value::Text(chunk.metric.clone()),
+            Value::Int(cpu_to_sql(chunk.cpu)),
+            Value::Int(to_sql(chunk.first_second, "a timeline second")?),
+            Value::Int(to_sql(chunk.seconds.len() as u64, "a timeline length")?),
+            Value::Blob(encode_timeline(&chunk.seconds)),
+        ]);
+    }
+    tx.insert_rows(
+        "INSERT INTO timeline_chunks (cell_id, metric, cpu, first_second, seconds, data)",
+        "",
+        6,
+        &chunks,
+    )
+    .map_err(err("saving the timeline"))?;
     tx.execute(
         "UPDATE cells SET duration_ns = ?2 WHERE id = ?1",
         params![cell.0, duration],

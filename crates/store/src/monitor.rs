@@ -2,7 +2,7 @@
 //! minute and per hour for each metric and CPU of a monitor run, and the
 //! retention that keeps a year of monitoring bounded.
 
-use crate::db::params;
+use crate::db::{params, Value};
 use latscope_model::{CpuId, Nanos, RunId};
 use latscope_stats::Histogram;
 
@@ -83,6 +83,46 @@ impl Store {
                 ],
             )
             .map_err(|e| self.sql("writing a monitor window", e))?;
+        Ok(())
+    }
+
+    /// [`Store::put_window`] for every window of a checkpoint in one
+    /// statement (one round trip to a PostgreSQL server instead of one per
+    /// window; a statement per 3,750 windows beyond). The windows must
+    /// differ in span, start, metric or CPU.
+    pub fn put_windows(&mut self, run: RunId, windows: &[Window]) -> Result<()> {
+        if windows.is_empty() {
+            return Ok(());
+        }
+        let mut values = Vec::with_capacity(windows.len() * 8);
+        for w in windows {
+            let max = w
+                .histogram
+                .max()
+                .map(|m| to_sql(m.0, "a window's maximum"))
+                .transpose()?;
+            values.extend([
+                Value::Int(run.0),
+                Value::Text(w.span.as_str().to_string()),
+                Value::Int(to_sql(w.start_unix.0, "a window's start")?),
+                Value::Text(w.metric.clone()),
+                Value::Int(cpu_to_sql(w.cpu)),
+                Value::Blob(w.histogram.to_bytes()),
+                Value::Int(to_sql(w.histogram.count(), "a window's sample count")?),
+                max.map_or(Value::Null, Value::Int),
+            ]);
+        }
+        self.db
+            .insert_rows(
+                "INSERT INTO monitor_windows \
+                 (run_id, span, start_unix_ns, name, cpu, histogram, samples, max_ns)",
+                "ON CONFLICT (run_id, span, start_unix_ns, name, cpu) DO UPDATE SET \
+                 histogram = excluded.histogram, samples = excluded.samples, \
+                 max_ns = excluded.max_ns",
+                8,
+                &values,
+            )
+            .map_err(|e| self.sql("writing the monitor windows", e))?;
         Ok(())
     }
 

@@ -7,6 +7,16 @@
 //! (`PGPASSFILE`, else `~/.pgpass`). The password is never shown: the store
 //! is named everywhere by [`PgTarget::display`], which leaves it out.
 //!
+//! Every connection has timeouts (see docs/store.md, "Timeouts"): the
+//! connect ([`DEFAULT_CONNECT_TIMEOUT`]), each statement on the server
+//! (`statement_timeout`, [`DEFAULT_STATEMENT_TIMEOUT`]), each call on the
+//! client (the statement's timeout plus [`DEADLINE_MARGIN`]: a server that
+//! stopped answering does not enforce its own timeout), a transaction left
+//! idle (`idle_in_transaction_session_timeout`), and TCP keepalives and
+//! `TCP_USER_TIMEOUT` for a peer that vanished. The URL's own
+//! `connect_timeout`, `keepalives*`, `tcp_user_timeout` and `options=-c
+//! statement_timeout=…` take precedence.
+//!
 //! TLS is not built in: `sslmode=require` is refused with one line, and a
 //! server that demands TLS refuses the connection; use a local socket, an
 //! SSH tunnel or a trusted network.
@@ -15,9 +25,12 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
-use postgres::config::Host;
 use postgres::error::SqlState;
-use postgres::{Config, NoTls};
+use tokio_postgres::config::Host;
+use tokio_postgres::Config;
+
+use crate::db::DbResult;
+use crate::pg_client::PgClient;
 
 /// Whether a store name is a PostgreSQL URL rather than a file path.
 pub fn is_postgres_url(name: &str) -> bool {
@@ -124,6 +137,7 @@ fn quoted_end(value: &str) -> Option<usize> {
 pub struct PgTarget {
     config: Config,
     display: String,
+    deadline: Duration,
 }
 
 impl std::fmt::Debug for PgTarget {
@@ -132,7 +146,28 @@ impl std::fmt::Debug for PgTarget {
     }
 }
 
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connect (TCP, startup and authentication) may take.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the server lets one statement run (`statement_timeout`).
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How much longer than the statement timeout the client waits for the
+/// answer to a call before it closes the connection.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+/// How long the server keeps a session that left a transaction open and
+/// idle (a client that vanished mid-transaction holds its locks until then).
+pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+/// TCP keepalives: first probe after this much silence, then every
+/// [`KEEPALIVE_INTERVAL`], the connection dropped after
+/// [`KEEPALIVE_RETRIES`] unanswered ones.
+pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+pub const KEEPALIVE_RETRIES: u32 = 3;
+/// Data sent and not acknowledged by the peer's kernel for this long drops
+/// the connection (`TCP_USER_TIMEOUT`).
+pub const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
+/// The client's deadline for one call when `statement_timeout` is 0 (off),
+/// and for a schema migration (which may take minutes on a large store).
+pub(crate) const UNBOUNDED_DEADLINE: Duration = Duration::from_secs(3_600);
 
 impl PgTarget {
     /// Reads a URL; fills in what it leaves out from the environment.
@@ -154,14 +189,14 @@ impl PgTarget {
                 "not a valid PostgreSQL URL ({e}); expected postgres://USER@HOST[:PORT]/DATABASE"
             )
         })?;
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+        if config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
             return Err(
                 "sslmode=require: TLS is not built into latscope; reach the server over a local socket, an SSH tunnel or a trusted network"
                     .to_string(),
             );
         }
         if config.get_hosts().is_empty() {
-            config.host(&env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
+            config.host(env("PGHOST").unwrap_or_else(|| "localhost".to_string()));
         }
         if let (Some(port), true) = (env("PGPORT"), config.get_ports().is_empty()) {
             let port: u16 = port
@@ -177,11 +212,9 @@ impl PgTarget {
         }
         let user = config.get_user().unwrap_or_default().to_string();
         if config.get_dbname().is_none() {
-            config.dbname(&env("PGDATABASE").unwrap_or_else(|| user.clone()));
+            config.dbname(env("PGDATABASE").unwrap_or_else(|| user.clone()));
         }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
-        }
+        let deadline = apply_timeouts(&mut config);
         if config.get_application_name().is_none() {
             config.application_name("latscope");
         }
@@ -203,19 +236,95 @@ impl PgTarget {
             }
         }
         let display = format!("postgres://{user}@{host}:{port}/{dbname}");
-        Ok(PgTarget { config, display })
+        Ok(PgTarget {
+            config,
+            display,
+            deadline,
+        })
     }
 
     /// Opens a connection (with the connect timeout of the URL, 5 s by
-    /// default).
-    pub fn connect(&self) -> Result<postgres::Client, postgres::Error> {
-        self.config.connect(NoTls)
+    /// default), whose calls each end within the target's deadline.
+    pub fn connect(&self) -> DbResult<PgClient> {
+        let connect = self
+            .config
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        PgClient::connect(&self.config, connect, self.deadline)
     }
 
     /// The target without its password: how messages name the store.
     pub fn display_path(&self) -> PathBuf {
         PathBuf::from(&self.display)
     }
+}
+
+/// Sets every timeout the URL leaves out; returns the client's deadline
+/// for one call.
+fn apply_timeouts(config: &mut Config) -> Duration {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+    }
+    if config.get_keepalives() {
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 3600) {
+            config.keepalives_idle(KEEPALIVE_IDLE);
+        }
+        if config.get_keepalives_interval().is_none() {
+            config.keepalives_interval(KEEPALIVE_INTERVAL);
+        }
+        if config.get_keepalives_retries().is_none() {
+            config.keepalives_retries(KEEPALIVE_RETRIES);
+        }
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(TCP_USER_TIMEOUT);
+    }
+    let user = config.get_options().unwrap_or_default().to_string();
+    let statement = match setting_ms(&user, "statement_timeout") {
+        Some(ms) => Duration::from_millis(ms),
+        None => DEFAULT_STATEMENT_TIMEOUT,
+    };
+    // The URL's own options come last: where they set the same, theirs
+    // wins.
+    let ours = format!(
+        "-c statement_timeout={} -c idle_in_transaction_session_timeout={}",
+        DEFAULT_STATEMENT_TIMEOUT.as_millis(),
+        IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+    );
+    config.options(&ours);
+    if !user.is_empty() {
+        config.options(format!("{ours} {user}"));
+    }
+    if statement.is_zero() {
+        UNBOUNDED_DEADLINE
+    } else {
+        statement + DEADLINE_MARGIN
+    }
+}
+
+/// The value in milliseconds of a `-c NAME=VALUE` (or `--NAME=VALUE`) in
+/// libpq's `options`, where VALUE is a number with an optional unit (`ms`,
+/// `s`, `min`, `h`; none is milliseconds, as PostgreSQL reads it).
+fn setting_ms(options: &str, name: &str) -> Option<u64> {
+    let value = options
+        .split_whitespace()
+        .filter_map(|w| {
+            w.trim_start_matches("--")
+                .strip_prefix(name)?
+                .strip_prefix('=')
+        })
+        .next_back()?;
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let n: u64 = digits.parse().ok()?;
+    let factor = match &value[digits.len()..] {
+        "" | "ms" => 1,
+        "s" => 1_000,
+        "min" => 60_000,
+        "h" => 3_600_000,
+        _ => return None,
+    };
+    n.checked_mul(factor)
 }
 
 fn password_file() -> Option<PathBuf> {
@@ -403,6 +512,50 @@ mod tests {
         assert_eq!(
             redact("host=db password='a b\\'c' user=ada"),
             "host=db password=*** user=ada"
+        );
+    }
+
+    #[test]
+    fn every_connection_gets_timeouts_and_the_url_may_lengthen_them() {
+        let t = PgTarget::parse("postgres://ada@db.lab/fleet").unwrap();
+        assert_eq!(t.deadline, DEFAULT_STATEMENT_TIMEOUT + DEADLINE_MARGIN);
+        assert_eq!(
+            t.config.get_options(),
+            Some("-c statement_timeout=5000 -c idle_in_transaction_session_timeout=60000")
+        );
+        assert_eq!(t.config.get_keepalives_idle(), KEEPALIVE_IDLE);
+        assert_eq!(t.config.get_tcp_user_timeout(), Some(&TCP_USER_TIMEOUT));
+        assert_eq!(
+            t.config.get_connect_timeout(),
+            Some(&DEFAULT_CONNECT_TIMEOUT)
+        );
+        let t = PgTarget::parse(
+            "postgres://ada@db.lab/fleet?connect_timeout=2&options=-c%20statement_timeout%3D30s",
+        )
+        .unwrap();
+        assert_eq!(t.deadline, Duration::from_secs(31));
+        assert_eq!(
+            t.config.get_connect_timeout(),
+            Some(&Duration::from_secs(2))
+        );
+        assert!(t
+            .config
+            .get_options()
+            .unwrap()
+            .ends_with("-c statement_timeout=30s"));
+        let t = PgTarget::parse("postgres://a@h/d?options=--statement_timeout=0").unwrap();
+        assert_eq!(t.deadline, UNBOUNDED_DEADLINE);
+        assert_eq!(
+            setting_ms("-c statement_timeout=250", "statement_timeout"),
+            Some(250)
+        );
+        assert_eq!(
+            setting_ms("-c statement_timeout=2min", "statement_timeout"),
+            Some(120_000)
+        );
+        assert_eq!(
+            setting_ms("-c statement_timeout=2d", "statement_timeout"),
+            None
         );
     }
 

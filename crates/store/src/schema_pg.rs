@@ -214,7 +214,7 @@ pub(crate) fn open(target: &PgTarget, mode: Mode) -> Result<Db, StoreError> {
     let path = target.display_path();
     let client = target.connect().map_err(|e| StoreError::Open {
         path: path.clone(),
-        reason: crate::postgres::describe(&e),
+        reason: e.to_string(),
     })?;
     let db = Db::postgres(client, target.clone());
     check(&db, target, mode)?;
@@ -223,7 +223,16 @@ pub(crate) fn open(target: &PgTarget, mode: Mode) -> Result<Db, StoreError> {
     Ok(db)
 }
 
+/// Upgrades the schema. A migration may take minutes on a large store: its
+/// statements run without the usual timeouts.
 fn migrate(db: &Db, target: &PgTarget) -> Result<(), StoreError> {
+    let old = db.set_deadline(crate::postgres::UNBOUNDED_DEADLINE);
+    let result = migrate_steps(db, target);
+    db.set_deadline(old);
+    result
+}
+
+fn migrate_steps(db: &Db, target: &PgTarget) -> Result<(), StoreError> {
     let path = target.display_path();
     let err = |action| {
         let path = path.clone();
@@ -234,6 +243,8 @@ fn migrate(db: &Db, target: &PgTarget) -> Result<(), StoreError> {
     }
     for &(version, name, sql) in MIGRATIONS {
         let tx = db.begin().map_err(err("starting a migration"))?;
+        tx.execute_batch("SET LOCAL statement_timeout = 0")
+            .map_err(err("starting a migration"))?;
         tx.query_row(
             "SELECT pg_advisory_xact_lock(?1)",
             [i64::from(APPLICATION_ID)],

@@ -26,7 +26,7 @@
 
 use std::path::Path;
 
-use crate::db::{params, Db, OptionalExt};
+use crate::db::{params, Db, OptionalExt, Value};
 use latscope_model::Nanos;
 use latscope_stats::{Histogram, MetricResult};
 
@@ -84,23 +84,23 @@ pub(crate) fn write_snapshot(
     let mut every = every.max(1);
     let keep = seen % every == 0;
     if keep {
-        let mut insert = tx
-            .prepare_cached(
-                "INSERT INTO metric_snapshots (cell_id, at_ns, name, cpu, histogram) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .map_err(err("saving a snapshot"))?;
+        let mut rows = Vec::with_capacity(metrics.len() * 5);
         for m in metrics {
-            insert
-                .execute(params![
-                    cell.0,
-                    at,
-                    m.name,
-                    cpu_to_sql(m.cpu),
-                    m.histogram.to_bytes()
-                ])
-                .map_err(err("saving a snapshot"))?;
+            rows.extend([
+                Value::Int(cell.0),
+                Value::Int(at),
+                Value::Text(m.name.clone()),
+                Value::Int(cpu_to_sql(m.cpu)),
+                Value::Blob(m.histogram.to_bytes()),
+            ]);
         }
+        tx.insert_rows(
+            "INSERT INTO metric_snapshots (cell_id, at_ns, name, cpu, histogram)",
+            "",
+            5,
+            &rows,
+        )
+        .map_err(err("saving a snapshot"))?;
         let times: i64 = tx
             .query_row(
                 "SELECT COUNT(DISTINCT at_ns) FROM metric_snapshots WHERE cell_id = ?1",

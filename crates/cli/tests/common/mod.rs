@@ -11,6 +11,7 @@ use serde_json::Value;
 pub mod browser;
 pub mod control;
 pub mod daemon;
+pub mod pg_cluster;
 pub mod postgres;
 
 /// Measurements on a 2-CPU machine disturb each other: tests that measure

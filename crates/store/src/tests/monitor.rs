@@ -121,3 +121,35 @@ fn old_timeline_seconds_are_deleted_whole_chunks_at_a_time() {
         assert_eq!(chunks, 2);
     });
 }
+
+/// A checkpoint's windows in one statement: new ones added, those already
+/// stored replaced, as `put_window` one by one would.
+#[test]
+fn windows_put_together_are_added_and_replaced_like_one_by_one() {
+    each_backend(|dir| {
+        let mut store = Store::open(&dir.at("s.db")).unwrap();
+        let run = store.create_run(&run_meta(), &system(), &caps()).unwrap();
+        let first = [
+            window(Span::Minute, 0, "timer.latency", 0, &[4_000]),
+            window(Span::Minute, 0, "timer.latency", 1, &[5_000]),
+            window(Span::Hour, 0, "timer.latency", 1, &[5_000]),
+        ];
+        store.put_windows(run, &first).unwrap();
+        store.put_windows(run, &[]).unwrap();
+        let second = [
+            window(Span::Minute, 0, "timer.latency", 1, &[5_000, 70_000]),
+            window(Span::Minute, 1, "timer.latency", 1, &[6_000]),
+            window(Span::Hour, 0, "timer.latency", 1, &[5_000, 70_000, 6_000]),
+        ];
+        store.put_windows(run, &second).unwrap();
+        let minutes = store.windows(run, Span::Minute, Nanos::ZERO).unwrap();
+        assert_eq!(
+            minutes,
+            vec![first[0].clone(), second[0].clone(), second[1].clone()]
+        );
+        assert_eq!(
+            store.windows(run, Span::Hour, Nanos::ZERO).unwrap(),
+            vec![second[2].clone()]
+        );
+    });
+}

@@ -40,6 +40,20 @@
 //!   median, p99, mean, minimum and maximum are printed, and with
 //!   `--timings FILE` every one (µs, one a line).
 //!
+//! * `--fleet-hosts N`: N simulated monitors checkpointing into the store
+//!   every 10 s for `--fleet-seconds S` (default 60), spread evenly over
+//!   the 10 s, from `--fleet-workers W` threads (default 32) with a
+//!   connection each (host `h` on thread `h % W`): each checkpoint as the
+//!   monitor writes it, [`Store::write_checkpoint`] of a timer cell on 2
+//!   CPUs (threshold 500 µs) and its 8 minute and hour windows
+//!   ([`Store::put_window`]). Every host writes the same sequence of
+//!   checkpoints, made once before the clock starts. Prints the
+//!   checkpoints per second achieved, the write latency (the calls of one
+//!   checkpoint; p50, p99, max), how late checkpoints started against
+//!   their schedule (p99, max), and, on PostgreSQL, the database's growth
+//!   (`pg_database_size`, and per table from `pg_total_relation_size`) per
+//!   host and day.
+//!
 //! Standard output is one `key=value` line per mode (`runs …`, `monitor …`,
 //! `checkpoints …`) for the script to read; progress goes to standard error.
 //!
@@ -87,10 +101,14 @@ struct Args {
     checkpoints: u32,
     timings: Option<PathBuf>,
     seed: u64,
+    fleet_hosts: u32,
+    fleet_seconds: u64,
+    fleet_workers: u32,
 }
 
 const USAGE: &str = "usage: store_fill --store PATH_OR_URL [--runs N] [--run-seconds S] \
-                     [--monitor-days D] [--checkpoints N] [--timings FILE] [--seed S]";
+                     [--monitor-days D] [--checkpoints N] [--timings FILE] [--seed S] \
+                     [--fleet-hosts N] [--fleet-seconds S] [--fleet-workers W]";
 
 fn parse_args() -> Res<Args> {
     let mut args = Args {
@@ -101,6 +119,9 @@ fn parse_args() -> Res<Args> {
         checkpoints: 0,
         timings: None,
         seed: 1,
+        fleet_hosts: 0,
+        fleet_seconds: 60,
+        fleet_workers: 32,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -128,13 +149,16 @@ fn parse_args() -> Res<Args> {
             }
             "--timings" => args.timings = Some(PathBuf::from(value)),
             "--seed" => args.seed = number(&value)?,
+            "--fleet-hosts" => args.fleet_hosts = u32::try_from(number(&value)?)?,
+            "--fleet-seconds" => args.fleet_seconds = number(&value)?.max(10),
+            "--fleet-workers" => args.fleet_workers = u32::try_from(number(&value)?)?.max(1),
             _ => return Err(format!("unknown option {flag}\n{USAGE}").into()),
         }
     }
     if args.store.as_os_str().is_empty() {
         return Err(format!("--store is required\n{USAGE}").into());
     }
-    if args.runs == 0 && args.monitor_days == 0 && args.checkpoints == 0 {
+    if args.runs == 0 && args.monitor_days == 0 && args.checkpoints == 0 && args.fleet_hosts == 0 {
         return Err(format!(
             "nothing to do: give --runs, --monitor-days or --checkpoints\n{USAGE}"
         )
@@ -204,8 +228,14 @@ fn run() -> Res<()> {
             us[us.len() - 1]
         );
     }
+    if args.fleet_hosts > 0 {
+        drop(store);
+        fleet::run(&args, &mut rng, &pool)?;
+    }
     Ok(())
 }
+
+mod fleet;
 
 /// The nearest-rank quantile of sorted, non-empty `v`.
 fn rank(v: &[f64], q: f64) -> f64 {
