@@ -21,24 +21,16 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
+use common::prometheus::{encode, free_port, Killed};
 use common::*;
 use serde_json::Value;
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn dist() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../dist")
@@ -112,25 +104,6 @@ fn with_thresholds(text: &str, prefix: &str, alert_prefix: &str, value: &str) ->
     }
     assert_eq!(replaced, 2, "the two threshold constants");
     out.join("\n") + "\n"
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 /// An API call's `data`; panics on an HTTP or query error.

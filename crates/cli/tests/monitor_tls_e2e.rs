@@ -18,56 +18,19 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::daemon::Daemon;
+use common::prometheus::{free_port, query, Killed};
 use common::*;
-use serde_json::Value;
 
 const USER: &str = "prometheus";
 const PASSWORD: &str = "s3cret:with/odd@chars";
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn encode(q: &str) -> String {
-    q.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
-/// The first series' value of an instant query, if any.
-fn query(prom: SocketAddr, q: &str) -> Option<f64> {
-    let (status, _, body) = http_get(prom, &format!("/api/v1/query?query={}", encode(q)));
-    assert_eq!(status, 200, "{q}: {body}");
-    let doc: Value = serde_json::from_str(&body).unwrap();
-    let v = &doc["data"]["result"][0]["value"][1];
-    v.as_str().and_then(|s| s.parse().ok())
-}
 
 /// A CA and a server certificate it signed, for 127.0.0.1 and localhost:
 /// (CA PEM, certificate PEM, key PEM).

@@ -13,6 +13,7 @@ pub mod control;
 pub mod daemon;
 pub mod pg_cluster;
 pub mod postgres;
+pub mod prometheus;
 
 /// Measurements on a 2-CPU machine disturb each other: tests that measure
 /// take this lock so they run one at a time.
