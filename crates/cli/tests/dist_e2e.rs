@@ -21,14 +21,14 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
-use common::prometheus::{encode, free_port, Killed};
+use common::prometheus::{self, encode, free_port, Killed};
 use common::*;
 use serde_json::Value;
 
@@ -258,28 +258,7 @@ fn start_prometheus(dir: &Path, target: SocketAddr, rules: &[PathBuf]) -> (Kille
         ),
     )
     .unwrap();
-    let prom = Killed(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .arg("--enable-feature=native-histograms")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let t0 = Instant::now();
-    while TcpStream::connect(prom_addr).is_err() || http_get(prom_addr, "/-/ready").0 != 200 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "prometheus did not start"
-        );
-        sleep(Duration::from_millis(200));
-    }
+    let prom = prometheus::start(&config, &dir.join("tsdb"), prom_addr, true);
     (prom, prom_addr)
 }
 

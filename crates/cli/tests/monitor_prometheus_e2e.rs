@@ -24,13 +24,13 @@
 
 mod common;
 
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::net::SocketAddr;
+use std::process::Command;
 use std::thread::sleep;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::daemon::Daemon;
-use common::prometheus::{free_port, query, Killed};
+use common::prometheus::{self, free_port, query};
 use common::*;
 use serde_json::Value;
 
@@ -73,26 +73,7 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
         ),
     )
     .unwrap();
-    let tsdb = dir.path().join("tsdb");
-    let prom = Killed(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", tsdb.display()))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .arg("--enable-feature=native-histograms")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let ready = Instant::now();
-    while TcpStream::connect(prom_addr).is_err() {
-        assert!(
-            ready.elapsed() < Duration::from_secs(30),
-            "prometheus did not start"
-        );
-        sleep(Duration::from_millis(200));
-    }
+    let prom = prometheus::start(&config, &dir.path().join("tsdb"), prom_addr, true);
 
     // A minute of scraping, and then some.
     sleep(Duration::from_secs(65));

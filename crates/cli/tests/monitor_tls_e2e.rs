@@ -19,14 +19,14 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use common::daemon::Daemon;
-use common::prometheus::{free_port, query, Killed};
+use common::prometheus::{self, free_port, query};
 use common::*;
 
 const USER: &str = "prometheus";
@@ -174,19 +174,8 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
         ),
     )
     .unwrap();
-    let prom = Killed(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address={prom_addr}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    // Classic histograms: the checks below read `_count`.
+    let prom = prometheus::start(&config, &dir.path().join("tsdb"), prom_addr, false);
     let t0 = Instant::now();
     let series = "latscope_timer_latency_seconds_count{job=\"latscope\",cpu=\"0\"}";
     let (up, samples, wrong_up) = loop {

@@ -2,8 +2,10 @@
 //! when dropped, a free loopback port, and instant queries over its HTTP
 //! API.
 
-use std::net::{SocketAddr, TcpListener};
-use std::process::Child;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -46,4 +48,31 @@ pub fn query(prom: SocketAddr, q: &str) -> Option<f64> {
     let doc: Value = serde_json::from_str(&body).unwrap();
     let v = &doc["data"]["result"][0]["value"][1];
     v.as_str().and_then(|s| s.parse().ok())
+}
+
+/// `prometheus` on `addr` with `config`, its database in `tsdb`, native
+/// histograms on when `native` (then it scrapes the protobuf format and
+/// keeps no classic `_count`/`_bucket` series); returns once it answers
+/// `/-/ready`, or panics after 30 s.
+pub fn start(config: &Path, tsdb: &Path, addr: SocketAddr, native: bool) -> Killed {
+    let mut command = Command::new("prometheus");
+    command
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", tsdb.display()))
+        .arg(format!("--web.listen-address={addr}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if native {
+        command.arg("--enable-feature=native-histograms");
+    }
+    let prom = Killed(command.spawn().unwrap());
+    let t0 = Instant::now();
+    while TcpStream::connect(addr).is_err() || super::http_get(addr, "/-/ready").0 != 200 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "prometheus did not start"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    prom
 }
