@@ -160,7 +160,12 @@ fn recorder_histograms_and_counters(hist_rows: u32) {
     kernel.drain_samples(&mut samples);
 
     let mut window = Vec::new();
-    let read = kernel.recorder_window(0, start, &mut window);
+    let read = kernel.recorder_window(0, start, u64::MAX, &mut window);
+    // Two half windows, read at once (before the writer goes on much).
+    let mid = start + (end - start) / 2;
+    let (mut half, mut second) = (Vec::new(), Vec::new());
+    let read_half = kernel.recorder_window(0, start, mid, &mut half);
+    let read_second = kernel.recorder_window(0, mid, u64::MAX, &mut second);
     let counters = kernel.counters().unwrap();
     let mut buckets: Vec<BpfHistBucket> = Vec::new();
     let mut totals: Vec<BpfHistTotal> = Vec::new();
@@ -279,6 +284,23 @@ fn recorder_histograms_and_counters(hist_rows: u32) {
         )),
         "no local_timer entry"
     );
+
+    // A window that ends in the middle holds exactly the whole window's
+    // events up to its end: its start found by bisection, its copy
+    // stopped at the end.
+    let expected: Vec<&RecordedEvent> = window.iter().filter(|e| e.time <= mid).collect();
+    assert!(read_half.complete);
+    assert_eq!(half.len(), expected.len(), "window up to the middle");
+    assert!(half.iter().zip(&expected).all(|(a, b)| a == *b));
+    let late = window.iter().filter(|e| e.time >= mid).count();
+    assert!(read_second.complete, "older events precede the middle");
+    // Events published after the whole window was read come on top.
+    assert!(second.len() >= late, "window from the middle");
+    assert!(second
+        .iter()
+        .take(late)
+        .zip(window.iter().filter(|e| e.time >= mid))
+        .all(|(a, b)| a == b));
 
     // Following: nothing lost, and the same events as the window.
     assert_eq!(lost, 0);
@@ -399,7 +421,7 @@ fn a_small_ring_reports_its_losses() {
     }
     worker.join().unwrap();
     let mut window = Vec::new();
-    let read = kernel.recorder_window(0, start, &mut window);
+    let read = kernel.recorder_window(0, start, u64::MAX, &mut window);
     println!(
         "16 slots: read {}, lost {lost}, {} records; window {} events, complete {}",
         out.len(),
@@ -411,7 +433,12 @@ fn a_small_ring_reports_its_losses() {
     assert_eq!(out.len() as u64 + lost, next - first);
     assert!(!read.complete);
     assert!(read.events <= 16);
-    assert!(kernel.recorder_window(5000, 0, &mut window).events == 0);
+    assert!(
+        kernel
+            .recorder_window(5000, 0, u64::MAX, &mut window)
+            .events
+            == 0
+    );
 }
 
 /// The sample ring overwrites what is not read in time, and says how much:

@@ -221,11 +221,11 @@ impl BpfTracer {
             .map_or((0, 0), |c| (c.stacks_full, c.stacks_failed))
     }
 
-    /// `cpu`'s recorded events from `from` on, oldest first, whether the
-    /// recorder still held all of them, and the names they use.
-    pub fn window(&mut self, cpu: u32, from: u64) -> (&[TraceEvent], bool, &Names) {
+    /// `cpu`'s recorded events from `from` to `to`, oldest first, whether
+    /// the recorder still held all of them, and the names they use.
+    pub fn window(&mut self, cpu: u32, from: u64, to: u64) -> (&[TraceEvent], bool, &Names) {
         self.raw.clear();
-        let read = self.bpf.recorder_window(cpu, from, &mut self.raw);
+        let read = self.bpf.recorder_window(cpu, from, to, &mut self.raw);
         self.window.clear();
         for r in &self.raw {
             if let Some(ev) = convert(r, &mut self.names) {

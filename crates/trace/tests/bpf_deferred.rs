@@ -104,7 +104,7 @@ fn deferred_work_is_split_by_function_and_device() {
     let missing = tracer.missing_events().to_vec();
     let start = monotonic_ns();
     load();
-    let (window, _complete, names) = tracer.window(0, start);
+    let (window, _complete, names) = tracer.window(0, start, u64::MAX);
     let napi_events = window
         .iter()
         .filter(|e| matches!(e.kind, EventKind::NapiPoll { dev, .. } if names.get(dev) == "(no_device)"))

@@ -47,6 +47,7 @@ impl TraceBpf {
         &self,
         _cpu: u32,
         _from_time: u64,
+        _to_time: u64,
         _out: &mut Vec<RecordedEvent>,
     ) -> RecorderRead {
         RecorderRead::default()

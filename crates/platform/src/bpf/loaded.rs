@@ -129,6 +129,12 @@ impl Recorder {
     }
 }
 
+/// How many records around a window's ends [`TraceBpf::recorder_window`]
+/// reads past the first one out of range: two nested programs (an
+/// interrupt's inside a tracepoint's) can publish neighbours a little out
+/// of time order.
+pub const WINDOW_DISORDER: u64 = 8;
+
 /// The BPF backend's kernel half, loaded and attached (see the module
 /// docs of `bpf`).
 pub struct TraceBpf {
@@ -552,13 +558,22 @@ impl TraceBpf {
         rec.ring_of(cpu).map(|r| rec.head(r))
     }
 
-    /// Appends to `out`, oldest first, every event of `cpu` with time ≥
-    /// `from_time` that the ring still holds and that was not overwritten
-    /// while copied. Allocates nothing but `out`'s growth.
+    /// Appends to `out`, oldest first, every event of `cpu` with time in
+    /// `from_time..=to_time` that the ring still holds and that was not
+    /// overwritten while copied. Allocates nothing but `out`'s growth.
+    ///
+    /// The window's start is found by bisection over the ring's sequence
+    /// numbers, along which times rise (but for the neighbours two nested
+    /// programs can leave a little out of order, [`WINDOW_DISORDER`]), and
+    /// the copy stops after `to_time`: a window costs what it holds, not
+    /// the whole backlog between it and the ring's head, which made a
+    /// tracer that had fallen behind (a flood of episodes) slower the
+    /// further behind it was.
     pub fn recorder_window(
         &self,
         cpu: u32,
         from_time: u64,
+        to_time: u64,
         out: &mut Vec<RecordedEvent>,
     ) -> RecorderRead {
         let Some((rec, ring)) = self
@@ -571,47 +586,54 @@ impl TraceBpf {
         let mut buf = [0u8; RECORD_BYTES];
         let head = rec.head(ring);
         let oldest = head.saturating_sub(rec.slots);
-        // Back from the newest to the first event before the window,
-        // reading only (seq, time).
-        let mut start = oldest;
-        let mut older_seen = false;
-        let mut n = head;
-        while n > oldest {
-            n -= 1;
-            match rec.read(ring, n, &mut buf, 2) {
-                Slot::Read => {
-                    let time = u64::from_ne_bytes([
-                        buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], buf[14], buf[15],
-                    ]);
-                    if time < from_time {
-                        older_seen = true;
-                        start = n + 1;
-                        break;
-                    }
-                }
-                Slot::Pending => {}
-                Slot::Overwritten => {
-                    // The writer has lapped us here: older ones are gone.
-                    start = n + 1;
-                    break;
-                }
+        let time = |buf: &[u8; RECORD_BYTES]| {
+            u64::from_ne_bytes([
+                buf[8], buf[9], buf[10], buf[11], buf[12], buf[13], buf[14], buf[15],
+            ])
+        };
+        // The first record at or after from_time, reading only (seq, time):
+        // records the writer has lapped count as older, those not yet
+        // published as newer.
+        let (mut lo, mut hi) = (oldest, head);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            match rec.read(ring, mid, &mut buf, 2) {
+                Slot::Read if time(&buf) < from_time => lo = mid + 1,
+                Slot::Read | Slot::Pending => hi = mid,
+                Slot::Overwritten => lo = mid + 1,
             }
         }
+        // The ring still held an event older than the window: nothing of
+        // the window's start was lost to the writer.
+        let older_seen = lo > oldest
+            && matches!(rec.read(ring, lo - 1, &mut buf, 2), Slot::Read)
+            && time(&buf) < from_time;
         let before = out.len();
         let mut complete = older_seen;
-        for n in start..head {
+        let mut beyond = 0;
+        for n in lo.saturating_sub(WINDOW_DISORDER).max(oldest)..head {
             match rec.read(ring, n, &mut buf, RECORD_BYTES / 8) {
                 Slot::Read => {
-                    if let Some(ev) = RecordedEvent::parse(&buf, cpu) {
-                        // Two nested programs can leave neighbours out of
-                        // order by a little: keep only what is in range.
-                        if ev.time >= from_time {
-                            out.push(ev);
+                    let Some(ev) = RecordedEvent::parse(&buf, cpu) else {
+                        continue;
+                    };
+                    if ev.time > to_time {
+                        beyond += 1;
+                        if beyond > WINDOW_DISORDER {
+                            break;
                         }
+                    } else if ev.time >= from_time {
+                        // Out-of-order neighbours on either side are
+                        // kept only when in range.
+                        out.push(ev);
                     }
                 }
                 Slot::Pending => break,
-                Slot::Overwritten => complete = false,
+                Slot::Overwritten => {
+                    if n >= lo {
+                        complete = false;
+                    }
+                }
             }
         }
         RecorderRead {

@@ -75,7 +75,8 @@ impl KernelFeed {
                 let held = found.and_then(|k| u64::try_from(k.expires).ok());
                 let held = held.and_then(|e| bpf.held(cpu.0, e));
                 analyzer.set_held(held);
-                let (events, complete, names) = bpf.window(cpu.0, from);
+                // The analysis reads the window up to the wake-up only.
+                let (events, complete, names) = bpf.window(cpu.0, from, u);
                 analyzer.on_kernel_sample(cpu, d, u, found, Some((events, complete)), names);
                 analyzer.set_held(None);
             } else {
