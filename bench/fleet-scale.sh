@@ -6,10 +6,23 @@
 # checkpoints per second sustained against the schedule's, the write
 # latency of a checkpoint (p50, p99, max), how late checkpoints started
 # (a sign the writers could not keep up), and the database's growth per
-# host and day (pg_database_size before and after, and per table).
+# host over the run (pg_database_size before and after, and per table,
+# live after VACUUM FULL and the dead row versions it took back).
+#
+# A run of S seconds says little of a day: the cumulative rows are written
+# once per cell, the snapshots are thinned, the retention deletes. What a
+# host keeps is measured apart ("retained"): one monitor of D simulated
+# days (`store_fill --monitor-days D`, the monitor's default retention:
+# minute windows 7 days, timeline seconds and checkpoint intervals 1 day,
+# hour windows 365 days) in its own database, its size after VACUUM FULL
+# per table, and the hour windows' bytes per day, the one part that still
+# grows after the first week (for a year).
 #
 # Usage: bench/fleet-scale.sh [--pg URL] [--hosts N[,N...]] [--seconds S]
-#            [--workers W] [--keep] [--out FILE] [--no-results-file]
+#            [--workers W] [--retained-days D] [--keep] [--out FILE]
+#            [--no-results-file]
+#
+# --retained-days D (default 8; 0 skips it) sets the simulated days.
 #
 # The simulated monitors are threads of one process (the store's filler,
 # crates/store/examples/store_fill, --fleet-hosts), W connections shared
@@ -40,6 +53,7 @@ hosts_list="100,1000"
 seconds=60
 workers=32
 keep=0
+retained_days=8
 out=""
 results_file=1
 
@@ -49,13 +63,14 @@ while [ $# -gt 0 ]; do
         sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
         exit 0
         ;;
-    --pg | --hosts | --seconds | --workers | --out)
+    --pg | --hosts | --seconds | --workers | --retained-days | --out)
         [ $# -ge 2 ] || fail "$1 needs a value"
         case "$1" in
         --pg) pg_url="$2" ;;
         --hosts) [[ "$2" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || fail "--hosts: N or N,N,..." && hosts_list="$2" ;;
         --seconds) [[ "$2" =~ ^[1-9][0-9]*$ ]] || fail "--seconds: a whole number" && seconds="$2" ;;
         --workers) [[ "$2" =~ ^[1-9][0-9]*$ ]] || fail "--workers: a whole number" && workers="$2" ;;
+        --retained-days) [[ "$2" =~ ^[0-9]+$ ]] || fail "--retained-days: a whole number" && retained_days="$2" ;;
         --out) out="$2" ;;
         esac
         shift 2
@@ -111,9 +126,25 @@ for n in "${sizes[@]}"; do
     lines+=("$line")
 done
 
+if [ "$retained_days" -gt 0 ]; then
+    db="latscope_fleet_retained_$$"
+    psql -X -q "$server" -c "CREATE DATABASE $db" >/dev/null || fail "cannot create database $db"
+    dbs+=("$db")
+    say "retained: one monitor of $retained_days simulated days (database $db)"
+    flock /tmp/latscope-measure.lock "$fill" --store "$base/$db" --monitor-days "$retained_days" >&2 ||
+        fail "the filler failed for $retained_days monitor days"
+    psql -X -q "$base/$db" -c "VACUUM FULL" >/dev/null
+    # The hour windows of one day: what a host adds for a year.
+    per_day="$(psql -X -At "$base/$db" -c "SELECT COALESCE(sum(pg_column_size(w.*)), 0) * 24 / GREATEST(count(DISTINCT start_unix_ns), 1) FROM monitor_windows w WHERE span = 'hour'")"
+    tables="$(psql -X -At -F: "$base/$db" -c "SELECT relname, round(pg_total_relation_size(relid) / 1e3, 1) FROM pg_stat_user_tables WHERE pg_total_relation_size(relid) > 16384 ORDER BY 2 DESC" | paste -sd, -)"
+    line="retained days=$retained_days db_bytes=$(psql -X -At "$base/$db" -c 'SELECT pg_database_size(current_database())') hour_windows_bytes_per_day=$per_day per_table_kb=$tables"
+    echo "$line"
+    lines+=("$line")
+fi
+
 if [ "$results_file" = 1 ]; then
     {
-        echo "# bench/fleet-scale.sh --hosts $hosts_list --seconds $seconds --workers $workers"
+        echo "# bench/fleet-scale.sh --hosts $hosts_list --seconds $seconds --workers $workers --retained-days $retained_days"
         echo "# $(date -u +%FT%TZ), $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$repo" diff --quiet 2>/dev/null || echo '+changes'), $(nproc) CPUs, $(psql -X -At "$server" -c 'SHOW server_version' 2>/dev/null | head -1 || echo '?'), fsync=$(psql -X -At "$server" -c 'SHOW fsync' 2>/dev/null || echo '?')"
         for l in "${lines[@]}"; do echo "$l"; done
     } >"$out"

@@ -213,18 +213,23 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
         rank(&m.late_us, 0.99) / 1e3,
         m.late_us[count - 1] / 1e3,
     );
-    if let (Some((db0, t0)), Some((db1, _)), Some((db2, t1))) = (before, after, live) {
-        let per_host_day = |bytes: i64| bytes as f64 / f64::from(hosts) / scheduled * 86_400.0;
+    if let (Some((db0, t0)), Some((db1, raw)), Some((db2, t1))) = (before, after, live) {
+        // Per host over the run, not extrapolated to a day: most of it is
+        // written once per cell (the cumulative metric rows, the hour
+        // windows) or thinned as the run grows (the snapshots), so a day
+        // is not S seconds' worth times 86,400 / S. What a host keeps
+        // after days is measured apart (bench/fleet-scale.sh, "retained").
+        let per_host_kb = |bytes: i64| bytes as f64 / f64::from(hosts) / 1e3;
         // Before vacuuming, the growth holds the dead versions of the rows
         // each checkpoint replaces (metrics, windows), which autovacuum
         // reclaims for reuse; after VACUUM FULL only what stays.
         print!(
-            " db_growth_bytes={} growth_per_host_day_mb={:.1} live_growth_bytes={} \
-             live_growth_per_host_day_mb={:.1}",
+            " db_growth_bytes={} growth_per_host_kb={:.1} live_growth_bytes={} \
+             live_growth_per_host_kb={:.1}",
             db1 - db0,
-            per_host_day(db1 - db0) / 1e6,
+            per_host_kb(db1 - db0),
             db2 - db0,
-            per_host_day(db2 - db0) / 1e6
+            per_host_kb(db2 - db0)
         );
         let mut tables: Vec<(String, i64)> = t1
             .iter()
@@ -237,9 +242,25 @@ pub fn run(args: &Args, rng: &mut Rng, pool: &Pool) -> Res<()> {
         tables.sort_by_key(|(_, d)| -d);
         let list: Vec<String> = tables
             .iter()
-            .map(|(name, d)| format!("{name}:{:.2}", per_host_day(*d) / 1e6))
+            .map(|(name, d)| format!("{name}:{:.1}", per_host_kb(*d)))
             .collect();
-        print!(" live_per_table_mb_per_host_day={}", list.join(","));
+        print!(" live_per_table_kb_per_host={}", list.join(","));
+        // What VACUUM FULL took back per table: the dead row versions the
+        // run left (before autovacuum reused their space).
+        let mut dead: Vec<(String, i64)> = raw
+            .iter()
+            .map(|(name, size)| {
+                let live = t1.iter().find(|(n, _)| n == name).map_or(0, |(_, s)| *s);
+                (name.clone(), size - live)
+            })
+            .filter(|(_, d)| *d > 0)
+            .collect();
+        dead.sort_by_key(|(_, d)| -d);
+        let list: Vec<String> = dead
+            .iter()
+            .map(|(name, d)| format!("{name}:{:.1}", per_host_kb(*d)))
+            .collect();
+        print!(" dead_per_table_kb_per_host={}", list.join(","));
     }
     println!();
     Ok(())
