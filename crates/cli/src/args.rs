@@ -718,7 +718,7 @@ pub struct SuiteArgs {
 
 #[derive(Args, Debug)]
 pub struct ForecastArgs {
-    /// The run: an id or `latest`.
+    /// The run: an id or `latest` (with `--against`, several: `1,3,5`).
     #[arg(value_name = "RUN")]
     pub run: String,
     /// Only these cells (index list, e.g. `0,2`); default all.
@@ -749,7 +749,9 @@ pub struct ForecastArgs {
     /// Hold the forecast against an application-probe run (an id or
     /// `latest`): for each of its cells, the underruns per hour this run
     /// predicts for the cell's scheme beside those it counted, with an exact
-    /// test (exit 3 when a forecast is refuted at p < 0.01).
+    /// test (exit 3 when a forecast is refuted at p < 0.01). Both RUN and
+    /// APP_RUN may list several runs (`2,4,6`), the blocks of an
+    /// interleaved measurement: cells of one scheme and workload are pooled.
     #[arg(
         long,
         value_name = "APP_RUN",

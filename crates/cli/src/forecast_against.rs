@@ -1,64 +1,41 @@
 //! `latscope forecast TIMER_RUN --against APP_RUN`: the underrun rate the
 //! timer run forecasts for each application-probe cell's scheme, beside
-//! the underruns that cell counted, with the exact test of
-//! [`latscope_stats::forecast::compare_underruns`] (docs/app-probe.md).
-//!
-//! Each app cell is paired with the timer cell of the same workload (or
-//! the timer run's only timer cell). Exit 3 when any forecast is refuted.
+//! the underruns that cell counted, with the exact test
+//! ([`latscope_stats::forecast::pairing`], docs/app-probe.md). Either side
+//! may name several runs (`2,4,6`), the blocks of an interleaved
+//! measurement, whose cells are pooled per scheme and workload. Exit 3
+//! when any forecast is refuted.
 
 use std::io::Write;
 
 use anyhow::Context;
-use latscope_model::{metric, CellSettings};
-use latscope_stats::forecast::{
-    compare_underruns, pool_cpus, AppPreset, BufferScheme, Comparison, Compute, Losses, Measured,
-    ObservedUnderruns, Pooled, TailOptions, Verdict,
-};
+use latscope_stats::forecast::pairing::{pairs, CellRef, Pair, PairingError};
 use latscope_stats::{CellResult, RunResult};
-use serde::Serialize;
 
 use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
 
-/// One app cell held against its timer cell.
-#[derive(Serialize)]
-struct Pair {
-    timer_cell: u32,
-    app_cell: u32,
-    workload: String,
-    app_seconds: f64,
-    #[serde(flatten)]
-    comparison: Comparison,
-    /// For a cell run with `--app NAME`: the forecast's verdict for the
-    /// preset and the pipeline's own.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    preset: Option<PresetCheck>,
-}
-
-#[derive(Serialize)]
-struct PresetCheck {
-    app: String,
-    forecast: Verdict,
-    /// The pipeline's observed mean time between underruns, seconds (a
-    /// lower bound when none was seen).
-    pipeline_mttf_s: f64,
-    pipeline_pass: bool,
-    /// The pipeline's interval excludes the target.
-    pipeline_conclusive: bool,
-    /// Forecast and pipeline agree on PASS or FAIL.
-    confirmed: bool,
-}
-
-pub fn against(args: &ForecastArgs, app_run: &str) -> Result<i32, Exit> {
+pub fn against(args: &ForecastArgs, app_runs: &str) -> Result<i32, Exit> {
     let store = latscope_store::Store::open_existing(&args.store.store)?;
-    let timer = store.load_run(store.resolve(&args.run)?)?;
-    let app = store.load_run(store.resolve(app_run)?)?;
-    let pairs = pairs(&timer, &app)?;
+    let timers = load_runs(&store, &args.run)?;
+    let apps = load_runs(&store, app_runs)?;
+    let names = |runs: &[RunResult]| {
+        let ids: Vec<String> = runs.iter().map(|r| r.meta.id.0.to_string()).collect();
+        ids.join(",")
+    };
+    let pairs = pairs(
+        &cells(&timers).collect::<Vec<_>>(),
+        &cells(&apps).collect::<Vec<_>>(),
+    )
+    .map_err(|e| refusal(e, &names(&timers), &names(&apps)))?;
     let refuted = pairs.iter().any(|p| p.comparison.refuted);
+    let ids = |runs: &[RunResult]| runs.iter().map(|r| r.meta.id.0).collect::<Vec<_>>();
     let text = if args.json {
         let doc = serde_json::json!({
-            "timer_run": timer.meta.id.0,
-            "app_run": app.meta.id.0,
+            "timer_run": timers[0].meta.id.0,
+            "app_run": apps[0].meta.id.0,
+            "timer_runs": ids(&timers),
+            "app_runs": ids(&apps),
             "refute_at": latscope_stats::forecast::REFUTE_AT,
             "comparisons": pairs,
         });
@@ -66,7 +43,7 @@ pub fn against(args: &ForecastArgs, app_run: &str) -> Result<i32, Exit> {
     } else {
         let mut t = String::new();
         for p in &pairs {
-            t.push_str(&pair_text(p, timer.meta.id.0, app.meta.id.0));
+            t.push_str(&pair_text(p));
         }
         crate::colour::verdicts(&t)
     };
@@ -74,142 +51,53 @@ pub fn against(args: &ForecastArgs, app_run: &str) -> Result<i32, Exit> {
     Ok(if refuted { exit::THRESHOLD } else { exit::OK })
 }
 
-fn pairs(timer: &RunResult, app: &RunResult) -> Result<Vec<Pair>, Exit> {
-    let timer_cells: Vec<&CellResult> = timer
-        .cells
-        .iter()
-        .filter(|c| c.metrics.iter().any(|m| m.name == metric::TIMER_LATENCY))
-        .collect();
-    if timer_cells.is_empty() {
-        return Err(Exit::usage(format!(
-            "run {} has no timer.latency to forecast from: give a timer-probe run",
-            timer.meta.id.0
-        )));
-    }
-    let mut out = Vec::new();
-    for cell in &app.cells {
-        let CellSettings::App(s) = &cell.meta.settings else {
-            continue;
-        };
-        let t = timer_cells
-            .iter()
-            .find(|t| t.meta.workload == cell.meta.workload)
-            .or((timer_cells.len() == 1).then_some(&timer_cells[0]))
-            .ok_or_else(|| {
-                Exit::usage(format!(
-                    "run {} has no timer cell under workload '{}' for app cell {}",
-                    timer.meta.id.0, cell.meta.workload, cell.meta.index
-                ))
-            })?;
-        let scheme = BufferScheme::new(s.period_ns.0, s.buffers, Compute::Nanos(s.compute_ns.0))
-            .map_err(|e| Exit::usage(format!("app cell {}: {e}", cell.meta.index)))?;
-        let Some(pooled) = pool_cpus(t, metric::TIMER_LATENCY, &[], &[]) else {
-            continue;
-        };
-        let wake = Measured::wakeups(&pooled.metric, pooled.measured, &TailOptions::default())
-            .context("cannot forecast")?;
-        let count = |name: &str| -> u64 {
-            cell.metrics
-                .iter()
-                .filter(|m| m.name == name)
-                .map(|m| m.histogram.count())
-                .sum()
-        };
-        let observed = ObservedUnderruns {
-            underruns: count(metric::APP_UNDERRUN),
-            buffers: count(metric::APP_RESPONSE),
-        };
-        if observed.buffers == 0 {
-            continue;
+/// The runs `spec` names: one (an id, `latest`, `HOST:N`) or several
+/// separated by commas, each once.
+fn load_runs(store: &latscope_store::Store, spec: &str) -> Result<Vec<RunResult>, Exit> {
+    let mut ids = Vec::new();
+    for part in spec.split(',') {
+        let id = store.resolve(part)?;
+        if ids.contains(&id) {
+            return Err(Exit::usage(format!(
+                "run {} is named twice in '{spec}'",
+                id.0
+            )));
         }
-        let comparison = compare_underruns(&wake, &scheme, observed);
-        let preset = s
-            .app
-            .as_deref()
-            .and_then(AppPreset::find)
-            .map(|p| preset_check(p, &pooled, &wake, &comparison))
-            .transpose()?;
-        out.push(Pair {
-            timer_cell: t.meta.index,
-            app_cell: cell.meta.index,
-            workload: cell.meta.workload.clone(),
-            app_seconds: cell.meta.duration_ns.0 as f64 / 1e9,
-            comparison,
-            preset,
-        });
+        ids.push(id);
     }
-    if out.is_empty() {
-        return Err(Exit::usage(format!(
-            "run {} has no app-probe cell with buffers: give a `latscope run --probe app` run",
-            app.meta.id.0
-        )));
-    }
-    Ok(out)
+    ids.into_iter()
+        .map(|id| store.load_run(id).map_err(Exit::from))
+        .collect()
 }
 
-/// The preset's verdict as `latscope forecast --app` gives it (late
-/// wake-ups for a preset that loses one buffer per stall, late deadlines
-/// for one that loses every late deadline), and the pipeline's, which
-/// counts one underrun per stall: for the latter presets a lower count
-/// than their late deadlines, so the pipeline's FAIL is conclusive and
-/// its PASS optimistic.
-fn preset_check(
-    preset: &AppPreset,
-    pooled: &Pooled,
-    wake: &Measured<'_>,
-    c: &Comparison,
-) -> Result<PresetCheck, Exit> {
-    let forecast = match preset.losses {
-        Losses::PerStall => latscope_stats::forecast::verdict(preset, wake),
-        Losses::PerDeadline => {
-            let dl = Measured::deadlines(&pooled.metric, pooled.measured, &TailOptions::default())
-                .context("cannot forecast")?;
-            latscope_stats::forecast::verdict(preset, &dl)
+/// A pairing refused, as one line naming the runs ("run 1,3 has no timer
+/// cell …").
+fn refusal(e: PairingError, timer_runs: &str, app_runs: &str) -> Exit {
+    match e {
+        PairingError::NoTimerLatency | PairingError::NoTimerCell { .. } => {
+            Exit::usage(format!("run {timer_runs} has {}", e))
         }
-    };
-    let o = &c.observed;
-    let hours = 1.0 / 3600.0;
-    let mttf = |per_hour: f64| {
-        if per_hour > 0.0 {
-            1.0 / (per_hour * hours)
-        } else {
-            f64::INFINITY
-        }
-    };
-    let k = o.events.unwrap_or(0);
-    let pipeline_mttf_s = if k == 0 {
-        o.buffers as f64 * c.scheme.period_s()
-    } else {
-        mttf(o.per_hour)
-    };
-    let pipeline_pass = pipeline_mttf_s >= preset.target_s;
-    let low = o.interval_per_hour.high.map_or(0.0, mttf);
-    let high = mttf(o.interval_per_hour.low);
-    let pipeline_conclusive = if pipeline_pass {
-        low >= preset.target_s
-    } else {
-        high < preset.target_s
-    };
-    Ok(PresetCheck {
-        app: preset.name.to_string(),
-        confirmed: forecast.pass == pipeline_pass,
-        forecast,
-        pipeline_mttf_s,
-        pipeline_pass,
-        pipeline_conclusive,
-    })
+        PairingError::NoAppCell => Exit::usage(format!("run {app_runs} has {}", e)),
+        PairingError::Scheme { .. } => Exit::usage(e),
+        PairingError::Forecast(_) => Exit::from(anyhow::Error::from(e)),
+    }
 }
 
-fn pair_text(p: &Pair, timer_run: i64, app_run: i64) -> String {
+fn cells(runs: &[RunResult]) -> impl Iterator<Item = (i64, &CellResult)> {
+    runs.iter()
+        .flat_map(|r| r.cells.iter().map(move |c| (r.meta.id.0, c)))
+}
+
+fn pair_text(p: &Pair) -> String {
     let c = &p.comparison;
     let s = &c.scheme;
     let ms = |ns: f64| ns / 1e6;
     let mut t = format!(
-        "app run {app_run} cell {} ({}, {:.1} s) against timer run {timer_run} cell {}: {:.3} ms x {} buffers, {:.3} ms compute, slack {:.3} ms\n",
-        p.app_cell,
+        "app {} ({}, {:.1} s) against timer {}: {:.3} ms x {} buffers, {:.3} ms compute, slack {:.3} ms\n",
+        describe(&p.app_cells, None),
         p.workload,
         p.app_seconds,
-        p.timer_cell,
+        describe(&p.timer_cells, Some(p.timer_seconds)),
         ms(s.period_ns as f64),
         s.buffers,
         ms(s.compute_ns() as f64),
@@ -280,4 +168,60 @@ fn pair_text(p: &Pair, timer_run: i64, app_run: i64) -> String {
     }
     t.push('\n');
     t
+}
+
+/// `run 3 cell 0`, or for cells pooled from several blocks `runs 3,5,7
+/// (3 cells, 45.0 s)`.
+fn describe(cells: &[CellRef], seconds: Option<f64>) -> String {
+    if let [one] = cells {
+        return format!("run {} cell {}", one.run, one.cell);
+    }
+    let mut runs: Vec<String> = Vec::new();
+    for c in cells {
+        let id = c.run.to_string();
+        if !runs.contains(&id) {
+            runs.push(id);
+        }
+    }
+    let word = if runs.len() == 1 { "run" } else { "runs" };
+    let time = seconds.map_or(String::new(), |s| format!(", {s:.1} s"));
+    format!("{word} {} ({} cells{time})", runs.join(","), cells.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pooled_cells_are_named_by_their_runs_and_one_cell_by_itself() {
+        let one = [CellRef { run: 3, cell: 0 }];
+        assert_eq!(describe(&one, Some(20.0)), "run 3 cell 0");
+        let two = [CellRef { run: 2, cell: 0 }, CellRef { run: 4, cell: 0 }];
+        assert_eq!(describe(&two, None), "runs 2,4 (2 cells)");
+        assert_eq!(describe(&two, Some(40.0)), "runs 2,4 (2 cells, 40.0 s)");
+        let same_run = [CellRef { run: 5, cell: 0 }, CellRef { run: 5, cell: 1 }];
+        assert_eq!(describe(&same_run, None), "run 5 (2 cells)");
+    }
+
+    #[test]
+    fn a_refused_pairing_names_the_runs_as_before() {
+        let e = refusal(PairingError::NoAppCell, "1", "2,4");
+        assert_eq!(e.code, exit::USAGE);
+        assert_eq!(
+            e.error.to_string(),
+            "run 2,4 has no app-probe cell with buffers: give a `latscope run --probe app` run"
+        );
+        let e = refusal(
+            PairingError::NoTimerCell {
+                workload: "io".into(),
+                app_cell: 3,
+            },
+            "1,3",
+            "2",
+        );
+        assert_eq!(
+            e.error.to_string(),
+            "run 1,3 has no timer cell under workload 'io' for app cell 3"
+        );
+    }
 }

@@ -116,7 +116,7 @@ mod tests {
 
     use super::*;
     use latscope_model::{
-        metric, Capabilities, CellMeta, CellSettings, CpuId, RunMeta, RunStatus, SystemInfo,
+        metric, Capabilities, CellMeta, CellSettings, CpuId, RunMeta, SystemInfo,
     };
     use latscope_stats::{Histogram, MetricResult};
     use latscope_store::{Checkpoint, Window};
@@ -141,18 +141,8 @@ mod tests {
     fn monitor(path: &std::path::Path, minutes: u64) -> (RunId, CellId) {
         let mut store = Store::open(path).unwrap();
         let meta = RunMeta {
-            id: RunId(0),
-            started_unix_ns: Nanos(START),
-            ended_unix_ns: None,
-            checkpoint_unix_ns: None,
-            status: RunStatus::Running,
-            command_line: vec![],
             pid: 1,
-            boot_id: String::new(),
-            hostname: String::new(),
-            tool_version: String::new(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(0), Nanos(START))
         };
         let run = store
             .create_run(&meta, &SystemInfo::default(), &Capabilities::default())

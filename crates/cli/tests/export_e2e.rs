@@ -21,18 +21,11 @@ const T0: u64 = 5_000_000_000;
 
 fn meta() -> RunMeta {
     RunMeta {
-        id: latscope_model::RunId(0),
-        started_unix_ns: Nanos(1_795_730_639_000_000_000),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
         command_line: vec!["latscope".into(), "run".into(), "--trace".into()],
         pid: std::process::id(),
-        boot_id: String::new(),
         hostname: "testhost".into(),
         tool_version: "0.1.0".into(),
-        notes: vec![],
-        source: None,
+        ..RunMeta::new(latscope_model::RunId(0), Nanos(1_795_730_639_000_000_000))
     }
 }
 

@@ -26,18 +26,11 @@ const WEEK_START_HOUR: u64 = 168 * 2_900;
 
 fn meta(started: u64) -> RunMeta {
     RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(started),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
         command_line: vec!["latscope".into(), "monitor".into()],
         pid: std::process::id(),
-        boot_id: String::new(),
         hostname: "testhost".into(),
         tool_version: "0.1.0".into(),
-        notes: vec![],
-        source: None,
+        ..RunMeta::new(RunId(0), Nanos(started))
     }
 }
 

@@ -9,13 +9,13 @@ use latscope_model::{
 };
 use latscope_platform::SchedPolicy;
 use latscope_probes::{ProbeSnapshot, RunningProbe};
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_record::{MetricResult, TimelineChunk};
 use latscope_store::Checkpoint;
 
 use crate::config::{CellSpec, ProbeSpec};
+use crate::ctx::RunCtx;
 use crate::error::EngineError;
 use crate::load::{self, CellLoad};
-use crate::run::RunCtx;
 use crate::sink::{CellKey, Sink};
 use crate::trace_session::{self, AnalysisMode, TraceSession};
 
@@ -530,7 +530,7 @@ mod tests {
 
     use super::*;
     use latscope_model::{Breakdown, CpuId};
-    use latscope_stats::SecondStats;
+    use latscope_record::SecondStats;
 
     fn episode(seq: u32) -> Episode {
         Episode {

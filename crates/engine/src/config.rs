@@ -64,6 +64,18 @@ impl Guards {
     };
 }
 
+/// What the probe's samples are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnalysisMode {
+    /// (intended expiry, wake-up) of the timer probe.
+    Timer,
+    /// (start, end) of the noise probe's interruptions.
+    Noise,
+    /// (receive stamp, user) of the UDP probe's receiver, which comes first
+    /// in the hand-offs; the sender's CPU follows when it is another one.
+    Udp,
+}
+
 /// Which tracer reads the kernel's events (`--trace-backend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TraceBackend {
@@ -329,11 +341,5 @@ impl CellSpec {
     /// The measured CPUs as a set.
     pub fn cpu_set(&self) -> CpuSet {
         self.probe.cpus().into_iter().collect()
-    }
-
-    /// The settings stored with the cell; `clock_read_ns` is the cost of
-    /// one clock read measured when the run started.
-    pub fn settings(&self, clock_read_ns: u64) -> CellSettings {
-        crate::settings::cell_settings(self, clock_read_ns)
     }
 }

@@ -21,6 +21,7 @@
 mod cell;
 mod config;
 mod cpus;
+mod ctx;
 mod error;
 mod load;
 mod observer;

@@ -11,9 +11,19 @@ use latscope_probes::timer::{Phase, TimerApi};
 
 use crate::config::{CellSpec, ProbeSpec};
 
+impl CellSpec {
+    /// The settings stored with the cell; `clock_read_ns` is the cost of
+    /// one clock read measured when the run started. (Here rather than
+    /// with `CellSpec` in `config`, so that neither module imports the
+    /// other back.)
+    pub fn settings(&self, clock_read_ns: u64) -> CellSettings {
+        cell_settings(self, clock_read_ns)
+    }
+}
+
 /// The settings of `cell` as applied; `clock_read_ns` is the cost of one
 /// clock read measured when the run started.
-pub fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
+fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
     let loaded = cell.workload != "none";
     let common = CommonSettings {
         policy: policy(cell.probe.policy().0),

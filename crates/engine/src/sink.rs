@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
-use latscope_stats::{CellResult, RunResult, SecondStats};
+use latscope_record::{CellResult, RunResult, SecondStats};
 use latscope_store::{Checkpoint, Store, StoreError};
 
 /// A sink's failure, as the one line a user reads.

@@ -11,7 +11,7 @@ use latscope_trace::analysis::Analyzer;
 use latscope_trace::bpf::{BpfTracer, KernelFeed};
 use latscope_trace::{Decoded, Names, Tracer};
 
-use crate::trace_session::AnalysisMode;
+use crate::config::AnalysisMode;
 
 /// The reader's pause between reads: it starts at the perf reader's
 /// 10 ms and adapts to the busiest ring. Longer pauses cost the tracer

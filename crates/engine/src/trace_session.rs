@@ -14,11 +14,12 @@ use std::time::Duration;
 use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StealSource, TraceSummary};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::Handoff;
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_record::{MetricResult, TimelineChunk};
 use latscope_trace::analysis::{Analyzer, AnalyzerConfig, Environment, Measured, Symbolize};
 use latscope_trace::bpf::{BpfTracer, BpfTracerConfig, DEFAULT_RECORDER_SLOTS};
 use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
 
+pub use crate::config::AnalysisMode;
 use crate::config::TraceBackend;
 use crate::trace_bpf::BpfReader;
 
@@ -73,18 +74,6 @@ pub struct TraceSession {
     shared: Arc<Mutex<Shared>>,
     stop: Arc<AtomicBool>,
     handle: JoinHandle<TraceFinal>,
-}
-
-/// What the probe's samples are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AnalysisMode {
-    /// (intended expiry, wake-up) of the timer probe.
-    Timer,
-    /// (start, end) of the noise probe's interruptions.
-    Noise,
-    /// (receive stamp, user) of the UDP probe's receiver, which comes first
-    /// in the hand-offs; the sender's CPU follows when it is another one.
-    Udp,
 }
 
 /// The tracer that reads the kernel's events.

@@ -55,7 +55,7 @@ use latscope_model::{
 };
 use latscope_probes::sim::{SimConfig, SimProbe};
 use latscope_probes::{Clock, RealClock, RunningProbe, ScriptedClock};
-use latscope_stats::MetricResult;
+use latscope_record::MetricResult;
 use latscope_store::{Checkpoint, Store, StoreError, INTERRUPTED_NOTE};
 use rusqlite::Connection;
 
@@ -420,7 +420,7 @@ fn check_store(path: &Path) -> Result<Found, String> {
 fn check_cell(
     conn: &Connection,
     cell_id: i64,
-    cell: &latscope_stats::CellResult,
+    cell: &latscope_record::CellResult,
     finished: bool,
 ) -> Result<Found, String> {
     let CellSettings::Sim(settings) = &cell.meta.settings else {

@@ -5,7 +5,7 @@
 //! known of them.
 
 use latscope_model::Nanos;
-use latscope_stats::Histogram;
+use latscope_record::Histogram;
 
 /// One thread's (or CPU's) histogram as a tool writes it, in the tool's
 /// unit.

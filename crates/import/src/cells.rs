@@ -3,7 +3,7 @@
 //! the cell itself.
 
 use latscope_model::{CellMeta, CellSettings, CpuId, CpuSet, Nanos, Policy};
-use latscope_stats::{CellResult, MetricResult};
+use latscope_record::{CellResult, MetricResult};
 
 use crate::{ImportError, Options};
 

@@ -14,7 +14,7 @@
 //! gives nanoseconds), nor the date, the machine or cyclictest's version.
 
 use latscope_model::{metric, CellSettings, CpuId, Nanos, Policy, TimerSettings, DEFAULT_PERIOD};
-use latscope_stats::MetricResult;
+use latscope_record::MetricResult;
 
 use crate::buckets::ToolHistogram;
 use crate::cells::{add_metric, cell, cpus_of, scheduling, setting};

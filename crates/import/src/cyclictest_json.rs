@@ -10,7 +10,7 @@
 use latscope_model::{
     metric, CellSettings, CpuId, Nanos, Policy, TimerApiName, TimerSettings, DEFAULT_PERIOD,
 };
-use latscope_stats::MetricResult;
+use latscope_record::MetricResult;
 use serde_json::{Map, Value};
 
 use crate::buckets::ToolHistogram;

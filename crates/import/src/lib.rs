@@ -30,7 +30,7 @@ use std::fmt;
 use latscope_model::{
     Capabilities, Nanos, Policy, RunId, RunMeta, RunSource, RunStatus, SystemInfo,
 };
-use latscope_stats::{CellResult, RunResult};
+use latscope_record::{CellResult, RunResult};
 
 pub use error::ImportError;
 

@@ -16,7 +16,7 @@
 use latscope_model::{
     metric, CellSettings, Nanos, NoiseClock, NoiseCpuStats, NoiseSettings, Policy,
 };
-use latscope_stats::MetricResult;
+use latscope_record::MetricResult;
 use serde_json::{Map, Value};
 
 use crate::buckets::ToolHistogram;

@@ -15,7 +15,7 @@
 //! `timer.latency`.
 
 use latscope_model::{metric, CellSettings, Nanos, Policy, TimerSettings, DEFAULT_PERIOD};
-use latscope_stats::MetricResult;
+use latscope_record::MetricResult;
 
 use crate::buckets::ToolHistogram;
 use crate::cells::{add_metric, cell, cpu, cpus_of, scheduling, setting};

@@ -8,7 +8,7 @@
 
 use latscope_import::{detect, import, Format, ImportError, Imported, Options, Unit};
 use latscope_model::{metric, CellSettings, CpuId, Nanos, Policy, TimerApiName};
-use latscope_stats::Histogram;
+use latscope_record::Histogram;
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {

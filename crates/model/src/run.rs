@@ -90,6 +90,29 @@ pub struct RunMeta {
     pub source: Option<RunSource>,
 }
 
+impl RunMeta {
+    /// A run as it starts: `Running`, nothing ended or checkpointed yet, no
+    /// command line, process, host or notes recorded. Callers (and test
+    /// fixtures) set what they know with struct update syntax:
+    /// `RunMeta { hostname: "h".into(), ..RunMeta::new(id, started) }`.
+    pub fn new(id: RunId, started_unix_ns: Nanos) -> RunMeta {
+        RunMeta {
+            id,
+            started_unix_ns,
+            ended_unix_ns: None,
+            checkpoint_unix_ns: None,
+            status: RunStatus::Running,
+            command_line: Vec::new(),
+            pid: 0,
+            boot_id: String::new(),
+            hostname: String::new(),
+            tool_version: String::new(),
+            notes: Vec::new(),
+            source: None,
+        }
+    }
+}
+
 /// One cell of a run: one probe under one workload with one group of settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellMeta {
@@ -104,4 +127,19 @@ pub struct CellMeta {
     pub duration_ns: Nanos,
     /// CLOCK_MONOTONIC at the start of measurement; timeline seconds count from here.
     pub monotonic_start_ns: Nanos,
+}
+
+impl CellMeta {
+    /// Cell `index` of `settings`' probe (which names it) under `workload`,
+    /// measured for `duration_ns` from monotonic time 0.
+    pub fn new(index: u32, workload: &str, settings: CellSettings, duration_ns: Nanos) -> CellMeta {
+        CellMeta {
+            index,
+            probe: settings.probe_name().to_string(),
+            workload: workload.to_string(),
+            settings,
+            duration_ns,
+            monotonic_start_ns: Nanos(0),
+        }
+    }
 }

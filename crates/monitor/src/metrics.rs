@@ -34,9 +34,9 @@
 use std::sync::{Arc, Mutex};
 
 use latscope_model::{metric, Nanos};
+use latscope_record::Histogram;
 use latscope_report::exports::exposition::{self, Exposition, Kind, Value};
 use latscope_report::exports::{prometheus_family, prometheus_help};
-use latscope_stats::Histogram;
 
 use crate::http::Source;
 use crate::sink::{lock, NoiseTotals, Shared};

@@ -465,12 +465,13 @@ mod tests {
             .add_cell(
                 run,
                 &CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings: CellSettings::Timer(Default::default()),
-                    duration_ns: Nanos::ZERO,
                     monotonic_start_ns: Nanos(1),
+                    ..CellMeta::new(
+                        0,
+                        "none",
+                        CellSettings::Timer(Default::default()),
+                        Nanos::ZERO,
+                    )
                 },
             )
             .unwrap();
@@ -489,7 +490,7 @@ mod tests {
         };
         let (mut sink, run, cell) = sink_with_cell(store, Arc::clone(&shared), &layer);
         let t0 = 1_700_000_000;
-        let mut lat = latscope_stats::MetricResult::new("timer.latency", Some(CpuId(0)));
+        let mut lat = latscope_record::MetricResult::new("timer.latency", Some(CpuId(0)));
         // Checkpoints at 10 s, 20 s and 2 h: the third prunes (the first
         // pruned an hour before) what ended more than an hour before it.
         for secs in [10, 20, 7_200] {

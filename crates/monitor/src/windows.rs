@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{CpuId, Nanos};
-use latscope_stats::{Histogram, MetricResult};
+use latscope_record::{Histogram, MetricResult};
 use latscope_store::{Span, Window};
 
 /// A metric on a CPU (`None`: system-wide).

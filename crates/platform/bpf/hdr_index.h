@@ -2,7 +2,7 @@
 /*
  * latscope's HDR histogram bucket index, in C for the BPF programs.
  *
- * It mirrors `index_of` in crates/stats/src/layout.rs line for line (unit
+ * It mirrors `index_of` in crates/record/src/layout.rs line for line (unit
  * 1 ns, three significant digits: 2048 sub-buckets, values clamped at
  * 2^36 - 1 ns), so a count the kernel files under index i lands in the
  * same counter a user-space `Histogram` would use. It is plain C with no

@@ -55,7 +55,7 @@
 //!   [`TraceBpf::napi_name`]; each under the softirq or hard interrupt it
 //!   ran in). The kernel files
 //!   each duration under latscope's HDR counter index (`bpf/hdr_index.h`,
-//!   a line-by-line port of `index_of` in `crates/stats/src/layout.rs`,
+//!   a line-by-line port of `index_of` in `crates/record/src/layout.rs`,
 //!   tested against it here) in a `PERCPU_HASH` keyed by (kind, source,
 //!   index), and its exact count/sum/min/max in a second one keyed by
 //!   (kind, source). Per-CPU values because each CPU then adds to its own

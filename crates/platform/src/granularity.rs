@@ -15,7 +15,7 @@ use std::path::Path;
 
 use latscope_model::TimerGranularity;
 
-use crate::sysinfo::read_text;
+use crate::sysfs::read_text;
 
 /// The granularity of the live machine: the clocks' resolutions and the
 /// calling thread's slack, then `/proc/timer_list` under `root`.

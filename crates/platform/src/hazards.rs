@@ -15,7 +15,7 @@ use std::path::Path;
 use latscope_model::{CpuId, CpuSet, Hazard, Severity, SystemInfo};
 
 use crate::procstat::parse::{parse_stat, CpuTicks};
-use crate::sysinfo::{read_text, read_trimmed};
+use crate::sysfs::{read_text, read_trimmed};
 
 /// An enabled idle state whose declared exit latency exceeds this many
 /// microseconds is a deep C-state. C1 exits in 1–2 µs, C1E in about 10;

@@ -32,6 +32,7 @@ pub mod procstat;
 pub mod pthread_mutex;
 mod sched;
 mod signals;
+mod sysfs;
 pub mod sysinfo;
 pub mod timers;
 pub mod tsc;

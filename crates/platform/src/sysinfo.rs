@@ -16,6 +16,7 @@ pub use latscope_model::preempt_from_version;
 use latscope_model::{CpuSet, IdleState, SystemInfo};
 
 use crate::hazards;
+use crate::sysfs::{read_text, read_trimmed};
 
 /// The preemption models the snapshot names, in the kernel's spelling.
 const PREEMPT_MODES: [&str; 5] = ["none", "voluntary", "full", "lazy", "rt"];
@@ -110,21 +111,6 @@ pub fn snapshot_from(root: &Path) -> SystemInfo {
     let extra = hazards::Extra::read(root, &info);
     info.hazards = hazards::hazards(&info, &extra);
     info
-}
-
-/// A file's text; sysfs and procfs are not promised to be UTF-8, so it is
-/// decoded lossily rather than refused.
-pub(crate) fn read_text(root: &Path, rel: &str) -> Option<String> {
-    fs::read(root.join(rel))
-        .ok()
-        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// A one-value file, trimmed; an empty file counts as absent.
-pub(crate) fn read_trimmed(root: &Path, rel: &str) -> Option<String> {
-    let text = read_text(root, rel)?;
-    let trimmed = text.trim();
-    (!trimmed.is_empty()).then(|| trimmed.to_string())
 }
 
 /// The running kernel's configuration, as text.

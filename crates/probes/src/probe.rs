@@ -17,13 +17,13 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use latscope_model::{CpuId, NoiseCpuStats, TimerCpuStats, UdpStats};
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_record::{MetricResult, TimelineChunk};
 
 use crate::{ProbeError, Progress, SampleRing, ThreadSetup};
 
 /// A configured probe whose recorders are allocated, not yet measuring.
 pub trait Probe: Send {
-    /// The probe's stable name: `timer`, `noise`, `udp`, `sim`.
+    /// The probe's stable name: `timer`, `noise`, `udp`, `app`, `sim`.
     fn name(&self) -> &'static str;
 
     /// Checks the settings; the error is one line naming the bad value.

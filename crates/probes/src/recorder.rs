@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use latscope_model::{CpuId, Nanos};
-use latscope_stats::{AtomicHistogram, MetricResult, SecondStats, TimelineChunk, TimelineRing};
+use latscope_record::{AtomicHistogram, MetricResult, SecondStats, TimelineChunk, TimelineRing};
 
 /// Where one measuring thread records one metric: an HDR histogram, the
 /// per-second timeline, and the exact count above the threshold. Written by
@@ -113,7 +113,7 @@ mod tests {
 
     #[test]
     fn seconds_overwritten_before_a_drain_are_counted() {
-        let ring = latscope_stats::TIMELINE_RING_SECONDS as u64;
+        let ring = latscope_record::TIMELINE_RING_SECONDS as u64;
         let r = MetricRecorder::new("timer.latency", Some(CpuId(0)), None);
         r.record(0, 10);
         // The writer laps the ring before the reader comes: second `ring`

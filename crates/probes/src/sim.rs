@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use latscope_model::{metric, CpuId, Nanos, TimerCpuStats};
-use latscope_stats::TimelineChunk;
+use latscope_record::TimelineChunk;
 
 use crate::{
     Clock, Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats,

@@ -110,7 +110,7 @@ fn the_timer_sleeps_through_each_active_period_and_resumes_on_its_grid() {
     // saw 1,145 a second against 598 alone, with the timer's samples
     // showing it asleep), not for the timer's 1,000 more.
     assert!(gaps.histogram.count() == noise[0].interruptions);
-    let rate = |h: &latscope_stats::Histogram, active: Nanos| {
+    let rate = |h: &latscope_record::Histogram, active: Nanos| {
         h.count_above(999) as f64 / active.as_secs_f64().max(1e-9)
     };
     let duty_rate = rate(&gaps.histogram, active);
@@ -132,7 +132,7 @@ fn the_timer_sleeps_through_each_active_period_and_resumes_on_its_grid() {
 }
 
 /// The control: the noise probe alone, spinning 1.2 s at SCHED_OTHER.
-fn noise_alone(cpu: u32) -> (latscope_stats::Histogram, Nanos) {
+fn noise_alone(cpu: u32) -> (latscope_record::Histogram, Nanos) {
     let cfg = NoiseConfig {
         cpus: vec![CpuId(cpu)],
         policy: SchedPolicy::Other,

@@ -2,7 +2,7 @@
 //! best of three, on whatever else the machine is doing).
 //!
 //! ```text
-//! cargo run --release -p latscope-stats --example histogram_timing
+//! cargo run --release -p latscope-record --example histogram_timing
 //! ```
 //!
 //! Times record (1e7 values), merge, quantile, since, to_bytes, from_bytes
@@ -21,7 +21,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use latscope_stats::{Histogram, HIGHEST_TRACKABLE};
+use latscope_record::{Histogram, HIGHEST_TRACKABLE};
 
 /// Heap bytes of a histogram (the dense one had 221,184 bytes always).
 fn heap(h: &Histogram) -> usize {

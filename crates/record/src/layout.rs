@@ -18,7 +18,7 @@ const SUB_BUCKET_MASK: u64 = SUB_BUCKET_COUNT - 1;
 /// Buckets needed so that 2^36 - 1 fits: 2048 << 25 = 2^36.
 const BUCKET_COUNT: u64 = 26;
 /// Total counters: (bucket_count + 1) × half the sub-buckets.
-pub(crate) const COUNTS_LEN: usize = ((BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT) as usize;
+pub const COUNTS_LEN: usize = ((BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT) as usize;
 
 /// Which power-of-two bucket holds `v`: 0 for values below 2048.
 #[inline]
@@ -28,7 +28,7 @@ fn bucket_of(v: u64) -> u32 {
 
 /// Index of the counter for `value` (clamped to the trackable range).
 #[inline]
-pub(crate) fn index_of(value: u64) -> usize {
+pub fn index_of(value: u64) -> usize {
     let v = value.min(HIGHEST_TRACKABLE);
     let bucket = bucket_of(v);
     let sub = v >> bucket;
@@ -39,7 +39,7 @@ pub(crate) fn index_of(value: u64) -> usize {
 
 /// The lowest value that maps to counter `index`.
 #[inline]
-pub(crate) fn lowest_of(index: usize) -> u64 {
+pub fn lowest_of(index: usize) -> u64 {
     let i = index as u64;
     let mut bucket = (i >> SUB_BUCKET_HALF_MAGNITUDE) as i64 - 1;
     let mut sub = (i & (SUB_BUCKET_HALF_COUNT - 1)) + SUB_BUCKET_HALF_COUNT;
@@ -52,7 +52,7 @@ pub(crate) fn lowest_of(index: usize) -> u64 {
 
 /// The highest value that maps to counter `index`.
 #[inline]
-pub(crate) fn highest_of(index: usize) -> u64 {
+pub fn highest_of(index: usize) -> u64 {
     let low = lowest_of(index);
     let bucket = bucket_of(low);
     low + (1u64 << bucket) - 1

@@ -76,6 +76,23 @@ pub struct CellResult {
     pub workload_stats: Option<WorkloadStats>,
 }
 
+impl CellResult {
+    /// A cell holding `metrics` and nothing else: no trace, episodes or
+    /// probe figures (set those with struct update syntax).
+    pub fn new(meta: CellMeta, metrics: Vec<MetricResult>) -> CellResult {
+        CellResult {
+            meta,
+            metrics,
+            trace: None,
+            episodes: Vec::new(),
+            noise: Vec::new(),
+            timer: Vec::new(),
+            udp: None,
+            workload_stats: None,
+        }
+    }
+}
+
 /// A whole run as stored: what renderers and analyses take.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunResult {

@@ -130,8 +130,8 @@ mod tests {
         for v in values {
             m.histogram.record(*v);
         }
-        CellResult {
-            meta: CellMeta {
+        CellResult::new(
+            CellMeta {
                 index: 0,
                 probe: probe.into(),
                 workload: workload.into(),
@@ -139,14 +139,8 @@ mod tests {
                 duration_ns: Nanos::from_secs(1),
                 monotonic_start_ns: Nanos(0),
             },
-            metrics: vec![m],
-            trace: None,
-            episodes: Vec::new(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
-        }
+            vec![m],
+        )
     }
 
     #[test]

@@ -227,23 +227,14 @@ mod tests {
         m.corrected = Some(c);
         RunResult {
             meta: RunMeta {
-                id: RunId(1),
-                started_unix_ns: Nanos(0),
-                ended_unix_ns: None,
-                checkpoint_unix_ns: None,
                 status: RunStatus::Complete,
-                command_line: Vec::new(),
                 pid: 1,
-                boot_id: String::new(),
-                hostname: String::new(),
-                tool_version: String::new(),
-                notes: Vec::new(),
-                source: None,
+                ..RunMeta::new(RunId(1), Nanos(0))
             },
             system: SystemInfo::default(),
             capabilities: Capabilities::default(),
-            cells: vec![CellResult {
-                meta: CellMeta {
+            cells: vec![CellResult::new(
+                CellMeta {
                     index: 0,
                     probe: "timer".into(),
                     workload: "none".into(),
@@ -251,14 +242,8 @@ mod tests {
                     duration_ns: Nanos::from_secs(3),
                     monotonic_start_ns: Nanos(0),
                 },
-                metrics: vec![m],
-                trace: None,
-                episodes: Vec::new(),
-                noise: Vec::new(),
-                timer: Vec::new(),
-                udp: None,
-                workload_stats: None,
-            }],
+                vec![m],
+            )],
         }
     }
 

@@ -23,8 +23,8 @@ fn metric(name: &str, cpu: Option<u32>, values: &[(u64, u64)]) -> MetricResult {
 }
 
 fn cell(index: u32, workload: &str, start_s: u64, metrics: Vec<MetricResult>) -> CellResult {
-    CellResult {
-        meta: CellMeta {
+    CellResult::new(
+        CellMeta {
             index,
             probe: "timer".into(),
             workload: workload.into(),
@@ -33,13 +33,7 @@ fn cell(index: u32, workload: &str, start_s: u64, metrics: Vec<MetricResult>) ->
             monotonic_start_ns: Nanos::from_secs(start_s),
         },
         metrics,
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+    )
 }
 
 fn fixture() -> RunResult {
@@ -63,18 +57,14 @@ fn fixture() -> RunResult {
     let empty = metric("timer.interval", Some(0), &[]);
     RunResult {
         meta: RunMeta {
-            id: RunId(3),
-            started_unix_ns: Nanos(1_795_730_639_250_000_000),
             ended_unix_ns: Some(Nanos(1_795_730_661_000_000_000)),
-            checkpoint_unix_ns: None,
             status: RunStatus::Complete,
             command_line: vec!["latscope".into(), "suite".into()],
             pid: 1,
             boot_id: "b".into(),
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(3), Nanos(1_795_730_639_250_000_000))
         },
         system: SystemInfo::default(),
         capabilities: Capabilities::default(),

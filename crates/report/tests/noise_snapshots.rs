@@ -82,10 +82,7 @@ fn cpu1() -> NoiseCpuStats {
 
 fn run_meta() -> RunMeta {
     RunMeta {
-        id: RunId(12),
-        started_unix_ns: Nanos(1_795_730_639_000_000_000),
         ended_unix_ns: Some(Nanos(1_795_730_650_000_000_000)),
-        checkpoint_unix_ns: None,
         status: RunStatus::Complete,
         command_line: vec![
             "latscope".into(),
@@ -98,8 +95,7 @@ fn run_meta() -> RunMeta {
         boot_id: "b".into(),
         hostname: "host".into(),
         tool_version: "0.1.0".into(),
-        notes: vec![],
-        source: None,
+        ..RunMeta::new(RunId(12), Nanos(1_795_730_639_000_000_000))
     }
 }
 
@@ -114,28 +110,25 @@ fn noise_cell() -> CellResult {
     settings.insert("cpus".to_string(), serde_json::json!("0-1"));
     settings.insert("threshold_ns".to_string(), serde_json::json!(10_000));
     CellResult {
-        meta: CellMeta {
-            index: 0,
-            probe: "noise".into(),
-            workload: "none".into(),
-            settings: latscope_model::CellSettings::from_json(
-                "noise",
-                serde_json::Value::Object(settings.into_iter().collect()),
-            )
-            .unwrap(),
-            duration_ns: Nanos::from_secs(10),
-            monotonic_start_ns: Nanos(0),
-        },
-        metrics: vec![
-            gap(0, &[90, 95, 120, 300, 2_000, 9_870, 41_000, 1_402_113], 2),
-            gap(1, &[200, 250, 900, 5_000, 50_012_000], 1),
-        ],
-        trace: None,
-        episodes: Vec::new(),
         noise: vec![cpu0(), cpu1()],
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
+        ..CellResult::new(
+            CellMeta {
+                index: 0,
+                probe: "noise".into(),
+                workload: "none".into(),
+                settings: latscope_model::CellSettings::from_json(
+                    "noise",
+                    serde_json::Value::Object(settings.into_iter().collect()),
+                )
+                .unwrap(),
+                duration_ns: Nanos::from_secs(10),
+                monotonic_start_ns: Nanos(0),
+            },
+            vec![
+                gap(0, &[90, 95, 120, 300, 2_000, 9_870, 41_000, 1_402_113], 2),
+                gap(1, &[200, 250, 900, 5_000, 50_012_000], 1),
+            ],
+        )
     }
 }
 
@@ -146,8 +139,8 @@ fn timer_cell() -> CellResult {
     }
     let mut settings = BTreeMap::new();
     settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
-    CellResult {
-        meta: CellMeta {
+    CellResult::new(
+        CellMeta {
             index: 1,
             probe: "timer".into(),
             workload: "none".into(),
@@ -159,14 +152,8 @@ fn timer_cell() -> CellResult {
             duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
         },
-        metrics: vec![lat],
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+        vec![lat],
+    )
 }
 
 fn fixture() -> RunResult {

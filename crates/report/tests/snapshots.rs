@@ -36,18 +36,14 @@ fn fixture() -> RunResult {
     settings.insert("phase".to_string(), serde_json::json!("fixed"));
     RunResult {
         meta: RunMeta {
-            id: RunId(7),
-            started_unix_ns: Nanos(1_795_730_639_000_000_000),
             ended_unix_ns: Some(Nanos(1_795_730_644_000_000_000)),
-            checkpoint_unix_ns: None,
             status: RunStatus::Complete,
             command_line: vec!["latscope".into(), "run".into()],
             pid: 1,
             boot_id: "b".into(),
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(7), Nanos(1_795_730_639_000_000_000))
         },
         system: SystemInfo {
             hostname: "host".into(),

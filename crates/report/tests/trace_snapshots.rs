@@ -236,18 +236,14 @@ fn fixture() -> RunResult {
     };
     RunResult {
         meta: RunMeta {
-            id: RunId(3),
-            started_unix_ns: Nanos(1_795_730_639_000_000_000),
             ended_unix_ns: Some(Nanos(1_795_730_649_000_000_000)),
-            checkpoint_unix_ns: None,
             status: RunStatus::Complete,
             command_line: vec!["latscope".into(), "run".into(), "--trace".into()],
             pid: 1,
             boot_id: "b".into(),
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(3), Nanos(1_795_730_639_000_000_000))
         },
         system: SystemInfo {
             hostname: "host".into(),
@@ -257,25 +253,23 @@ fn fixture() -> RunResult {
         },
         capabilities: caps,
         cells: vec![CellResult {
-            meta: CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::from_json(
-                    "timer",
-                    serde_json::Value::Object(settings.into_iter().collect()),
-                )
-                .unwrap(),
-                duration_ns: Nanos::from_secs(10),
-                monotonic_start_ns: Nanos(1_000_000_000_000),
-            },
-            metrics,
             trace: Some(trace_summary()),
             episodes: episodes(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
+            ..CellResult::new(
+                CellMeta {
+                    index: 0,
+                    probe: "timer".into(),
+                    workload: "none".into(),
+                    settings: latscope_model::CellSettings::from_json(
+                        "timer",
+                        serde_json::Value::Object(settings.into_iter().collect()),
+                    )
+                    .unwrap(),
+                    duration_ns: Nanos::from_secs(10),
+                    monotonic_start_ns: Nanos(1_000_000_000_000),
+                },
+                metrics,
+            )
         }],
     }
 }

@@ -22,10 +22,7 @@ fn hist(name: &str, cpu: u32, values: &[u64]) -> MetricResult {
 
 fn run_meta() -> RunMeta {
     RunMeta {
-        id: RunId(21),
-        started_unix_ns: Nanos(1_795_730_639_000_000_000),
         ended_unix_ns: Some(Nanos(1_795_730_650_000_000_000)),
-        checkpoint_unix_ns: None,
         status: RunStatus::Complete,
         command_line: vec![
             "latscope".into(),
@@ -37,8 +34,7 @@ fn run_meta() -> RunMeta {
         boot_id: "b".into(),
         hostname: "host".into(),
         tool_version: "0.1.0".into(),
-        notes: vec![],
-        source: None,
+        ..RunMeta::new(RunId(21), Nanos(1_795_730_639_000_000_000))
     }
 }
 
@@ -103,8 +99,8 @@ fn udp_cell() -> CellResult {
 fn timer_cell() -> CellResult {
     let mut settings = BTreeMap::new();
     settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
-    CellResult {
-        meta: CellMeta {
+    CellResult::new(
+        CellMeta {
             index: 1,
             probe: "timer".into(),
             workload: "none".into(),
@@ -116,14 +112,8 @@ fn timer_cell() -> CellResult {
             duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
         },
-        metrics: vec![hist(metric::TIMER_LATENCY, 0, &[10_000, 12_000, 15_000])],
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+        vec![hist(metric::TIMER_LATENCY, 0, &[10_000, 12_000, 15_000])],
+    )
 }
 
 fn fixture() -> RunResult {

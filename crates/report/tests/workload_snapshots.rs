@@ -17,21 +17,18 @@ fn cell(index: u32, workload: &str, stats: Option<WorkloadStats>) -> CellResult 
         lat.histogram.record(v);
     }
     CellResult {
-        meta: CellMeta {
-            index,
-            probe: "timer".into(),
-            workload: workload.into(),
-            settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-            duration_ns: Nanos::from_secs(10),
-            monotonic_start_ns: Nanos(0),
-        },
-        metrics: vec![lat],
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
         workload_stats: stats,
+        ..CellResult::new(
+            CellMeta {
+                index,
+                probe: "timer".into(),
+                workload: workload.into(),
+                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
+                duration_ns: Nanos::from_secs(10),
+                monotonic_start_ns: Nanos(0),
+            },
+            vec![lat],
+        )
     }
 }
 
@@ -155,18 +152,14 @@ fn net() -> WorkloadStats {
 fn fixture() -> RunResult {
     RunResult {
         meta: RunMeta {
-            id: RunId(9),
-            started_unix_ns: Nanos(1_795_730_639_000_000_000),
             ended_unix_ns: Some(Nanos(1_795_730_669_000_000_000)),
-            checkpoint_unix_ns: None,
             status: RunStatus::Complete,
             command_line: vec!["latscope".into(), "suite".into()],
             pid: 1,
             boot_id: "b".into(),
             hostname: "host".into(),
             tool_version: "0.1.0".into(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(9), Nanos(1_795_730_639_000_000_000))
         },
         system: SystemInfo {
             hostname: "host".into(),

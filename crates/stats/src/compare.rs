@@ -37,8 +37,8 @@ use std::fmt;
 use latscope_model::{CellSettings, Nanos, RunId};
 use serde::Serialize;
 
-use crate::histogram::Histogram;
-use crate::results::{CellResult, RunResult};
+use crate::Histogram;
+use crate::{CellResult, RunResult};
 
 /// Significance level of the exceedance test.
 pub const ALPHA: f64 = 0.01;
@@ -655,7 +655,7 @@ mod tests {
 
     fn timer_cell(workload: &str, period: Nanos, clock_read: u64, secs: u64) -> CellResult {
         use latscope_model::{CellMeta, CommonSettings, TimerSettings};
-        let mut m = crate::results::MetricResult::new("timer.latency", None);
+        let mut m = crate::MetricResult::new("timer.latency", None);
         m.histogram = hist(10_000, 10, 50_000);
         CellResult {
             meta: CellMeta {

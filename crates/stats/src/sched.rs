@@ -56,7 +56,7 @@
 
 use latscope_model::Nanos;
 
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 pub mod report;
 pub mod taskfile;

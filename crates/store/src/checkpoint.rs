@@ -13,7 +13,7 @@ use latscope_model::{
     Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunId, TimerCpuStats, TraceSummary, UdpStats,
     WorkloadStats,
 };
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_record::{MetricResult, TimelineChunk};
 
 use crate::error::classify;
 use crate::{CellId, Result, Store};

@@ -8,7 +8,7 @@
 
 use crate::db::params;
 use latscope_model::RunId;
-use latscope_stats::RunResult;
+use latscope_record::RunResult;
 
 use crate::error::classify;
 use crate::{insert_cell, insert_run_rows, to_sql, write_progress, Result, Store};

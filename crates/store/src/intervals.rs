@@ -35,17 +35,16 @@
 //! intervals and 38 % for 10 s ones (docs/architecture.md has the
 //! figures). A blob that starts with LSH1's magic is read as it is.
 
-use std::io::{Read, Write};
 use std::path::Path;
 
 use crate::db::{params, Db, OptionalExt};
-use flate2::read::ZlibDecoder;
-use flate2::write::ZlibEncoder;
-use flate2::Compression;
 use latscope_model::{metric, Nanos, RunId};
-use latscope_stats::{Histogram, Interval, IntervalSeries, MetricResult};
+use latscope_record::{Histogram, Interval, IntervalSeries, MetricResult};
 
-use crate::codec::{cpu_from_sql, cpu_to_sql};
+use crate::codec::{
+    cpu_from_sql, cpu_to_sql, decode_histogram as decode, encode_histogram as encode, too_large,
+    MAX_LSH1_BYTES,
+};
 use crate::error::classify;
 use crate::{to_sql, CellId, Result, Store, StoreError};
 
@@ -56,52 +55,13 @@ pub fn keeps_intervals(name: &str) -> bool {
     name == metric::TIMER_LATENCY || name == metric::NOISE_GAP || name.starts_with("udp.")
 }
 
-/// The most an interval's blob may inflate to: LSH1 of the fullest
-/// histogram (every bucket, the longest varints) is about 560 KB.
-const MAX_LSH1_BYTES: u64 = 1 << 20;
-
-/// An interval's histogram as stored: zlib over LSH1.
-fn encode(h: &Histogram) -> Result<Vec<u8>, String> {
-    let raw = h.to_bytes();
-    let mut enc = ZlibEncoder::new(Vec::with_capacity(raw.len() / 2), Compression::default());
-    enc.write_all(&raw).map_err(|e| e.to_string())?;
-    enc.finish().map_err(|e| e.to_string())
-}
-
-/// The inverse of [`encode`] (and LSH1 as it is); a phrase for a damaged
-/// blob.
-fn decode(blob: &[u8]) -> Result<Histogram, String> {
-    let raw = inflate(blob)?;
-    Histogram::from_bytes(&raw).map_err(|e| e.to_string())
-}
-
-/// A blob's LSH1 form (inflated, or as it is).
-fn inflate(blob: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
-    if blob.starts_with(b"LSH1") {
-        return Ok(std::borrow::Cow::Borrowed(blob));
-    }
-    let mut raw = Vec::new();
-    ZlibDecoder::new(blob)
-        .take(MAX_LSH1_BYTES + 1)
-        .read_to_end(&mut raw)
-        .map_err(|e| format!("cannot inflate it ({e})"))?;
-    if raw.len() as u64 > MAX_LSH1_BYTES {
-        return Err(too_large());
-    }
-    Ok(std::borrow::Cow::Owned(raw))
-}
-
-fn too_large() -> String {
-    format!("it inflates to more than {} MiB", MAX_LSH1_BYTES >> 20)
-}
-
-/// [`inflate`] for many blobs in a row: one decompressor and one output
-/// buffer for all of them. A month-long monitor's report inflates tens of
-/// thousands; a reader and a fresh buffer each spent a tenth of its time
-/// allocating and copying.
 /// Room left in the output before each step of [`Inflater::inflate`].
 const MIN_ROOM: usize = 32 * 1024;
 
+/// [`crate::codec::inflate_histogram`] for many blobs in a row: one
+/// decompressor and one output buffer for all of them. A month-long
+/// monitor's report inflates tens of thousands; a reader and a fresh
+/// buffer each spent a tenth of its time allocating and copying.
 struct Inflater {
     zlib: flate2::Decompress,
     out: Vec<u8>,
@@ -226,7 +186,7 @@ pub(crate) fn before(
         if !keeps_intervals(&name) {
             continue;
         }
-        let h = Histogram::from_bytes(&blob).map_err(|e| StoreError::Corrupt {
+        let h = decode(&blob).map_err(|e| StoreError::Corrupt {
             path: path.to_path_buf(),
             what: format!("histogram of {name} in cell {}: {e}", cell.0),
         })?;
@@ -317,10 +277,7 @@ pub(crate) fn write_intervals(
             }
         }
         let samples = to_sql(delta.count(), "an interval's sample count")?;
-        let blob = encode(&delta).map_err(|e| StoreError::Corrupt {
-            path: path.to_path_buf(),
-            what: format!("cannot compress an interval of {} ({e})", m.name),
-        })?;
+        let blob = encode(&delta);
         let max = delta.max().map(|v| i64::try_from(v.0).unwrap_or(i64::MAX));
         tx.prepare_cached(
             "INSERT INTO metric_intervals (cell_id, name, cpu, start_ns, end_ns, start_unix_ns, \
@@ -627,6 +584,9 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flate2::write::ZlibEncoder;
+    use flate2::Compression;
+    use std::io::Write;
 
     #[test]
     fn blobs_round_trip_and_lsh1_reads_as_it_is() {
@@ -634,7 +594,7 @@ mod tests {
         for k in 0..5_000u64 {
             h.record(7_000 + (k * 7919) % 90_000);
         }
-        let blob = encode(&h).unwrap();
+        let blob = encode(&h);
         assert!(blob.len() < h.to_bytes().len() / 2, "{}", blob.len());
         assert_eq!(decode(&blob).unwrap(), h);
         assert_eq!(decode(&h.to_bytes()).unwrap(), h);

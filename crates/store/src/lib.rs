@@ -65,7 +65,7 @@ use std::path::{Path, PathBuf};
 
 use crate::db::{params, Db, DbResult, OptionalExt, Row, Value};
 use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
-use latscope_stats::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
+use latscope_record::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
 
 pub use checkpoint::Checkpoint;
 pub use copy::Copied;
@@ -771,7 +771,7 @@ impl Store {
         for row in rows {
             let cpu = cpu_from_sql(row.cpu)
                 .ok_or_else(|| self.corrupt(format!("metric {} has CPU {}", row.name, row.cpu)))?;
-            let histogram = Histogram::from_bytes(&row.histogram).map_err(|e| {
+            let histogram = crate::codec::decode_histogram(&row.histogram).map_err(|e| {
                 self.corrupt(format!("histogram of {} in cell {cell}: {e}", row.name))
             })?;
             match row.kind.as_str() {
@@ -1101,7 +1101,7 @@ pub(crate) fn write_progress(
             Value::Text(m.name.clone()),
             cpu.clone(),
             Value::Text("raw".into()),
-            Value::Blob(m.histogram.to_bytes()),
+            Value::Blob(crate::codec::encode_histogram(&m.histogram)),
             Value::Int(samples),
             max.map_or(Value::Null, Value::Int),
             Value::Int(overruns),
@@ -1116,7 +1116,7 @@ pub(crate) fn write_progress(
                 Value::Text(m.name.clone()),
                 cpu,
                 Value::Text("corrected".into()),
-                Value::Blob(corrected.to_bytes()),
+                Value::Blob(crate::codec::encode_histogram(corrected)),
                 Value::Int(samples),
                 max.map_or(Value::Null, Value::Int),
                 Value::Int(0),

@@ -67,18 +67,11 @@ mod tests {
 
     fn remote(checkpoint_s: Option<u64>) -> RunMeta {
         RunMeta {
-            id: RunId(1),
-            started_unix_ns: Nanos(1_000 * 1_000_000_000),
-            ended_unix_ns: None,
             checkpoint_unix_ns: checkpoint_s.map(|s| Nanos(s * 1_000_000_000)),
-            status: RunStatus::Running,
-            command_line: vec![],
             pid: 1,
             boot_id: "another-boot".into(),
             hostname: "no-such-host-here".into(),
-            tool_version: String::new(),
-            notes: vec![],
-            source: None,
+            ..RunMeta::new(RunId(1), Nanos(1_000 * 1_000_000_000))
         }
     }
 

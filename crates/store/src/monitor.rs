@@ -4,7 +4,7 @@
 
 use crate::db::{params, Value};
 use latscope_model::{CpuId, Nanos, RunId};
-use latscope_stats::Histogram;
+use latscope_record::Histogram;
 
 use crate::codec::{cpu_from_sql, cpu_to_sql};
 use crate::{to_sql, Result, Store};

@@ -76,6 +76,11 @@ pub(crate) const MIGRATIONS: &[(u32, &str, &str)] = &[
         "checkpoint_intervals",
         include_str!("../migrations/0013_checkpoint_intervals.sql"),
     ),
+    (
+        14,
+        "compressed_histograms",
+        include_str!("../migrations/0014_compressed_histograms.sql"),
+    ),
 ];
 
 /// The schema version this build writes and understands.

@@ -28,7 +28,7 @@ use std::path::Path;
 
 use crate::db::{params, Db, OptionalExt, Value};
 use latscope_model::Nanos;
-use latscope_stats::{Histogram, MetricResult};
+use latscope_record::MetricResult;
 
 use crate::codec::{cpu_from_sql, cpu_to_sql};
 use crate::error::classify;
@@ -91,7 +91,7 @@ pub(crate) fn write_snapshot(
                 Value::Int(at),
                 Value::Text(m.name.clone()),
                 Value::Int(cpu_to_sql(m.cpu)),
-                Value::Blob(m.histogram.to_bytes()),
+                Value::Blob(crate::codec::encode_histogram(&m.histogram)),
             ]);
         }
         tx.insert_rows(
@@ -170,7 +170,7 @@ impl Store {
                     cell.0
                 ))
             })?;
-            let histogram = Histogram::from_bytes(&blob)
+            let histogram = crate::codec::decode_histogram(&blob)
                 .map_err(|e| self.corrupt(format!("snapshot of {name} in cell {}: {e}", cell.0)))?;
             let metric = MetricResult {
                 histogram,

@@ -9,7 +9,7 @@ use latscope_model::{
     RunMeta, RunStatus, StackCount, SystemInfo, TimerApiName, TimerCpuStats, TimerSettings,
     TraceSummary, UdpPath, UdpSettings, UdpStats, WindowEvent, WorkloadSecond, WorkloadStats,
 };
-use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
+use latscope_record::{Histogram, MetricResult, SecondStats, TimelineChunk};
 
 use super::*;
 use backends::each_backend;
@@ -22,18 +22,13 @@ fn current_boot_id() -> String {
 
 fn run_meta() -> RunMeta {
     RunMeta {
-        id: RunId(999),
-        started_unix_ns: Nanos(1_700_000_000_000_000_000),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
         command_line: vec!["latscope".into(), "run".into(), "--for".into(), "8s".into()],
         pid: std::process::id(),
         boot_id: current_boot_id(),
         hostname: "testhost".into(),
         tool_version: "0.1.0".into(),
         notes: vec!["first note".into()],
-        source: None,
+        ..RunMeta::new(RunId(999), Nanos(1_700_000_000_000_000_000))
     }
 }
 
@@ -1850,18 +1845,19 @@ fn damaged_trace_rows_are_reported_as_damage() {
 
 fn noise_cell(index: u32) -> CellMeta {
     CellMeta {
-        index,
-        probe: "noise".into(),
-        workload: "none".into(),
-        settings: CellSettings::Noise(NoiseSettings {
-            common: CommonSettings {
-                threshold_ns: Some(Nanos(1_000)),
-                ..CommonSettings::default()
-            },
-            ..NoiseSettings::default()
-        }),
-        duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(987_654_321),
+        ..CellMeta::new(
+            index,
+            "none",
+            CellSettings::Noise(NoiseSettings {
+                common: CommonSettings {
+                    threshold_ns: Some(Nanos(1_000)),
+                    ..CommonSettings::default()
+                },
+                ..NoiseSettings::default()
+            }),
+            Nanos::ZERO,
+        )
     }
 }
 
@@ -2535,15 +2531,16 @@ fn a_version_3_store_migrates_in_place_and_keeps_its_runs() {
 
 fn udp_cell(index: u32) -> CellMeta {
     CellMeta {
-        index,
-        probe: "udp".into(),
-        workload: "none".into(),
-        settings: CellSettings::Udp(UdpSettings {
-            period_ns: Nanos::from_millis(10),
-            ..UdpSettings::default()
-        }),
-        duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(987_654_321),
+        ..CellMeta::new(
+            index,
+            "none",
+            CellSettings::Udp(UdpSettings {
+                period_ns: Nanos::from_millis(10),
+                ..UdpSettings::default()
+            }),
+            Nanos::ZERO,
+        )
     }
 }
 

@@ -71,15 +71,10 @@ fn the_vector_table_is_the_c_one() {
     assert_eq!(vector_name(u32::MAX), "?");
 }
 
-/// `index_of` of crates/stats/src/layout.rs, copied (it is crate-private
-/// there, and platform does not depend on stats): what the kernel's
-/// hdr_index.h must agree with. If layout.rs changes, change both.
+/// `index_of` of the recording core's layout (crates/record/src/layout.rs):
+/// what the kernel's hdr_index.h must agree with.
 fn layout_index_of(value: u64) -> u32 {
-    const HIGHEST_TRACKABLE: u64 = (1 << 36) - 1;
-    let v = value.min(HIGHEST_TRACKABLE);
-    let bucket = 64 - (10 + 1) - (v | 2047).leading_zeros();
-    let sub = v >> bucket;
-    (((u64::from(bucket) + 1) << 10) + sub - 1024) as u32
+    latscope_record::layout::index_of(value) as u32
 }
 
 /// hdr_index.h line by line in Rust (the binary-search leading zeros).

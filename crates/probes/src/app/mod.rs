@@ -20,7 +20,7 @@
 //!
 //! An underrun happens exactly when the producer's delay beyond its work
 //! exceeds the slack `(n − 1)·t − c` (while it keeps up): the event the
-//! forecast's [`BufferScheme`](latscope_stats) counts, one per stall.
+//! forecast's [`BufferScheme`](latscope_record) counts, one per stall.
 
 mod config;
 mod measure;
@@ -32,7 +32,7 @@ use std::sync::Arc;
 
 use latscope_model::{metric, CpuId, Nanos};
 use latscope_platform::timers::Errno;
-use latscope_stats::{MetricResult, TimelineChunk};
+use latscope_record::{MetricResult, TimelineChunk};
 
 pub use config::{AppConfig, MAX_BUFFERS};
 pub use pipeline::{Pipeline, Underrun};

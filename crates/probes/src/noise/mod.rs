@@ -18,7 +18,7 @@ use std::sync::Arc;
 use latscope_model::{metric, CpuId, Nanos, NoiseClock, NoiseCpuStats};
 use latscope_platform::tsc::{self, ClockPair};
 use latscope_platform::{timers, SchedPolicy};
-use latscope_stats::{Histogram, TimelineChunk};
+use latscope_record::{Histogram, TimelineChunk};
 
 use crate::threads::{self, bump, PinnedThreads};
 use crate::{

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use latscope_model::{metric, CpuId, Nanos, TimerCpuStats};
 use latscope_platform::timers::Errno;
 use latscope_platform::SchedPolicy;
-use latscope_stats::{AtomicHistogram, MetricResult, TimelineChunk};
+use latscope_record::{AtomicHistogram, MetricResult, TimelineChunk};
 
 pub use config::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
 pub use schedule::{Schedule, Wake};
@@ -489,7 +489,7 @@ mod tests {
             wake(250_000, 0, 5),
             wake(99_999, 0, 0),
         ];
-        let mut naive = latscope_stats::Histogram::new();
+        let mut naive = latscope_record::Histogram::new();
         for w in stalls {
             cpu.record(0, w, period, None);
             naive.record(w.latency);

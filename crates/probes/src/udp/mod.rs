@@ -29,7 +29,7 @@ use latscope_model::{metric, CpuId, Nanos, UdpPath, UdpStats};
 use latscope_platform::net::{Stamps, TsSocket, TxStage};
 use latscope_platform::timers::{self, Errno};
 use latscope_platform::{monotonic_ns, realtime_ns, SchedPolicy};
-use latscope_stats::TimelineChunk;
+use latscope_record::TimelineChunk;
 
 use crate::threads::{self, bump, PinnedThreads};
 use crate::timer::Schedule;

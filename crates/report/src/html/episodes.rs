@@ -220,25 +220,22 @@ mod tests {
         let settings =
             serde_json::json!({"policy": "fifo", "priority": 80, "period_ns": 1_000_000});
         CellResult {
-            meta: CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: CellSettings::from_json("timer", settings).unwrap(),
-                duration_ns: Nanos::from_secs(60),
-                monotonic_start_ns: Nanos(0),
-            },
-            metrics: Vec::new(),
             trace: Some(TraceSummary {
                 episodes_total: 30,
                 recurring,
                 ..TraceSummary::default()
             }),
-            episodes: Vec::new(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
+            ..CellResult::new(
+                CellMeta {
+                    index: 0,
+                    probe: "timer".into(),
+                    workload: "none".into(),
+                    settings: CellSettings::from_json("timer", settings).unwrap(),
+                    duration_ns: Nanos::from_secs(60),
+                    monotonic_start_ns: Nanos(0),
+                },
+                Vec::new(),
+            )
         }
     }
 

@@ -20,8 +20,8 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
         m.histogram.record(10_000 + (i % 97) * 300);
     }
     m.histogram.record(3_000_000);
-    let mut cell = CellResult {
-        meta: CellMeta {
+    let mut cell = CellResult::new(
+        CellMeta {
             index: 0,
             probe: "timer".into(),
             workload: "cpu <&>".into(),
@@ -33,14 +33,8 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
             duration_ns: Nanos::from_secs(HOURS * 3600),
             monotonic_start_ns: Nanos(0),
         },
-        metrics: vec![m],
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    };
+        vec![m],
+    );
     let mut system = SystemInfo {
         hostname: "lab<1>".into(),
         kernel_release: "6.18".into(),
@@ -98,18 +92,12 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
     }
     let run = RunResult {
         meta: RunMeta {
-            id: RunId(7),
-            started_unix_ns: Nanos(1_700_000_000_000_000_000),
-            ended_unix_ns: None,
-            checkpoint_unix_ns: None,
             status: RunStatus::Complete,
             command_line: vec!["latscope".into(), "run".into()],
             pid: 1,
-            boot_id: String::new(),
             hostname: "lab<1>".into(),
             tool_version: "0.1.0".into(),
-            notes: Vec::new(),
-            source: None,
+            ..RunMeta::new(RunId(7), Nanos(1_700_000_000_000_000_000))
         },
         system,
         capabilities: Capabilities::default(),

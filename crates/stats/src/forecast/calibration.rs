@@ -30,8 +30,8 @@ use latscope_model::Nanos;
 
 use super::limits::Rules;
 use super::{ForecastError, Measured, PredictedMax, TailOptions};
-use crate::histogram::Histogram;
-use crate::timeline::SecondStats;
+use crate::Histogram;
+use crate::SecondStats;
 
 /// A stretch of the recording, seconds `[start_s, end_s)` of the cell, with
 /// its exact histogram.

@@ -6,8 +6,8 @@ use super::calibration::*;
 use super::limits::Rules;
 use super::test_rng::Rng;
 use super::{PredictedMax, TailOptions};
-use crate::histogram::Histogram;
-use crate::timeline::SecondStats;
+use crate::Histogram;
+use crate::SecondStats;
 
 /// A recording at 1 kHz: `latency(second, rng)` gives each sample; returns
 /// minute blocks and the per-second timeline.

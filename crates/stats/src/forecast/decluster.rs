@@ -190,7 +190,7 @@ pub struct ExtremalIndex {
 /// [`MIN_BUSY_SECONDS`] busy seconds: too few to tell.
 pub fn estimate_extremal_index(
     series: &[&[u64]],
-    h: &crate::histogram::Histogram,
+    h: &crate::Histogram,
     from: u64,
 ) -> Option<ExtremalIndex> {
     let mut all: Vec<u64> = series.iter().flat_map(|s| s.iter().copied()).collect();
@@ -265,7 +265,7 @@ mod tests {
     fn the_extremal_index_of_bursts_of_five_is_a_fifth() {
         let mut rng = crate::forecast::test_rng::Rng(42);
         let mut uniform = move || rng.uniform();
-        let mut h = crate::histogram::Histogram::new();
+        let mut h = crate::Histogram::new();
         let mut maxima = vec![0u64; 1800];
         let mut burst = 0u64;
         let mut stalls = 0;
@@ -302,10 +302,10 @@ mod tests {
     fn the_poisson_corrected_index_is_a_fifth_for_bursts_and_one_for_independent_exceedances() {
         let mut rng = crate::forecast::test_rng::Rng(7);
         let mut uniform = move || rng.uniform();
-        let mut h = crate::histogram::Histogram::new();
+        let mut h = crate::Histogram::new();
         let mut maxima = vec![0u64; 3600];
         let mut burst = 0u64;
-        let mut indep = crate::histogram::Histogram::new();
+        let mut indep = crate::Histogram::new();
         let mut indep_maxima = vec![0u64; 3600];
         for i in 0..3_600_000usize {
             let base = 20_000 + (-uniform().ln() * 5_000.0) as u64;
@@ -347,7 +347,7 @@ mod tests {
     fn a_busy_threshold_is_raised_to_the_median_second() {
         // Every second is above 100; the maxima are 1..=100 µs.
         let maxima: Vec<u64> = (1..=100).map(|i| i * 1_000).collect();
-        let mut h = crate::histogram::Histogram::new();
+        let mut h = crate::Histogram::new();
         for &m in &maxima {
             h.record(m);
         }

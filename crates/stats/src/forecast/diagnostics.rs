@@ -26,7 +26,7 @@
 
 use serde::Serialize;
 
-use crate::timeline::SecondStats;
+use crate::SecondStats;
 
 use super::checks::{check_series, segments, SeriesChecks, ALPHA};
 use super::decluster::ExtremalIndex;
@@ -679,7 +679,7 @@ mod tests {
             })
             .collect();
         seconds[10] = SecondStats::default();
-        let mut h = crate::histogram::Histogram::new();
+        let mut h = crate::Histogram::new();
         for s in &seconds {
             h.record(s.max.max(1));
         }

@@ -1,6 +1,6 @@
 //! The empirical exceedance curve (CCDF) and the latencies read from it.
 
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 use super::special::poisson_cdf;
 use super::{positive, Interval, LatencyEstimate, Provenance};

@@ -234,7 +234,7 @@ fn group(merged: &[(f64, f64)]) -> Vec<Group> {
 pub(crate) fn representative() -> Vec<(&'static str, Vec<(f64, f64)>)> {
     use crate::forecast::test_rng::Rng;
     use crate::forecast::{Gpd, TailFit, TailOptions, Threshold};
-    use crate::histogram::Histogram;
+    use crate::Histogram;
 
     let draws = |seed: u64, n: usize, xi: f64, scale: f64| -> Vec<f64> {
         let g = Gpd::new(xi, scale).expect("a valid GPD");

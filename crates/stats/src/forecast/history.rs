@@ -26,7 +26,7 @@
 use latscope_model::Nanos;
 use serde::Serialize;
 
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 use super::checks::ALPHA;
 use super::diagnostics::{
@@ -286,7 +286,7 @@ mod tests {
     use super::*;
     use crate::forecast::diagnostics::diagnose;
     use crate::forecast::test_rng::Rng;
-    use crate::timeline::SecondStats;
+    use crate::SecondStats;
 
     /// A simulated cell on one CPU: `seconds` seconds of `per_second`
     /// samples drawn by `draw(second)`, with a checkpoint every ten seconds.

@@ -25,7 +25,7 @@
 use serde::Serialize;
 
 use crate::blocks::BlockStats;
-use crate::timeline::SecondStats;
+use crate::SecondStats;
 
 use super::{ForecastError, LatencyEstimate, PredictedMax};
 

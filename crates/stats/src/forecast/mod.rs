@@ -54,6 +54,7 @@ mod horizon;
 pub mod limits;
 mod mttf;
 mod observed;
+pub mod pairing;
 mod predictive;
 mod report;
 mod request;
@@ -72,9 +73,9 @@ mod tests;
 use latscope_model::Nanos;
 use serde::Serialize;
 
-use crate::histogram::Histogram;
-use crate::results::MetricResult;
-use crate::timeline::SecondStats;
+use crate::Histogram;
+use crate::MetricResult;
+use crate::SecondStats;
 use decluster::{estimate_extremal_index, ExtremalIndex};
 use limits::{
     check_clusters, check_horizon_within, check_shape, Refusal, Rules, MAX_EXTRAPOLATION,

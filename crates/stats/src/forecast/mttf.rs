@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 use super::special::poisson_mean_interval;
 use super::{ForecastError, Interval, Provenance};

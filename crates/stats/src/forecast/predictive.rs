@@ -400,7 +400,7 @@ mod tests {
     use crate::forecast::limits::Rules;
     use crate::forecast::test_rng::Rng;
     use crate::forecast::TailOptions;
-    use crate::histogram::Histogram;
+    use crate::Histogram;
     use latscope_model::Nanos;
 
     #[test]

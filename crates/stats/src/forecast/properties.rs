@@ -8,7 +8,7 @@ use proptest::prelude::*;
 
 use super::test_rng::Rng;
 use super::*;
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 /// `seconds` at 200 Hz: wake-ups of 10 µs plus an exponential of
 /// `base_us`, and with probability `stall_p` a stall of 0.3 ms plus an

@@ -27,9 +27,9 @@ use super::{
     Losses, Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
     PERMISSIBLE_MISS_INTERVALS,
 };
-use crate::histogram::Histogram;
-use crate::results::{CellResult, MetricResult, RunResult};
-use crate::timeline::SecondStats;
+use crate::Histogram;
+use crate::SecondStats;
+use crate::{CellResult, MetricResult, RunResult};
 
 /// The schema name of the forecast document.
 pub const FORECAST_SCHEMA: &str = "latscope.forecast.v1";
@@ -691,8 +691,8 @@ mod tests {
     }
 
     fn cell(index: u32, duration: Nanos, metrics: Vec<MetricResult>) -> CellResult {
-        CellResult {
-            meta: CellMeta {
+        CellResult::new(
+            CellMeta {
                 index,
                 probe: "timer".into(),
                 workload: "none".into(),
@@ -701,30 +701,15 @@ mod tests {
                 monotonic_start_ns: Nanos(0),
             },
             metrics,
-            trace: None,
-            episodes: Vec::new(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
-        }
+        )
     }
 
     fn run_of(cells: Vec<CellResult>) -> RunResult {
         RunResult {
             meta: RunMeta {
-                id: RunId(3),
-                started_unix_ns: Nanos(0),
-                ended_unix_ns: None,
-                checkpoint_unix_ns: None,
                 status: RunStatus::Complete,
-                command_line: Vec::new(),
                 pid: 1,
-                boot_id: String::new(),
-                hostname: String::new(),
-                tool_version: String::new(),
-                notes: Vec::new(),
-                source: None,
+                ..RunMeta::new(RunId(3), Nanos(0))
             },
             system: Default::default(),
             capabilities: Default::default(),

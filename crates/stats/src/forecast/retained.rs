@@ -18,7 +18,7 @@
 
 use latscope_model::Nanos;
 
-use crate::results::{CellResult, MetricResult};
+use crate::{CellResult, MetricResult};
 
 use super::report::{is_forecast_metric, CellSnapshot, FORECAST_METRICS};
 
@@ -113,8 +113,8 @@ mod tests {
     }
 
     fn cell_of(duration: Nanos, metrics: Vec<MetricResult>) -> CellResult {
-        CellResult {
-            meta: latscope_model::CellMeta {
+        CellResult::new(
+            latscope_model::CellMeta {
                 index: 0,
                 probe: "timer".into(),
                 workload: "none".into(),
@@ -123,13 +123,7 @@ mod tests {
                 monotonic_start_ns: Nanos(0),
             },
             metrics,
-            trace: None,
-            episodes: Vec::new(),
-            noise: Vec::new(),
-            timer: Vec::new(),
-            udp: None,
-            workload_stats: None,
-        }
+        )
     }
 
     fn snapshot(at_s: u64, values: &[u64]) -> CellSnapshot {

@@ -27,7 +27,7 @@
 
 use serde::Serialize;
 
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 use super::apps::fmt_ns;
 use super::excesses::Excesses;

@@ -43,8 +43,8 @@
 
 use serde::Serialize;
 
-use crate::histogram::Histogram;
-use crate::layout::{highest_of, index_of, HIGHEST_TRACKABLE};
+use crate::Histogram;
+use latscope_record::layout::{highest_of, index_of, HIGHEST_TRACKABLE};
 
 use super::excesses::Excesses;
 use super::gpd::{fit_weighted, profile_return_level, return_excess, GpdFit};

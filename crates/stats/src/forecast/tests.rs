@@ -3,7 +3,7 @@
 use latscope_model::Nanos;
 
 use super::*;
-use crate::histogram::Histogram;
+use crate::Histogram;
 
 use super::test_rng::Rng;
 

@@ -14,7 +14,7 @@ use super::{
     Task, TaskSet,
 };
 use crate::forecast::{ForecastError, LatencyEstimate, Measured, Provenance, TailOptions};
-use crate::results::RunResult;
+use crate::RunResult;
 
 /// Why a sched report could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -303,7 +303,7 @@ fn source(
 /// no figure from a shape that may reach 1): the same model `latscope
 /// forecast` uses, for a run shorter than the interval.
 fn checked_pseudo(
-    h: &crate::histogram::Histogram,
+    h: &crate::Histogram,
     measured: Nanos,
     per_deadline: bool,
     miss_interval: Nanos,
@@ -458,7 +458,7 @@ mod tests {
     use latscope_model::{CpuId, RunMeta, RunStatus};
 
     use super::*;
-    use crate::results::{CellResult, MetricResult};
+    use crate::{CellResult, MetricResult};
 
     fn src(
         cell: u32,
@@ -540,23 +540,14 @@ mod tests {
         }
         RunResult {
             meta: RunMeta {
-                id: RunId(9),
-                started_unix_ns: Nanos(0),
-                ended_unix_ns: None,
-                checkpoint_unix_ns: None,
                 status: RunStatus::Complete,
-                command_line: Vec::new(),
                 pid: 1,
-                boot_id: String::new(),
-                hostname: String::new(),
-                tool_version: String::new(),
-                notes: Vec::new(),
-                source: None,
+                ..RunMeta::new(RunId(9), Nanos(0))
             },
             system: Default::default(),
             capabilities: Default::default(),
-            cells: vec![CellResult {
-                meta: CellMeta {
+            cells: vec![CellResult::new(
+                CellMeta {
                     index: 0,
                     probe: "timer".into(),
                     workload: "none".into(),
@@ -564,14 +555,8 @@ mod tests {
                     duration_ns: Nanos::from_secs(3),
                     monotonic_start_ns: Nanos(0),
                 },
-                metrics: vec![m],
-                trace: None,
-                episodes: Vec::new(),
-                noise: Vec::new(),
-                timer: Vec::new(),
-                udp: None,
-                workload_stats: None,
-            }],
+                vec![m],
+            )],
         }
     }
 
@@ -592,7 +577,7 @@ mod tests {
         let cell = &mut r.cells[0];
         cell.meta.duration_ns = Nanos::from_secs(600);
         let m = &mut cell.metrics[0];
-        m.histogram = crate::histogram::Histogram::new();
+        m.histogram = crate::Histogram::new();
         for i in 0..600_000u64 {
             m.histogram.record(10_000 + (i * 7919) % 100_000);
         }

@@ -74,7 +74,7 @@ use latscope_model::{
     CommonSettings, CpuId, Episode, EpisodeWindow, IdleState, Nanos, Policy, RunId, RunMeta,
     RunStatus, SystemInfo, TimerCpuStats, TimerSettings, TraceSummary, WindowEvent,
 };
-use latscope_stats::{Histogram, MetricResult, SecondStats, TimelineChunk};
+use latscope_record::{Histogram, MetricResult, SecondStats, TimelineChunk};
 use latscope_store::{Checkpoint, Span, Store, Window};
 
 type Res<T> = Result<T, Box<dyn Error>>;

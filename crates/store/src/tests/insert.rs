@@ -5,7 +5,7 @@
 use super::*;
 use crate::tests::backends::each_backend;
 use latscope_model::RunSource;
-use latscope_stats::{CellResult, RunResult};
+use latscope_record::{CellResult, RunResult};
 
 fn source() -> RunSource {
     RunSource {
@@ -20,19 +20,13 @@ fn source() -> RunSource {
 }
 
 fn cell_result(meta: CellMeta, duration: Nanos) -> CellResult {
-    CellResult {
-        meta: CellMeta {
+    CellResult::new(
+        CellMeta {
             duration_ns: duration,
             ..meta
         },
-        metrics: Vec::new(),
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+        Vec::new(),
+    )
 }
 
 /// A run with one cell of each kind of figure the store keeps.

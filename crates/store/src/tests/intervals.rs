@@ -2,7 +2,7 @@
 //! intervals add up to the cumulative metric, that a refused checkpoint
 //! keeps none, retention, and stores from before schema version 13.
 
-use latscope_stats::IntervalSeries;
+use latscope_record::IntervalSeries;
 
 use super::checkpoint::open_with_cell;
 use super::*;
@@ -200,11 +200,11 @@ fn a_cell_without_checkpoint_intervals_says_so() {
         let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
         assert_eq!(store.load_intervals(c).unwrap(), None, "no checkpoint yet");
         // An imported run is stored whole, not checkpointed: no intervals.
-        let imported = latscope_stats::RunResult {
+        let imported = latscope_record::RunResult {
             meta: run_meta(),
             system: system(),
             capabilities: caps(),
-            cells: vec![latscope_stats::CellResult {
+            cells: vec![latscope_record::CellResult {
                 meta: cell(0),
                 metrics: cumulative(2),
                 trace: None,

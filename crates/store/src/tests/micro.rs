@@ -7,19 +7,20 @@ use latscope_model::{MicroContext, MicroCounter, MicroResult, MicroSettings};
 
 fn micro_cell(index: u32, bench: &str) -> CellMeta {
     CellMeta {
-        index,
-        probe: "micro".into(),
-        workload: "idle".into(),
-        settings: CellSettings::Micro(MicroSettings {
-            bench: bench.into(),
-            iterations: 50,
-            warmup: 5,
-            cpu: 1,
-            other_cpu: Some(0),
-            ..MicroSettings::default()
-        }),
-        duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(1),
+        ..CellMeta::new(
+            index,
+            "idle",
+            CellSettings::Micro(MicroSettings {
+                bench: bench.into(),
+                iterations: 50,
+                warmup: 5,
+                cpu: 1,
+                other_cpu: Some(0),
+                ..MicroSettings::default()
+            }),
+            Nanos::ZERO,
+        )
     }
 }
 

@@ -125,3 +125,67 @@ fn a_damaged_snapshot_is_a_clear_error() {
         assert!(e.to_string().contains("snapshot of"), "{e}");
     });
 }
+
+/// Schema 14: cumulative histograms and snapshots are stored compressed,
+/// and the LSH1 blobs an older store holds still read as they are.
+#[test]
+fn histograms_are_stored_compressed_and_older_lsh1_blobs_still_read() {
+    each_backend(|dir| {
+        let (mut store, run, c) = open_with_cell(&dir.at("s.db"));
+        let mut big = metrics(1);
+        for (i, m) in big.iter_mut().enumerate() {
+            for k in 0..20_000u64 {
+                m.histogram.record(5_000 + (k * 7_919 + i as u64) % 400_000);
+            }
+        }
+        store
+            .checkpoint(run, c, Nanos::from_secs(10), &big, &[], Nanos(1))
+            .unwrap();
+        let blobs = |table: &str| -> Vec<(i64, Vec<u8>)> {
+            store
+                .db
+                .query_map(
+                    &format!("SELECT id, histogram FROM {table} WHERE cell_id = ?1"),
+                    [c.0],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap()
+        };
+        for table in ["metrics", "metric_snapshots"] {
+            for (_, blob) in blobs(table) {
+                assert!(!blob.starts_with(b"LSH1"), "{table} holds LSH1");
+            }
+        }
+        let stored: usize = blobs("metrics").iter().map(|(_, b)| b.len()).sum();
+        let lsh1: usize = big
+            .iter()
+            .map(|m| {
+                m.histogram.to_bytes().len()
+                    + m.corrected.as_ref().map_or(0, |h| h.to_bytes().len())
+            })
+            .sum();
+        assert!(
+            stored * 10 < lsh1 * 7,
+            "{stored} bytes stored for {lsh1} of LSH1"
+        );
+        let want = store.load_run(run).unwrap().cells[0].metrics.clone();
+        assert_eq!(want, sorted(big.clone()));
+        let snapshots = store.load_snapshots(c).unwrap();
+        // As a store of schema 13 or earlier holds them: LSH1 as it is.
+        for table in ["metrics", "metric_snapshots"] {
+            for (id, blob) in blobs(table) {
+                let raw = crate::codec::decode_histogram(&blob).unwrap().to_bytes();
+                store
+                    .db
+                    .execute(
+                        &format!("UPDATE {table} SET histogram = ?1 WHERE id = ?2"),
+                        crate::db::params![raw, id],
+                    )
+                    .unwrap();
+            }
+        }
+        assert!(blobs("metrics").iter().all(|(_, b)| b.starts_with(b"LSH1")));
+        assert_eq!(store.load_run(run).unwrap().cells[0].metrics, want);
+        assert_eq!(store.load_snapshots(c).unwrap(), snapshots);
+    });
+}
