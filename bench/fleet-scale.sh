@@ -133,7 +133,7 @@ if [ "$retained_days" -gt 0 ]; then
     say "retained: one monitor of $retained_days simulated days (database $db)"
     flock /tmp/latscope-measure.lock "$fill" --store "$base/$db" --monitor-days "$retained_days" >&2 ||
         fail "the filler failed for $retained_days monitor days"
-    psql -X -q "$base/$db" -c "VACUUM FULL" >/dev/null
+    psql -X -q "$base/$db" -c "VACUUM FULL" >/dev/null 2>&1
     # The hour windows of one day: what a host adds for a year.
     per_day="$(psql -X -At "$base/$db" -c "SELECT COALESCE(sum(pg_column_size(w.*)), 0) * 24 / GREATEST(count(DISTINCT start_unix_ns), 1) FROM monitor_windows w WHERE span = 'hour'")"
     tables="$(psql -X -At -F: "$base/$db" -c "SELECT relname, round(pg_total_relation_size(relid) / 1e3, 1) FROM pg_stat_user_tables WHERE pg_total_relation_size(relid) > 16384 ORDER BY 2 DESC" | paste -sd, -)"

@@ -17,7 +17,7 @@
 # first and only the copy is opened.
 #
 # --record DURATION first records one: `latscope monitor --cpus LIST
-# --period P` (default CPU 1 at 1 ms) for DURATION (`timeout` syntax: 70m,
+# --period P` (default CPU 1 at 1 ms) for DURATION (`timeout` syntax: 75m,
 # 2h), under `flock /tmp/latscope-measure.lock` so that it never overlaps
 # another measurement, with `--load stress-ng` starting
 # `stress-ng --cpu 2 --io 1 --vm 1 --vm-bytes 128M` for the same time
@@ -28,7 +28,8 @@
 # judges it on the next TEST, a new cut every STEP; by default
 # 120:600:120 and 120:600:60 (2 min → the next 10 min), 300:600:60,
 # 600:600:60, 600:1800:300 and 600:3600:600
-# (10 min → the next hour, where the recording is long enough). Every plan
+# (10 min → the next hour, where the recording is long enough: 70 whole
+# minute windows, so record 75m, not 70m). Every plan
 # is judged under the rules before the calibration and under the current
 # ones (--candidates: also each candidate rule alone and some
 # combinations, as the rules were chosen). The table and the JSON of every cut go to
