@@ -159,8 +159,9 @@ fn trace(doc: &Value) -> &Value {
 
 /// (count, total ns) of every `deferred.exec.` metric, by `kind:source`
 /// summed over the contexts it ran in.
-fn deferred(doc: &Value) -> BTreeMap<String, (u64, u64)> {
-    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+/// (count, total ns, longest ns) per source of the run's deferred work.
+fn deferred(doc: &Value) -> BTreeMap<String, (u64, u64, u64)> {
+    let mut out: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
     for m in doc["cells"][0]["metrics"].as_array().unwrap() {
         let name = m["name"].as_str().unwrap();
         let Some(rest) = name.strip_prefix("deferred.exec.") else {
@@ -174,6 +175,7 @@ fn deferred(doc: &Value) -> BTreeMap<String, (u64, u64)> {
         let e = out.entry(source.to_string()).or_default();
         e.0 += count;
         e.1 += total;
+        e.2 = e.2.max(m["max_ns"].as_u64().unwrap_or(0));
     }
     out
 }
@@ -517,14 +519,26 @@ fn bpftrace_case() {
     // reading the clock first they were 0.4-0.6 µs longer each, and 1.8 µs
     // once on a slow host. Each event is allowed 0.5 µs of such cost
     // beyond the 10 %.
-    let near_time =
-        |a: u64, b: u64, n: u64| (a as f64 - b as f64).abs() <= 0.1 * b as f64 + 500.0 * n as f64;
+    //
+    // The two spans do not coincide exactly (latscope's statistics cover
+    // its traced span, bpftrace's the 50 ms buckets that overlap it), so a
+    // few runs at the ends are one tool's and not the other's, and one of
+    // them can be long: a callback the host stalled for milliseconds (CI,
+    // 2026-11-28: 549 process_timeout runs and 5.7 ms against bpftrace's
+    // 544 and 3.6 ms). The runs latscope counted beyond bpftrace's are
+    // allowed latscope's longest run each.
+    let near_time = |a: u64, b: u64, n: u64, extra: u64| {
+        (a as f64 - b as f64).abs() <= 0.1 * b as f64 + 500.0 * n as f64 + extra as f64
+    };
     let mut disagree = Vec::new();
     let mut compared = 0;
     for (name, &(n, total)) in theirs.iter().filter(|(_, v)| v.0 >= 200) {
-        let (m, mt) = ours.get(name).copied().unwrap_or_default();
-        eprintln!("{name}: bpftrace {n} runs, {total} ns; latscope {m} runs, {mt} ns");
-        if !near(m, n) || !near_time(mt, total, n) {
+        let (m, mt, longest) = ours.get(name).copied().unwrap_or_default();
+        let extra = m.saturating_sub(n) * longest;
+        eprintln!(
+            "{name}: bpftrace {n} runs, {total} ns; latscope {m} runs, {mt} ns (longest {longest} ns)"
+        );
+        if !near(m, n) || !near_time(mt, total, n, extra) {
             disagree.push(format!("{name}: {m} runs, {mt} ns against {n}, {total}"));
         }
         compared += 1;
