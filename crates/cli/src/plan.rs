@@ -14,7 +14,7 @@ use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
 use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
-use latscope_monitor::actions::{Action, Limit};
+use latscope_engine::actions::{Action, Limit};
 
 /// What `latscope run` will do.
 pub struct RunPlan {

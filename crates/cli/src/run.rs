@@ -7,11 +7,11 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use anyhow::Context;
+use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
 use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
-use latscope_monitor::actions::{ActionSink, Actions};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -149,6 +149,7 @@ pub fn run_cells(
                 plan.action_limit,
                 housekeeping_cpus(cells, online),
                 Arc::new(|line: &str| eprintln!("latscope: {line}")),
+                latscope_report::perfetto_trace,
             )
             .context("cannot start the threshold actions' thread")?,
         )

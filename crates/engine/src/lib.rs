@@ -18,6 +18,7 @@
 //! Time on the housekeeping side comes from a [`Clock`], which tests
 //! replace by a scripted one.
 
+pub mod actions;
 mod cell;
 mod config;
 mod cpus;

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use latscope_model::{Nanos, NoiseDuty};
 use serde::Deserialize;
 
-use crate::actions::{Action, Limit};
 use crate::web_config::{WebConfig, WebConfigError};
+use latscope_engine::actions::{Action, Limit};
 
 /// One layer of settings: every field optional, as a TOML file or the
 /// command line gives them. Durations are text (`1ms`, `10s`, `7d`).

@@ -247,11 +247,12 @@ fn start_actions(
         lock(shared).actions = None;
         return Ok(());
     }
-    let actions = crate::actions::Actions::start(
+    let actions = latscope_engine::actions::Actions::start(
         settings.actions.clone(),
         settings.action_limit,
         cpus,
         Arc::clone(say),
+        latscope_report::perfetto_trace,
     )
     .map_err(MonitorError::Thread)?;
     lock(shared).actions = Some(Arc::clone(&actions.stats));
@@ -316,7 +317,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     let actions = sink
         .actions
         .take()
-        .and_then(crate::actions::Actions::abandon);
+        .and_then(latscope_engine::actions::Actions::abandon);
     if let Some(line) = &actions {
         (start.say)(line);
     }
@@ -501,7 +502,7 @@ impl Daemon<'_> {
                 }
                 return Err(e);
             }
-            if let Some(line) = old.and_then(crate::actions::Actions::abandon) {
+            if let Some(line) = old.and_then(latscope_engine::actions::Actions::abandon) {
                 (self.start.say)(&line);
             }
         }

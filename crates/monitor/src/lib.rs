@@ -8,7 +8,6 @@
 //! * [`http`]: the read-only `/metrics` and `/healthz` endpoint, bounded in
 //!   connections, request size and time, on the housekeeping CPUs.
 
-pub mod actions;
 pub mod auth;
 pub mod config;
 pub mod daemon;

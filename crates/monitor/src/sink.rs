@@ -15,9 +15,9 @@ use latscope_model::{
 };
 use latscope_store::{CellId, Checkpoint, Span, Store};
 
-use crate::actions::{ActionStats, Actions};
 use crate::config::Settings;
 use crate::windows::Windows;
+use latscope_engine::actions::{ActionStats, Actions};
 
 /// The class an episode is counted under in `/metrics`: the kind of its
 /// longest share. The timer's own path (its interrupt, the wake-up and the

@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use latscope_engine::{CellKey, Sink, SinkError};
+use crate::{CellKey, Sink, SinkError};
 use latscope_model::{
     Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus,
     SystemInfo,
@@ -133,6 +133,11 @@ pub struct ActionStats {
     pub abandoned: AtomicU64,
 }
 
+/// Renders an episode's trace window as the snapshot document (the CLI
+/// and the monitor pass the report's Perfetto renderer; the engine does
+/// not depend on the renderers).
+pub type SnapshotDoc = fn(RunId, &Episode, &EpisodeWindow) -> serde_json::Value;
+
 struct Job {
     run: RunId,
     episode: Episode,
@@ -165,6 +170,7 @@ impl Actions {
         limit: Limit,
         cpus: Vec<CpuId>,
         say: Arc<dyn Fn(&str) + Send + Sync>,
+        doc: SnapshotDoc,
     ) -> std::io::Result<Actions> {
         let (tx, rx) = sync_channel::<Job>(QUEUE);
         let stats = Arc::new(ActionStats::default());
@@ -176,6 +182,7 @@ impl Actions {
             closing: Arc::clone(&closing),
             cpus: Arc::clone(&cpus),
             say,
+            doc,
         };
         let thread = std::thread::Builder::new()
             .name("latscope-actions".into())
@@ -290,6 +297,7 @@ struct Worker {
     closing: Arc<AtomicBool>,
     cpus: Arc<Mutex<Vec<CpuId>>>,
     say: Arc<dyn Fn(&str) + Send + Sync>,
+    doc: SnapshotDoc,
 }
 
 impl Worker {
@@ -308,7 +316,7 @@ impl Worker {
                         &job,
                         exec::Deadline::new(COMMAND_TIMEOUT, &self.closing),
                     ),
-                    Action::Snapshot(dir) => snapshot(dir, &job),
+                    Action::Snapshot(dir) => snapshot(dir, &job, self.doc),
                 };
                 let counter = match r {
                     Ok(()) => &self.stats.ok,
@@ -341,7 +349,7 @@ impl Worker {
     }
 }
 
-fn snapshot(dir: &std::path::Path, job: &Job) -> Result<(), String> {
+fn snapshot(dir: &std::path::Path, job: &Job, doc: SnapshotDoc) -> Result<(), String> {
     let window = job
         .window
         .as_ref()
@@ -350,7 +358,7 @@ fn snapshot(dir: &std::path::Path, job: &Job) -> Result<(), String> {
     // write to it (they could swap files under a root process).
     latscope_platform::files::private_dir(dir)
         .map_err(|e| format!("snapshot directory refused: {e}"))?;
-    let doc = latscope_report::perfetto_trace(job.run, &job.episode, window);
+    let doc = doc(job.run, &job.episode, window);
     let path = dir.join(format!("run{}-episode{}.json", job.run.0, job.episode.seq));
     let text = serde_json::to_vec(&doc).map_err(|e| e.to_string())?;
     latscope_platform::files::write_atomically(&path, &text, 0o600)
@@ -401,6 +409,12 @@ pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// The snapshot document of the tests: the run and the episode's
+    /// number (the real one is the report's Perfetto trace).
+    pub fn test_doc(run: RunId, e: &Episode, w: &EpisodeWindow) -> serde_json::Value {
+        serde_json::json!({"run": run.0, "episode": e.seq, "events": w.events.len()})
+    }
 
     pub fn episode(seq: u32) -> Episode {
         Episode {
@@ -464,6 +478,7 @@ pub(crate) mod tests {
             },
             Vec::new(),
             Arc::new(|_: &str| {}),
+            test_doc,
         )
         .unwrap();
         let cell = CellKey(7);
@@ -509,6 +524,7 @@ pub(crate) mod tests {
             Limit::default(),
             Vec::new(),
             Arc::new(move |l: &str| s2.lock().unwrap().push(l.to_string())),
+            test_doc,
         )
         .unwrap();
         a.episodes(RunId(1), CellKey(1), &[episode(1)], &[]);
@@ -543,11 +559,11 @@ pub(crate) mod tests {
         let open = dir.path().join("open");
         std::fs::create_dir(&open).unwrap();
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = snapshot(&open, &job).unwrap_err();
+        let e = snapshot(&open, &job, test_doc).unwrap_err();
         assert!(e.contains("writable by other users"), "{e}");
         assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
         let new = dir.path().join("new");
-        snapshot(&new, &job).unwrap();
+        snapshot(&new, &job, test_doc).unwrap();
         let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&new), 0o700);
         assert_eq!(mode(&new.join("run2-episode5.json")), 0o600);
@@ -578,6 +594,7 @@ pub(crate) mod tests {
             Limit::default(),
             Vec::new(),
             Arc::new(|_: &str| {}),
+            test_doc,
         )
         .unwrap();
         a.episodes(
@@ -617,6 +634,7 @@ pub(crate) mod tests {
             Limit::default(),
             vec![last],
             Arc::new(|_: &str| {}),
+            test_doc,
         )
         .unwrap();
         a.episodes(RunId(1), CellKey(1), &[episode(1)], &[]);
