@@ -85,7 +85,10 @@ fn best_traced_cpu(dir: &std::path::Path) -> Option<u32> {
 
 #[test]
 fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
-    on_backend("bpf", a_known_fifo_burner_is_named_as_the_blocking_thread_case);
+    on_backend(
+        "bpf",
+        a_known_fifo_burner_is_named_as_the_blocking_thread_case,
+    );
 }
 
 fn a_known_fifo_burner_is_named_as_the_blocking_thread_case() {
@@ -351,7 +354,10 @@ fn parts_add_up(doc: &Value) {
 
 #[test]
 fn samples_decompose_and_the_parts_add_up_on_an_idle_system() {
-    on_backend("perf", samples_decompose_and_the_parts_add_up_on_an_idle_system_case);
+    on_backend(
+        "perf",
+        samples_decompose_and_the_parts_add_up_on_an_idle_system_case,
+    );
 }
 
 fn samples_decompose_and_the_parts_add_up_on_an_idle_system_case() {
@@ -609,7 +615,10 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
 
 #[test]
 fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
-    on_backend("bpf", stack_samples_name_the_kernel_code_that_ran_during_episodes_case);
+    on_backend(
+        "bpf",
+        stack_samples_name_the_kernel_code_that_ran_during_episodes_case,
+    );
 }
 
 fn stack_samples_name_the_kernel_code_that_ran_during_episodes_case() {

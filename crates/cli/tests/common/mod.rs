@@ -284,7 +284,11 @@ pub fn backend() -> &'static str {
 /// `--trace-backend` [`backend()`] to its runs.
 pub fn on_backend(backend: &'static str, case: impl Fn()) {
     let all = std::env::var("LATSCOPE_TEST_BACKENDS").is_ok_and(|v| v == "all");
-    let mut backends = if all { vec!["perf", "bpf"] } else { vec![backend] };
+    let mut backends = if all {
+        vec!["perf", "bpf"]
+    } else {
+        vec![backend]
+    };
     if !latscope_platform::bpf::built() && backends.contains(&"bpf") {
         eprintln!("bpf: skipped: this build has no BPF programs (no clang)");
         backends = vec!["perf"];
