@@ -22,7 +22,10 @@ pub const FILES: [(&str, &str); 4] = [
         "cota-robles-held.toml",
         include_str!("../data/cota-robles-held.toml"),
     ),
-    ("jones-regehr.toml", include_str!("../data/jones-regehr.toml")),
+    (
+        "jones-regehr.toml",
+        include_str!("../data/jones-regehr.toml"),
+    ),
     ("bernadat.toml", include_str!("../data/bernadat.toml")),
     ("chen-et-al.toml", include_str!("../data/chen-et-al.toml")),
 ];

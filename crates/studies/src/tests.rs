@@ -49,7 +49,10 @@ fn the_headline_tables_are_there() {
     let t3 = table("cota-robles-held", "3");
     assert_eq!(t3.rows[0].figures[0].value, Value::Below(1.0));
     assert_eq!(t3.rows[1].figures[7].value, Value::Added(2.1));
-    assert_eq!(table("jones-regehr", "1").rows[1].figures[1].value, Value::Number(18114.0));
+    assert_eq!(
+        table("jones-regehr", "1").rows[1].figures[1].value,
+        Value::Number(18114.0)
+    );
     assert_eq!(table("jones-regehr", "2").rows.len(), 21);
     let t6 = table("bernadat", "6");
     assert_eq!(t6.unit_of(0, 0), "occurrences");
@@ -117,7 +120,12 @@ fn mapped_micro_benchmarks_exist() {
                 .lines()
                 .find(|l| l.starts_with(&format!("| `{group}` |")))
                 .unwrap_or_else(|| panic!("no micro group {group}"));
-            assert!(row.contains(&format!("`{name}`")), "{}: {}", study.id, term.latscope);
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "{}: {}",
+                study.id,
+                term.latscope
+            );
         }
     }
 }
@@ -125,13 +133,21 @@ fn mapped_micro_benchmarks_exist() {
 #[test]
 fn a_bad_file_is_one_typed_error() {
     let good = FILES[2].1;
-    let mistyped = good.replacen("\"4080 - 8192\", figures = [\"500\"", "\"4080 - 8192\", figures = [\"5O0\"", 1);
+    let mistyped = good.replacen(
+        "\"4080 - 8192\", figures = [\"500\"",
+        "\"4080 - 8192\", figures = [\"5O0\"",
+        1,
+    );
     assert_ne!(mistyped, good);
     let e = parse("bernadat.toml", &mistyped).expect_err("a mistyped figure");
     assert!(matches!(e, StudyError::Parse { .. }), "{e}");
     assert!(e.to_string().contains("'5O0' is not a figure"), "{e}");
 
-    let short = good.replacen("figures = [\"278\", \"\", \"\", \"\"]", "figures = [\"278\", \"\", \"\"]", 1);
+    let short = good.replacen(
+        "figures = [\"278\", \"\", \"\", \"\"]",
+        "figures = [\"278\", \"\", \"\"]",
+        1,
+    );
     let e = parse("bernadat.toml", &short).expect_err("a short row");
     assert_eq!(
         e.to_string(),
@@ -140,9 +156,13 @@ fn a_bad_file_is_one_typed_error() {
 
     let unknown = good.replacen("unit = \"occurrences\"", "units = \"occurrences\"", 1);
     let e = parse("bernadat.toml", &unknown).expect_err("an unknown field");
-    assert!(e.to_string().starts_with("studies data bernadat.toml:"), "{e}");
+    assert!(
+        e.to_string().starts_with("studies data bernadat.toml:"),
+        "{e}"
+    );
 
-    let blank = "id = \"x\"\ntitle = \"\"\nauthors = \"\"\npublished = \"\"\npaper = \"\"\nterms = []\n\
+    let blank =
+        "id = \"x\"\ntitle = \"\"\nauthors = \"\"\npublished = \"\"\npaper = \"\"\nterms = []\n\
         [[tables]]\nnumber = \"1\"\ncaption = \"\"\nsection = \"\"\npage = \"\"\nunit = \"\"\n\
         columns = [{ label = \"a\" }]\nrows = [{ figures = [\"\"] }]\n";
     let e = parse("x.toml", blank).expect_err("an empty table");
