@@ -60,7 +60,11 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
     let cmp = compare_runs(baseline, &others);
 
     if let Some(path) = &args.html {
-        crate::output::write_file(path, latscope_report::compare_html(&cmp).as_bytes())?;
+        crate::output::write(
+            Some(path),
+            latscope_report::compare_html(&cmp).as_bytes(),
+            crate::output::PUBLIC,
+        )?;
     }
     if args.json {
         let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;

@@ -12,8 +12,6 @@
 //! as one longer run of one CPU, the same report the HTML page shows) and
 //! `latscope_report` renders it.
 
-use std::io::Write;
-
 use anyhow::Context;
 use latscope_stats::forecast::{
     forecast_report, is_forecast_metric, CpuTimeline, ForecastOptions, ForecastRequest,
@@ -78,7 +76,11 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
     if let Some(path) = &args.grid_csv {
-        crate::output::write_file(path, latscope_report::grid_csv(&report).as_bytes())?;
+        crate::output::write(
+            Some(path),
+            latscope_report::grid_csv(&report).as_bytes(),
+            crate::output::PUBLIC,
+        )?;
     }
     let text = if args.json {
         let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
@@ -111,7 +113,6 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         }
         crate::colour::verdicts(&t)
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
+    crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
     Ok(if any_fail { exit::THRESHOLD } else { exit::OK })
 }

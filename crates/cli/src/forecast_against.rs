@@ -6,8 +6,6 @@
 //! measurement, whose cells are pooled per scheme and workload. Exit 3
 //! when any forecast is refuted.
 
-use std::io::Write;
-
 use anyhow::Context;
 use latscope_stats::forecast::pairing::{pairs, CellRef, Pair, PairingError};
 use latscope_stats::{CellResult, RunResult};
@@ -47,7 +45,7 @@ pub fn against(args: &ForecastArgs, app_runs: &str) -> Result<i32, Exit> {
         }
         crate::colour::verdicts(&t)
     };
-    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
     Ok(if refuted { exit::THRESHOLD } else { exit::OK })
 }
 

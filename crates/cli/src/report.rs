@@ -6,7 +6,6 @@
 //! checkpoint intervals from the store and writes the page;
 //! `latscope_report` renders it.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use latscope_report::html::is_plotted;
@@ -78,12 +77,9 @@ fn write_page(args: &ReportArgs, id: i64, page: &str) -> Result<i32, Exit> {
         .html
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("latscope-report-{id}.html")));
-    if path.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not an error worth a message.
-        let _ = stdout.write_all(page.as_bytes());
-    } else {
-        crate::output::write_file(&path, page.as_bytes())?;
+    let to = crate::output::destination(Some(&path));
+    crate::output::write(to, page.as_bytes(), crate::output::PUBLIC)?;
+    if let Some(path) = to {
         eprintln!("wrote {}", path.display());
     }
     Ok(exit::OK)

@@ -33,9 +33,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::exposition::{self, Exposition, Kind, Value};
 use latscope_model::{metric, Nanos};
 use latscope_record::Histogram;
-use latscope_report::exports::exposition::{self, Exposition, Kind, Value};
 use latscope_report::exports::{prometheus_family, prometheus_help};
 
 use crate::http::Source;
