@@ -91,16 +91,12 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             );
         }
         if let Some(map) = doc.as_object_mut() {
-            let parts: Vec<serde_json::Value> = input
-                .cuts
-                .iter()
-                .map(|(cell, from, _)| serde_json::json!({"cell": cell, "from_ns": from.0}))
-                .collect();
-            map.insert("model_fitted_from".into(), parts.into());
+            let parts = latscope_report::model_cuts_json(&input.cuts);
+            map.insert("model_fitted_from".into(), parts);
         }
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        let mut t = crate::forecast_input::cuts_text(&input.cuts);
+        let mut t = latscope_report::model_cuts_text(&input.cuts);
         t.push_str(&latscope_report::forecast_text(
             &report,
             args.grid_csv.is_some(),

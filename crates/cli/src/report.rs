@@ -9,7 +9,6 @@
 use std::path::PathBuf;
 
 use latscope_report::html::is_plotted;
-use latscope_report::Timeline;
 use latscope_stats::forecast::is_forecast_metric;
 use latscope_store::Store;
 
@@ -33,23 +32,13 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         .into_iter()
         .zip(input.whole.cells.iter().map(|c| c.meta.index))
         .collect();
-    let intervals = crate::report_intervals::load(&store, id, &cells);
-    let timelines: Vec<Timeline> = input
-        .timelines
-        .into_iter()
-        .map(|t| Timeline {
-            cell: t.cell,
-            metric: t.metric,
-            cpu: t.cpu,
-            first_second: t.first_second,
-            seconds: t.seconds,
-        })
-        .collect();
+    let intervals = store.plot_intervals(id, &cells, latscope_report::INTERVAL_PLOT_POINTS);
+    let timelines = input.timelines;
     // A cut cell's forecast reads its part's timeline from element 0,
     // which is where the part starts.
     let mut forecast =
         latscope_report::html::report_forecast(&input.run, &timelines, &input.snapshots);
-    let notes: Vec<String> = crate::forecast_input::cuts_text(&input.cuts)
+    let notes: Vec<String> = latscope_report::model_cuts_text(&input.cuts)
         .lines()
         .map(str::to_string)
         .collect();

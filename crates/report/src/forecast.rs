@@ -423,6 +423,30 @@ pub fn seconds_text(s: f64) -> String {
     }
 }
 
+/// The lines saying which part of each cut cell the model was fitted to:
+/// `(cell index, cell time of the cut, the cell's duration)` of each cell
+/// whose oldest seconds the retention deleted.
+pub fn model_cuts_text(cuts: &[(u32, Nanos, Nanos)]) -> String {
+    cuts.iter()
+        .map(|&(cell, from, duration)| {
+            format!(
+                "cell {cell}: tail model fitted to the last {:.1} h of {:.1} h (the part whose per-second timeline is still stored); worst cases observed over the whole run are read from the monitor's windows\n",
+                duration.0.saturating_sub(from.0) as f64 / 3.6e12,
+                duration.0 as f64 / 3.6e12,
+            )
+        })
+        .collect()
+}
+
+/// The `model_fitted_from` list of `forecast --json`: where each cut cell's
+/// part starts (see [`model_cuts_text`]).
+pub fn model_cuts_json(cuts: &[(u32, Nanos, Nanos)]) -> serde_json::Value {
+    cuts.iter()
+        .map(|(cell, from, _)| serde_json::json!({"cell": cell, "from_ns": from.0}))
+        .collect::<Vec<_>>()
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use latscope_stats::forecast::{

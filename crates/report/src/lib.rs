@@ -19,6 +19,7 @@ mod list;
 mod matrix;
 mod micro;
 mod noise;
+mod pairing;
 pub mod perfetto;
 mod recurring;
 mod sched;
@@ -34,7 +35,8 @@ pub use compare::{compare_html, compare_json, compare_text, compare_tripped, COM
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_missing, episode_text, episodes_text};
 pub use forecast::{
-    estimate_text, forecast_json, forecast_text, grid_csv, grid_text, horizon_text, seconds_text,
+    estimate_text, forecast_json, forecast_text, grid_csv, grid_text, horizon_text,
+    model_cuts_json, model_cuts_text, seconds_text,
 };
 pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
@@ -49,6 +51,7 @@ pub use matrix::suite_matrix;
 pub use micro::{
     micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
 };
+pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
 pub use steal::run_steal_note;

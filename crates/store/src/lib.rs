@@ -50,6 +50,7 @@ mod micro;
 mod monitor;
 mod noise;
 mod pg_client;
+mod plot;
 mod postgres;
 mod reserve;
 mod schema;
