@@ -8,17 +8,13 @@ use crate::args::CompareArgs;
 use crate::exit::{self, Exit};
 
 pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
-    if let Some(pct) = args.fail_if_worse {
-        if !pct.is_finite() || pct < 0.0 {
+    for (flag, pct) in [
+        ("--fail-if-worse", args.fail_if_worse),
+        ("--fail-if-slower", args.fail_if_slower),
+    ] {
+        if let Some(pct) = pct.filter(|p| !p.is_finite() || *p < 0.0) {
             return Err(Exit::usage(format!(
-                "--fail-if-worse wants a percentage of 0 or more, not {pct}"
-            )));
-        }
-    }
-    if let Some(pct) = args.fail_if_slower {
-        if !pct.is_finite() || pct < 0.0 {
-            return Err(Exit::usage(format!(
-                "--fail-if-slower wants a percentage of 0 or more, not {pct}"
+                "{flag} wants a percentage of 0 or more, not {pct}"
             )));
         }
     }

@@ -33,7 +33,7 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
     let window;
     match format {
         Format::Hdr(_) if input.micro.is_none() => {
-            intervals = checkpoint_intervals(&store, id)?;
+            intervals = store.load_run_intervals(id)?;
             if intervals.is_none() {
                 eprintln!(
                     "note: run {id} was stored without checkpoint intervals (by a latscope before them, or imported): the log has one interval per cell and metric"
@@ -108,21 +108,4 @@ fn refusal(e: ExportError, id: latscope_model::RunId) -> Exit {
         .into(),
         e => anyhow::Error::from(e).into(),
     }
-}
-
-/// The checkpoint intervals the store kept for the run's cells; `None`
-/// when it kept them for none.
-fn checkpoint_intervals(
-    store: &Store,
-    id: latscope_model::RunId,
-) -> anyhow::Result<Option<Vec<latscope_stats::IntervalSeries>>> {
-    let mut all = Vec::new();
-    let mut any = false;
-    for cell in store.cell_ids(id)? {
-        if let Some(series) = store.load_intervals(cell)? {
-            any = true;
-            all.extend(series);
-        }
-    }
-    Ok(any.then_some(all))
 }

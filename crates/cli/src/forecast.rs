@@ -83,31 +83,16 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         )?;
     }
     let text = if args.json {
-        let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
-        if let (Some(o), Some(map)) = (&observed, doc.as_object_mut()) {
-            map.insert(
-                "observed_blocks".into(),
-                serde_json::to_value(o).context("cannot write JSON")?,
-            );
-        }
-        if let Some(map) = doc.as_object_mut() {
-            let parts = latscope_report::model_cuts_json(&input.cuts);
-            map.insert("model_fitted_from".into(), parts);
-        }
+        let doc = latscope_report::forecast_document(&report, observed.as_ref(), &input.cuts)
+            .context("cannot write JSON")?;
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        let mut t = latscope_report::model_cuts_text(&input.cuts);
-        t.push_str(&latscope_report::forecast_text(
+        crate::colour::verdicts(&latscope_report::forecast_document_text(
             &report,
             args.grid_csv.is_some(),
-        ));
-        if let Some(o) = &observed {
-            t.push_str(&latscope_report::observed_blocks_text(
-                latscope_model::metric::TIMER_LATENCY,
-                o,
-            ));
-        }
-        crate::colour::verdicts(&t)
+            observed.as_ref(),
+            &input.cuts,
+        ))
     };
     crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
     Ok(if any_fail { exit::THRESHOLD } else { exit::OK })

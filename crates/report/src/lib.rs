@@ -14,6 +14,7 @@ mod granularity;
 mod hazards;
 mod held;
 pub mod html;
+mod imported;
 mod json;
 mod list;
 mod matrix;
@@ -35,8 +36,8 @@ pub use compare::{compare_html, compare_json, compare_text, compare_tripped, COM
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_missing, episode_text, episodes_text};
 pub use forecast::{
-    estimate_text, forecast_json, forecast_text, grid_csv, grid_text, horizon_text,
-    model_cuts_json, model_cuts_text, seconds_text,
+    estimate_text, forecast_document, forecast_document_text, forecast_json, forecast_text,
+    grid_csv, grid_text, horizon_text, model_cuts_text, seconds_text,
 };
 pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
@@ -45,6 +46,7 @@ pub use html::{
     html_report, html_report_full, html_report_observed, html_report_page, micro_html, Timeline,
     INTERVAL_PLOT_POINTS,
 };
+pub use imported::import_summary;
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};
 pub use matrix::suite_matrix;

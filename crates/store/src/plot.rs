@@ -1,4 +1,5 @@
-//! What the report's "percentiles over time" plot reads
+//! A run's interval series whole ([`Store::load_run_intervals`], for the
+//! HDR log), and what the report's "percentiles over time" plot reads
 //! ([`Store::plot_intervals`]): each cell's
 //! checkpoint intervals, the CPUs pooled, or, for a long monitor, its
 //! minute windows over the same span.
@@ -43,6 +44,21 @@ impl Store {
             }
         }
         out
+    }
+
+    /// The checkpoint intervals kept for every cell of run `id`, in
+    /// order (what an HdrHistogram interval log holds); `None` when none
+    /// of its cells has them (a run stored before them, or imported).
+    pub fn load_run_intervals(&self, id: RunId) -> crate::Result<Option<Vec<IntervalSeries>>> {
+        let mut all = Vec::new();
+        let mut any = false;
+        for cell in self.cell_ids(id)? {
+            if let Some(series) = self.load_intervals(cell)? {
+                any = true;
+                all.extend(series);
+            }
+        }
+        Ok(any.then_some(all))
     }
 }
 
