@@ -135,3 +135,79 @@ fn perfetto(input: &ExportInput<'_>, k: u32) -> Result<String, ExportError> {
 fn json<T: serde::Serialize>(doc: &T) -> Result<String, ExportError> {
     Ok(serde_json::to_string_pretty(doc)? + "\n")
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use latscope_model::{CellMeta, CellSettings, Nanos, RunId, RunMeta};
+    use latscope_stats::{CellResult, MetricResult};
+
+    fn run() -> RunResult {
+        let mut m = MetricResult::new("timer.latency", None);
+        for i in 0..100u64 {
+            m.histogram.record(10_000 + i);
+        }
+        let meta = CellMeta {
+            index: 0,
+            probe: "timer".into(),
+            workload: "idle".into(),
+            settings: CellSettings::default_for("timer").unwrap(),
+            duration_ns: Nanos(1_000_000_000),
+            monotonic_start_ns: Nanos(0),
+        };
+        RunResult {
+            meta: RunMeta::new(RunId(7), Nanos(0)),
+            system: Default::default(),
+            capabilities: Default::default(),
+            cells: vec![CellResult::new(meta, vec![m])],
+        }
+    }
+
+    fn bytes(format: Format, input: &ExportInput<'_>) -> Result<Vec<u8>, ExportError> {
+        let mut out = Vec::new();
+        export(format, input, &mut out).map(|()| out)
+    }
+
+    #[test]
+    fn each_format_writes_what_its_function_renders() {
+        let run = run();
+        let input = ExportInput::run(&run);
+        let text = |f| String::from_utf8(bytes(f, &input).unwrap()).unwrap();
+        assert_eq!(text(Format::Csv), summaries_csv(&run));
+        assert_eq!(text(Format::CsvBuckets), buckets_csv(&run));
+        assert_eq!(text(Format::Prometheus), prometheus_text(&run));
+        assert_eq!(
+            text(Format::Cyclictest { max_us: 50 }),
+            cyclictest_histogram(&run, 50).unwrap()
+        );
+        assert_eq!(
+            text(Format::Hdr(HdrUnit::Micros)),
+            hdr_checkpoint_log(&run, &[], HdrUnit::Micros).unwrap()
+        );
+        let json: serde_json::Value = serde_json::from_str(&text(Format::Json)).unwrap();
+        assert_eq!(json["run_id"], 7);
+        assert!(text(Format::Json).ends_with("}\n"));
+    }
+
+    #[test]
+    fn a_micro_run_takes_json_and_csv_only_and_perfetto_needs_a_kept_episode() {
+        let run = run();
+        let mut input = ExportInput::run(&run);
+        input.micro = Some(MicroInput {
+            context: None,
+            results: &[],
+        });
+        assert!(bytes(Format::Csv, &input).is_ok());
+        assert!(bytes(Format::Json, &input).is_ok());
+        assert!(matches!(
+            bytes(Format::Prometheus, &input),
+            Err(ExportError::MicroFormat)
+        ));
+        // The run has no episode 3: the error says which it has.
+        assert!(matches!(
+            bytes(Format::Perfetto { episode: 3 }, &ExportInput::run(&run)),
+            Err(ExportError::NoEpisode(_))
+        ));
+    }
+}
