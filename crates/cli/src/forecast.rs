@@ -94,6 +94,6 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             &input.cuts,
         ))
     };
-    crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
+    crate::output::print(&text);
     Ok(if any_fail { exit::THRESHOLD } else { exit::OK })
 }

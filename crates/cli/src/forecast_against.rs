@@ -34,7 +34,7 @@ pub fn against(args: &ForecastArgs, app_runs: &str) -> Result<i32, Exit> {
     } else {
         crate::colour::verdicts(&latscope_report::pairing_text(&pairs))
     };
-    crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
+    crate::output::print(&text);
     Ok(if refuted { exit::THRESHOLD } else { exit::OK })
 }
 

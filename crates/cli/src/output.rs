@@ -42,9 +42,17 @@ pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
     write_json_doc(&latscope_report::run_json(run), path)
 }
 
-/// Writes a JSON document to `path` (`-`: standard output), as [`write`].
+/// Writes a JSON document to `path` (`-`: standard output, as [`print`]),
+/// as [`write`].
 pub fn write_json_doc<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
-    write(destination(Some(path)), json_text(doc)?.as_bytes(), PUBLIC)
+    let text = json_text(doc)?;
+    match destination(Some(path)) {
+        None => {
+            print(&text);
+            Ok(())
+        }
+        to => write(to, text.as_bytes(), PUBLIC),
+    }
 }
 
 /// A document as the JSON files hold it: pretty, with a final newline.
@@ -107,10 +115,7 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
 /// to print what is already stored: it is said once on standard error,
 /// never a panic (which `print!` would be).
 pub fn print(text: &str) {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => eprintln!("latscope: cannot write to standard output: {e}"),
-        Ok(()) => {}
+    if let Err(e) = write(None, text.as_bytes(), PUBLIC) {
+        eprintln!("latscope: {e:#}");
     }
 }

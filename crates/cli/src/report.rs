@@ -66,10 +66,12 @@ fn write_page(args: &ReportArgs, id: i64, page: &str) -> Result<i32, Exit> {
         .html
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("latscope-report-{id}.html")));
-    let to = crate::output::destination(Some(&path));
-    crate::output::write(to, page.as_bytes(), crate::output::PUBLIC)?;
-    if let Some(path) = to {
-        eprintln!("wrote {}", path.display());
+    match crate::output::destination(Some(&path)) {
+        None => crate::output::print(page),
+        to => {
+            crate::output::write(to, page.as_bytes(), crate::output::PUBLIC)?;
+            eprintln!("wrote {}", path.display());
+        }
     }
     Ok(exit::OK)
 }
