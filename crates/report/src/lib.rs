@@ -1,7 +1,9 @@
 //! Renderers: turn stored results into text for people and JSON for
 //! programs. Every function takes model and stats types and returns a
-//! `String` (or a serializable value); nothing here prints or touches files,
-//! so each output is easy to test.
+//! `String` (or a serializable value), and the exports of a run to other
+//! tools' formats share one interface ([`exports::export`], bytes to any
+//! `Write`); nothing here prints or touches files, so each output is easy
+//! to test.
 
 mod blocks;
 pub mod colour;
