@@ -13,6 +13,8 @@ use latscope_probes::timer::{TimerConfig, TimerProbe};
 use latscope_probes::udp::{UdpConfig, UdpProbe};
 use latscope_probes::{Probe, ProbeError};
 
+use crate::request::RequestError;
+
 /// Settings that hold for every cell of a run.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -101,13 +103,13 @@ pub struct TracePlan {
     pub episode_cap: usize,
 }
 
-/// A trace plan that cannot be followed. The messages name the
-/// command-line options, as the probes' checks do.
+/// A trace plan that cannot be followed (the lines name settings; the
+/// CLI words them for its options).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TracePlanError {
-    #[error("--threshold must be greater than 0 with --trace")]
+    #[error("threshold must be greater than 0 with tracing")]
     ZeroThreshold,
-    #[error("--stack-period must be between 10us and 1s")]
+    #[error("stack period must be between 10us and 1s")]
     StackPeriod,
 }
 
@@ -288,14 +290,15 @@ impl ProbeSpec {
     }
 
     /// Checks the settings (one line naming the bad value).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), RequestError> {
         match self {
-            ProbeSpec::Timer(c) => c.validate(),
-            ProbeSpec::Noise(c) => c.validate(),
-            ProbeSpec::Udp(c) => c.validate(),
-            ProbeSpec::App(c) => c.validate(),
-            ProbeSpec::Custom { .. } => Ok(()),
+            ProbeSpec::Timer(c) => c.validate()?,
+            ProbeSpec::Noise(c) => c.validate()?,
+            ProbeSpec::Udp(c) => c.validate()?,
+            ProbeSpec::App(c) => c.validate()?,
+            ProbeSpec::Custom { .. } => {}
         }
+        Ok(())
     }
 
     /// Allocates the probe's recorders.

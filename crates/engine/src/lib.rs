@@ -26,6 +26,7 @@ mod ctx;
 mod error;
 mod load;
 mod observer;
+pub mod request;
 mod run;
 mod settings;
 mod sink;
@@ -40,6 +41,7 @@ pub use config::{
     BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
 };
 pub use error::EngineError;
+pub use request::{RequestError, RunPlan, RunRequest};
 pub use observer::{Observer, Quiet};
 pub use run::{run, running_meta, Env, RunOutcome};
 pub use sink::{CellKey, MemorySink, Sink, SinkError};
@@ -51,7 +53,9 @@ pub mod probes {
     pub use latscope_probes::noise::NoiseConfig;
     pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
     pub use latscope_probes::udp::UdpConfig;
-    pub use latscope_probes::{Clock, Probe, ProbeError, Progress, RealClock};
+    pub use latscope_probes::{
+        Clock, Field, Probe, ProbeError, Progress, RealClock, SettingError,
+    };
 }
 
 /// What a caller needs of the machine to plan a run, and the checks of the
@@ -67,5 +71,5 @@ pub mod system {
 /// Workload names, for callers that check them.
 pub mod workloads {
     pub use crate::workload_list::{split_workloads, WorkloadListError};
-    pub use latscope_workloads::helper_main;
+    pub use latscope_workloads::{helper_main, LoadLevel};
 }
