@@ -14,9 +14,7 @@ use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
 use latscope_model::{CpuSet, Nanos, TimerSlack, UdpPath};
 use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
-use crate::args::{
-    LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg,
-};
+use crate::args::{LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
 
 /// Checks `args` against the online CPUs: the plan, or one line naming
@@ -180,10 +178,7 @@ fn noise_options(args: &RunArgs) -> Result<NoiseOptions, Exit> {
 /// preset expanded: its period when `--period` is not given, its buffers
 /// and its compute time (a share of the period) unless given. Looked up
 /// for `--probe app` only (with another probe the request refuses them).
-fn app_options(
-    args: &RunArgs,
-    period: Option<Nanos>,
-) -> Result<(Option<Nanos>, AppOptions), Exit> {
+fn app_options(args: &RunArgs, period: Option<Nanos>) -> Result<(Option<Nanos>, AppOptions), Exit> {
     let preset = match (&args.app, args.probe) {
         (Some(name), ProbeName::App) => Some(find_app(name)?),
         _ => None,
@@ -232,7 +227,9 @@ fn flag(f: Field) -> &'static str {
 /// the limit of 10s`.
 pub fn setting_line(e: &SettingError) -> String {
     match (e, e.subject()) {
-        (SettingError::RuntimePauseTooLong, _) => "--runtime and --pause must be at most 10s".into(),
+        (SettingError::RuntimePauseTooLong, _) => {
+            "--runtime and --pause must be at most 10s".into()
+        }
         (_, Some(field)) => format!("{}{}", flag(field), e.rest()),
         (_, None) => e.to_string(),
     }
@@ -262,7 +259,7 @@ fn request_line(e: &RequestError) -> String {
         RequestError::ThresholdAboveStop { threshold, stop } => format!(
             "--threshold {threshold} is above --stop-above {stop}: the value that stops the run would not be an episode"
         ),
-        RequestError::CheckpointTooShort(min) => format!("--checkpoint must be at least {min}"),
+        RequestError::CheckpointTooShort => "--checkpoint must be at least 100ms".into(),
         RequestError::Cpus(c) => format!("--cpus: {c}"),
         RequestError::UdpCpus(cpus) => format!(
             "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
@@ -275,9 +272,7 @@ fn request_line(e: &RequestError) -> String {
         RequestError::AppOptionsWithoutApp => {
             "--buffers, --compute and --app need --probe app".into()
         }
-        RequestError::UnboundedPeriod { period, min, max } => {
-            format!("--period {period} is outside {min}..{max}")
-        }
+        RequestError::UnboundedPeriod(period) => format!("--period {period} is outside 50us..1s"),
         RequestError::Calibrate(why) => format!("cannot calibrate --compute: {why}"),
         RequestError::Workload(w) => format!("--workload: {w}"),
         RequestError::LoadLevel(w) => format!("--load-level: {w}"),
@@ -302,12 +297,9 @@ mod tests {
                     period: Nanos::from_secs(11),
                     max: MAX_PERIOD,
                 },
-                "--period 11s is over the limit of 10s",
+                "--period 11.0s is over the limit of 10.0s",
             ),
-            (
-                SettingError::GapRatio,
-                "--gap-ratio must be at least 2",
-            ),
+            (SettingError::GapRatio, "--gap-ratio must be at least 2"),
             (
                 SettingError::RuntimePauseTooLong,
                 "--runtime and --pause must be at most 10s",
@@ -321,7 +313,10 @@ mod tests {
                 "priority 0 is out of range for fifo: expected 1-99",
             ),
             (
-                SettingError::Buffers { buffers: 65, max: 64 },
+                SettingError::Buffers {
+                    buffers: 65,
+                    max: 64,
+                },
                 "--buffers 65 is out of range: expected 1-64",
             ),
         ];
@@ -338,7 +333,7 @@ mod tests {
             "--stacks and --episode-cap need --trace"
         );
         assert_eq!(
-            line(RequestError::CheckpointTooShort(RunRequest::MIN_CHECKPOINT)),
+            line(RequestError::CheckpointTooShort),
             "--checkpoint must be at least 100ms"
         );
         assert_eq!(

@@ -41,8 +41,8 @@ pub use config::{
     BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
 };
 pub use error::EngineError;
-pub use request::{RequestError, RunPlan, RunRequest};
 pub use observer::{Observer, Quiet};
+pub use request::{RequestError, RunPlan, RunRequest};
 pub use run::{run, running_meta, Env, RunOutcome};
 pub use sink::{CellKey, MemorySink, Sink, SinkError};
 pub use stop::Stop;
@@ -53,9 +53,7 @@ pub mod probes {
     pub use latscope_probes::noise::NoiseConfig;
     pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
     pub use latscope_probes::udp::UdpConfig;
-    pub use latscope_probes::{
-        Clock, Field, Probe, ProbeError, Progress, RealClock, SettingError,
-    };
+    pub use latscope_probes::{Clock, Field, Probe, ProbeError, Progress, RealClock, SettingError};
 }
 
 /// What a caller needs of the machine to plan a run, and the checks of the

@@ -41,15 +41,18 @@ pub enum RequestError {
     #[error("threshold actions act on episodes: they need tracing")]
     ActionsWithoutTrace,
     /// The app probe hands no samples to the tracer.
-    #[error("tracing needs the timer, noise or udp probe: the app probe hands no samples to the tracer")]
+    #[error(
+        "tracing needs the timer, noise or udp probe: the app probe hands no samples to the tracer"
+    )]
     TraceWithAppProbe,
     #[error("the {} must be greater than 0", .0.name())]
     BoundZero(Bound),
     /// With tracing, the value that stops the run must be an episode.
     #[error("threshold {threshold} is above the stop-above limit {stop}: the value that stops the run would not be an episode")]
     ThresholdAboveStop { threshold: Nanos, stop: Nanos },
-    #[error("checkpoint interval must be at least {0}")]
-    CheckpointTooShort(Nanos),
+    /// Shorter than [`RunRequest::MIN_CHECKPOINT`](super::RunRequest::MIN_CHECKPOINT).
+    #[error("checkpoint interval must be at least 100ms")]
+    CheckpointTooShort,
     #[error("cpus: {0}")]
     Cpus(#[from] CpuChoiceError),
     /// The udp probe takes one or two CPUs.
@@ -63,9 +66,10 @@ pub enum RequestError {
     UdpOptionsWithoutUdp,
     #[error("buffers, compute and app need the app probe")]
     AppOptionsWithoutApp,
-    /// A run without end (the monitor) outside its period range.
-    #[error("period {period} is outside {min}..{max}")]
-    UnboundedPeriod { period: Nanos, min: Nanos, max: Nanos },
+    /// A run without end (the monitor) outside its period range,
+    /// [`RunRequest::UNBOUNDED_PERIODS`](super::RunRequest::UNBOUNDED_PERIODS).
+    #[error("period {0} is outside 50us..1s for a run without end")]
+    UnboundedPeriod(Nanos),
     /// The app probe's work could not be calibrated on this machine.
     #[error("cannot calibrate the compute time: {0}")]
     Calibrate(String),

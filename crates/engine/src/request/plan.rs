@@ -74,14 +74,14 @@ impl RunRequest {
             }
         }
         if self.checkpoint < Self::MIN_CHECKPOINT {
-            return Err(RequestError::CheckpointTooShort(Self::MIN_CHECKPOINT));
+            return Err(RequestError::CheckpointTooShort);
         }
         self.check_probe_options()?;
         if self.duration.is_none() {
             let (min, max) = Self::UNBOUNDED_PERIODS;
             let period = self.period();
             if period < min || period > max {
-                return Err(RequestError::UnboundedPeriod { period, min, max });
+                return Err(RequestError::UnboundedPeriod(period));
             }
         }
         Ok(())
@@ -127,8 +127,8 @@ impl RunRequest {
             (None, Some(stop)) => Some(TracePlan::DEFAULT_THRESHOLD.min(stop)),
             (t, _) => t,
         };
-        let mut plan = TracePlan::new(threshold, self.trace.episode_cap)?
-            .with_backend(self.trace.backend);
+        let mut plan =
+            TracePlan::new(threshold, self.trace.episode_cap)?.with_backend(self.trace.backend);
         if self.trace.stacks {
             plan = plan.with_stacks(self.trace.stack_period)?;
         }
