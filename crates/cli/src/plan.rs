@@ -190,7 +190,9 @@ fn app_options(args: &RunArgs, period: Option<Nanos>) -> Result<(Option<Nanos>, 
         _ => None,
     };
     let app = AppOptions {
-        name: args.app.clone(),
+        // The preset's own name is recorded (with another probe the name
+        // given, which the request refuses).
+        name: preset.map_or(args.app.clone(), |p| Some(p.name.to_string())),
         buffers: args.buffers.or(preset.map(|p| p.buffers)),
         compute,
     };
