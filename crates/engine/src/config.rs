@@ -13,8 +13,6 @@ use latscope_probes::timer::{TimerConfig, TimerProbe};
 use latscope_probes::udp::{UdpConfig, UdpProbe};
 use latscope_probes::{Probe, ProbeError};
 
-use crate::request::RequestError;
-
 /// Settings that hold for every cell of a run.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
@@ -287,18 +285,6 @@ impl ProbeSpec {
             (SchedPolicy::Other, _) => 0,
             (_, p) => p,
         }
-    }
-
-    /// Checks the settings (one line naming the bad value).
-    pub fn validate(&self) -> Result<(), RequestError> {
-        match self {
-            ProbeSpec::Timer(c) => c.validate()?,
-            ProbeSpec::Noise(c) => c.validate()?,
-            ProbeSpec::Udp(c) => c.validate()?,
-            ProbeSpec::App(c) => c.validate()?,
-            ProbeSpec::Custom { .. } => {}
-        }
-        Ok(())
     }
 
     /// Allocates the probe's recorders.

@@ -8,8 +8,24 @@ use latscope_probes::timer::TimerConfig;
 use latscope_probes::udp::UdpConfig;
 
 use super::{RequestError, RunRequest};
-use crate::config::TracePlan;
+use crate::config::{ProbeSpec, TracePlan};
 use crate::cpus::{cpus_in_order, udp_cpus, CpuChoiceError};
+
+impl ProbeSpec {
+    /// Checks the settings (one line naming the bad value). Here rather
+    /// than with `ProbeSpec` in `config`, so that `config` does not import
+    /// the request back.
+    pub fn validate(&self) -> Result<(), RequestError> {
+        match self {
+            ProbeSpec::Timer(c) => c.validate()?,
+            ProbeSpec::Noise(c) => c.validate()?,
+            ProbeSpec::Udp(c) => c.validate()?,
+            ProbeSpec::App(c) => c.validate()?,
+            ProbeSpec::Custom { .. } => {}
+        }
+        Ok(())
+    }
+}
 
 impl RunRequest {
     pub(super) fn noise_config(
