@@ -19,7 +19,8 @@ use crate::args::RunArgs;
 use crate::exit::{self, Exit};
 use crate::observer::CliObserver;
 use crate::output;
-use crate::plan::{plan_run, CellPlan, RunPlan};
+use crate::plan::plan_run;
+use latscope_engine::{CellSpec as CellPlan, RunPlan};
 
 pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
@@ -176,7 +177,7 @@ pub fn run_cells(
         eprintln!("latscope: {line}");
     }
     let mut outcome = outcome.map_err(|e| match e {
-        EngineError::Config(line) => Exit::usage(line),
+        EngineError::Config(e) => crate::plan::request_error(e),
         other => Exit::from(anyhow::Error::from(other)),
     })?;
     if let Some(e) = outcome.sink_error.take() {
