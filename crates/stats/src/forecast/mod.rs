@@ -51,17 +51,21 @@ pub mod gev;
 mod gpd;
 pub mod history;
 mod horizon;
+mod ladder;
 pub mod limits;
 mod mttf;
 mod observed;
 pub mod pairing;
 mod predictive;
+mod pseudo;
 mod report;
 mod request;
 pub mod retained;
 mod special;
 pub mod stability;
 mod tail;
+mod tail_histogram;
+mod validation;
 
 #[cfg(test)]
 mod properties;
@@ -90,10 +94,11 @@ pub use horizon::{
 };
 pub use mttf::{mttf_observed, BufferScheme, Compute, Mttf, MttfGrid};
 pub use predictive::{PredictedMax, SelfCheck, NODES as PREDICTIVE_NODES};
+pub use pseudo::PseudoWorstCases;
 pub use report::{
     forecast_metrics_of, forecast_report, is_forecast_metric, mttf_grid, pool_cpus, CellForecast,
     CellSnapshot, CpuTimeline, ForecastOptions, ForecastReport, GridSpec, MetricForecast, Pooled,
-    PseudoWorstCases, UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
+    UsageReport, WorstCases, FORECAST_METRICS, FORECAST_SCHEMA,
 };
 pub use request::{ForecastRequest, ForecastRequestError};
 pub use retained::{cell_since, CellPart};
