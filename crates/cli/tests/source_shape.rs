@@ -26,11 +26,27 @@ const MAX_FN_LINES: usize = 150;
 const NOT_YET_SPLIT: &[(&str, &str, &str)] = &[
     ("cli/src/plan.rs", "plan_run", "issue 37 H1 (run request)"),
     ("workloads/src/plan.rs", "plan", "issue 37 H1 (run request)"),
-    ("engine/src/cell.rs", "run_cell", "issue 37 H2 (one lifecycle)"),
+    (
+        "engine/src/cell.rs",
+        "run_cell",
+        "issue 37 H2 (one lifecycle)",
+    ),
     ("engine/src/run.rs", "run", "issue 37 H2 (one lifecycle)"),
-    ("report/src/perfetto.rs", "perfetto_trace", "issue 37 H3 (exporters)"),
-    ("monitor/src/metrics.rs", "exposition", "issue 37 H3 (exporters)"),
-    ("report/src/html/mod.rs", "workloads", "issue 37 H3 (exporters)"),
+    (
+        "report/src/perfetto.rs",
+        "perfetto_trace",
+        "issue 37 H3 (exporters)",
+    ),
+    (
+        "monitor/src/metrics.rs",
+        "exposition",
+        "issue 37 H3 (exporters)",
+    ),
+    (
+        "report/src/html/mod.rs",
+        "workloads",
+        "issue 37 H3 (exporters)",
+    ),
 ];
 
 /// File-level cycles not yet broken: (crate, the files of the cycle as the
@@ -46,10 +62,9 @@ const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[
     ("probes", "timer/mod.rs ↔ timer/measure.rs", "unowned"),
     ("report", "html/mod.rs ↔ html/cell.rs ↔ html/forecast.rs", "issue 37 H3 (report crate)"),
     ("stats", "forecast/mod.rs ↔ forecast/apps.rs ↔ forecast/gpd.rs ↔ forecast/ladder.rs ↔ forecast/mttf.rs ↔ forecast/predictive.rs ↔ forecast/tail.rs", "issue 37 H4"),
-    ("stats", "blocks.rs ↔ forecast/horizon.rs", "issue 37 H4"),
     ("store", "db.rs ↔ pg_client.rs ↔ postgres.rs", "unowned"),
     ("store", "lib.rs ↔ error.rs ↔ schema.rs ↔ schema_pg.rs ↔ snapshots.rs", "unowned"),
-    ("trace", "analysis/mod.rs ↔ analysis/attribute.rs ↔ analysis/held.rs ↔ analysis/held_perf.rs ↔ analysis/parts.rs ↔ analysis/steal.rs ↔ analysis/udp.rs ↔ analysis/window.rs", "issue 37 H4"),
+    ("trace", "analysis/mod.rs ↔ analysis/udp.rs", "issue 37 H4"),
     ("workloads", "helper.rs ↔ helper/net.rs ↔ helper/spin.rs ↔ helper/tty.rs", "issue 37 H1 (workloads)"),
 ];
 
@@ -107,7 +122,10 @@ fn no_long_functions_without_a_reason() {
                     .iter()
                     .find(|(p, name, _)| *p == rel && *name == f.name)
                 {
-                    eprintln!("not yet split ({owner}): {rel}: {} ({} lines)", f.name, f.lines);
+                    eprintln!(
+                        "not yet split ({owner}): {rel}: {} ({} lines)",
+                        f.name, f.lines
+                    );
                     still_long.insert((rel.clone(), f.name.clone()));
                     continue;
                 }
@@ -300,7 +318,10 @@ fn tokens(blanked: &str) -> Vec<Token> {
             }
             // A raw identifier (r#type) is the identifier.
             let mut text: String = c[start..i].iter().collect();
-            if text == "r" && c.get(i) == Some(&'#') && c.get(i + 1).is_some_and(|x| x.is_alphabetic()) {
+            if text == "r"
+                && c.get(i) == Some(&'#')
+                && c.get(i + 1).is_some_and(|x| x.is_alphabetic())
+            {
                 let s = i + 1;
                 i = s;
                 while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
@@ -310,10 +331,16 @@ fn tokens(blanked: &str) -> Vec<Token> {
             }
             out.push(Token { text, line });
         } else if ch == ':' && c.get(i + 1) == Some(&':') {
-            out.push(Token { text: "::".into(), line });
+            out.push(Token {
+                text: "::".into(),
+                line,
+            });
             i += 2;
         } else {
-            out.push(Token { text: ch.to_string(), line });
+            out.push(Token {
+                text: ch.to_string(),
+                line,
+            });
             i += 1;
         }
     }
@@ -570,16 +597,21 @@ impl ModuleTree {
             imports: Vec::new(),
         });
         for (name, child) in children {
-            let file = [dir.join(format!("{name}.rs")), dir.join(&name).join("mod.rs")]
-                .into_iter()
-                .find(|p| src.join(p).is_file())
-                .unwrap_or_else(|| panic!("mod {name} of {}", src.join(&dir).display()));
+            let file = [
+                dir.join(format!("{name}.rs")),
+                dir.join(&name).join("mod.rs"),
+            ]
+            .into_iter()
+            .find(|p| src.join(p).is_file())
+            .unwrap_or_else(|| panic!("mod {name} of {}", src.join(&dir).display()));
             self.add_file(src, file, child);
         }
     }
 
     fn non_test_files(&self) -> impl Iterator<Item = (&Path, &str)> {
-        self.files.iter().map(|f| (f.path.as_path(), f.text.as_str()))
+        self.files
+            .iter()
+            .map(|f| (f.path.as_path(), f.text.as_str()))
     }
 
     /// The file an absolute path's item lives in, following `use`s
@@ -602,8 +634,14 @@ impl ModuleTree {
             .find(|i| i.module == path[..k] && &i.name == name);
         match import {
             None => Some(file), // defined there (or reached by a glob)
-            Some(Import { target: Target::External, .. }) => None,
-            Some(Import { target: Target::Internal(t), .. }) => {
+            Some(Import {
+                target: Target::External,
+                ..
+            }) => None,
+            Some(Import {
+                target: Target::Internal(t),
+                ..
+            }) => {
                 let mut full = t.clone();
                 full.extend_from_slice(&path[k + 1..]);
                 self.resolve(&full, depth + 1)
@@ -631,7 +669,8 @@ impl ModuleTree {
             }
             for (i, path, text) in paths(&file.tokens) {
                 let module = &file.token_module[i];
-                if let Target::Internal(abs) = absolute(&self.modules, &file.imports, module, &path) {
+                if let Target::Internal(abs) = absolute(&self.modules, &file.imports, module, &path)
+                {
                     add(&abs, file.tokens[i].line, &text);
                 }
             }
@@ -652,8 +691,10 @@ impl ModuleTree {
             .into_iter()
             .filter(|c| c.len() > 1)
             .map(|c| {
-                let names: Vec<String> =
-                    c.iter().map(|&f| self.files[f].path.display().to_string()).collect();
+                let names: Vec<String> = c
+                    .iter()
+                    .map(|&f| self.files[f].path.display().to_string())
+                    .collect();
                 let mut s = names.join(" ↔ ");
                 let files = names;
                 for (&(a, b), why) in &edges {
@@ -732,9 +773,8 @@ fn imports(file: &SourceFile, modules: &BTreeMap<ModPath, usize>) -> Vec<Import>
             i += 1;
             continue;
         }
-        let public = i > 0
-            && (t[i - 1].is("pub")
-                || (t[i - 1].is(")") && i >= 4 && t[i - 4].is("pub")));
+        let public =
+            i > 0 && (t[i - 1].is("pub") || (t[i - 1].is(")") && i >= 4 && t[i - 4].is("pub")));
         let end = (i..t.len()).find(|&k| t[k].is(";")).unwrap_or(t.len());
         let text: Vec<&str> = t[i + 1..end].iter().map(|x| x.text.as_str()).collect();
         let module = &file.token_module[i];
@@ -930,7 +970,11 @@ fn test_items_are_left_out() {
     let src = "fn a() {}\n#[cfg(test)]\nmod tests {\n fn b() {}\n}\n#[cfg(test)]\n#[path = \"x\"]\nmod more;\n\
                #[cfg(all(test, unix))]\nfn c() {}\n#[cfg(not(test))]\nfn d() {}\n";
     let (t, test_mods) = without_tests(&tokens(&blank(src)));
-    let idents: Vec<&str> = t.iter().filter(|x| x.is_ident()).map(|x| x.text.as_str()).collect();
+    let idents: Vec<&str> = t
+        .iter()
+        .filter(|x| x.is_ident())
+        .map(|x| x.text.as_str())
+        .collect();
     assert_eq!(idents, ["fn", "a", "cfg", "not", "test", "fn", "d"]);
     assert_eq!(test_mods.into_iter().collect::<Vec<_>>(), ["more"]);
 }
@@ -953,7 +997,12 @@ fn long_functions_are_measured_from_fn_to_the_closing_brace() {
     let found = long_functions(&over);
     assert_eq!(
         found,
-        [LongFn { name: "long".into(), line: 2, lines: MAX_FN_LINES + 1, reason: None }]
+        [LongFn {
+            name: "long".into(),
+            line: 2,
+            lines: MAX_FN_LINES + 1,
+            reason: None
+        }]
     );
     let trait_decl = "trait T { fn f(&self) -> u32; }\n";
     assert_eq!(long_functions(&format!("{trait_decl}{over}"))[0].line, 3);
@@ -961,13 +1010,20 @@ fn long_functions_are_measured_from_fn_to_the_closing_brace() {
 
 #[test]
 fn a_reason_just_above_the_function_is_read() {
-    let above = "// long: one match over every event kind\n#[allow(clippy::too_many_lines)]\n/// Doc.\n";
+    let above =
+        "// long: one match over every event kind\n#[allow(clippy::too_many_lines)]\n/// Doc.\n";
     let found = long_functions(&function("f", 200, above));
-    assert_eq!(found[0].reason.as_deref(), Some("one match over every event kind"));
+    assert_eq!(
+        found[0].reason.as_deref(),
+        Some("one match over every event kind")
+    );
     // Not when code separates them, nor when the reason is empty.
     let apart = "// long: a reason\nconst X: u32 = 1;\n";
     assert_eq!(long_functions(&function("f", 200, apart))[0].reason, None);
-    assert_eq!(long_functions(&function("f", 200, "// long:\n"))[0].reason, None);
+    assert_eq!(
+        long_functions(&function("f", 200, "// long:\n"))[0].reason,
+        None
+    );
 }
 
 #[test]
@@ -976,10 +1032,19 @@ fn use_trees_expand_to_their_leaves() {
     let t = tokens(src);
     let words: Vec<&str> = t.iter().map(|x| x.text.as_str()).collect();
     let leaves = use_tree(&words);
-    let show: Vec<String> = leaves.iter().map(|(p, n)| format!("{}={n}", p.join("::"))).collect();
+    let show: Vec<String> = leaves
+        .iter()
+        .map(|(p, n)| format!("{}={n}", p.join("::")))
+        .collect();
     assert_eq!(
         show,
-        ["crate::a::b=b", "crate::a::c=c", "crate::a::c::d=d", "crate::a::e=f", "crate::a::g=*"]
+        [
+            "crate::a::b=b",
+            "crate::a::c=c",
+            "crate::a::c::d=d",
+            "crate::a::e=f",
+            "crate::a::g=*"
+        ]
     );
 }
 
@@ -1012,7 +1077,10 @@ fn sibling_files_that_use_each_other_are_a_cycle() {
         ("a.rs", "pub struct A;\nfn f() { crate::b::g(); }\n"),
         ("b.rs", "pub fn g() {}\nfn h() -> super::A { super::A }\n"),
     ]);
-    assert_eq!(cycle_files(&tree), [vec!["a.rs".to_string(), "b.rs".into()]]);
+    assert_eq!(
+        cycle_files(&tree),
+        [vec!["a.rs".to_string(), "b.rs".into()]]
+    );
     // The path through the re-export names a.rs, not lib.rs.
     let (_, text) = &tree.cycles()[0];
     assert!(text.contains("b.rs → a.rs (line 2: super::A)"), "{text}");
@@ -1029,7 +1097,10 @@ fn declarations_and_re_exports_are_not_uses_but_a_parents_code_is() {
     let parent_uses = tree_of(&[
         ("lib.rs", "mod m;\n"),
         ("m/mod.rs", "mod x;\nuse x::X;\npub struct Shared;\n"),
-        ("m/x.rs", "use super::{self as parent, Shared};\npub struct X;\n"),
+        (
+            "m/x.rs",
+            "use super::{self as parent, Shared};\npub struct X;\n",
+        ),
     ]);
     assert_eq!(
         cycle_files(&parent_uses),
@@ -1041,7 +1112,10 @@ fn declarations_and_re_exports_are_not_uses_but_a_parents_code_is() {
 fn three_files_in_a_ring_are_one_cycle_and_external_paths_are_ignored() {
     let tree = tree_of(&[
         ("lib.rs", "mod a;\nmod b;\nmod c;\nuse std::fmt;\n"),
-        ("a.rs", "use crate::b::B;\npub struct A;\nfn f() { std::mem::drop(1); serde::x(); }\n"),
+        (
+            "a.rs",
+            "use crate::b::B;\npub struct A;\nfn f() { std::mem::drop(1); serde::x(); }\n",
+        ),
         ("b.rs", "use super::c;\npub struct B;\nfn f() { c::C; }\n"),
         ("c.rs", "pub struct C;\nfn f() -> crate::a::A { todo!() }\n"),
     ]);

@@ -157,21 +157,5 @@ pub(crate) fn cell(
     duration: Nanos,
     metrics: Vec<MetricResult>,
 ) -> CellResult {
-    CellResult {
-        meta: CellMeta {
-            index,
-            probe: settings.probe_name().to_string(),
-            workload,
-            settings,
-            duration_ns: duration,
-            monotonic_start_ns: Nanos::ZERO,
-        },
-        metrics,
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+    CellResult::new(CellMeta::new(index, &workload, settings, duration), metrics)
 }

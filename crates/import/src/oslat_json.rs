@@ -196,7 +196,11 @@ fn thread(
     let max = uint("max")?;
     let mhz = uint("freq")?;
     let seconds = t.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
-    let (iterations, gaps, last_count) = buckets(t, &who, last)?;
+    let Buckets {
+        iterations,
+        gaps,
+        last_count,
+    } = buckets(t, &who, last)?;
     if iterations == 0 {
         notes.push(format!("{who} counted no iterations and is left out"));
         return Ok(None);
@@ -230,13 +234,17 @@ fn thread(
     Ok(Some((m, stats)))
 }
 
-/// A thread's buckets: its iterations, its buckets of 2 µs up to below
-/// the last, and the count of the last.
-fn buckets(
-    t: &Map<String, Value>,
-    who: &str,
-    last: u64,
-) -> Result<(u64, Vec<(u64, u64)>, u64), ImportError> {
+/// A thread's buckets as oslat counts them.
+struct Buckets {
+    /// Every iteration.
+    iterations: u64,
+    /// The buckets of 2 µs up to below the last.
+    gaps: Vec<(u64, u64)>,
+    /// The count of the last bucket.
+    last_count: u64,
+}
+
+fn buckets(t: &Map<String, Value>, who: &str, last: u64) -> Result<Buckets, ImportError> {
     let Some(Value::Object(h)) = t.get("histogram") else {
         return Err(ImportError::invalid(
             FORMAT,
@@ -263,7 +271,11 @@ fn buckets(
             gaps.push((label, count));
         }
     }
-    Ok((iterations, gaps, last_count))
+    Ok(Buckets {
+        iterations,
+        gaps,
+        last_count,
+    })
 }
 
 /// The interruptions as a tool histogram, and the iterations beyond its

@@ -166,64 +166,6 @@ pub(crate) fn ran(command_line: &str, tool: &str) -> bool {
         .is_some_and(|w| w == tool)
 }
 
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nan_averages_read_as_null() {
-        let v = parse_json("{\"avg\": -nan,\n \"b\": nan, \"c\": \"nan\"}", "x").unwrap();
-        assert_eq!(v["avg"], Value::Null);
-        assert_eq!(v["b"], Value::Null);
-        assert_eq!(v["c"], "nan");
-        let e = parse_json("{\"a\": 1,", "cyclictest-json").unwrap_err();
-        assert!(e.to_string().contains("cut short"), "{e}");
-        assert!(
-            e.to_string()
-                .starts_with("cyclictest-json: not valid JSON ("),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn reads_both_spellings_and_the_system() {
-        let v: Value = serde_json::from_str(
-            r##"{"file_version": 1, "cmdline:": "cyclictest -q", "rt_test_version:": "2.40",
-                "start_time": "Wed, 25 Nov 2026 21:44:29 +0000",
-                "end_time": "Wed, 25 Nov 2026 23:44:31 +0200", "return_code": 0,
-                "sysinfo": {"sysname": "Linux", "nodename": "rig", "release": "6.6.0-rt",
-                            "version": "#1 SMP PREEMPT_RT", "machine": "aarch64", "realtime": 1}}"##,
-        )
-        .unwrap();
-        let h = header(v.as_object().unwrap(), "cyclictest-json").unwrap();
-        assert_eq!(h.command_line.as_deref(), Some("cyclictest -q"));
-        assert_eq!(h.version.as_deref(), Some("2.40"));
-        assert_eq!(h.ended.unwrap().0 - h.started.unwrap().0, 2_000_000_000);
-        assert_eq!(h.system.hostname, "rig");
-        assert_eq!(h.system.preemption_model.as_deref(), Some("rt"));
-        assert_eq!(h.system.preemption_source.as_deref(), Some("realtime"));
-        assert_eq!(h.machine.as_deref(), Some("aarch64"));
-        assert!(ran("/usr/bin/cyclictest -q", "cyclictest"));
-        assert!(!ran("latscope run", "cyclictest"));
-        assert_eq!(
-            command_in("{\n  \"cmdline:\": \"/usr/bin/oslat -D 1\", \"rt"),
-            Some("oslat")
-        );
-        assert_eq!(
-            command_in("{\"cmdline\" : \"cyclictest\"}"),
-            Some("cyclictest")
-        );
-        assert_eq!(command_in("{\"other\": 1}"), None);
-        let bad: Value = serde_json::from_str(r#"{"start_time": "yesterday"}"#).unwrap();
-        let e = header(bad.as_object().unwrap(), "oslat-json").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "oslat-json: start_time \"yesterday\" is not a date"
-        );
-    }
-}
-
 /// The top object of a parsed rt-tests file.
 pub(crate) fn object<'a>(
     doc: &'a Value,
@@ -292,5 +234,63 @@ pub(crate) fn imported(
         system: header.system,
         cells,
         notes,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_averages_read_as_null() {
+        let v = parse_json("{\"avg\": -nan,\n \"b\": nan, \"c\": \"nan\"}", "x").unwrap();
+        assert_eq!(v["avg"], Value::Null);
+        assert_eq!(v["b"], Value::Null);
+        assert_eq!(v["c"], "nan");
+        let e = parse_json("{\"a\": 1,", "cyclictest-json").unwrap_err();
+        assert!(e.to_string().contains("cut short"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("cyclictest-json: not valid JSON ("),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn reads_both_spellings_and_the_system() {
+        let v: Value = serde_json::from_str(
+            r##"{"file_version": 1, "cmdline:": "cyclictest -q", "rt_test_version:": "2.40",
+                "start_time": "Wed, 25 Nov 2026 21:44:29 +0000",
+                "end_time": "Wed, 25 Nov 2026 23:44:31 +0200", "return_code": 0,
+                "sysinfo": {"sysname": "Linux", "nodename": "rig", "release": "6.6.0-rt",
+                            "version": "#1 SMP PREEMPT_RT", "machine": "aarch64", "realtime": 1}}"##,
+        )
+        .unwrap();
+        let h = header(v.as_object().unwrap(), "cyclictest-json").unwrap();
+        assert_eq!(h.command_line.as_deref(), Some("cyclictest -q"));
+        assert_eq!(h.version.as_deref(), Some("2.40"));
+        assert_eq!(h.ended.unwrap().0 - h.started.unwrap().0, 2_000_000_000);
+        assert_eq!(h.system.hostname, "rig");
+        assert_eq!(h.system.preemption_model.as_deref(), Some("rt"));
+        assert_eq!(h.system.preemption_source.as_deref(), Some("realtime"));
+        assert_eq!(h.machine.as_deref(), Some("aarch64"));
+        assert!(ran("/usr/bin/cyclictest -q", "cyclictest"));
+        assert!(!ran("latscope run", "cyclictest"));
+        assert_eq!(
+            command_in("{\n  \"cmdline:\": \"/usr/bin/oslat -D 1\", \"rt"),
+            Some("oslat")
+        );
+        assert_eq!(
+            command_in("{\"cmdline\" : \"cyclictest\"}"),
+            Some("cyclictest")
+        );
+        assert_eq!(command_in("{\"other\": 1}"), None);
+        let bad: Value = serde_json::from_str(r#"{"start_time": "yesterday"}"#).unwrap();
+        let e = header(bad.as_object().unwrap(), "oslat-json").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "oslat-json: start_time \"yesterday\" is not a date"
+        );
     }
 }

@@ -683,14 +683,12 @@ mod tests {
 
     fn cell(index: u32, duration: Nanos, metrics: Vec<MetricResult>) -> CellResult {
         CellResult::new(
-            CellMeta {
+            CellMeta::new(
                 index,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-                duration_ns: duration,
-                monotonic_start_ns: Nanos(0),
-            },
+                "none",
+                latscope_model::CellSettings::default_for("timer").unwrap(),
+                duration,
+            ),
             metrics,
         )
     }
