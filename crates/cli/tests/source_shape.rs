@@ -10,6 +10,13 @@
 //! literals are blanked, the rest is split into tokens, `#[cfg(test)]`
 //! items are dropped, and paths are resolved by the module tree that the
 //! `mod` declarations describe. Its own unit tests are at the end.
+//!
+//! What it does not see: method calls (`x.f()` is not resolved to the file
+//! whose `impl` block defines `f`) and macros' expansions. Keep an `impl`
+//! block that adds methods to another file's type on the side of the
+//! dependency (as `stats::forecast` does: `Measured` and the forecasts
+//! read directly from it in `measured.rs`, the ones that need more adding
+//! their methods in their own files), so that the imports tell the truth.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,7 +68,6 @@ const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[
     ("probes", "app/mod.rs ↔ app/measure.rs", "unowned"),
     ("probes", "timer/mod.rs ↔ timer/measure.rs", "unowned"),
     ("report", "html/mod.rs ↔ html/cell.rs ↔ html/forecast.rs", "issue 37 H3 (report crate)"),
-    ("stats", "forecast/mod.rs ↔ forecast/apps.rs ↔ forecast/gpd.rs ↔ forecast/ladder.rs ↔ forecast/mttf.rs ↔ forecast/predictive.rs ↔ forecast/tail.rs", "issue 37 H4"),
     ("store", "db.rs ↔ pg_client.rs ↔ postgres.rs", "unowned"),
     ("store", "lib.rs ↔ error.rs ↔ schema.rs ↔ schema_pg.rs ↔ snapshots.rs", "unowned"),
     ("trace", "analysis/mod.rs ↔ analysis/udp.rs", "issue 37 H4"),

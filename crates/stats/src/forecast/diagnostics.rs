@@ -192,7 +192,7 @@ pub fn diagnose(
             d.warnings.push(format!(
                 "clustered: extremal index {:.2} above {} (about {:.1} late samples per cluster); worst cases count clusters",
                 e.theta,
-                super::apps::fmt_ns(e.threshold_ns as i64),
+                super::text::fmt_ns(e.threshold_ns as i64),
                 1.0 / e.theta
             ));
         }
@@ -248,7 +248,7 @@ pub fn diagnose(
                         "{}-{} s max {}",
                         s.from_s,
                         s.to_s,
-                        super::apps::fmt_ns(s.max_ns as i64)
+                        super::text::fmt_ns(s.max_ns as i64)
                     )
                 })
                 .collect();
@@ -279,9 +279,9 @@ pub fn diagnose(
             d.warnings.push(format!(
                 "the block-maxima model disagrees: worst case per {} s {} from {}-second maxima against {} from the tail fit; their intervals do not overlap",
                 l.period_s,
-                super::apps::fmt_ns(l.level_ns as i64),
+                super::text::fmt_ns(l.level_ns as i64),
                 g.block_seconds,
-                super::apps::fmt_ns(l.pot_ns as i64)
+                super::text::fmt_ns(l.pot_ns as i64)
             ));
         }
     }

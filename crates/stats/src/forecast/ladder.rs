@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::apps::fmt_ns;
+use super::text::fmt_ns;
 use super::Interval;
 
 /// One threshold of the ladder and the fit above it.

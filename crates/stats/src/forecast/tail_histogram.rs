@@ -12,8 +12,8 @@ use super::tail::{Cut, TailFit, TailOptions, Threshold};
 use super::ForecastError;
 
 impl TailFit {
-    /// Fits the tail of a histogram (see the module documentation of
-    /// [`super::tail`] for the threshold and the grouped-data treatment).
+    /// Fits the tail of a histogram (the threshold and the grouped-data
+    /// treatment are described at the top of `tail.rs`).
     pub fn from_histogram(h: &Histogram, options: &TailOptions) -> Result<TailFit, ForecastError> {
         if !matches!(options.threshold, Threshold::Auto) {
             return TailFit::from_histogram_fixed(h, options);

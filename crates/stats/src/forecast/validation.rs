@@ -65,7 +65,7 @@ impl Validation {
                 "validation failed"
             },
             self.test_seconds,
-            super::apps::fmt_ns(self.level_ns as i64),
+            super::text::fmt_ns(self.level_ns as i64),
             self.predicted,
             self.observed,
             self.p_value
