@@ -267,6 +267,37 @@ pub struct HorizonForecast {
     pub monitor: Option<BlockStats>,
 }
 
+impl Measured<'_> {
+    /// The worst case over `horizon` under `usage`: the exceedance-rate
+    /// estimate, and the observed maxima of horizon-long windows of
+    /// `timeline` (pass `&[]` when there is none).
+    pub fn worst_case(
+        &self,
+        horizon: Horizon,
+        usage: &UsageModel,
+        timeline: &[SecondStats],
+    ) -> HorizonForecast {
+        let run_seconds = horizon.run_seconds(usage);
+        let events = self.rate_hz() * run_seconds;
+        let window = run_seconds.round();
+        let windows = if window >= 1.0 && window < u64::MAX as f64 {
+            window_maxima(timeline, window as u64)
+        } else {
+            None
+        };
+        HorizonForecast {
+            horizon,
+            usage: *usage,
+            run_seconds,
+            events,
+            estimate: self.exceeded_once_in(events),
+            prediction: self.predicted_max(run_seconds),
+            windows,
+            monitor: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,36 +353,5 @@ mod tests {
         assert!(UsageModel::new(25.0, 5.0, 1.0).is_err());
         assert!(UsageModel::new(8.0, 5.0, 0.0).is_err());
         assert_eq!(UsageModel::new(8.0, 5.0, 10.0).unwrap(), office);
-    }
-}
-
-impl Measured<'_> {
-    /// The worst case over `horizon` under `usage`: the exceedance-rate
-    /// estimate, and the observed maxima of horizon-long windows of
-    /// `timeline` (pass `&[]` when there is none).
-    pub fn worst_case(
-        &self,
-        horizon: Horizon,
-        usage: &UsageModel,
-        timeline: &[SecondStats],
-    ) -> HorizonForecast {
-        let run_seconds = horizon.run_seconds(usage);
-        let events = self.rate_hz() * run_seconds;
-        let window = run_seconds.round();
-        let windows = if window >= 1.0 && window < u64::MAX as f64 {
-            window_maxima(timeline, window as u64)
-        } else {
-            None
-        };
-        HorizonForecast {
-            horizon,
-            usage: *usage,
-            run_seconds,
-            events,
-            estimate: self.exceeded_once_in(events),
-            prediction: self.predicted_max(run_seconds),
-            windows,
-            monitor: None,
-        }
     }
 }
