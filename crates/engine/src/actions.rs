@@ -22,6 +22,7 @@
 //! run.
 
 mod exec;
+mod job;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ use latscope_model::{
 };
 
 pub use exec::{ACTION_ENV, SHUTDOWN_GRACE};
+use job::Job;
 use latscope_store::Checkpoint;
 
 /// How long a command may run before it is killed.
@@ -138,12 +140,6 @@ pub struct ActionStats {
 /// and the monitor pass the report's Perfetto renderer; the engine does
 /// not depend on the renderers).
 pub type SnapshotDoc = fn(RunId, &Episode, &EpisodeWindow) -> serde_json::Value;
-
-struct Job {
-    run: RunId,
-    episode: Episode,
-    window: Option<EpisodeWindow>,
-}
 
 /// The actions of a run or a monitor, with their thread.
 pub struct Actions {

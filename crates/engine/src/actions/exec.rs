@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::Job;
+use super::job::Job;
 
 /// The environment a command inherits, by name: nothing else (no store
 /// URL, no `PGPASSWORD`, no credentials of any other kind) reaches it.
