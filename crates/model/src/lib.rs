@@ -7,6 +7,7 @@
 //! [`Nanos`], an integer count of nanoseconds; floating-point seconds never
 //! appear in stored data.
 
+mod common;
 mod cpu;
 mod episode;
 mod granularity;
@@ -24,6 +25,7 @@ mod timer;
 mod udp;
 mod workload;
 
+pub use common::{CommonSettings, Policy, DEFAULT_PRIORITY};
 pub use cpu::{CpuId, CpuSet, CpuSetError};
 pub use episode::RecurringCause;
 pub use episode::StealSource;
@@ -38,9 +40,8 @@ pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSetting
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
 pub use settings::{
-    AppSettings, CellSettings, CommonSettings, NoiseDuty, NoiseSettings, PhaseName, Policy,
-    SettingsError, SimSettings, TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD,
-    DEFAULT_PRIORITY, DEFAULT_UDP_PERIOD,
+    AppSettings, CellSettings, NoiseDuty, NoiseSettings, PhaseName, SettingsError, SimSettings,
+    TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_UDP_PERIOD,
 };
 pub use source::RunSource;
 pub use system::{preempt_from_version, Capabilities, IdleState, SystemInfo};

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::CommonSettings;
+use crate::common::CommonSettings;
 
 /// What one micro cell ran: a benchmark, where, and how often.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

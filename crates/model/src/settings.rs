@@ -14,36 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{MicroSettings, Nanos, TimerSlack, UdpPath};
-
-/// A scheduling policy as the settings record it (`fifo`, `rr`, `other`).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Policy {
-    /// The CLI's default, so a record without a policy reads as one.
-    #[default]
-    Fifo,
-    Rr,
-    Other,
-}
-
-impl Policy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::Fifo => "fifo",
-            Policy::Rr => "rr",
-            Policy::Other => "other",
-        }
-    }
-}
-
-impl fmt::Display for Policy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
+use crate::{CommonSettings, MicroSettings, Nanos, Policy, TimerSlack, UdpPath};
 
 /// The kernel service a timer probe waits with; the strings are those of
 /// `--timer-api`.
@@ -107,17 +78,12 @@ impl PhaseName {
 pub const DEFAULT_PERIOD: Nanos = Nanos::from_millis(1);
 /// The CLI's default period of the udp probe.
 pub const DEFAULT_UDP_PERIOD: Nanos = Nanos::from_millis(10);
-/// The CLI's default priority, what a record without `priority` reads as.
-pub const DEFAULT_PRIORITY: u32 = 95;
 
 fn default_period() -> Nanos {
     DEFAULT_PERIOD
 }
 fn default_udp_period() -> Nanos {
     DEFAULT_UDP_PERIOD
-}
-fn default_priority() -> u32 {
-    DEFAULT_PRIORITY
 }
 fn default_noise_span() -> Nanos {
     Nanos::from_millis(33)
@@ -127,49 +93,6 @@ fn default_gap_ratio() -> u32 {
 }
 fn default_payload() -> u32 {
     64
-}
-
-/// What every probe's cell records.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct CommonSettings {
-    #[serde(default)]
-    pub policy: Policy,
-    /// The priority applied: 0 for `other` whatever was asked.
-    #[serde(default = "default_priority")]
-    pub priority: u32,
-    /// The measured CPUs as `--cpus` reads them ("0-1,3").
-    #[serde(default)]
-    pub cpus: String,
-    /// The planned measuring time (the time actually measured is the
-    /// cell's `duration_ns`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duration_ns: Option<Nanos>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threshold_ns: Option<Nanos>,
-    /// Cost of one clock read, measured when the run started.
-    #[serde(default)]
-    pub clock_read_ns: u64,
-    /// `--load-level`, when a workload runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_level: Option<String>,
-    /// `--warmup`, when a workload runs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub warmup_ns: Option<Nanos>,
-}
-
-impl Default for CommonSettings {
-    fn default() -> CommonSettings {
-        CommonSettings {
-            policy: Policy::Fifo,
-            priority: DEFAULT_PRIORITY,
-            cpus: String::new(),
-            duration_ns: None,
-            threshold_ns: None,
-            clock_read_ns: 0,
-            load_level: None,
-            warmup_ns: None,
-        }
-    }
 }
 
 /// The timer probe (cyclictest's measurement).
@@ -573,6 +496,7 @@ impl CellSettings {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::DEFAULT_PRIORITY;
     use serde_json::json;
 
     fn timer() -> CellSettings {

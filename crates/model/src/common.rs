@@ -1,0 +1,89 @@
+//! The settings every probe's cell records ([`CommonSettings`]): the
+//! scheduling policy and priority, the CPUs, the planned time and the
+//! workload's level. Flattened into each probe's settings (and the
+//! micro-benchmarks' settings) by [`crate::CellSettings`].
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Nanos;
+
+/// A scheduling policy as the settings record it (`fifo`, `rr`, `other`).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Policy {
+    /// The CLI's default, so a record without a policy reads as one.
+    #[default]
+    Fifo,
+    Rr,
+    Other,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// The CLI's default priority, what a record without `priority` reads as.
+pub const DEFAULT_PRIORITY: u32 = 95;
+
+fn default_priority() -> u32 {
+    DEFAULT_PRIORITY
+}
+
+/// What every probe's cell records.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CommonSettings {
+    #[serde(default)]
+    pub policy: Policy,
+    /// The priority applied: 0 for `other` whatever was asked.
+    #[serde(default = "default_priority")]
+    pub priority: u32,
+    /// The measured CPUs as `--cpus` reads them ("0-1,3").
+    #[serde(default)]
+    pub cpus: String,
+    /// The planned measuring time (the time actually measured is the
+    /// cell's `duration_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<Nanos>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold_ns: Option<Nanos>,
+    /// Cost of one clock read, measured when the run started.
+    #[serde(default)]
+    pub clock_read_ns: u64,
+    /// `--load-level`, when a workload runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_level: Option<String>,
+    /// `--warmup`, when a workload runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_ns: Option<Nanos>,
+}
+
+impl Default for CommonSettings {
+    fn default() -> CommonSettings {
+        CommonSettings {
+            policy: Policy::Fifo,
+            priority: DEFAULT_PRIORITY,
+            cpus: String::new(),
+            duration_ns: None,
+            threshold_ns: None,
+            clock_read_ns: 0,
+            load_level: None,
+            warmup_ns: None,
+        }
+    }
+}
