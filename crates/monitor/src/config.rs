@@ -203,7 +203,7 @@ fn read_web_config(path: &Path) -> Result<WebConfig, ConfigError> {
         path: path.to_path_buf(),
         reason,
     };
-    let io_err = |e: std::io::Error| read_err(crate::http::os_reason(&e));
+    let io_err = |e: std::io::Error| read_err(crate::os_reason::os_reason(&e));
     if latscope_platform::files::effective_uid().map_err(io_err)? == 0 {
         if let Some(why) = latscope_platform::files::foreign_file(path).map_err(io_err)? {
             return Err(read_err(format!("refused as root: {why}")).into());

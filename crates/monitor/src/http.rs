@@ -81,6 +81,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::auth::{BasicAuth, Check};
+use crate::os_reason::os_reason;
 
 /// What the endpoint serves. Called from the server thread; implementations lock briefly.
 pub trait Source: Send + Sync + 'static {
@@ -562,14 +563,4 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Full<Bytes>> {
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
-}
-
-/// An I/O error's text without the "(os error N)" that std appends, which
-/// means nothing to a user and breaks the one-line messages.
-pub(crate) fn os_reason(error: &io::Error) -> String {
-    let text = error.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) if text.ends_with(')') => text[..at].to_owned(),
-        _ => text,
-    }
 }

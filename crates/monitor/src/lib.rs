@@ -14,6 +14,7 @@ pub mod daemon;
 pub mod exposition;
 pub mod http;
 pub mod metrics;
+mod os_reason;
 pub mod sink;
 pub mod system;
 pub mod web_config;

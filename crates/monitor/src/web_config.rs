@@ -148,7 +148,7 @@ impl WebConfig {
     pub fn load(path: &Path) -> Result<WebConfig, WebConfigError> {
         let text = std::fs::read_to_string(path).map_err(|e| WebConfigError::Read {
             path: path.to_path_buf(),
-            reason: crate::http::os_reason(&e),
+            reason: crate::os_reason::os_reason(&e),
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         WebConfig::parse(path, &text, dir)
@@ -360,7 +360,7 @@ fn tls(path: &Path, dir: &Path, t: TlsDoc) -> Result<Option<Tls>, WebConfigError
             path: path.to_path_buf(),
             key: format!("tls_server_config: {key}"),
             file: file.clone(),
-            reason: crate::http::os_reason(&e),
+            reason: crate::os_reason::os_reason(&e),
         })?;
         Ok(PemFile { path: file, pem })
     };
