@@ -11,7 +11,6 @@ use std::hint::black_box;
 use latscope_model::{CpuId, TimerSlack};
 use latscope_platform::SchedPolicy;
 
-use crate::threads::Sched;
 use crate::{ProbeError, ThreadSetup};
 
 /// The priority actually applied: SCHED_OTHER has no real-time priority,
@@ -22,6 +21,15 @@ pub fn effective_priority(policy: SchedPolicy, priority: u32) -> u32 {
     } else {
         priority
     }
+}
+
+/// The scheduling every thread of one probe asks for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sched {
+    pub policy: SchedPolicy,
+    pub priority: u32,
+    /// The timer slack each thread sets before taking its policy.
+    pub slack: TimerSlack,
 }
 
 pub(crate) fn set_up_thread(cpu: CpuId, sched: Sched) -> Result<ThreadSetup, ProbeError> {

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use latscope_model::{CpuId, TimerSlack};
-use latscope_platform::SchedPolicy;
+use latscope_model::CpuId;
 
+pub(crate) use crate::setup::Sched;
 use crate::{Handoff, ProbeError, SampleRing, ThreadSetup};
 
 /// Stack of a measuring thread: the loops need little, and the prefaulted
@@ -37,15 +37,6 @@ pub(crate) struct Spec<F> {
     pub name: String,
     pub cpu: CpuId,
     pub body: F,
-}
-
-/// The scheduling every thread of one probe asks for.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sched {
-    pub policy: SchedPolicy,
-    pub priority: u32,
-    /// The timer slack each thread sets before taking its policy.
-    pub slack: TimerSlack,
 }
 
 enum Go {
@@ -218,6 +209,8 @@ impl<T> PinnedThreads<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latscope_model::TimerSlack;
+    use latscope_platform::SchedPolicy;
     use std::sync::atomic::AtomicBool;
 
     fn other() -> Sched {

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use latscope_platform::timers::{self, Errno};
 
+use super::cpu::AppCpu;
 use super::pipeline::Pipeline;
 use super::work::spin_turns;
-use super::AppCpu;
 
 /// What the loop needs of the machine.
 pub(crate) trait Env {

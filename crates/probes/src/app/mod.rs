@@ -23,93 +23,28 @@
 //! forecast's [`BufferScheme`](latscope_record) counts, one per stall.
 
 mod config;
+mod cpu;
 mod measure;
 mod pipeline;
 mod work;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use latscope_model::{metric, CpuId, Nanos};
+use latscope_model::{CpuId, Nanos};
 use latscope_platform::timers::Errno;
 use latscope_record::{MetricResult, TimelineChunk};
 
 pub use config::{AppConfig, MAX_BUFFERS};
+pub use cpu::AppCpu;
 pub use pipeline::{Pipeline, Underrun};
 pub use work::{calibrate, spin_turns, Calibration};
 
-use crate::threads::{self, bump, PinnedThreads};
+use crate::threads::{self, PinnedThreads};
 use crate::{
-    Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
-    RunningProbe, ThreadSetup,
+    Handoff, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress, RunningProbe,
+    ThreadSetup,
 };
-
-/// Everything one producer records, allocated before it starts.
-pub struct AppCpu {
-    pub cpu: CpuId,
-    underrun: MetricRecorder,
-    wakeup: MetricRecorder,
-    response: MetricRecorder,
-    buffers: AtomicU64,
-    underruns: AtomicU64,
-    silent_periods: AtomicU64,
-    max_response: AtomicU64,
-}
-
-impl AppCpu {
-    fn new(cpu: CpuId, threshold: Option<Nanos>) -> AppCpu {
-        AppCpu {
-            cpu,
-            underrun: MetricRecorder::new(metric::APP_UNDERRUN, Some(cpu), None),
-            wakeup: MetricRecorder::new(metric::APP_WAKEUP, Some(cpu), threshold),
-            response: MetricRecorder::new(metric::APP_RESPONSE, Some(cpu), threshold),
-            buffers: AtomicU64::new(0),
-            underruns: AtomicU64::new(0),
-            silent_periods: AtomicU64::new(0),
-            max_response: AtomicU64::new(0),
-        }
-    }
-
-    /// Records one buffer. Producer thread only: no allocation, no locks.
-    #[inline]
-    fn record(
-        &self,
-        woke_second: u64,
-        second: u64,
-        wakeup: Option<u64>,
-        response: u64,
-        underrun: Option<Underrun>,
-    ) {
-        if let Some(w) = wakeup {
-            self.wakeup.record(woke_second, w);
-        }
-        self.response.record(second, response);
-        if let Some(u) = underrun {
-            self.underrun.record(second, u.length);
-            bump(&self.underruns, 1);
-            bump(&self.silent_periods, u.periods);
-        }
-        bump(&self.buffers, 1);
-        if response > self.max_response.load(Ordering::Relaxed) {
-            self.max_response.store(response, Ordering::Relaxed);
-        }
-    }
-
-    /// Underruns so far.
-    pub fn underruns(&self) -> u64 {
-        self.underruns.load(Ordering::Relaxed)
-    }
-
-    /// Periods the device played silence so far.
-    pub fn silent_periods(&self) -> u64 {
-        self.silent_periods.load(Ordering::Relaxed)
-    }
-
-    /// Buffers the producer filled so far.
-    pub fn buffers(&self) -> u64 {
-        self.buffers.load(Ordering::Relaxed)
-    }
-}
 
 /// A configured application probe, its recorders allocated.
 pub struct AppProbe {

@@ -9,7 +9,10 @@ use std::sync::Arc;
 use latscope_platform::monotonic_ns;
 use latscope_platform::timers::{self, EpollTimeout, Errno, PosixTimer, TimerFd};
 
-use super::{LoopError, Phase, Schedule, TimerApi, TimerConfig, TimerCpu};
+use super::api::TimerApi;
+use super::config::{Phase, TimerConfig};
+use super::cpu::{LoopError, TimerCpu};
+use super::schedule::Schedule;
 use crate::rng::XorShift;
 
 /// What one measuring thread needs once it is set up and released (the
