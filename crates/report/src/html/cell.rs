@@ -13,7 +13,8 @@ use latscope_stats::{CellResult, Histogram, IntervalSeries, MetricResult, Second
 use super::escape::escape;
 use super::page::{anchor, figure, opt_ns, para, table, us};
 use super::svg::{Mark, Plot, Scale, Series};
-use super::{episodes, sources, Timeline};
+use super::timeline::Timeline;
+use super::{episodes, sources};
 
 /// Bins per decade of the log-log histogram.
 const BINS_PER_DECADE: f64 = 10.0;
@@ -83,7 +84,7 @@ pub(super) fn cell_section(
         }
     }
     // The cell's headline metric first, the others as stored.
-    let headline = super::headline_metric(&c.meta.probe);
+    let headline = super::cell_metrics::headline_metric(&c.meta.probe);
     names.sort_by_key(|n| Some(*n) != headline);
     for name in names {
         let parts: Vec<&MetricResult> = c
@@ -378,7 +379,7 @@ fn hourly_table(c: &CellResult, lines: &[&Timeline]) -> String {
 fn decomposition(c: &CellResult) -> String {
     let comps: Vec<(&str, &str, Histogram)> = DECOMPOSITION
         .iter()
-        .map(|&(n, what)| (n, what, super::pooled(c, n)))
+        .map(|&(n, what)| (n, what, super::cell_metrics::pooled(c, n)))
         .filter(|(_, _, h)| !h.is_empty())
         .collect();
     if comps.is_empty() {
@@ -387,7 +388,7 @@ fn decomposition(c: &CellResult) -> String {
     let mut out = String::from("<h3>Decomposition of the wake-up (traced)</h3>");
     let header = ["part", "what", "samples", "p50", "p99", "p99.9", "max"];
     let mut rows: Vec<Vec<String>> = Vec::new();
-    let total = super::pooled(c, metric::TIMER_LATENCY);
+    let total = super::cell_metrics::pooled(c, metric::TIMER_LATENCY);
     let row = |name: &str, what: &str, h: &Histogram| {
         vec![
             name.to_string(),

@@ -22,7 +22,7 @@ use super::diagnostics::diagnostics_section;
 use super::escape::escape;
 use super::page::{figure, para, seconds_text, table};
 use super::svg::{Mark, Plot, Scale, Series};
-use super::Timeline;
+use super::timeline::Timeline;
 
 /// The forecast the report shows: `latscope forecast`'s defaults (the
 /// continuous usage model, the standard MTTF grid) with a verdict for every

@@ -15,6 +15,7 @@
 
 mod bars;
 mod cell;
+mod cell_metrics;
 mod diagnostics;
 mod episodes;
 mod escape;
@@ -26,33 +27,22 @@ mod micro;
 mod page;
 mod sources;
 pub mod svg;
+mod timeline;
 
 use std::fmt::Write as _;
 
-use latscope_model::{metric, CpuId, Nanos, Severity, WorkloadStats};
+use latscope_model::{Nanos, Severity, WorkloadStats};
 use latscope_stats::blocks::ObservedBlocks;
 use latscope_stats::forecast::{CellSnapshot, ForecastReport};
-use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult, SecondStats};
+use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult};
 
 pub use cell::is_plotted;
+use cell_metrics::{headline_metric, pooled, setting};
 pub use escape::escape;
 pub use forecast::report_forecast;
 pub use micro::micro_html;
 use page::{para, table};
-
-/// One metric's per-second timeline on one CPU of one cell, as the store
-/// keeps it (second 0 = the cell's start).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Timeline {
-    /// The cell's index in the run.
-    pub cell: u32,
-    pub metric: String,
-    pub cpu: Option<CpuId>,
-    /// The cell second `seconds[0]` is: 0, or later for a monitor whose
-    /// oldest seconds the retention deleted.
-    pub first_second: u64,
-    pub seconds: Vec<SecondStats>,
-}
+pub use timeline::Timeline;
 
 /// The report of `run` as a complete HTML document. `timelines` holds the
 /// per-second maxima the store has for the run's metrics (any subset; a
@@ -564,29 +554,6 @@ fn workload_sources_item(index: u32, w: &WorkloadStats) -> String {
             vectors.join(", ")
         })
     )
-}
-
-/// The metrics the matrix and the forecast summarize, per probe.
-pub(crate) fn headline_metric(probe: &str) -> Option<&'static str> {
-    match probe {
-        "timer" => Some(metric::TIMER_LATENCY),
-        "noise" => Some(metric::NOISE_GAP),
-        _ => None,
-    }
-}
-
-/// "fifo 95", "other": the scheduling setting of a cell.
-pub(crate) fn setting(c: &CellResult) -> String {
-    c.meta.settings.sched_label()
-}
-
-/// All CPUs of one metric in one cell merged.
-pub(crate) fn pooled(c: &CellResult, name: &str) -> Histogram {
-    let mut h = Histogram::new();
-    for m in c.metrics.iter().filter(|m| m.name == name) {
-        h.merge(&m.histogram);
-    }
-    h
 }
 
 fn matrix(run: &RunResult) -> String {

@@ -2,10 +2,10 @@
 
 use super::*;
 use latscope_model::{
-    Breakdown, Capabilities, Cause, CauseKind, CellMeta, Episode, Hazard, RunId, RunMeta,
-    RunStatus, StackCount, SystemInfo, TraceSummary, UdpPath, UdpStats,
+    metric, Breakdown, Capabilities, Cause, CauseKind, CellMeta, CpuId, Episode, Hazard, RunId,
+    RunMeta, RunStatus, StackCount, SystemInfo, TraceSummary, UdpPath, UdpStats,
 };
-use latscope_stats::MetricResult;
+use latscope_stats::{MetricResult, SecondStats};
 use std::collections::BTreeMap;
 
 const HOURS: u64 = 2;
