@@ -47,7 +47,6 @@ const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[
     ("store", "db.rs ↔ pg_client.rs ↔ postgres.rs", "unowned"),
     ("store", "lib.rs ↔ error.rs ↔ schema.rs ↔ schema_pg.rs ↔ snapshots.rs", "unowned"),
     ("trace", "analysis/mod.rs ↔ analysis/udp.rs", "issue 37 H4"),
-    ("workloads", "helper.rs ↔ helper/net.rs ↔ helper/spin.rs ↔ helper/tty.rs", "issue 37 H1 (workloads)"),
 ];
 
 // ---------------------------------------------------------------- tests

@@ -12,14 +12,15 @@
 //! | `exec-storm RATE` | spawns and waits for `latscope __workload nop`, RATE a second (0: as fast as it goes) |
 //! | `nop` | exits at once |
 
+mod args;
 mod guard;
 mod net;
 mod pace;
 mod spin;
 mod tty;
 
-/// The first argument that selects a helper mode.
-pub const HELPER_ARG: &str = "__workload";
+pub(crate) use args::helper_exe;
+pub use args::HELPER_ARG;
 
 /// Runs a helper mode when `args` (the whole `argv`, program name first)
 /// asks for one, and returns its exit code; None for a normal invocation.
@@ -54,22 +55,6 @@ pub fn helper_main(args: &[String]) -> Option<i32> {
             1
         }
     })
-}
-
-/// The `i`th argument, parsed, or a one-line complaint.
-fn arg<T: std::str::FromStr>(args: &[String], i: usize, what: &str) -> Result<T, String> {
-    let text = args.get(i).ok_or_else(|| format!("missing {what}"))?;
-    text.parse().map_err(|_| format!("bad {what} '{text}'"))
-}
-
-/// The program to run for helper processes: this binary. If it was replaced
-/// on disk while latscope runs (a rebuild), `/proc/self/exe` still names the
-/// running image.
-pub(crate) fn helper_exe() -> std::path::PathBuf {
-    match std::env::current_exe() {
-        Ok(p) if p.exists() => p,
-        _ => std::path::PathBuf::from("/proc/self/exe"),
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::arg;
+use super::args::arg;
 use super::pace::Pacer;
 
 /// The port both the TCP and the UDP sink listen on inside the sink's

@@ -5,8 +5,8 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::args::{arg, helper_exe, HELPER_ARG};
 use super::pace::Pacer;
-use super::{arg, helper_exe, HELPER_ARG};
 
 /// Length of one on/off cycle of a partial-duty spinner.
 const PERIOD: Duration = Duration::from_millis(10);

@@ -10,7 +10,7 @@ use std::thread;
 
 use latscope_platform::process::open_pty;
 
-use super::arg;
+use super::args::arg;
 use super::pace::Pacer;
 
 /// `tty-pump PAIRS RATE CHUNK`: PAIRS pty pairs, each with a writer on the
