@@ -46,7 +46,6 @@ const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[
     ("micro", "ops/mod.rs ↔ ops/blit.rs ↔ ops/ctxswitch.rs ↔ ops/fs.rs ↔ ops/inversion.rs ↔ ops/io.rs ↔ ops/memory.rs ↔ ops/net.rs ↔ ops/null.rs ↔ ops/process.rs ↔ ops/sync.rs ↔ ops/syscall.rs ↔ ops/vm.rs", "issue 37 H2 (micro crate)"),
     ("store", "db.rs ↔ pg_client.rs ↔ postgres.rs", "unowned"),
     ("store", "lib.rs ↔ error.rs ↔ schema.rs ↔ schema_pg.rs ↔ snapshots.rs", "unowned"),
-    ("trace", "analysis/mod.rs ↔ analysis/udp.rs", "issue 37 H4"),
 ];
 
 // ---------------------------------------------------------------- tests

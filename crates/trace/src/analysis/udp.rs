@@ -20,7 +20,7 @@
 use latscope_model::{metric, Breakdown, Cause, CauseKind, Nanos};
 
 use super::attribute::{self, Marks};
-use super::{Analyzer, AnalyzerConfig, Decomposition, MeasuredCpu, REPLAY_NS};
+use super::state::{Analyzer, AnalyzerConfig, Decomposition, MeasuredCpu, REPLAY_NS};
 use crate::event::{EventKind, Names, TraceEvent};
 
 /// Where the receiver was woken and switched in for one datagram.
