@@ -31,14 +31,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{CellKey, Sink, SinkError};
+use crate::{CellKey, Checkpoint, Sink, SinkError};
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus,
-    SystemInfo,
+    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, MicroContext, MicroResult, Nanos, RunId,
+    RunMeta, RunStatus, SystemInfo,
 };
 
 pub use exec::{ACTION_ENV, SHUTDOWN_GRACE};
-use latscope_store::Checkpoint;
 
 /// How long a command may run before it is killed.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -159,6 +158,8 @@ pub struct Actions {
     /// the store refused comes again with the same episodes.
     seen: Mutex<BTreeMap<CellKey, u32>>,
     pub stats: Arc<ActionStats>,
+    /// Where failures and the closing summary are said.
+    say: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 impl Actions {
@@ -181,7 +182,7 @@ impl Actions {
             stats: Arc::clone(&stats),
             closing: Arc::clone(&closing),
             cpus: Arc::clone(&cpus),
-            say,
+            say: Arc::clone(&say),
             doc,
         };
         let thread = std::thread::Builder::new()
@@ -196,6 +197,7 @@ impl Actions {
             fired: Mutex::new(VecDeque::new()),
             seen: Mutex::new(BTreeMap::new()),
             stats,
+            say,
         })
     }
 
@@ -365,15 +367,27 @@ fn snapshot(dir: &std::path::Path, job: &Job, doc: SnapshotDoc) -> Result<(), St
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// A sink that hands every checkpoint's episodes to the actions after
-/// passing the checkpoint on (for `run` and `suite`; the monitor's sink
-/// calls [`Actions::episodes`] itself).
-pub struct ActionSink<'a> {
-    pub inner: &'a mut dyn Sink,
-    pub actions: &'a Actions,
+/// A decorator that hands every checkpoint's episodes to the actions after
+/// passing the checkpoint on to the inner sink (for `run` and `suite`; the
+/// monitor's sink calls [`Actions::episodes`] itself, as its actions change
+/// on reload). It owns the actions: when the run finishes, a complete run
+/// runs the actions still queued, a stopped or failed one does not wait for
+/// them (they are counted as abandoned), and the summary line is said.
+pub struct ActionSink<S> {
+    pub inner: S,
+    actions: Option<Actions>,
 }
 
-impl Sink for ActionSink<'_> {
+impl<S: Sink> ActionSink<S> {
+    pub fn new(inner: S, actions: Actions) -> ActionSink<S> {
+        ActionSink {
+            inner,
+            actions: Some(actions),
+        }
+    }
+}
+
+impl<S: Sink> Sink for ActionSink<S> {
     fn create_run(
         &mut self,
         meta: &RunMeta,
@@ -390,7 +404,9 @@ impl Sink for ActionSink<'_> {
     }
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
         let r = self.inner.checkpoint(run, cell, cp);
-        self.actions.episodes(run, cell, &cp.episodes, &cp.windows);
+        if let Some(a) = &self.actions {
+            a.episodes(run, cell, &cp.episodes, &cp.windows);
+        }
         r
     }
     fn finish_run(
@@ -400,7 +416,30 @@ impl Sink for ActionSink<'_> {
         ended_unix: Nanos,
         notes: &[String],
     ) -> Result<(), SinkError> {
-        self.inner.finish_run(run, status, ended_unix, notes)
+        let r = self.inner.finish_run(run, status, ended_unix, notes);
+        if let Some(a) = self.actions.take() {
+            let say = Arc::clone(&a.say);
+            let line = if status == RunStatus::Complete {
+                a.finish()
+            } else {
+                a.abandon()
+            };
+            if let Some(line) = line {
+                say(&line);
+            }
+        }
+        r
+    }
+    fn set_micro_context(&mut self, run: RunId, context: &MicroContext) -> Result<(), SinkError> {
+        self.inner.set_micro_context(run, context)
+    }
+    fn add_micro_cell(
+        &mut self,
+        run: RunId,
+        meta: &CellMeta,
+        result: &MicroResult,
+    ) -> Result<CellKey, SinkError> {
+        self.inner.add_micro_cell(run, meta, result)
     }
 }
 

@@ -24,7 +24,9 @@ mod config;
 mod cpus;
 mod ctx;
 mod error;
+mod lifecycle;
 mod load;
+mod micro;
 mod observer;
 mod run;
 mod settings;
@@ -40,9 +42,10 @@ pub use config::{
     BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
 };
 pub use error::EngineError;
+pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
-pub use run::{run, running_meta, Env, RunOutcome};
-pub use sink::{CellKey, MemorySink, Sink, SinkError};
+pub use run::{run, running_meta, Env, Rescue, RunOutcome};
+pub use sink::{CellKey, Checkpoint, MemorySink, Sink, SinkError};
 pub use stop::Stop;
 
 /// The probes' settings, for callers that build cells.
