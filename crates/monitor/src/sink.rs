@@ -364,7 +364,7 @@ impl<S: WindowStore> Sink for MonitorSink<S> {
     }
 
     fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
-        Ok(self.store.update_capabilities(run, caps)?)
+        self.store.update_capabilities(run, caps)
     }
 
     fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
