@@ -1,6 +1,9 @@
-//! latscope's run lifecycle as a library: what `latscope run` and
-//! `latscope suite` do, what the monitor daemon will do for weeks, and what
-//! the lifecycle tests drive with a simulated probe.
+//! latscope's run lifecycle as a library: what `latscope run`,
+//! `latscope suite` and `latscope micro` do, what the monitor daemon does
+//! for weeks, and what the lifecycle tests drive with a simulated probe.
+//! One lifecycle serves every kind of run ([`run`] for probe cells,
+//! [`run_micro`] for microbenchmarks): interruption, failure, notes and the
+//! rescue copy are handled once.
 //!
 //! A run is **prepared** (capabilities detected; guards held: `mlockall`,
 //! `/dev/cpu_dma_latency` at 0, the housekeeping thread kept off the
