@@ -685,4 +685,75 @@ pub(crate) mod tests {
         let allowed = text.split(':').nth(1).unwrap().trim();
         assert_eq!(allowed, last.0.to_string(), "{text}");
     }
+
+    /// An `ActionSink` over a mirror, with one `exec` action that appends
+    /// the episode's number to `out`; what it said.
+    fn action_sink(
+        out: &std::path::Path,
+    ) -> (ActionSink<crate::MemorySink>, Arc<Mutex<Vec<String>>>) {
+        let said = Arc::new(Mutex::new(Vec::<String>::new()));
+        let s2 = Arc::clone(&said);
+        let a = Actions::start(
+            vec![Action::Exec(format!("sleep 0.2; cat >> {}", out.display()))],
+            Limit::default(),
+            Vec::new(),
+            Arc::new(move |l: &str| s2.lock().unwrap().push(l.to_string())),
+            test_doc,
+        )
+        .unwrap();
+        (ActionSink::new(crate::MemorySink::new(), a), said)
+    }
+
+    fn run_with_episode(sink: &mut ActionSink<crate::MemorySink>, status: RunStatus) {
+        let meta = crate::running_meta(Nanos(1), Vec::new(), &SystemInfo::default());
+        let run = sink
+            .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
+            .unwrap();
+        let meta = CellMeta::new(
+            0,
+            "none",
+            latscope_model::CellSettings::Timer(Default::default()),
+            Nanos::ZERO,
+        );
+        let cell = sink.add_cell(run, &meta).unwrap();
+        let cp = Checkpoint {
+            episodes: vec![episode(1)],
+            ..Checkpoint::default()
+        };
+        sink.checkpoint(run, cell, &cp).unwrap();
+        sink.finish_run(run, status, Nanos(2), &[]).unwrap();
+    }
+
+    #[test]
+    fn the_action_sink_passes_calls_on_and_closes_the_actions_with_the_run() {
+        // A complete run waits for the queued action and says so.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("complete");
+        let (mut sink, said) = action_sink(&out);
+        run_with_episode(&mut sink, RunStatus::Complete);
+        let run = sink.inner.run().unwrap();
+        assert_eq!(run.meta.status, RunStatus::Complete, "passed on");
+        assert_eq!(run.cells.len(), 1);
+        assert!(out.exists(), "the queued action ran before the run ended");
+        let said = said.lock().unwrap().clone();
+        assert!(
+            said.iter()
+                .any(|l| l.starts_with("threshold actions: 1 ran")),
+            "{said:?}"
+        );
+        // A stopped one closes them too (abandoning what is still queued)
+        // and says its summary.
+        let out = dir.path().join("interrupted");
+        let (mut sink, said) = action_sink(&out);
+        run_with_episode(&mut sink, RunStatus::Interrupted);
+        assert_eq!(
+            sink.inner.run().unwrap().meta.status,
+            RunStatus::Interrupted
+        );
+        let said = said.lock().unwrap().clone();
+        assert!(
+            said.len() == 1 && said[0].starts_with("threshold actions: "),
+            "{said:?}"
+        );
+    }
 }
