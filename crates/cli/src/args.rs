@@ -287,16 +287,6 @@ pub enum LoadLevelArg {
     Heavy,
 }
 
-impl LoadLevelArg {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadLevelArg::Light => "light",
-            LoadLevelArg::Normal => "normal",
-            LoadLevelArg::Heavy => "heavy",
-        }
-    }
-}
-
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum PolicyArg {
     Fifo,

@@ -5,9 +5,6 @@
 //! started now would record in `system.hazards`. It reads `/proc` and
 //! `/sys` and changes nothing.
 
-use std::io::{ErrorKind, Write};
-
-use anyhow::Context;
 use latscope_engine::system::sysinfo;
 
 use crate::args::CheckArgs;
@@ -43,12 +40,7 @@ pub fn check(args: &CheckArgs) -> Result<i32, Exit> {
     } else {
         exit::OK
     };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        // A reader that stopped early (`| head`) is not an error.
-        Err(e) if e.kind() == ErrorKind::BrokenPipe => {}
-        r => r.context("cannot write to standard output")?,
-    }
+    crate::output::write(None, text.as_bytes(), crate::output::PUBLIC)?;
     if code == HAZARD_FOUND {
         let noun = if hazards == 1 { "hazard" } else { "hazards" };
         eprintln!("latscope: {hazards} {noun} found (--strict)");

@@ -8,17 +8,13 @@ use crate::args::CompareArgs;
 use crate::exit::{self, Exit};
 
 pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
-    if let Some(pct) = args.fail_if_worse {
-        if !pct.is_finite() || pct < 0.0 {
+    for (flag, pct) in [
+        ("--fail-if-worse", args.fail_if_worse),
+        ("--fail-if-slower", args.fail_if_slower),
+    ] {
+        if let Some(pct) = pct.filter(|p| !p.is_finite() || *p < 0.0) {
             return Err(Exit::usage(format!(
-                "--fail-if-worse wants a percentage of 0 or more, not {pct}"
-            )));
-        }
-    }
-    if let Some(pct) = args.fail_if_slower {
-        if !pct.is_finite() || pct < 0.0 {
-            return Err(Exit::usage(format!(
-                "--fail-if-slower wants a percentage of 0 or more, not {pct}"
+                "{flag} wants a percentage of 0 or more, not {pct}"
             )));
         }
     }
@@ -60,7 +56,11 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
     let cmp = compare_runs(baseline, &others);
 
     if let Some(path) = &args.html {
-        crate::output::write_file(path, latscope_report::compare_html(&cmp).as_bytes())?;
+        crate::output::write(
+            Some(path),
+            latscope_report::compare_html(&cmp).as_bytes(),
+            crate::output::PUBLIC,
+        )?;
     }
     if args.json {
         let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;

@@ -12,8 +12,6 @@
 //! as one longer run of one CPU, the same report the HTML page shows) and
 //! `latscope_report` renders it.
 
-use std::io::Write;
-
 use anyhow::Context;
 use latscope_stats::forecast::{
     forecast_report, is_forecast_metric, CpuTimeline, ForecastOptions, ForecastRequest,
@@ -78,40 +76,24 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
     if let Some(path) = &args.grid_csv {
-        crate::output::write_file(path, latscope_report::grid_csv(&report).as_bytes())?;
+        crate::output::write(
+            Some(path),
+            latscope_report::grid_csv(&report).as_bytes(),
+            crate::output::PUBLIC,
+        )?;
     }
     let text = if args.json {
-        let mut doc = latscope_report::forecast_json(&report).context("cannot write JSON")?;
-        if let (Some(o), Some(map)) = (&observed, doc.as_object_mut()) {
-            map.insert(
-                "observed_blocks".into(),
-                serde_json::to_value(o).context("cannot write JSON")?,
-            );
-        }
-        if let Some(map) = doc.as_object_mut() {
-            let parts: Vec<serde_json::Value> = input
-                .cuts
-                .iter()
-                .map(|(cell, from, _)| serde_json::json!({"cell": cell, "from_ns": from.0}))
-                .collect();
-            map.insert("model_fitted_from".into(), parts.into());
-        }
+        let doc = latscope_report::forecast_document(&report, observed.as_ref(), &input.cuts)
+            .context("cannot write JSON")?;
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        let mut t = crate::forecast_input::cuts_text(&input.cuts);
-        t.push_str(&latscope_report::forecast_text(
+        crate::colour::verdicts(&latscope_report::forecast_document_text(
             &report,
             args.grid_csv.is_some(),
-        ));
-        if let Some(o) = &observed {
-            t.push_str(&latscope_report::observed_blocks_text(
-                latscope_model::metric::TIMER_LATENCY,
-                o,
-            ));
-        }
-        crate::colour::verdicts(&t)
+            observed.as_ref(),
+            &input.cuts,
+        ))
     };
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
+    crate::output::print(&text);
     Ok(if any_fail { exit::THRESHOLD } else { exit::OK })
 }

@@ -10,22 +10,13 @@
 //! ([`crate::observed`]). Any other cell is read whole, as before.
 
 use anyhow::Context;
-use latscope_model::{CpuId, Nanos, RunId};
+use latscope_model::{Nanos, RunId};
+use latscope_report::Timeline;
 use latscope_stats::forecast::{cell_since, is_forecast_metric, CellSnapshot};
-use latscope_stats::{RunResult, SecondStats};
+use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
 
 use crate::exit::Exit;
-
-/// One metric's timeline on one CPU of one cell, from `first_second` of
-/// the cell on.
-pub struct LoadedTimeline {
-    pub cell: u32,
-    pub metric: String,
-    pub cpu: Option<CpuId>,
-    pub first_second: u64,
-    pub seconds: Vec<SecondStats>,
-}
 
 /// A run ready for its forecast.
 pub struct ForecastInput {
@@ -34,7 +25,9 @@ pub struct ForecastInput {
     /// The run with each cut cell replaced by its part (see the module
     /// documentation): what the forecast is computed from.
     pub run: RunResult,
-    pub timelines: Vec<LoadedTimeline>,
+    /// One metric's timeline on one CPU of one cell, from its
+    /// `first_second` on.
+    pub timelines: Vec<Timeline>,
     pub snapshots: Vec<CellSnapshot>,
     /// `(cell index, cell time of the cut, the cell's duration)` of every
     /// cut cell.
@@ -111,14 +104,14 @@ fn read_timelines(
     cell: &latscope_stats::CellResult,
     from_second: u64,
     wanted: &impl Fn(&str) -> bool,
-) -> Result<Vec<LoadedTimeline>, Exit> {
+) -> Result<Vec<Timeline>, Exit> {
     let mut out = Vec::new();
     for m in cell.metrics.iter().filter(|m| wanted(&m.name)) {
         let seconds = store
             .load_timeline_from(cell_id, &m.name, m.cpu, from_second)
             .with_context(|| format!("cannot read the timeline of {}", m.name))?;
         if !seconds.is_empty() {
-            out.push(LoadedTimeline {
+            out.push(Timeline {
                 cell: cell.meta.index,
                 metric: m.name.clone(),
                 cpu: m.cpu,
@@ -128,17 +121,4 @@ fn read_timelines(
         }
     }
     Ok(out)
-}
-
-/// The lines saying which part of each cut cell the model was fitted to.
-pub fn cuts_text(cuts: &[(u32, Nanos, Nanos)]) -> String {
-    cuts.iter()
-        .map(|&(cell, from, duration)| {
-            format!(
-                "cell {cell}: tail model fitted to the last {:.1} h of {:.1} h (the part whose per-second timeline is still stored); worst cases observed over the whole run are read from the monitor's windows\n",
-                duration.0.saturating_sub(from.0) as f64 / 3.6e12,
-                duration.0 as f64 / 3.6e12,
-            )
-        })
-        .collect()
 }

@@ -140,31 +140,7 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     let mut store = Store::open(&args.store.store)?;
     let id = store.insert_run(&run)?;
 
-    let source = run
-        .meta
-        .source
-        .as_ref()
-        .map(|s| format!("{} ({})", s.tool_and_version(), s.format))
-        .unwrap_or_default();
-    let cells: Vec<String> = run
-        .cells
-        .iter()
-        .map(|c| {
-            format!(
-                "{} probe on CPUs {}",
-                c.meta.probe,
-                c.meta.settings.common().cpus
-            )
-        })
-        .collect();
-    let mut text = format!(
-        "imported {} as run {id}: {source}, {}, {samples} samples\n",
-        path.display(),
-        cells.join("; ")
-    );
-    for note in &run.meta.notes {
-        text.push_str(&format!("note: {note}\n"));
-    }
+    let text = latscope_report::import_summary(&path.display().to_string(), id, &run, samples);
     crate::output::print(&text);
     Ok(exit::OK)
 }

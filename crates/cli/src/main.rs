@@ -23,7 +23,6 @@ mod plan;
 mod progress;
 mod push;
 mod report;
-mod report_intervals;
 mod run;
 mod sched;
 mod show;

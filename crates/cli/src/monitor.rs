@@ -47,6 +47,8 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
     match daemon::run(start) {
         Ok(RunStatus::Complete) => Ok(exit::OK),
         Ok(_) => Ok(exit::ERROR),
+        // The daemon names the setting; here it is the option.
+        Err(daemon::MonitorError::Cpus(why)) => Err(Exit::usage(format!("--cpus: {why}"))),
         Err(e) if e.is_usage() => Err(Exit::usage(e)),
         Err(e) => Err(Exit::from(anyhow::Error::from(e))),
     }

@@ -1,5 +1,6 @@
-//! Writing what the report crate renders: the run's JSON, and the rescue
-//! file of a run the store could not take.
+//! Writing what the report crate renders, through one writer ([`write`]):
+//! exports, pages, the run's JSON, and the rescue file of a run the store
+//! could not take.
 
 use std::io::Write;
 use std::path::Path;
@@ -7,34 +8,56 @@ use std::path::Path;
 use anyhow::Context;
 use latscope_stats::RunResult;
 
+/// Where an output goes: a file, or standard output (`-`, or no file).
+pub fn destination(path: Option<&Path>) -> Option<&Path> {
+    path.filter(|p| *p != Path::new("-"))
+}
+
+/// The one writer of the CLI's outputs: `bytes` to `path`, or to standard
+/// output when `path` is `None`. A file is written as
+/// `latscope_platform::files::write_atomically` does (a new file of an
+/// unguessable name beside it, with `mode`, renamed over `path`): a reader
+/// never sees half of it, and a symbolic link at `path` is replaced, never
+/// followed (latscope runs as root). On standard output, a reader that
+/// stopped early (`| head`) is not an error.
+pub fn write(path: Option<&Path>, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
+    let Some(path) = path else {
+        let mut out = std::io::stdout().lock();
+        return match out.write_all(bytes).and_then(|()| out.flush()) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.context("cannot write to standard output"),
+        };
+    };
+    latscope_platform::files::write_atomically(path, bytes, mode)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// An output file's mode: readable by all (0644).
+pub const PUBLIC: u32 = 0o644;
+/// A file that holds a run's command line: this user's only (0600).
+pub const PRIVATE: u32 = 0o600;
+
 /// Writes the run's JSON to `path` (`-`: standard output).
 pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
     write_json_doc(&latscope_report::run_json(run), path)
 }
 
-/// Writes a JSON document to `path` (`-`: standard output), as
-/// [`write_file`].
+/// Writes a JSON document to `path` (`-`: standard output, as [`print`]),
+/// as [`write`].
 pub fn write_json_doc<T: serde::Serialize>(doc: &T, path: &Path) -> anyhow::Result<()> {
     let text = json_text(doc)?;
-    if path == Path::new("-") {
-        print(&text);
-        return Ok(());
+    match destination(Some(path)) {
+        None => {
+            print(&text);
+            Ok(())
+        }
+        to => write(to, text.as_bytes(), PUBLIC),
     }
-    write_file(path, text.as_bytes())
 }
 
 /// A document as the JSON files hold it: pretty, with a final newline.
 fn json_text<T: serde::Serialize>(doc: &T) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n")
-}
-
-/// Writes an output file (mode 0644): to a new file of an unguessable name
-/// beside it, renamed over `path`, so a reader never sees half and a
-/// symbolic link at `path` is replaced, never followed (latscope runs as
-/// root; `latscope_platform::files`).
-pub fn write_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    latscope_platform::files::write_atomically(path, bytes, 0o644)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// Fails now, before measuring, if `path`'s directory cannot take a file
@@ -89,9 +112,9 @@ pub fn write_rescue_doc<T: serde::Serialize>(
         // The error line names the file: absolute, so that it can be found
         // from any directory.
         let path = std::path::absolute(d.join(&name)).unwrap_or_else(|_| d.join(&name));
-        match latscope_platform::files::write_atomically(&path, text.as_bytes(), 0o600) {
+        match write(Some(&path), text.as_bytes(), PRIVATE) {
             Ok(()) => return Ok(path),
-            Err(e) => last = Some(anyhow::anyhow!("cannot write {}: {e}", path.display())),
+            Err(e) => last = Some(e),
         }
     }
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no directory to write the rescue file in")))
@@ -102,10 +125,7 @@ pub fn write_rescue_doc<T: serde::Serialize>(
 /// to print what is already stored: it is said once on standard error,
 /// never a panic (which `print!` would be).
 pub fn print(text: &str) {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        Err(e) => eprintln!("latscope: cannot write to standard output: {e}"),
-        Ok(()) => {}
+    if let Err(e) = write(None, text.as_bytes(), PUBLIC) {
+        eprintln!("latscope: {e:#}");
     }
 }

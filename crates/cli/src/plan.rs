@@ -1,344 +1,207 @@
-//! Turns parsed arguments into validated engine settings. Every check a
-//! user can fail lives here and gives one line naming the bad value.
+//! `run`'s arguments as the engine's [`RunRequest`], and the request's
+//! errors as the one-line messages that name the options. The defaults and
+//! the rules between options are the request's (`latscope_engine::request`);
+//! here is only the parsing of text and the option names.
 
-use latscope_engine::probes::NoiseConfig;
-use latscope_engine::probes::UdpConfig;
-use latscope_engine::probes::{calibrate, AppConfig};
-use latscope_engine::probes::{Phase, TimerApi, TimerConfig};
-use latscope_engine::system::{cpus_in_order, select_cpus, udp_cpus, SchedPolicy};
-use latscope_engine::workloads::split_workloads;
-use latscope_model::UdpPath;
-use latscope_model::{CpuSet, Nanos, TimerSlack};
-
+use latscope_engine::actions::{Action, ActionError, Limit};
+use latscope_engine::probes::{Field, Phase, SettingError, TimerApi};
+use latscope_engine::request::{
+    AppOptions, Bound, NoiseOptions, ProbeKind, TimerOptions, TraceOptions, UdpOptions,
+};
+use latscope_engine::system::SchedPolicy;
+use latscope_engine::workloads::{split_workloads, LoadLevel};
+use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
+use latscope_model::{CpuSet, Nanos, TimerSlack, UdpPath};
 use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
-use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
+use crate::args::{LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
 use crate::exit::Exit;
-use latscope_engine::actions::{Action, Limit};
 
-/// What `latscope run` will do.
-pub struct RunPlan {
-    /// What every probe shares (CPUs, policy, priority, duration,
-    /// threshold), as the timer probe's configuration; for `--probe timer`
-    /// also the probe's own.
-    pub timer: TimerConfig,
-    pub checkpoint: Nanos,
-    pub cpus: CpuSet,
-    pub trace: Option<TracePlan>,
-    /// The probe `--probe` names, with its own configuration.
-    pub probe: ProbeCellPlan,
-    /// `--workload`: one cell per workload (`none` without the option).
-    pub workloads: Vec<String>,
-    pub load_level: String,
-    pub warmup: Nanos,
-    /// `--stop-above` and `--fail-above`.
-    pub stop_above: Option<Nanos>,
-    pub fail_above: Option<Nanos>,
-    /// `--on-threshold` and `--action-limit`.
-    pub actions: Vec<Action>,
-    pub action_limit: Limit,
+/// Checks `args` against the online CPUs: the plan, or one line naming
+/// the option at fault.
+pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
+    request(args)?.plan(online).map_err(request_error)
 }
 
-/// One cell: the engine's [`CellSpec`]; its probe: the engine's
-/// [`ProbeSpec`] (a cell cannot hold two probes).
-pub use latscope_engine::{CellSpec as CellPlan, ProbeSpec as ProbeCellPlan};
-
-impl RunPlan {
-    /// `run`: the probe once per workload, in the order given.
-    pub fn cells(&self) -> Vec<CellPlan> {
-        let of = self.workloads.len() as u32;
-        self.workloads
-            .iter()
-            .enumerate()
-            .map(|(i, w)| CellPlan {
-                index: i as u32,
-                of,
-                probe: self.probe.clone(),
-                workload: w.clone(),
-                load_level: self.load_level.clone(),
-                warmup: self.warmup,
-                cpus: self.cpus.clone(),
-            })
-            .collect()
-    }
-}
-
-pub use latscope_engine::TracePlan;
-
-fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
+pub(crate) fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
 }
 
-pub fn plan_run(args: &RunArgs, online: &CpuSet) -> Result<RunPlan, Exit> {
-    let default_period = if args.probe == ProbeName::Udp {
-        "10ms"
-    } else {
-        "1ms"
-    };
-    let preset = app_preset(args)?;
-    let period = match (&args.period, preset) {
-        (None, Some(p)) => Nanos(p.period_ns),
-        (text, _) => duration("period", text.as_deref().unwrap_or(default_period))?,
-    };
-    let run_for = duration("duration", &args.duration)?;
-    let mut threshold = args
-        .threshold
-        .as_deref()
-        .map(|t| duration("threshold", t))
-        .transpose()?;
-    if (args.stacks || args.episode_cap != 1000) && !args.trace {
-        return Err(Exit::usage("--stacks and --episode-cap need --trace"));
-    }
-    let limit = |flag: &str, text: &Option<String>| -> Result<Option<Nanos>, Exit> {
-        let Some(text) = text else { return Ok(None) };
-        let d = duration(flag, text)?;
-        if d.0 == 0 {
-            return Err(Exit::usage(format!("--{flag} must be greater than 0")));
-        }
-        Ok(Some(d))
-    };
-    let actions = args
-        .actions
-        .on_threshold
-        .iter()
-        .map(|a| Action::parse(a))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(Exit::usage)?;
-    let action_limit = Limit::parse(args.actions.action_limit.as_deref().unwrap_or("10/h"))
-        .map_err(Exit::usage)?;
-    if !actions.is_empty() && !args.trace {
-        return Err(Exit::usage(
-            "--on-threshold acts on episodes: it needs --trace",
-        ));
-    }
-    let stop_above = limit("stop-above", &args.limits.stop_above)?;
-    let fail_above = limit("fail-above", &args.limits.fail_above)?;
-    // With --trace and --stop-above, the value that stops the run must be
-    // an episode: the episode threshold is at most the stop limit.
-    if let (true, Some(stop)) = (args.trace, stop_above) {
-        match threshold {
-            Some(t) if t > stop => {
-                return Err(Exit::usage(format!(
-                    "--threshold {t} is above --stop-above {stop}: the value that stops the run would not be an episode"
-                )))
-            }
-            Some(_) => {}
-            None => threshold = Some(TracePlan::DEFAULT_THRESHOLD.min(stop)),
-        }
-    }
-    // With --trace, the threshold (default TracePlan::DEFAULT_THRESHOLD)
-    // is also every probe's.
-    let trace = if args.trace {
-        let mut plan = TracePlan::new(threshold, args.episode_cap)
-            .map_err(Exit::usage)?
-            .with_backend(args.trace_backend.into());
-        threshold = Some(plan.threshold);
-        if args.stacks {
-            let p = duration("stack-period", &args.stack_period)?;
-            plan = plan.with_stacks(p).map_err(Exit::usage)?;
-        }
-        Some(plan)
-    } else {
-        None
-    };
-    let checkpoint = duration("checkpoint", &args.checkpoint)?;
-    if checkpoint < Nanos::from_millis(100) {
-        return Err(Exit::usage("--checkpoint must be at least 100ms"));
-    }
-    let cpus = match &args.cpus {
-        // The UDP probe's sender and receiver on two CPUs, as a NIC's
-        // receive processing and the application usually are.
-        None if args.probe == ProbeName::Udp => online.iter().take(2).collect(),
-        None => online.clone(),
-        Some(text) => select_cpus(text, online).map_err(|e| Exit::usage(format!("--cpus: {e}")))?,
-    };
-    let policy = match args.policy {
-        PolicyArg::Fifo => SchedPolicy::Fifo,
-        PolicyArg::Rr => SchedPolicy::Rr,
-        PolicyArg::Other => SchedPolicy::Other,
-    };
-    let api = match args.timer_api {
-        TimerApiArg::ClockNanosleep => TimerApi::ClockNanosleep,
-        TimerApiArg::Nanosleep => TimerApi::Nanosleep,
-        TimerApiArg::Timerfd => TimerApi::Timerfd,
-        TimerApiArg::PosixTimer => TimerApi::PosixTimer,
-        TimerApiArg::Epoll => TimerApi::Epoll,
-    };
-    let phase = match args.phase {
-        PhaseArg::Fixed => Phase::Fixed,
-        PhaseArg::Random => Phase::Random,
-    };
-    let timer_slack = match (&args.timer_slack, args.probe) {
-        (None, _) => TimerSlack::MINIMUM,
-        (Some(text), ProbeName::Timer) => {
-            TimerSlack::parse(text).map_err(|e| Exit::usage(format!("--timer-slack: {e}")))?
-        }
-        (Some(_), _) => return Err(Exit::usage("--timer-slack needs --probe timer")),
-    };
-    let timer = TimerConfig {
-        cpus: cpus.iter().collect(),
+fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
+    text.map(|t| duration(flag, t)).transpose()
+}
+
+/// The arguments as a request: text parsed, nothing else decided.
+pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
+    let (period, app) = app_options(args, optional("period", args.period.as_deref())?)?;
+    Ok(RunRequest {
+        probe: probe_kind(args.probe),
+        cpus: args.cpus.clone(),
         period,
-        policy,
+        duration: Some(duration("duration", &args.duration)?),
+        policy: policy(args.policy),
         priority: args.priority,
-        api,
-        phase,
-        threshold,
-        duration: Some(run_for),
-        handoff: trace.as_ref().map_or(0, |t| t.timer_handoff(period)),
-        noise_duty: None,
-        timer_slack,
-    };
-    // Period, duration, priority and phase are checked where the probe
-    // defines them.
-    timer.validate().map_err(Exit::usage)?;
-    let noise = match args.probe {
-        ProbeName::Noise => {
-            let runtime = args
-                .runtime
-                .as_deref()
-                .map_or(Ok(Nanos::from_millis(33)), |t| duration("runtime", t))?;
-            // `--pause 0` (spin continuously) reads naturally without a unit.
-            let pause = match args.pause.as_deref().map(str::trim) {
-                None => Nanos::from_millis(33),
-                Some("0") => Nanos(0),
-                Some(t) => duration("pause", t)?,
-            };
-            let gap_min = args
-                .gap_min
-                .as_deref()
-                .map(|t| duration("gap-min", t))
-                .transpose()?;
-            let cfg = NoiseConfig {
-                cpus: timer.cpus.clone(),
-                policy: timer.policy,
-                priority: timer.priority,
-                runtime,
-                pause,
-                gap_ratio: args.gap_ratio.unwrap_or(4),
-                gap_min,
-                fp: args.fp,
-                threshold: timer.threshold,
-                duration: timer.duration,
-                handoff: trace.as_ref().map_or(0, TracePlan::noise_handoff),
-                force_vdso: false,
-                duty: None,
-            };
-            cfg.validate().map_err(Exit::usage)?;
-            Some(cfg)
-        }
-        ProbeName::Timer | ProbeName::Udp | ProbeName::App => {
-            if args.runtime.is_some()
-                || args.pause.is_some()
-                || args.gap_ratio.is_some()
-                || args.gap_min.is_some()
-                || args.fp
-            {
-                return Err(Exit::usage(
-                    "--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise",
-                ));
+        threshold: optional("threshold", args.threshold.as_deref())?,
+        timer: timer_options(args)?,
+        noise: noise_options(args)?,
+        udp: UdpOptions {
+            path: args.path.map(|p| match p {
+                UdpPathArg::Loopback => UdpPath::Loopback,
+                UdpPathArg::Veth => UdpPath::Veth,
+            }),
+            payload: args.payload,
+        },
+        app,
+        trace: TraceOptions {
+            on: args.trace,
+            backend: args.trace_backend.into(),
+            stacks: args.stacks,
+            // Parsed only when used, as before.
+            stack_period: match args.stacks {
+                true => duration("stack-period", &args.stack_period)?,
+                false => latscope_engine::TracePlan::DEFAULT_STACK_PERIOD,
+            },
+            episode_cap: args.episode_cap,
+        },
+        workloads: match &args.workload {
+            None => Vec::new(),
+            Some(list) => {
+                split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?
             }
-            None
-        }
-    };
-    let udp = match args.probe {
-        ProbeName::Udp => {
-            // In the order written: `--cpus 1,0` puts the sender on 1 (a
-            // CpuSet would sort them).
-            let listed: Vec<_> = match &args.cpus {
-                Some(text) => {
-                    cpus_in_order(text).map_err(|e| Exit::usage(format!("--cpus: {e}")))?
-                }
-                None => cpus.iter().collect(),
-            };
-            let (sender_cpu, receiver_cpu) = udp_cpus(&listed).ok_or_else(|| {
-                Exit::usage(format!(
-                    "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
-                ))
-            })?;
-            let cfg = UdpConfig {
-                sender_cpu,
-                receiver_cpu,
-                path: match args.path.unwrap_or(UdpPathArg::Loopback) {
-                    UdpPathArg::Loopback => UdpPath::Loopback,
-                    UdpPathArg::Veth => UdpPath::Veth,
-                },
-                period,
-                payload: args.payload.unwrap_or(64),
-                policy: timer.policy,
-                priority: timer.priority,
-                threshold: timer.threshold,
-                duration: timer.duration,
-                handoff: trace.as_ref().map_or(0, TracePlan::udp_handoff),
-            };
-            cfg.validate().map_err(Exit::usage)?;
-            Some(cfg)
-        }
-        _ => {
-            if args.path.is_some() || args.payload.is_some() {
-                return Err(Exit::usage("--path and --payload need --probe udp"));
-            }
-            None
-        }
-    };
-    let app = match args.probe {
-        ProbeName::App => {
-            if args.trace {
-                return Err(Exit::usage(
-                    "--trace needs --probe timer, noise or udp: the app probe hands no samples to the tracer",
-                ));
-            }
-            Some(plan_app(args, &timer, preset)?)
-        }
-        _ => {
-            if args.buffers.is_some() || args.compute.is_some() || args.app.is_some() {
-                return Err(Exit::usage(
-                    "--buffers, --compute and --app need --probe app",
-                ));
-            }
-            None
-        }
-    };
-    let workloads: Vec<String> = match &args.workload {
-        None => vec!["none".to_string()],
-        Some(list) => split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?,
-    };
-    let warmup = duration("warmup", &args.warmup)?;
-    // `noise` is planned for `--probe noise` only and `udp` for `--probe
-    // udp` only: never both.
-    let probe = match (noise, udp, app) {
-        (Some(n), _, _) => ProbeCellPlan::Noise(n),
-        (None, Some(u), _) => ProbeCellPlan::Udp(u),
-        (None, None, Some(a)) => ProbeCellPlan::App(a),
-        (None, None, None) => ProbeCellPlan::Timer(timer.clone()),
-    };
-    Ok(RunPlan {
-        timer,
-        checkpoint,
-        cpus,
-        trace,
-        probe,
-        workloads,
-        load_level: args.load_level.as_str().to_string(),
-        warmup,
-        stop_above,
-        fail_above,
-        actions,
-        action_limit,
+        },
+        load_level: load_level(args.load_level),
+        warmup: duration("warmup", &args.warmup)?,
+        checkpoint: duration("checkpoint", &args.checkpoint)?,
+        stop_above: optional("stop-above", args.limits.stop_above.as_deref())?,
+        fail_above: optional("fail-above", args.limits.fail_above.as_deref())?,
+        actions: actions(&args.actions.on_threshold)?,
+        action_limit: action_limit(args.actions.action_limit.as_deref())?,
     })
 }
 
-/// The application preset `--app` names, for `--probe app`.
-fn app_preset(args: &RunArgs) -> Result<Option<&'static AppPreset>, Exit> {
-    let Some(name) = &args.app else {
-        return Ok(None);
-    };
-    if args.probe != ProbeName::App {
-        return Err(Exit::usage(
-            "--buffers, --compute and --app need --probe app",
-        ));
+/// `--on-threshold`, each parsed.
+pub fn actions(list: &[String]) -> Result<Vec<Action>, Exit> {
+    list.iter()
+        .map(|a| Action::parse(a).map_err(action_error))
+        .collect()
+}
+
+/// `--action-limit` (default 10/h).
+pub fn action_limit(text: Option<&str>) -> Result<Limit, Exit> {
+    text.map_or(Ok(Limit::default()), |t| {
+        Limit::parse(t).map_err(action_error)
+    })
+}
+
+fn action_error(e: ActionError) -> Exit {
+    Exit::usage(match e {
+        ActionError::Action(a) => {
+            format!("--on-threshold '{a}': give exec:COMMAND, snapshot or snapshot:DIR")
+        }
+        ActionError::Limit(l) => {
+            format!("--action-limit '{l}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")
+        }
+    })
+}
+
+pub fn probe_kind(p: ProbeName) -> ProbeKind {
+    match p {
+        ProbeName::Timer => ProbeKind::Timer,
+        ProbeName::Noise => ProbeKind::Noise,
+        ProbeName::Udp => ProbeKind::Udp,
+        ProbeName::App => ProbeKind::App,
     }
-    let names: Vec<&str> = APP_PRESETS.iter().map(|p| p.name).collect();
-    AppPreset::find(name).map(Some).ok_or_else(|| {
+}
+
+pub fn policy(p: PolicyArg) -> SchedPolicy {
+    match p {
+        PolicyArg::Fifo => SchedPolicy::Fifo,
+        PolicyArg::Rr => SchedPolicy::Rr,
+        PolicyArg::Other => SchedPolicy::Other,
+    }
+}
+
+pub fn load_level(l: LoadLevelArg) -> LoadLevel {
+    match l {
+        LoadLevelArg::Light => LoadLevel::Light,
+        LoadLevelArg::Normal => LoadLevel::Normal,
+        LoadLevelArg::Heavy => LoadLevel::Heavy,
+    }
+}
+
+/// `--timer-slack` is parsed only for the timer probe (the request says
+/// it needs it).
+pub fn timer_slack(text: Option<&str>, probe: ProbeName) -> Result<Option<TimerSlack>, Exit> {
+    match (text, probe) {
+        (Some(t), ProbeName::Timer) => TimerSlack::parse(t)
+            .map(Some)
+            .map_err(|e| Exit::usage(format!("--timer-slack: {e}"))),
+        (Some(_), _) => Ok(Some(TimerSlack::MINIMUM)),
+        (None, _) => Ok(None),
+    }
+}
+
+fn timer_options(args: &RunArgs) -> Result<TimerOptions, Exit> {
+    Ok(TimerOptions {
+        api: match args.timer_api {
+            TimerApiArg::ClockNanosleep => TimerApi::ClockNanosleep,
+            TimerApiArg::Nanosleep => TimerApi::Nanosleep,
+            TimerApiArg::Timerfd => TimerApi::Timerfd,
+            TimerApiArg::PosixTimer => TimerApi::PosixTimer,
+            TimerApiArg::Epoll => TimerApi::Epoll,
+        },
+        phase: match args.phase {
+            PhaseArg::Fixed => Phase::Fixed,
+            PhaseArg::Random => Phase::Random,
+        },
+        slack: timer_slack(args.timer_slack.as_deref(), args.probe)?,
+        noise_duty: None,
+    })
+}
+
+fn noise_options(args: &RunArgs) -> Result<NoiseOptions, Exit> {
+    Ok(NoiseOptions {
+        runtime: optional("runtime", args.runtime.as_deref())?,
+        // `--pause 0` (spin continuously) reads naturally without a unit.
+        pause: match args.pause.as_deref().map(str::trim) {
+            None => None,
+            Some("0") => Some(Nanos(0)),
+            Some(t) => Some(duration("pause", t)?),
+        },
+        gap_ratio: args.gap_ratio,
+        gap_min: optional("gap-min", args.gap_min.as_deref())?,
+        fp: args.fp,
+    })
+}
+
+/// The period and `--app`, `--buffers` and `--compute`, an application's
+/// preset expanded: its period when `--period` is not given, its buffers
+/// and its compute time (a share of the period) unless given. Looked up
+/// for `--probe app` only (with another probe the request refuses them).
+fn app_options(args: &RunArgs, period: Option<Nanos>) -> Result<(Option<Nanos>, AppOptions), Exit> {
+    let preset = match (&args.app, args.probe) {
+        (Some(name), ProbeName::App) => Some(find_app(name)?),
+        _ => None,
+    };
+    let period = period.or(preset.map(|p| Nanos(p.period_ns)));
+    let compute = match (&args.compute, preset, period) {
+        (Some(text), _, _) => Some(duration("compute", text)?),
+        (None, Some(p), Some(period)) => Some(Nanos(p.compute.nanos(period.0))),
+        _ => None,
+    };
+    let app = AppOptions {
+        // The preset's own name is recorded (with another probe the name
+        // given, which the request refuses).
+        name: preset.map_or(args.app.clone(), |p| Some(p.name.to_string())),
+        buffers: args.buffers.or(preset.map(|p| p.buffers)),
+        compute,
+    };
+    Ok((period, app))
+}
+
+fn find_app(name: &str) -> Result<&'static AppPreset, Exit> {
+    AppPreset::find(name).ok_or_else(|| {
+        let names: Vec<&str> = APP_PRESETS.iter().map(|p| p.name).collect();
         Exit::usage(format!(
             "--app: unknown application '{name}' ({})",
             names.join(", ")
@@ -346,37 +209,138 @@ fn app_preset(args: &RunArgs) -> Result<Option<&'static AppPreset>, Exit> {
     })
 }
 
-/// The app probe's pipeline: the preset's scheme with the options' parts
-/// over it, the work calibrated on the first measured CPU.
-fn plan_app(
-    args: &RunArgs,
-    timer: &TimerConfig,
-    preset: Option<&'static AppPreset>,
-) -> Result<AppConfig, Exit> {
-    let period = timer.period;
-    let buffers = args.buffers.or(preset.map(|p| p.buffers)).unwrap_or(2);
-    let compute = match (&args.compute, preset) {
-        (Some(text), _) => duration("compute", text)?,
-        (None, Some(p)) => Nanos(p.compute.nanos(period.0)),
-        (None, None) => Nanos(0),
-    };
-    let mut cfg = AppConfig {
-        cpus: timer.cpus.clone(),
-        period,
-        buffers,
-        compute,
-        compute_turns: 0,
-        policy: timer.policy,
-        priority: timer.priority,
-        threshold: timer.threshold,
-        duration: timer.duration,
-        app: preset.map(|p| p.name.to_string()),
-    };
-    cfg.validate().map_err(Exit::usage)?;
-    if let Some(&cpu) = cfg.cpus.first() {
-        let c = calibrate(cpu, compute)
-            .map_err(|e| Exit::usage(format!("cannot calibrate --compute: {e}")))?;
-        cfg.compute_turns = c.turns;
+/// The option a probe setting is given with.
+fn flag(f: Field) -> &'static str {
+    match f {
+        Field::Period => "--period",
+        Field::Duration => "--duration",
+        Field::Priority => "--priority",
+        Field::Phase => "--phase",
+        Field::Buffers => "--buffers",
+        Field::Compute => "--compute",
+        Field::Runtime => "--runtime",
+        Field::Pause => "--pause",
+        Field::GapRatio => "--gap-ratio",
+        Field::Payload => "--payload",
     }
-    Ok(cfg)
+}
+
+/// A probe's setting error as the line users see: `--period 20s is over
+/// the limit of 10s`.
+pub fn setting_line(e: &SettingError) -> String {
+    match (e, e.subject()) {
+        (SettingError::RuntimePauseTooLong, _) => {
+            "--runtime and --pause must be at most 10s".into()
+        }
+        (_, Some(field)) => format!("{}{}", flag(field), e.rest()),
+        (_, None) => e.to_string(),
+    }
+}
+
+/// A request's error as one usage line naming the options.
+pub fn request_error(e: RequestError) -> Exit {
+    Exit::usage(request_line(&e))
+}
+
+fn request_line(e: &RequestError) -> String {
+    match e {
+        RequestError::Setting(s) => setting_line(s),
+        RequestError::Trace(TracePlanError::ZeroThreshold) => {
+            "--threshold must be greater than 0 with --trace".into()
+        }
+        RequestError::Trace(TracePlanError::StackPeriod) => {
+            "--stack-period must be between 10us and 1s".into()
+        }
+        RequestError::TraceOptionsWithoutTrace => "--stacks and --episode-cap need --trace".into(),
+        RequestError::ActionsWithoutTrace => {
+            "--on-threshold acts on episodes: it needs --trace".into()
+        }
+        RequestError::TraceWithAppProbe => "--trace needs --probe timer, noise or udp: the app probe hands no samples to the tracer".into(),
+        RequestError::BoundZero(Bound::StopAbove) => "--stop-above must be greater than 0".into(),
+        RequestError::BoundZero(Bound::FailAbove) => "--fail-above must be greater than 0".into(),
+        RequestError::ThresholdAboveStop { threshold, stop } => format!(
+            "--threshold {threshold} is above --stop-above {stop}: the value that stops the run would not be an episode"
+        ),
+        RequestError::CheckpointTooShort => "--checkpoint must be at least 100ms".into(),
+        RequestError::Cpus(c) => format!("--cpus: {c}"),
+        RequestError::UdpCpus(cpus) => format!(
+            "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
+        ),
+        RequestError::TimerSlackWithoutTimer => "--timer-slack needs --probe timer".into(),
+        RequestError::NoiseOptionsWithoutNoise => {
+            "--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise".into()
+        }
+        RequestError::UdpOptionsWithoutUdp => "--path and --payload need --probe udp".into(),
+        RequestError::AppOptionsWithoutApp => {
+            "--buffers, --compute and --app need --probe app".into()
+        }
+        RequestError::UnboundedPeriod(period) => format!("--period {period} is outside 50us..1s"),
+        RequestError::Calibrate(why) => format!("cannot calibrate --compute: {why}"),
+        RequestError::Workload(w) => format!("--workload: {w}"),
+        RequestError::LoadLevel(w) => format!("--load-level: {w}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use latscope_engine::probes::MAX_PERIOD;
+
+    /// Every setting error's line names the option, as before the request
+    /// moved to the engine.
+    #[test]
+    fn setting_errors_name_the_options() {
+        let cases = [
+            (SettingError::PeriodZero, "--period must be greater than 0"),
+            (
+                SettingError::PeriodOverLimit {
+                    period: Nanos::from_secs(11),
+                    max: MAX_PERIOD,
+                },
+                "--period 11.0s is over the limit of 10.0s",
+            ),
+            (SettingError::GapRatio, "--gap-ratio must be at least 2"),
+            (
+                SettingError::RuntimePauseTooLong,
+                "--runtime and --pause must be at most 10s",
+            ),
+            (SettingError::Priority(0), "--priority 0 is outside 1-99"),
+            (
+                SettingError::PriorityForPolicy {
+                    priority: 0,
+                    policy: "fifo",
+                },
+                "priority 0 is out of range for fifo: expected 1-99",
+            ),
+            (
+                SettingError::Buffers {
+                    buffers: 65,
+                    max: 64,
+                },
+                "--buffers 65 is out of range: expected 1-64",
+            ),
+        ];
+        for (e, line) in cases {
+            assert_eq!(setting_line(&e), line);
+        }
+    }
+
+    #[test]
+    fn request_errors_name_the_options() {
+        let line = |e: RequestError| request_line(&e);
+        assert_eq!(
+            line(RequestError::TraceOptionsWithoutTrace),
+            "--stacks and --episode-cap need --trace"
+        );
+        assert_eq!(
+            line(RequestError::CheckpointTooShort),
+            "--checkpoint must be at least 100ms"
+        );
+        assert_eq!(
+            line(RequestError::BoundZero(Bound::FailAbove)),
+            "--fail-above must be greater than 0"
+        );
+    }
 }

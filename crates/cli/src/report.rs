@@ -6,11 +6,9 @@
 //! checkpoint intervals from the store and writes the page;
 //! `latscope_report` renders it.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use latscope_report::html::is_plotted;
-use latscope_report::Timeline;
 use latscope_stats::forecast::is_forecast_metric;
 use latscope_store::Store;
 
@@ -34,23 +32,13 @@ pub fn report(args: &ReportArgs) -> Result<i32, Exit> {
         .into_iter()
         .zip(input.whole.cells.iter().map(|c| c.meta.index))
         .collect();
-    let intervals = crate::report_intervals::load(&store, id, &cells);
-    let timelines: Vec<Timeline> = input
-        .timelines
-        .into_iter()
-        .map(|t| Timeline {
-            cell: t.cell,
-            metric: t.metric,
-            cpu: t.cpu,
-            first_second: t.first_second,
-            seconds: t.seconds,
-        })
-        .collect();
+    let intervals = store.plot_intervals(id, &cells, latscope_report::INTERVAL_PLOT_POINTS);
+    let timelines = input.timelines;
     // A cut cell's forecast reads its part's timeline from element 0,
     // which is where the part starts.
     let mut forecast =
         latscope_report::html::report_forecast(&input.run, &timelines, &input.snapshots);
-    let notes: Vec<String> = crate::forecast_input::cuts_text(&input.cuts)
+    let notes: Vec<String> = latscope_report::model_cuts_text(&input.cuts)
         .lines()
         .map(str::to_string)
         .collect();
@@ -78,13 +66,12 @@ fn write_page(args: &ReportArgs, id: i64, page: &str) -> Result<i32, Exit> {
         .html
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("latscope-report-{id}.html")));
-    if path.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`| head`) is not an error worth a message.
-        let _ = stdout.write_all(page.as_bytes());
-    } else {
-        crate::output::write_file(&path, page.as_bytes())?;
-        eprintln!("wrote {}", path.display());
+    match crate::output::destination(Some(&path)) {
+        None => crate::output::print(page),
+        to => {
+            crate::output::write(to, page.as_bytes(), crate::output::PUBLIC)?;
+            eprintln!("wrote {}", path.display());
+        }
     }
     Ok(exit::OK)
 }

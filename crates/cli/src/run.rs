@@ -19,7 +19,8 @@ use crate::args::RunArgs;
 use crate::exit::{self, Exit};
 use crate::observer::CliObserver;
 use crate::output;
-use crate::plan::{plan_run, CellPlan, RunPlan};
+use crate::plan::plan_run;
+use latscope_engine::{CellSpec as CellPlan, RunPlan};
 
 pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
@@ -182,7 +183,7 @@ pub fn run_cells(
 /// The engine's error as the CLI's: a bad setting is a usage error.
 pub fn engine_error(e: EngineError) -> Exit {
     match e {
-        EngineError::Config(line) => Exit::usage(line),
+        EngineError::Config(e) => crate::plan::request_error(e),
         other => Exit::from(anyhow::Error::from(other)),
     }
 }

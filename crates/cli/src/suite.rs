@@ -2,18 +2,20 @@
 //! cells of one stored run, one cell at a time, ending with the summary
 //! matrix of the study's Table 15 and the workload characterization.
 //!
-//! Glue only: the presets, the lists and the grid of cells are
-//! [`latscope_engine::suite`]'s; this module plans the probes' base settings
-//! from the arguments, runs the cells and prints.
+//! Glue only: the presets, the lists, the grid and the rules are
+//! [`latscope_engine::suite`]'s and the request's; this module turns the
+//! arguments into the base request, runs the cells and prints.
 
 use anyhow::Context;
-use latscope_engine::suite::{Preset, SuiteBase, SuiteError, SuiteMatrix, SuiteProbe};
+use latscope_engine::request::TraceOptions;
+use latscope_engine::suite::{Preset, SuiteError, SuiteMatrix};
+use latscope_engine::RunRequest;
 use latscope_model::Nanos;
 
-use crate::args::{PhaseArg, PolicyArg, ProbeName, RunArgs, StoreArg, SuiteArgs, TimerApiArg};
+use crate::args::{ProbeName, SuiteArgs};
 use crate::exit::Exit;
 use crate::output;
-use crate::plan::{plan_run, ProbeCellPlan};
+use crate::plan::{self, duration, request_error};
 use crate::run::{exit_code, run_cells, RunOptions};
 
 /// A suite error as one line naming the option it comes from.
@@ -22,56 +24,51 @@ fn suite_error(e: SuiteError) -> Exit {
         SuiteError::UnknownProbe(_) => Exit::usage(format!("--probes: {e}")),
         SuiteError::Workloads(_) => Exit::usage(format!("--workload: {e}")),
         SuiteError::Priority(_) => Exit::usage(format!("--priorities: {e}")),
+        SuiteError::Request(e) => request_error(e),
         SuiteError::NoBase(_) => Exit::from(anyhow::Error::from(e)),
     }
 }
 
-/// The `run` arguments one cell of the suite corresponds to.
-fn cell_args(args: &SuiteArgs, probe: ProbeName, duration: &str) -> RunArgs {
-    RunArgs {
-        probe,
+/// What every cell of the suite starts from: FIFO 95 and the defaults of
+/// `run`, with the suite's options.
+fn base_request(args: &SuiteArgs, cell_duration: Nanos) -> Result<RunRequest, Exit> {
+    let d = RunRequest::default();
+    Ok(RunRequest {
         cpus: args.cpus.clone(),
-        period: None,
-        path: None,
-        payload: None,
-        buffers: None,
-        compute: None,
-        app: None,
-        duration: duration.into(),
-        policy: PolicyArg::Fifo,
-        priority: 95,
-        timer_api: TimerApiArg::ClockNanosleep,
-        // The noise and UDP probes keep the least slack.
-        timer_slack: args
-            .timer_slack
-            .clone()
-            .filter(|_| probe == ProbeName::Timer),
-        phase: PhaseArg::Fixed,
-        threshold: args.threshold.clone(),
-        json: None,
-        histogram: false,
-        no_dma_latency: args.no_dma_latency,
-        checkpoint: "10s".into(),
-        quiet: args.quiet,
-        workload: None,
-        load_level: args.load_level,
-        warmup: args.warmup.clone(),
-        runtime: None,
-        pause: None,
-        gap_ratio: None,
-        gap_min: None,
-        fp: false,
-        trace: args.trace,
-        trace_backend: args.trace_backend,
-        stacks: args.stacks,
-        stack_period: "200us".into(),
-        episode_cap: 1000,
-        limits: args.limits.clone(),
-        actions: args.actions.clone(),
-        store: StoreArg {
-            store: args.store.store.clone(),
+        duration: Some(cell_duration),
+        threshold: args
+            .threshold
+            .as_deref()
+            .map(|t| duration("threshold", t))
+            .transpose()?,
+        timer: latscope_engine::request::TimerOptions {
+            slack: plan::timer_slack(args.timer_slack.as_deref(), ProbeName::Timer)?,
+            ..d.timer.clone()
         },
-    }
+        trace: TraceOptions {
+            on: args.trace,
+            backend: args.trace_backend.into(),
+            stacks: args.stacks,
+            ..d.trace.clone()
+        },
+        load_level: plan::load_level(args.load_level),
+        warmup: duration("warmup", &args.warmup)?,
+        stop_above: args
+            .limits
+            .stop_above
+            .as_deref()
+            .map(|t| duration("stop-above", t))
+            .transpose()?,
+        fail_above: args
+            .limits
+            .fail_above
+            .as_deref()
+            .map(|t| duration("fail-above", t))
+            .transpose()?,
+        actions: plan::actions(&args.actions.on_threshold)?,
+        action_limit: plan::action_limit(args.actions.action_limit.as_deref())?,
+        ..d
+    })
 }
 
 pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
@@ -88,49 +85,17 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         args.priorities.as_deref().unwrap_or(preset.priorities),
     )
     .map_err(suite_error)?;
-    let cell_duration = args
-        .cell_duration
-        .as_deref()
-        .unwrap_or(preset.cell_duration);
-
+    let per_cell = duration(
+        "cell-duration",
+        args.cell_duration
+            .as_deref()
+            .unwrap_or(preset.cell_duration),
+    )?;
     let online = latscope_engine::system::online_cpus().context("cannot read the online CPUs")?;
-    // The plan of a timer cell carries what is common to all: CPUs,
-    // checkpoints, tracing.
-    let mut base_args = cell_args(args, ProbeName::Timer, cell_duration);
-    base_args.workload = Some(matrix.workloads.join(","));
-    let base = plan_run(&base_args, &online)?;
-    let noise = plan_run(&cell_args(args, ProbeName::Noise, cell_duration), &online)?;
-    let udp = if matrix.probes.contains(&SuiteProbe::Udp) {
-        let mut a = cell_args(args, ProbeName::Udp, cell_duration);
-        // Sender and receiver on the first two of the suite's CPUs.
-        if let Some(list) = &args.cpus {
-            let set = latscope_model::CpuSet::parse(list)
-                .map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
-            let two: Vec<String> = set.iter().take(2).map(|c| c.to_string()).collect();
-            a.cpus = Some(two.join(","));
-        }
-        match plan_run(&a, &online)?.probe {
-            ProbeCellPlan::Udp(u) => Some(u),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    let suite_base = SuiteBase {
-        timer: base.timer.clone(),
-        noise: match noise.probe {
-            ProbeCellPlan::Noise(n) => Some(n),
-            _ => None,
-        },
-        udp,
-        load_level: base.load_level.clone(),
-        warmup: base.warmup,
-        cpus: base.cpus.clone(),
-    };
-    let cells = matrix.cells(&suite_base).map_err(suite_error)?;
+    let (base, cells) = matrix
+        .plan(&base_request(args, per_cell)?, &online)
+        .map_err(suite_error)?;
     let n = cells.len() as u32;
-    let per_cell = Nanos::parse_duration(cell_duration)
-        .map_err(|e| Exit::usage(format!("--cell-duration: {e}")))?;
     if !args.quiet {
         let total = Nanos((per_cell.0 + base.warmup.0).saturating_mul(u64::from(n)));
         eprintln!(

@@ -203,7 +203,7 @@ fn span(doc: &Value) -> (u64, u64) {
 
 #[test]
 fn napi_polls_and_timer_callbacks_are_named_by_device_and_function() {
-    on_each_backend(named_case);
+    on_backend("perf", named_case);
 }
 
 fn named_case() {
@@ -478,7 +478,7 @@ fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64
 
 #[test]
 fn counts_and_times_per_function_and_device_agree_with_bpftrace() {
-    on_each_backend(bpftrace_case);
+    on_backend("bpf", bpftrace_case);
 }
 
 fn bpftrace_case() {

@@ -41,7 +41,7 @@ fn sample(body: &str, prefix: &str, has: &str) -> Option<f64> {
 }
 
 #[test]
-fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
+fn prometheus_agrees_with_the_daemon_after_twenty_seconds_of_scraping() {
     let Ok(version) = Command::new("prometheus").arg("--version").output() else {
         eprintln!("skipped: needs prometheus (apt-get install prometheus)");
         return;
@@ -75,8 +75,10 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
     .unwrap();
     let prom = prometheus::start(&config, &dir.path().join("tsdb"), prom_addr, true);
 
-    // A minute of scraping, and then some.
-    sleep(Duration::from_secs(65));
+    // Twenty seconds of scraping at 1 s: twenty native histograms, enough
+    // for the server's quantiles to be compared with the daemon's own (a
+    // minute told no more and cost 45 s of every CI run).
+    sleep(Duration::from_secs(20));
     let series = "latscope_timer_latency_seconds{job=\"latscope\",cpu=\"0\"}";
     let scraped = query(prom_addr, &format!("histogram_count({series})"))
         .unwrap_or_else(|| panic!("no native histogram scraped: {:?}", query(prom_addr, "up")));
@@ -113,10 +115,11 @@ fn prometheus_agrees_with_the_daemon_after_a_minute_of_scraping() {
         "prometheus: {scrapes} scrapes, count {scraped}, p50 {p50:.3e} s, p99 {p99:.3e} s; \
          daemon: served count {served}, stored {stored}, p50 {exact50:.3e} s, p99 {exact99:.3e} s"
     );
-    assert!(scrapes >= 50.0, "{scrapes} scrapes in a minute at 1 s");
+    // The server takes a few seconds to start scraping (15 scrapes seen).
+    assert!(scrapes >= 10.0, "{scrapes} scrapes in 20 s at 1 s");
     assert!(
-        scraped > 50_000.0,
-        "{scraped} samples scraped after 65 s at 1 ms"
+        scraped > 10_000.0,
+        "{scraped} samples scraped after 20 s at 1 ms"
     );
     assert!(
         served >= scraped && served - scraped <= 3_000.0,

@@ -334,7 +334,7 @@ fn a_monitor_whose_oldest_seconds_were_deleted_is_forecast_from_the_kept_part() 
 /// A monitor of `minutes` minutes on 2 CPUs: a checkpoint and a minute
 /// window per CPU every minute, each minute's maximum 20 µs but minute
 /// 200's, 5 ms on CPU 1 (the points' figures are checked exactly in
-/// `report_intervals`' own tests).
+/// the store's `plot` tests).
 fn minutes_store(path: &std::path::Path, minutes: u64) -> RunId {
     const MINUTE: u64 = 60_000_000_000;
     let start = WEEK_START_HOUR * HOUR_NS;

@@ -321,7 +321,10 @@ fn idle_noise_has_at_least_one_interruption_per_local_timer_interrupt() {
 
 #[test]
 fn with_trace_the_interferer_is_classified_as_a_thread_by_name() {
-    on_each_backend(with_trace_the_interferer_is_classified_as_a_thread_by_name_case);
+    on_backend(
+        "perf",
+        with_trace_the_interferer_is_classified_as_a_thread_by_name_case,
+    );
 }
 
 fn with_trace_the_interferer_is_classified_as_a_thread_by_name_case() {

@@ -141,7 +141,10 @@ fn episodes_naming(doc: &Value, name: &str) -> usize {
 
 #[test]
 fn a_burst_every_second_is_reported_as_recurring_every_second() {
-    on_each_backend(a_burst_every_second_is_reported_as_recurring_every_second_case);
+    on_backend(
+        "bpf",
+        a_burst_every_second_is_reported_as_recurring_every_second_case,
+    );
 }
 
 fn a_burst_every_second_is_reported_as_recurring_every_second_case() {

@@ -85,7 +85,10 @@ fn best_traced_cpu(dir: &std::path::Path) -> Option<u32> {
 
 #[test]
 fn a_known_fifo_burner_is_named_as_the_blocking_thread() {
-    on_each_backend(a_known_fifo_burner_is_named_as_the_blocking_thread_case);
+    on_backend(
+        "bpf",
+        a_known_fifo_burner_is_named_as_the_blocking_thread_case,
+    );
 }
 
 fn a_known_fifo_burner_is_named_as_the_blocking_thread_case() {
@@ -351,7 +354,10 @@ fn parts_add_up(doc: &Value) {
 
 #[test]
 fn samples_decompose_and_the_parts_add_up_on_an_idle_system() {
-    on_each_backend(samples_decompose_and_the_parts_add_up_on_an_idle_system_case);
+    on_backend(
+        "perf",
+        samples_decompose_and_the_parts_add_up_on_an_idle_system_case,
+    );
 }
 
 fn samples_decompose_and_the_parts_add_up_on_an_idle_system_case() {
@@ -393,7 +399,7 @@ fn samples_decompose_and_the_parts_add_up_on_an_idle_system_case() {
 
 #[test]
 fn every_sample_decomposes_on_busy_cpus() {
-    on_each_backend(every_sample_decomposes_on_busy_cpus_case);
+    on_backend("bpf", every_sample_decomposes_on_busy_cpus_case);
 }
 
 fn every_sample_decomposes_on_busy_cpus_case() {
@@ -469,7 +475,7 @@ fn udp_flood(stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
 
 #[test]
 fn a_udp_flood_over_loopback_shows_net_rx_softirqs() {
-    on_each_backend(a_udp_flood_over_loopback_shows_net_rx_softirqs_case);
+    on_backend("perf", a_udp_flood_over_loopback_shows_net_rx_softirqs_case);
 }
 
 fn a_udp_flood_over_loopback_shows_net_rx_softirqs_case() {
@@ -609,7 +615,10 @@ fn without_tracepoint_access_the_run_continues_and_says_so() {
 
 #[test]
 fn stack_samples_name_the_kernel_code_that_ran_during_episodes() {
-    on_each_backend(stack_samples_name_the_kernel_code_that_ran_during_episodes_case);
+    on_backend(
+        "bpf",
+        stack_samples_name_the_kernel_code_that_ran_during_episodes_case,
+    );
 }
 
 fn stack_samples_name_the_kernel_code_that_ran_during_episodes_case() {

@@ -419,7 +419,10 @@ fn net_rx_and_deliver(doc: &Value) -> Vec<(u64, u64)> {
 
 #[test]
 fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes() {
-    on_each_backend(a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes_case);
+    on_backend(
+        "bpf",
+        a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes_case,
+    );
 }
 
 fn a_flood_on_the_same_path_lengthens_net_rx_in_recv_episodes_case() {

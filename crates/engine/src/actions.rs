@@ -70,12 +70,13 @@ impl Default for Limit {
     }
 }
 
-/// A bad `--on-threshold` or `--action-limit`, as one line.
+/// A threshold action or an action limit that does not parse, as one line
+/// (naming the setting; the CLI words it for its options).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActionError {
-    #[error("--on-threshold '{0}': give exec:COMMAND, snapshot or snapshot:DIR")]
+    #[error("threshold action '{0}': give exec:COMMAND, snapshot or snapshot:DIR")]
     Action(String),
-    #[error("--action-limit '{0}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")]
+    #[error("action limit '{0}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")]
     Limit(String),
 }
 

@@ -101,13 +101,13 @@ pub struct TracePlan {
     pub episode_cap: usize,
 }
 
-/// A trace plan that cannot be followed. The messages name the
-/// command-line options, as the probes' checks do.
+/// A trace plan that cannot be followed (the lines name settings; the
+/// CLI words them for its options).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TracePlanError {
-    #[error("--threshold must be greater than 0 with --trace")]
+    #[error("threshold must be greater than 0 with tracing")]
     ZeroThreshold,
-    #[error("--stack-period must be between 10us and 1s")]
+    #[error("stack period must be between 10us and 1s")]
     StackPeriod,
 }
 
@@ -284,17 +284,6 @@ impl ProbeSpec {
         match self.policy() {
             (SchedPolicy::Other, _) => 0,
             (_, p) => p,
-        }
-    }
-
-    /// Checks the settings (one line naming the bad value).
-    pub fn validate(&self) -> Result<(), String> {
-        match self {
-            ProbeSpec::Timer(c) => c.validate(),
-            ProbeSpec::Noise(c) => c.validate(),
-            ProbeSpec::Udp(c) => c.validate(),
-            ProbeSpec::App(c) => c.validate(),
-            ProbeSpec::Custom { .. } => Ok(()),
         }
     }
 

@@ -2,6 +2,7 @@
 
 use latscope_probes::ProbeError;
 
+use crate::request::RequestError;
 use crate::sink::SinkError;
 
 /// A run that could not start, or a cell that could not: one line each.
@@ -9,7 +10,7 @@ use crate::sink::SinkError;
 pub enum EngineError {
     /// A setting no probe or workload accepts (a usage error).
     #[error("{0}")]
-    Config(String),
+    Config(RequestError),
     /// The sink refused the run before anything was measured.
     #[error("{0}")]
     Sink(SinkError),

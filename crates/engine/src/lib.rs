@@ -31,6 +31,7 @@ mod lifecycle;
 mod load;
 mod micro;
 mod observer;
+pub mod request;
 mod run;
 mod settings;
 mod sink;
@@ -47,6 +48,7 @@ pub use config::{
 pub use error::EngineError;
 pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
+pub use request::{RequestError, RunPlan, RunRequest};
 pub use run::{run, running_meta, Env, Rescue, RunOutcome};
 pub use sink::{CellKey, Checkpoint, MemorySink, Sink, SinkError};
 pub use stop::Stop;
@@ -57,7 +59,7 @@ pub mod probes {
     pub use latscope_probes::noise::NoiseConfig;
     pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
     pub use latscope_probes::udp::UdpConfig;
-    pub use latscope_probes::{Clock, Probe, ProbeError, Progress, RealClock};
+    pub use latscope_probes::{Clock, Field, Probe, ProbeError, Progress, RealClock, SettingError};
 }
 
 /// What a caller needs of the machine to plan a run, and the checks of the
@@ -73,5 +75,5 @@ pub mod system {
 /// Workload names, for callers that check them.
 pub mod workloads {
     pub use crate::workload_list::{split_workloads, WorkloadListError};
-    pub use latscope_workloads::helper_main;
+    pub use latscope_workloads::{helper_main, LoadLevel};
 }

@@ -11,19 +11,20 @@ use latscope_probes::Clock;
 use latscope_workloads::{LoadLevel, RunningWorkload, WorkloadSpec};
 
 use crate::config::CellSpec;
+use crate::request::RequestError;
 use crate::stop::Stop;
 
 /// Checks what a cell's workload needs before anything is measured: a
 /// clear line for an unknown name or a missing program.
-pub fn check(cell: &CellSpec) -> Result<(), String> {
+pub fn check(cell: &CellSpec) -> Result<(), RequestError> {
     if cell.workload == "none" {
         return Ok(());
     }
-    let spec = WorkloadSpec::parse(&cell.workload).map_err(|e| format!("--workload: {e}"))?;
-    latscope_workloads::check(&spec).map_err(|e| format!("--workload: {e}"))?;
+    let spec = WorkloadSpec::parse(&cell.workload).map_err(RequestError::Workload)?;
+    latscope_workloads::check(&spec).map_err(RequestError::Workload)?;
     cell.load_level
         .parse::<LoadLevel>()
-        .map_err(|e| format!("--load-level: {e}"))?;
+        .map_err(RequestError::LoadLevel)?;
     Ok(())
 }
 

@@ -10,6 +10,8 @@ use latscope_probes::timer::TimerConfig;
 use latscope_probes::udp::UdpConfig;
 
 use crate::config::{CellSpec, ProbeSpec};
+use crate::cpus::CpuChoiceError;
+use crate::request::{ProbeKind, RequestError, RunPlan, RunRequest};
 use crate::workload_list::{split_workloads, WorkloadListError};
 
 /// What a preset runs, written as a user would write the lists.
@@ -61,7 +63,7 @@ pub enum SuiteProbe {
 }
 
 /// A list of a suite that does not parse, or a cell that cannot be built.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     /// A name in the probe list that is no probe.
     #[error("unknown probe '{0}' (timer, noise, udp)")]
@@ -75,6 +77,9 @@ pub enum SuiteError {
     /// The base has no settings for a probe of the matrix.
     #[error("no {0} plan")]
     NoBase(&'static str),
+    /// The base request breaks a rule.
+    #[error(transparent)]
+    Request(#[from] RequestError),
 }
 
 /// `timer,noise,udp`; a probe named twice runs once.
@@ -151,6 +156,65 @@ impl SuiteMatrix {
     /// Whether the matrix has no cell.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The run's plan and its cells from `base`, the request every cell
+    /// starts from (its probe is ignored; its workloads are the matrix's).
+    /// The noise and udp probes keep the least timer slack; the udp probe
+    /// sends and receives on the first two of the request's CPUs.
+    pub fn plan(
+        &self,
+        base: &RunRequest,
+        online: &CpuSet,
+    ) -> Result<(RunPlan, Vec<CellSpec>), SuiteError> {
+        let timer = RunRequest {
+            probe: ProbeKind::Timer,
+            workloads: self.workloads.clone(),
+            ..base.clone()
+        };
+        let plan = timer.plan(online)?;
+        let other = |probe| RunRequest {
+            probe,
+            timer: crate::request::TimerOptions {
+                slack: None,
+                ..base.timer.clone()
+            },
+            ..base.clone()
+        };
+        let noise = match self.probes.contains(&SuiteProbe::Noise) {
+            true => match other(ProbeKind::Noise).plan(online)?.probe {
+                ProbeSpec::Noise(n) => Some(n),
+                _ => None,
+            },
+            false => None,
+        };
+        let udp = match self.probes.contains(&SuiteProbe::Udp) {
+            true => {
+                let mut r = other(ProbeKind::Udp);
+                if let Some(list) = &base.cpus {
+                    let set = CpuSet::parse(list).map_err(|e| {
+                        SuiteError::Request(RequestError::Cpus(CpuChoiceError::List(e)))
+                    })?;
+                    let two: Vec<String> = set.iter().take(2).map(|c| c.to_string()).collect();
+                    r.cpus = Some(two.join(","));
+                }
+                match r.plan(online)?.probe {
+                    ProbeSpec::Udp(u) => Some(u),
+                    _ => None,
+                }
+            }
+            false => None,
+        };
+        let suite_base = SuiteBase {
+            timer: plan.timer.clone(),
+            noise,
+            udp,
+            load_level: plan.load_level.clone(),
+            warmup: plan.warmup,
+            cpus: plan.cpus.clone(),
+        };
+        let cells = self.cells(&suite_base)?;
+        Ok((plan, cells))
     }
 
     /// The cells, numbered: for each workload, each probe, each setting,
@@ -239,15 +303,15 @@ mod tests {
             parse_priorities("rr:10").unwrap_or_default(),
             vec![(SchedPolicy::Rr, 10)]
         );
-        assert_eq!(
+        assert!(matches!(
             parse_priorities("95,0"),
-            Err(SuiteError::Priority("0".into()))
-        );
+            Err(SuiteError::Priority(p)) if p == "0"
+        ));
         assert!(parse_priorities("fast").is_err());
-        assert_eq!(
+        assert!(matches!(
             parse_probes("timer,jitter"),
-            Err(SuiteError::UnknownProbe("jitter".into()))
-        );
+            Err(SuiteError::UnknownProbe(p)) if p == "jitter"
+        ));
     }
 
     fn timer() -> TimerConfig {
@@ -293,6 +357,6 @@ mod tests {
         assert_eq!(cells[3].index, 3);
         // A probe without base settings is an error, not a panic.
         let m = SuiteMatrix::parse("noise", "idle", "95").unwrap();
-        assert_eq!(m.cells(&base).err(), Some(SuiteError::NoBase("noise")));
+        assert!(matches!(m.cells(&base), Err(SuiteError::NoBase("noise"))));
     }
 }

@@ -11,6 +11,8 @@ use serde::Deserialize;
 
 use crate::web_config::{WebConfig, WebConfigError};
 use latscope_engine::actions::{Action, Limit};
+use latscope_engine::request::{TimerOptions, TraceOptions};
+use latscope_engine::{RequestError, RunRequest, TracePlanError};
 
 /// One layer of settings: every field optional, as a TOML file or the
 /// command line gives them. Durations are text (`1ms`, `10s`, `7d`).
@@ -146,6 +148,29 @@ pub struct Settings {
     pub action_limit: Limit,
 }
 
+/// A rule of the epoch's request broken, as one line naming the key.
+pub(crate) fn request_error(e: RequestError) -> ConfigError {
+    let (key, reason) = match &e {
+        RequestError::UnboundedPeriod(period) => {
+            ("period", format!("{period} is outside 50us..1s"))
+        }
+        RequestError::TraceOptionsWithoutTrace => (
+            "stacks",
+            "stacks are taken by the tracer: they need trace".to_string(),
+        ),
+        RequestError::ActionsWithoutTrace => (
+            "on-threshold",
+            "threshold actions act on episodes: they need trace".to_string(),
+        ),
+        RequestError::Trace(TracePlanError::StackPeriod) => ("stacks", e.to_string()),
+        RequestError::Trace(_) => ("threshold", e.to_string()),
+        RequestError::Setting(s) => (s.subject().map_or("settings", |f| f.name()), e.to_string()),
+        RequestError::Cpus(c) => ("cpus", c.to_string()),
+        _ => ("settings", e.to_string()),
+    };
+    ConfigError::Value { key, reason }
+}
+
 /// The defaults (docs/monitor.md says why each).
 pub fn defaults() -> Layer {
     Layer {
@@ -221,14 +246,11 @@ impl Settings {
             return Err(value(
                 "listen",
                 format!(
-                    "{listen} is not a loopback address: the endpoint has no authentication, so binding it to a network needs allow-remote (--allow-remote), or a web configuration (--web.config.file) with basic_auth_users or RequireAndVerifyClientCert"
+                    "{listen} is not a loopback address: the endpoint has no authentication, so binding it to a network needs allow-remote, or a web configuration (web_config_file) with basic_auth_users or RequireAndVerifyClientCert"
                 ),
             ));
         }
         let period = duration("period", l.period.as_ref())?;
-        if period < Nanos::from_micros(50) || period > Nanos::from_secs(1) {
-            return Err(value("period", format!("{period} is outside 50us..1s")));
-        }
         let priority = l.priority.unwrap_or(95);
         if !(1..=99).contains(&priority) {
             return Err(value("priority", format!("{priority} is outside 1..99")));
@@ -276,19 +298,7 @@ impl Settings {
             }
         };
         let stacks = l.stacks.unwrap_or(false);
-        if stacks && !trace {
-            return Err(value(
-                "stacks",
-                "stacks are taken by the tracer: they need trace (--trace)".into(),
-            ));
-        }
-        if !actions.is_empty() && !trace {
-            return Err(value(
-                "on-threshold",
-                "threshold actions act on episodes: they need trace (--trace)".into(),
-            ));
-        }
-        Ok(Settings {
+        let settings = Settings {
             cpus: l.cpus.clone(),
             period,
             priority,
@@ -310,7 +320,46 @@ impl Settings {
             episodes_per_day: l.episodes_per_day.unwrap_or(1000),
             actions,
             action_limit,
-        })
+        };
+        // The rules of a run (the period range of a run without end, what
+        // needs tracing) are the request's.
+        settings.request().check_rules().map_err(request_error)?;
+        Ok(settings)
+    }
+
+    /// Episodes an epoch keeps in full: the daily budget
+    /// (`episodes_per_day`) is the monitor's own limit.
+    const EPISODE_CAP: usize = 1_000_000;
+
+    /// What each epoch asks the engine for: the timer probe with no end on
+    /// these settings (FIFO, a checkpoint every `persist`).
+    pub fn request(&self) -> RunRequest {
+        let d = RunRequest::default();
+        RunRequest {
+            cpus: self.cpus.clone(),
+            period: Some(self.period),
+            duration: None,
+            priority: self.priority,
+            threshold: Some(self.threshold),
+            timer: TimerOptions {
+                noise_duty: self.noise,
+                ..d.timer.clone()
+            },
+            trace: TraceOptions {
+                on: self.trace,
+                backend: self.trace_backend,
+                stacks: self.stacks,
+                episode_cap: match self.trace {
+                    true => Self::EPISODE_CAP,
+                    false => RunRequest::DEFAULT_EPISODE_CAP,
+                },
+                ..d.trace.clone()
+            },
+            checkpoint: self.persist,
+            actions: self.actions.clone(),
+            action_limit: self.action_limit,
+            ..d
+        }
     }
 
     /// Whether going from `self` to `new` needs the measurement restarted
@@ -428,7 +477,7 @@ mod tests {
         };
         let e = Settings::resolve(&layer("")).unwrap_err().to_string();
         assert!(
-            e.starts_with("listen") && e.contains("--web.config.file"),
+            e.starts_with("listen") && e.contains("web_config_file"),
             "{e}"
         );
         let hash = bcrypt::hash("pw", 4).unwrap();
@@ -442,6 +491,29 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains(": x"), "{e}");
+    }
+
+    /// An epoch is the engine's request: no end, the monitor's period,
+    /// priority, threshold and duty cycle; the rules are the request's.
+    #[test]
+    fn an_epoch_is_a_request_without_end() {
+        let layer: Layer =
+            toml::from_str("period = \"2ms\"\npriority = 80\nnoise = \"1s/60s\"\ntrace = true")
+                .unwrap();
+        let r = Settings::resolve(&layer).unwrap().request();
+        assert_eq!(r.duration, None);
+        assert_eq!(r.period(), Nanos::from_millis(2));
+        assert_eq!(r.priority, 80);
+        assert_eq!(r.threshold, Some(Nanos::from_micros(500)));
+        assert!(r.timer.noise_duty.is_some() && r.trace.on);
+        let online: latscope_model::CpuSet = [latscope_model::CpuId(0)].into_iter().collect();
+        let plan = r.plan(&online).unwrap();
+        assert_eq!(plan.trace.unwrap().threshold, Nanos::from_micros(500));
+        assert_eq!(plan.checkpoint, Nanos::from_secs(10));
+        // The period range is the request's rule for a run without end.
+        let layer: Layer = toml::from_str("period = \"2s\"").unwrap();
+        let e = Settings::resolve(&layer).unwrap_err().to_string();
+        assert_eq!(e, "period: 2.00s is outside 50us..1s");
     }
 
     #[test]

@@ -14,11 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use latscope_engine::probes::{Phase, Progress, RealClock, TimerApi, TimerConfig};
-use latscope_engine::system::{select_cpus, SchedPolicy};
-use latscope_engine::{
-    CellSpec, Env, Guards, Observer, ProbeSpec, RunConfig, SinkError, Stop, TracePlan,
-};
+use latscope_engine::probes::{Progress, RealClock};
+use latscope_engine::system::select_cpus;
+use latscope_engine::{CellSpec, Env, Guards, Observer, RunConfig, RunPlan, SinkError, Stop};
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_store::Store;
 
@@ -36,7 +34,8 @@ pub enum MonitorError {
     Config(#[from] ConfigError),
     #[error("{0}")]
     Store(#[from] latscope_store::StoreError),
-    #[error("--cpus: {0}")]
+    /// The CPUs to measure (the CLI names its option).
+    #[error("cpus: {0}")]
     Cpus(String),
     #[error("{0}")]
     Http(#[from] crate::http::HttpError),
@@ -128,31 +127,22 @@ impl Observer for DaemonObserver<'_> {
     }
 }
 
-/// The cell of an epoch: the timer probe on the settings' CPUs, no end.
-fn cell(
-    settings: &Settings,
-    measured: &CpuSet,
-    online: &CpuSet,
-    epoch: u32,
-    trace: Option<&TracePlan>,
-) -> CellSpec {
-    let timer = TimerConfig {
-        cpus: measured.iter().collect(),
-        period: settings.period,
-        policy: SchedPolicy::Fifo,
-        priority: settings.priority,
-        api: TimerApi::ClockNanosleep,
-        phase: Phase::Fixed,
-        threshold: Some(settings.threshold),
-        duration: None,
-        handoff: trace.map_or(0, |t| t.timer_handoff(settings.period)),
-        noise_duty: settings.noise,
-        timer_slack: Default::default(),
-    };
+/// The plan of an epoch: the settings' request (the timer probe on the
+/// settings' CPUs, no end) checked against the online CPUs.
+fn epoch_plan(settings: &Settings, online: &CpuSet) -> Result<RunPlan, MonitorError> {
+    settings.request().plan(online).map_err(|e| match e {
+        latscope_engine::RequestError::Cpus(c) => MonitorError::Cpus(c.to_string()),
+        other => MonitorError::Config(crate::config::request_error(other)),
+    })
+}
+
+/// The cell of an epoch (every epoch is a cell of the monitor's run; the
+/// CPUs recorded are the online ones).
+fn cell(plan: &RunPlan, online: &CpuSet, epoch: u32) -> CellSpec {
     CellSpec {
         index: epoch,
         of: 1,
-        probe: ProbeSpec::Timer(timer),
+        probe: plan.probe.clone(),
         workload: "none".into(),
         load_level: "normal".into(),
         warmup: Nanos::ZERO,
@@ -356,32 +346,16 @@ impl Daemon<'_> {
         let (start, online, shared, signals) = (self.start, self.online, self.shared, self.signals);
         let mut epoch = 0u32;
         loop {
-            let trace = if settings.trace {
-                Some(
-                    TracePlan::new(Some(settings.threshold), 1_000_000)
-                        .map_err(|e| ConfigError::Value {
-                            key: "threshold",
-                            reason: e.to_string(),
-                        })?
-                        .with_backend(settings.trace_backend)
-                        .with_stacks_if(settings.stacks)
-                        .map_err(|e| ConfigError::Value {
-                            key: "stacks",
-                            reason: e.to_string(),
-                        })?,
-                )
-            } else {
-                None
-            };
+            let plan = epoch_plan(settings, online)?;
             let config = RunConfig {
-                checkpoint: settings.persist,
-                trace: trace.clone(),
+                checkpoint: plan.checkpoint,
+                trace: plan.trace.clone(),
                 guards: Guards::ALL,
                 command_line: start.command_line.clone(),
                 stop_above: None,
                 unbounded: true,
             };
-            let cells = [cell(settings, measured, online, epoch, trace.as_ref())];
+            let cells = [cell(&plan, online, epoch)];
             let stop = Stop::new();
             let reload: Arc<Mutex<Option<Settings>>> = Arc::new(Mutex::new(None));
             let watcher = {

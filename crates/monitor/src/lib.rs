@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod config;
 pub mod daemon;
+pub mod exposition;
 pub mod http;
 pub mod metrics;
 pub mod sink;

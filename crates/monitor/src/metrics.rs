@@ -33,9 +33,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::exposition::{self, Exposition, Kind, Value};
 use latscope_model::{metric, Nanos};
 use latscope_record::Histogram;
-use latscope_report::exports::exposition::{self, Exposition, Kind, Value};
 use latscope_report::exports::{prometheus_family, prometheus_help};
 
 use crate::http::Source;
@@ -151,6 +151,17 @@ fn seconds(ns: Nanos) -> f64 {
 /// The exposition of a copy of the state.
 fn exposition(c: &Copy) -> Exposition<'_> {
     let mut e = Exposition::default();
+    series_families(&mut e, c);
+    monitor_counters(&mut e, c);
+    noise_counters(&mut e, c);
+    system_counters(&mut e, c);
+    info_gauges(&mut e, c);
+    e
+}
+
+/// Per measured series: its histogram, its window maxima, and for the
+/// timer its overruns and whether it is still measured.
+fn series_families<'a>(e: &mut Exposition<'a>, c: &'a Copy) {
     for x in &c.series {
         let (family, _) = prometheus_family(&x.name);
         e.add(
@@ -200,6 +211,11 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             Value::Gauge(if on { 1.0 } else { 0.0 }),
         );
     }
+}
+
+/// The monitor's own counters: episodes, what the store dropped, refused
+/// reloads, lost trace records, threshold actions.
+fn monitor_counters(e: &mut Exposition<'_>, c: &Copy) {
     for (cause, n) in &c.episodes {
         e.add(
             "latscope_episodes_total",
@@ -258,6 +274,10 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             );
         }
     }
+}
+
+/// The noise duty cycle's counters per CPU (`--noise`).
+fn noise_counters(e: &mut Exposition<'_>, c: &Copy) {
     for (cpu, n) in &c.noise {
         let l = vec![("cpu".to_string(), cpu.to_string())];
         for (name, help, v) in [
@@ -280,7 +300,10 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             e.add(name, help, Kind::Counter, l.clone(), Value::Counter(v));
         }
     }
-    system_counters(&mut e, c);
+}
+
+/// The monitor's version and kernel, its epoch, its last checkpoint.
+fn info_gauges(e: &mut Exposition<'_>, c: &Copy) {
     e.add(
         "latscope_info",
         "The monitor's version and the kernel it measures.",
@@ -308,7 +331,6 @@ fn exposition(c: &Copy) -> Exposition<'_> {
             Value::Gauge(seconds(t)),
         );
     }
-    e
 }
 
 /// The machine's activity counters ([`crate::system`]).

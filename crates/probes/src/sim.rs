@@ -36,7 +36,7 @@ use latscope_record::TimelineChunk;
 
 use crate::{
     Clock, Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats,
-    Progress, RunningProbe, SampleRing, ThreadSetup,
+    Progress, RunningProbe, SampleRing, SettingError, ThreadSetup,
 };
 
 /// The scripted latency of sample `k` on a CPU.
@@ -76,19 +76,19 @@ impl SimConfig {
         }
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if self.cpus.is_empty() {
-            return Err("no CPU to simulate".into());
+            return Err(SettingError::NoCpu("to simulate"));
         }
         if self.period.0 == 0 {
-            return Err("--period must be greater than 0".into());
+            return Err(SettingError::PeriodZero);
         }
         if let Some(d) = self.duration {
             if d < self.period {
-                return Err(format!(
-                    "--duration {d} is shorter than one period ({})",
-                    self.period
-                ));
+                return Err(SettingError::DurationUnderPeriod {
+                    duration: d,
+                    period: self.period,
+                });
             }
         }
         Ok(())

@@ -3,6 +3,7 @@
 //! CSV, all from one [`ForecastReport`] (computed in `latscope_stats`).
 
 use latscope_model::{metric, Nanos};
+use latscope_stats::blocks::ObservedBlocks;
 use latscope_stats::forecast::diagnostics::{Diagnostics, GevCheck};
 use latscope_stats::forecast::history::PartForecast;
 use latscope_stats::forecast::{
@@ -421,6 +422,60 @@ pub fn seconds_text(s: f64) -> String {
     } else {
         format!("{s:.3} s")
     }
+}
+
+/// The document of `forecast --json`: the report, the monitor's observed
+/// blocks (`observed_blocks`, when it has them) and where each cut cell's
+/// part starts (`model_fitted_from`, see [`model_cuts_text`]).
+pub fn forecast_document(
+    report: &ForecastReport,
+    observed: Option<&ObservedBlocks>,
+    cuts: &[(u32, Nanos, Nanos)],
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut doc = forecast_json(report)?;
+    if let Some(map) = doc.as_object_mut() {
+        if let Some(o) = observed {
+            map.insert("observed_blocks".into(), serde_json::to_value(o)?);
+        }
+        let parts: Vec<serde_json::Value> = cuts
+            .iter()
+            .map(|(cell, from, _)| serde_json::json!({"cell": cell, "from_ns": from.0}))
+            .collect();
+        map.insert("model_fitted_from".into(), parts.into());
+    }
+    Ok(doc)
+}
+
+/// The text of `forecast`: the cut cells' lines, the report
+/// ([`forecast_text`]), and the monitor's observed blocks of the wake-up
+/// latency when it has them.
+pub fn forecast_document_text(
+    report: &ForecastReport,
+    with_grid: bool,
+    observed: Option<&ObservedBlocks>,
+    cuts: &[(u32, Nanos, Nanos)],
+) -> String {
+    let mut t = model_cuts_text(cuts);
+    t.push_str(&forecast_text(report, with_grid));
+    if let Some(o) = observed {
+        t.push_str(&crate::observed_blocks_text(metric::TIMER_LATENCY, o));
+    }
+    t
+}
+
+/// The lines saying which part of each cut cell the model was fitted to:
+/// `(cell index, cell time of the cut, the cell's duration)` of each cell
+/// whose oldest seconds the retention deleted.
+pub fn model_cuts_text(cuts: &[(u32, Nanos, Nanos)]) -> String {
+    cuts.iter()
+        .map(|&(cell, from, duration)| {
+            format!(
+                "cell {cell}: tail model fitted to the last {:.1} h of {:.1} h (the part whose per-second timeline is still stored); worst cases observed over the whole run are read from the monitor's windows\n",
+                duration.0.saturating_sub(from.0) as f64 / 3.6e12,
+                duration.0 as f64 / 3.6e12,
+            )
+        })
+        .collect()
 }
 
 #[cfg(test)]

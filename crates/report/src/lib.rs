@@ -1,7 +1,9 @@
 //! Renderers: turn stored results into text for people and JSON for
 //! programs. Every function takes model and stats types and returns a
-//! `String` (or a serializable value); nothing here prints or touches files,
-//! so each output is easy to test.
+//! `String` (or a serializable value), and the exports of a run to other
+//! tools' formats share one interface ([`exports::export`], bytes to any
+//! `Write`); nothing here prints or touches files, so each output is easy
+//! to test.
 
 mod blocks;
 pub mod colour;
@@ -14,11 +16,13 @@ mod granularity;
 mod hazards;
 mod held;
 pub mod html;
+mod imported;
 mod json;
 mod list;
 mod matrix;
 mod micro;
 mod noise;
+mod pairing;
 pub mod perfetto;
 mod recurring;
 mod sched;
@@ -34,7 +38,8 @@ pub use compare::{compare_html, compare_json, compare_text, compare_tripped, COM
 pub use deferred::{deferred_work_tables, tracer_line, TOP_SOURCES};
 pub use episodes::{cause_totals_table, episode_missing, episode_text, episodes_text};
 pub use forecast::{
-    estimate_text, forecast_json, forecast_text, grid_csv, grid_text, horizon_text, seconds_text,
+    estimate_text, forecast_document, forecast_document_text, forecast_json, forecast_text,
+    grid_csv, grid_text, horizon_text, model_cuts_text, seconds_text,
 };
 pub use hazards::{
     check_json, check_text, counts_line, hazards_block, hazards_text, CheckJson, HazardCounts,
@@ -43,12 +48,14 @@ pub use html::{
     html_report, html_report_full, html_report_observed, html_report_page, micro_html, Timeline,
     INTERVAL_PLOT_POINTS,
 };
+pub use imported::import_summary;
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};
 pub use matrix::suite_matrix;
 pub use micro::{
     micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
 };
+pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
 pub use steal::run_steal_note;

@@ -363,9 +363,28 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         cursor: BTreeMap::new(),
         cpus: BTreeMap::new(),
     };
-    let ep_cpu = episode.cpu.0;
+    episode_slices(&mut b, episode);
+    let names = task_names(&events);
+    window_slices(&mut b, &events, window.cpu.0, &names);
+    b.close_all();
+    b.used(episode.cpu.0, Track::Episode);
+    let mut trace_events = metadata(&b);
+    let mut body = std::mem::take(&mut b.events);
+    body.sort_by_key(|(t, order, rank, _)| (*t, *order, *rank));
+    trace_events.extend(body.into_iter().map(|(_, _, _, v)| v));
+    json!({
+        "traceEvents": trace_events,
+        "displayTimeUnit": "ns",
+        "otherData": other_data(run, episode, window, origin),
+    })
+}
 
-    // The episode: its latency, split into its three phases.
+/// The episode on its CPU's episode track: its latency, split into its
+/// three phases, and the instants of the intended expiry and the wake-up.
+fn episode_slices(b: &mut Builder, episode: &Episode) {
+    let expiry = episode.expiry_ns.0;
+    let wake = expiry.saturating_add(episode.latency_ns.0);
+    let ep_cpu = episode.cpu.0;
     let bd = &episode.breakdown;
     let causes: Vec<Value> = bd
         .causes
@@ -435,22 +454,33 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         wake,
         json!({ "latency_ns": episode.latency_ns.0 }),
     );
+}
 
-    // Task names from the events that carry them.
+/// Task names from the events that carry them.
+fn task_names(events: &[&WindowEvent]) -> HashMap<i32, String> {
     let mut names: HashMap<i32, String> = HashMap::new();
-    for e in &events {
+    for e in events {
         let ev = event_name(e);
         if (ev == "sched_switch" || ev == "sched_waking") && !e.name.is_empty() {
             names.entry(e.pid).or_insert_with(|| e.name.clone());
         }
     }
+    names
+}
 
-    // The running task on the window's CPU: from the window's start,
-    // whoever was current at its first event. (Other CPUs appear only
-    // through the few events recorded there, e.g. a wake-up.)
-    let win_cpu = window.cpu.0;
+/// The running task on the window's CPU (`win_cpu`): from the window's
+/// start, whoever was current at its first event. (Other CPUs appear only
+/// through the few events recorded there, e.g. a wake-up.) Then every
+/// event's slice or instant.
+fn window_slices(
+    b: &mut Builder,
+    events: &[&WindowEvent],
+    win_cpu: u32,
+    names: &HashMap<i32, String>,
+) {
+    let (origin, end) = (b.origin, b.end);
     let mut running: Option<(i32, u64, Option<i32>)> = None;
-    for e in &events {
+    for e in events {
         let cpu = e.cpu;
         if cpu == win_cpu && running.is_none() {
             running = Some((e.tid, origin, None));
@@ -472,7 +502,7 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
                     b.slice(
                         cpu,
                         Track::Task,
-                        &task_name(prev, &names),
+                        &task_name(prev, names),
                         since,
                         e.time_ns,
                         json!({ "tid": prev, "prio": prio }),
@@ -483,7 +513,7 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
             Action::Switch => b.instant(
                 cpu,
                 Track::Events,
-                &format!("switch to {}", task_name(e.pid, &names)),
+                &format!("switch to {}", task_name(e.pid, names)),
                 e.time_ns,
                 json!({ "prev_pid": e.value, "next_pid": e.pid, "next_prio": e.prio }),
             ),
@@ -512,17 +542,17 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         b.slice(
             win_cpu,
             Track::Task,
-            &task_name(tid, &names),
+            &task_name(tid, names),
             since,
             end,
             json!({ "tid": tid, "prio": prio, "end_not_seen": true }),
         );
     }
-    b.close_all();
+}
 
-    // Metadata: name the processes (CPUs) and tracks, in order.
+/// Metadata: name the processes (CPUs) and tracks, in order.
+fn metadata(b: &Builder) -> Vec<Value> {
     let mut meta = Vec::new();
-    b.used(ep_cpu, Track::Episode);
     for (cpu, used) in &b.cpus {
         meta.push(json!({
             "name": "process_name", "ph": "M", "ts": 0, "pid": cpu_pid(*cpu), "tid": track_tid(*cpu, Track::Episode),
@@ -546,11 +576,12 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
             }));
         }
     }
-    let mut body = std::mem::take(&mut b.events);
-    body.sort_by_key(|(t, order, rank, _)| (*t, *order, *rank));
-    let mut trace_events = meta;
-    trace_events.extend(body.into_iter().map(|(_, _, _, v)| v));
+    meta
+}
 
+/// The trace's `otherData`: what it is of, as strings.
+fn other_data(run: RunId, episode: &Episode, window: &EpisodeWindow, origin: u64) -> Value {
+    let ep_cpu = episode.cpu.0;
     let mut other = Map::new();
     other.insert("source".into(), json!("latscope"));
     other.insert("run".into(), json!(run.0.to_string()));
@@ -567,9 +598,5 @@ pub fn perfetto_trace(run: RunId, episode: &Episode, window: &EpisodeWindow) -> 
         "window_truncated".into(),
         json!(window.truncated.to_string()),
     );
-    json!({
-        "traceEvents": trace_events,
-        "displayTimeUnit": "ns",
-        "otherData": Value::Object(other),
-    })
+    Value::Object(other)
 }

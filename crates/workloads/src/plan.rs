@@ -127,249 +127,39 @@ fn helper(args: &[&str], cpus: &CpuSet) -> Launch {
     }
 }
 
+/// What every workload's plan depends on: the level, the CPUs (and their
+/// number, as text for stress-ng's worker counts) and the machine.
+struct Ctx<'a> {
+    level: LoadLevel,
+    cpus: &'a CpuSet,
+    env: &'a PlanEnv,
+    n: u64,
+    ns: String,
+    lv: &'static str,
+}
+
 /// What `spec` at `level` runs on `cpus`.
 pub(crate) fn plan(spec: &WorkloadSpec, level: LoadLevel, cpus: &CpuSet, env: &PlanEnv) -> Plan {
     let n = cpus.len().max(1) as u64;
-    let ns = n.to_string();
-    let lv = level.as_str();
+    let c = Ctx {
+        level,
+        cpus,
+        env,
+        n,
+        ns: n.to_string(),
+        lv: level.as_str(),
+    };
     let mut plan = Plan::default();
     match spec {
         WorkloadSpec::Idle => {}
-        WorkloadSpec::Cpu => {
-            // One spinner pinned to each CPU, so every CPU is busy even if
-            // the scheduler would rather pack them; heavy adds a second one
-            // per CPU, so they also compete for it.
-            let (per_cpu, duty) = match level {
-                LoadLevel::Light => (1, "50"),
-                LoadLevel::Normal => (1, "100"),
-                LoadLevel::Heavy => (2, "100"),
-            };
-            let mut members = Vec::new();
-            for cpu in cpus.iter() {
-                let one: CpuSet = std::iter::once(cpu).collect();
-                for _ in 0..per_cpu {
-                    members.push(helper(&["cpu-spin", duty], &one));
-                }
-            }
-            plan.groups.push(GroupPlan {
-                label: s("cpu-spin"),
-                members,
-            });
-        }
-        WorkloadSpec::Memory => {
-            plan.work_dir = true;
-            let vm_workers = match level {
-                LoadLevel::Light => 1,
-                _ => n,
-            };
-            let cap = if level == LoadLevel::Heavy {
-                512 * MIB
-            } else {
-                256 * MIB
-            };
-            // An eighth of the available memory in all, so the load never
-            // pushes the machine into reclaim or the OOM killer.
-            let vm_bytes = (env.mem_available / 8 / vm_workers).clamp(16 * MIB, cap);
-            let args = match level {
-                LoadLevel::Light => vec![
-                    s("--vm"),
-                    s(1),
-                    s("--vm-bytes"),
-                    mib(vm_bytes),
-                    s("--vm-keep"),
-                ],
-                LoadLevel::Normal => vec![
-                    s("--vm"),
-                    ns.clone(),
-                    s("--vm-bytes"),
-                    mib(vm_bytes),
-                    s("--vm-keep"),
-                    s("--stream"),
-                    ns.clone(),
-                    s("--stream-l3-size"),
-                    s(STREAM_L3),
-                ],
-                LoadLevel::Heavy => vec![
-                    s("--vm"),
-                    ns.clone(),
-                    s("--vm-bytes"),
-                    mib(vm_bytes),
-                    s("--stream"),
-                    ns.clone(),
-                    s("--stream-l3-size"),
-                    s(STREAM_L3),
-                    s("--cache"),
-                    ns.clone(),
-                ],
-            };
-            plan.groups.push(stress_ng(env, cpus, args));
-        }
-        WorkloadSpec::Compile => {
-            plan.work_dir = true;
-            let (files, jobs) = match level {
-                LoadLevel::Light => (24, 1),
-                LoadLevel::Normal => (48, n as usize),
-                LoadLevel::Heavy => (96, 2 * n as usize),
-            };
-            plan.compile_tree = Some((files, jobs));
-            plan.groups.push(GroupPlan {
-                label: s("make"),
-                members: vec![Launch::Guarded {
-                    program: s("make"),
-                    args: vec![s("-s"), s("-B"), format!("-j{jobs}"), s("CC=cc")],
-                    repeat: true,
-                    cpus: cpus.clone(),
-                }],
-            });
-        }
-        WorkloadSpec::Disk => {
-            plan.work_dir = true;
-            let (hdd_workers, hdd, mix_workers, mix, copy_workers, copy) = match level {
-                LoadLevel::Light => (1, 256 * MIB, 0, 0, 0, 0),
-                LoadLevel::Normal => (1, 1024 * MIB, 1, 512 * MIB, 1, 512 * MIB),
-                LoadLevel::Heavy => (n, 1024 * MIB, n, 1024 * MIB, n, 512 * MIB),
-            };
-            // Never more than a quarter of the free space (copies count
-            // twice: source and destination).
-            let total = hdd_workers * hdd + mix_workers * mix + 2 * copy_workers * copy;
-            let budget = env.disk_free / 4;
-            let scale = |b: u64| -> u64 {
-                if total == 0 || total <= budget {
-                    b
-                } else {
-                    ((b as u128 * budget as u128 / total as u128) as u64).max(16 * MIB)
-                }
-            };
-            let mut args = vec![
-                s("--hdd"),
-                hdd_workers.to_string(),
-                s("--hdd-bytes"),
-                mib(scale(hdd)),
-            ];
-            match level {
-                LoadLevel::Light => args.extend([
-                    s("--hdd-write-size"),
-                    s("64K"),
-                    s("--hdd-opts"),
-                    s("wr-seq,fsync"),
-                ]),
-                LoadLevel::Normal => args.extend([s("--hdd-opts"), s("wr-seq,fsync")]),
-                LoadLevel::Heavy => args.extend([s("--hdd-opts"), s("wr-rnd,direct,fsync")]),
-            }
-            if mix_workers > 0 {
-                args.extend([
-                    s("--iomix"),
-                    mix_workers.to_string(),
-                    s("--iomix-bytes"),
-                    mib(scale(mix)),
-                ]);
-            }
-            if copy_workers > 0 {
-                args.extend([
-                    s("--copy-file"),
-                    copy_workers.to_string(),
-                    s("--copy-file-bytes"),
-                    mib(scale(copy)),
-                ]);
-            }
-            plan.groups.push(stress_ng(env, cpus, args));
-        }
-        WorkloadSpec::Net => {
-            plan.veth = true;
-            let mut sink = helper(&["net-sink", VETH_SINK, VETH_SINK_CIDR], cpus);
-            let mut source = helper(
-                &[
-                    "net-source",
-                    VETH_SOURCE,
-                    VETH_SOURCE_CIDR,
-                    VETH_SINK_ADDR,
-                    lv,
-                ],
-                cpus,
-            );
-            for l in [&mut sink, &mut source] {
-                if let Launch::Helper { netns, .. } = l {
-                    *netns = true;
-                }
-            }
-            plan.groups.push(GroupPlan {
-                label: s("net"),
-                members: vec![helper(&["net-loop", lv], cpus), sink, source],
-            });
-        }
-        WorkloadSpec::Tty => {
-            let (pairs, rate, chunk) = match level {
-                LoadLevel::Light => (1, 1024 * 1024, 1024),
-                LoadLevel::Normal => (1, 0, 4096),
-                LoadLevel::Heavy => (n.max(2), 0, 4096),
-            };
-            let (p, r, c) = (pairs.to_string(), rate.to_string(), chunk.to_string());
-            plan.groups.push(GroupPlan {
-                label: s("tty-pump"),
-                members: vec![helper(&["tty-pump", &p, &r, &c], cpus)],
-            });
-        }
-        WorkloadSpec::Fork => {
-            plan.work_dir = true;
-            let args = match level {
-                LoadLevel::Light => vec![s("--fork"), s(1)],
-                LoadLevel::Normal => vec![s("--fork"), ns.clone(), s("--vfork"), ns.clone()],
-                LoadLevel::Heavy => vec![
-                    s("--fork"),
-                    ns.clone(),
-                    s("--fork-max"),
-                    s(16),
-                    s("--vfork"),
-                    ns.clone(),
-                    s("--vfork-max"),
-                    s(16),
-                ],
-            };
-            plan.groups.push(stress_ng(env, cpus, args));
-            // stress-ng's exec stressor refuses to run as root, so the exec
-            // half of the storm is latscope's own: spawn-and-wait of a
-            // trivial program, as fast as it goes (light: 500 a second).
-            let (storms, rate) = match level {
-                LoadLevel::Light => (1, "500"),
-                LoadLevel::Normal => (1, "0"),
-                LoadLevel::Heavy => (n, "0"),
-            };
-            plan.groups.push(GroupPlan {
-                label: s("exec-storm"),
-                members: (0..storms)
-                    .map(|_| helper(&["exec-storm", rate], cpus))
-                    .collect(),
-            });
-        }
-        WorkloadSpec::Timer => {
-            plan.work_dir = true;
-            let args = match level {
-                LoadLevel::Light => vec![s("--timer"), s(1), s("--timer-freq"), s(10_000)],
-                LoadLevel::Normal => vec![
-                    s("--timer"),
-                    ns.clone(),
-                    s("--timer-freq"),
-                    s(100_000),
-                    s("--clock"),
-                    s(1),
-                    s("--signal"),
-                    s(1),
-                ],
-                LoadLevel::Heavy => vec![
-                    s("--timer"),
-                    ns.clone(),
-                    s("--timer-freq"),
-                    s(1_000_000),
-                    s("--clock"),
-                    ns.clone(),
-                    s("--signal"),
-                    ns.clone(),
-                    s("--sigq"),
-                    ns.clone(),
-                ],
-            };
-            plan.groups.push(stress_ng(env, cpus, args));
-        }
+        WorkloadSpec::Cpu => cpu_plan(&c, &mut plan),
+        WorkloadSpec::Memory => memory_plan(&c, &mut plan),
+        WorkloadSpec::Compile => compile_plan(&c, &mut plan),
+        WorkloadSpec::Disk => disk_plan(&c, &mut plan),
+        WorkloadSpec::Net => net_plan(&c, &mut plan),
+        WorkloadSpec::Tty => tty_plan(&c, &mut plan),
+        WorkloadSpec::Fork => fork_plan(&c, &mut plan),
+        WorkloadSpec::Timer => timer_plan(&c, &mut plan),
         WorkloadSpec::Custom { program, args } => {
             plan.groups.push(GroupPlan {
                 label: spec.name(),
@@ -383,6 +173,285 @@ pub(crate) fn plan(spec: &WorkloadSpec, level: LoadLevel, cpus: &CpuSet, env: &P
         }
     }
     plan
+}
+
+/// `cpu`: spinners pinned to every CPU.
+fn cpu_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    // One spinner pinned to each CPU, so every CPU is busy even if
+    // the scheduler would rather pack them; heavy adds a second one
+    // per CPU, so they also compete for it.
+    let (per_cpu, duty) = match level {
+        LoadLevel::Light => (1, "50"),
+        LoadLevel::Normal => (1, "100"),
+        LoadLevel::Heavy => (2, "100"),
+    };
+    let mut members = Vec::new();
+    for cpu in cpus.iter() {
+        let one: CpuSet = std::iter::once(cpu).collect();
+        for _ in 0..per_cpu {
+            members.push(helper(&["cpu-spin", duty], &one));
+        }
+    }
+    plan.groups.push(GroupPlan {
+        label: s("cpu-spin"),
+        members,
+    });
+}
+
+/// `memory`: stress-ng's vm, stream and cache stressors, sized by the available memory.
+fn memory_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let env = c.env;
+    let n = c.n;
+    let ns = &c.ns;
+    plan.work_dir = true;
+    let vm_workers = match level {
+        LoadLevel::Light => 1,
+        _ => n,
+    };
+    let cap = if level == LoadLevel::Heavy {
+        512 * MIB
+    } else {
+        256 * MIB
+    };
+    // An eighth of the available memory in all, so the load never
+    // pushes the machine into reclaim or the OOM killer.
+    let vm_bytes = (env.mem_available / 8 / vm_workers).clamp(16 * MIB, cap);
+    let args = match level {
+        LoadLevel::Light => vec![
+            s("--vm"),
+            s(1),
+            s("--vm-bytes"),
+            mib(vm_bytes),
+            s("--vm-keep"),
+        ],
+        LoadLevel::Normal => vec![
+            s("--vm"),
+            ns.clone(),
+            s("--vm-bytes"),
+            mib(vm_bytes),
+            s("--vm-keep"),
+            s("--stream"),
+            ns.clone(),
+            s("--stream-l3-size"),
+            s(STREAM_L3),
+        ],
+        LoadLevel::Heavy => vec![
+            s("--vm"),
+            ns.clone(),
+            s("--vm-bytes"),
+            mib(vm_bytes),
+            s("--stream"),
+            ns.clone(),
+            s("--stream-l3-size"),
+            s(STREAM_L3),
+            s("--cache"),
+            ns.clone(),
+        ],
+    };
+    plan.groups.push(stress_ng(env, cpus, args));
+}
+
+/// `compile`: make over a generated C tree, again and again.
+fn compile_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let n = c.n;
+    plan.work_dir = true;
+    let (files, jobs) = match level {
+        LoadLevel::Light => (24, 1),
+        LoadLevel::Normal => (48, n as usize),
+        LoadLevel::Heavy => (96, 2 * n as usize),
+    };
+    plan.compile_tree = Some((files, jobs));
+    plan.groups.push(GroupPlan {
+        label: s("make"),
+        members: vec![Launch::Guarded {
+            program: s("make"),
+            args: vec![s("-s"), s("-B"), format!("-j{jobs}"), s("CC=cc")],
+            repeat: true,
+            cpus: cpus.clone(),
+        }],
+    });
+}
+
+/// `disk`: stress-ng's hdd, iomix and copy-file stressors, sized by the free space.
+fn disk_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let env = c.env;
+    let n = c.n;
+    plan.work_dir = true;
+    let (hdd_workers, hdd, mix_workers, mix, copy_workers, copy) = match level {
+        LoadLevel::Light => (1, 256 * MIB, 0, 0, 0, 0),
+        LoadLevel::Normal => (1, 1024 * MIB, 1, 512 * MIB, 1, 512 * MIB),
+        LoadLevel::Heavy => (n, 1024 * MIB, n, 1024 * MIB, n, 512 * MIB),
+    };
+    // Never more than a quarter of the free space (copies count
+    // twice: source and destination).
+    let total = hdd_workers * hdd + mix_workers * mix + 2 * copy_workers * copy;
+    let budget = env.disk_free / 4;
+    let scale = |b: u64| -> u64 {
+        if total == 0 || total <= budget {
+            b
+        } else {
+            ((b as u128 * budget as u128 / total as u128) as u64).max(16 * MIB)
+        }
+    };
+    let mut args = vec![
+        s("--hdd"),
+        hdd_workers.to_string(),
+        s("--hdd-bytes"),
+        mib(scale(hdd)),
+    ];
+    match level {
+        LoadLevel::Light => args.extend([
+            s("--hdd-write-size"),
+            s("64K"),
+            s("--hdd-opts"),
+            s("wr-seq,fsync"),
+        ]),
+        LoadLevel::Normal => args.extend([s("--hdd-opts"), s("wr-seq,fsync")]),
+        LoadLevel::Heavy => args.extend([s("--hdd-opts"), s("wr-rnd,direct,fsync")]),
+    }
+    if mix_workers > 0 {
+        args.extend([
+            s("--iomix"),
+            mix_workers.to_string(),
+            s("--iomix-bytes"),
+            mib(scale(mix)),
+        ]);
+    }
+    if copy_workers > 0 {
+        args.extend([
+            s("--copy-file"),
+            copy_workers.to_string(),
+            s("--copy-file-bytes"),
+            mib(scale(copy)),
+        ]);
+    }
+    plan.groups.push(stress_ng(env, cpus, args));
+}
+
+/// `net`: traffic over loopback and a veth pair between two namespaces.
+fn net_plan(c: &Ctx, plan: &mut Plan) {
+    let cpus = c.cpus;
+    let lv = c.lv;
+    plan.veth = true;
+    let mut sink = helper(&["net-sink", VETH_SINK, VETH_SINK_CIDR], cpus);
+    let mut source = helper(
+        &[
+            "net-source",
+            VETH_SOURCE,
+            VETH_SOURCE_CIDR,
+            VETH_SINK_ADDR,
+            lv,
+        ],
+        cpus,
+    );
+    for l in [&mut sink, &mut source] {
+        if let Launch::Helper { netns, .. } = l {
+            *netns = true;
+        }
+    }
+    plan.groups.push(GroupPlan {
+        label: s("net"),
+        members: vec![helper(&["net-loop", lv], cpus), sink, source],
+    });
+}
+
+/// `tty`: pseudo-terminal pumps.
+fn tty_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let n = c.n;
+    let (pairs, rate, chunk) = match level {
+        LoadLevel::Light => (1, 1024 * 1024, 1024),
+        LoadLevel::Normal => (1, 0, 4096),
+        LoadLevel::Heavy => (n.max(2), 0, 4096),
+    };
+    let (p, r, c) = (pairs.to_string(), rate.to_string(), chunk.to_string());
+    plan.groups.push(GroupPlan {
+        label: s("tty-pump"),
+        members: vec![helper(&["tty-pump", &p, &r, &c], cpus)],
+    });
+}
+
+/// `fork`: stress-ng's fork and vfork, and latscope's exec storm.
+fn fork_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let env = c.env;
+    let n = c.n;
+    let ns = &c.ns;
+    plan.work_dir = true;
+    let args = match level {
+        LoadLevel::Light => vec![s("--fork"), s(1)],
+        LoadLevel::Normal => vec![s("--fork"), ns.clone(), s("--vfork"), ns.clone()],
+        LoadLevel::Heavy => vec![
+            s("--fork"),
+            ns.clone(),
+            s("--fork-max"),
+            s(16),
+            s("--vfork"),
+            ns.clone(),
+            s("--vfork-max"),
+            s(16),
+        ],
+    };
+    plan.groups.push(stress_ng(env, cpus, args));
+    // stress-ng's exec stressor refuses to run as root, so the exec
+    // half of the storm is latscope's own: spawn-and-wait of a
+    // trivial program, as fast as it goes (light: 500 a second).
+    let (storms, rate) = match level {
+        LoadLevel::Light => (1, "500"),
+        LoadLevel::Normal => (1, "0"),
+        LoadLevel::Heavy => (n, "0"),
+    };
+    plan.groups.push(GroupPlan {
+        label: s("exec-storm"),
+        members: (0..storms)
+            .map(|_| helper(&["exec-storm", rate], cpus))
+            .collect(),
+    });
+}
+
+/// `timer`: stress-ng's timer, clock, signal and sigq stressors.
+fn timer_plan(c: &Ctx, plan: &mut Plan) {
+    let level = c.level;
+    let cpus = c.cpus;
+    let env = c.env;
+    let ns = &c.ns;
+    plan.work_dir = true;
+    let args = match level {
+        LoadLevel::Light => vec![s("--timer"), s(1), s("--timer-freq"), s(10_000)],
+        LoadLevel::Normal => vec![
+            s("--timer"),
+            ns.clone(),
+            s("--timer-freq"),
+            s(100_000),
+            s("--clock"),
+            s(1),
+            s("--signal"),
+            s(1),
+        ],
+        LoadLevel::Heavy => vec![
+            s("--timer"),
+            ns.clone(),
+            s("--timer-freq"),
+            s(1_000_000),
+            s("--clock"),
+            ns.clone(),
+            s("--signal"),
+            ns.clone(),
+            s("--sigq"),
+            ns.clone(),
+        ],
+    };
+    plan.groups.push(stress_ng(env, cpus, args));
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in bytes (1 GiB if unreadable).

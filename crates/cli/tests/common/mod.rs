@@ -265,7 +265,7 @@ pub fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String)
 
 thread_local! {
     /// The `--trace-backend` of the known-answer case running on this
-    /// thread (see [`on_each_backend`]).
+    /// thread (see [`on_backend`]).
     static BACKEND: std::cell::Cell<&'static str> = const { std::cell::Cell::new("perf") };
 }
 
@@ -274,16 +274,24 @@ pub fn backend() -> &'static str {
     BACKEND.get()
 }
 
-/// Runs a known-answer case once per tracing backend this build has (perf
-/// always, BPF when its programs were built): both must give the known
-/// answer, each against its own control. The case passes
+/// Runs a known-answer case on `backend` (`perf` or `bpf`): each case
+/// names one, and the cases are spread over both, so that each backend
+/// gives known answers of its own while nothing is tested twice (that the
+/// two backends decompose and explain the same events alike is
+/// `crates/trace/tests/bpf_equal.rs`). `LATSCOPE_TEST_BACKENDS=all` runs
+/// every case on both, each against its own control. A build without the
+/// BPF programs runs a `bpf` case on perf and says so. The case passes
 /// `--trace-backend` [`backend()`] to its runs.
-pub fn on_each_backend(case: impl Fn()) {
-    let mut backends = vec!["perf"];
-    if latscope_platform::bpf::built() {
-        backends.push("bpf");
+pub fn on_backend(backend: &'static str, case: impl Fn()) {
+    let all = std::env::var("LATSCOPE_TEST_BACKENDS").is_ok_and(|v| v == "all");
+    let mut backends = if all {
+        vec!["perf", "bpf"]
     } else {
+        vec![backend]
+    };
+    if !latscope_platform::bpf::built() && backends.contains(&"bpf") {
         eprintln!("bpf: skipped: this build has no BPF programs (no clang)");
+        backends = vec!["perf"];
     }
     for b in backends {
         eprintln!("--- --trace-backend {b}");

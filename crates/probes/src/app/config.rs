@@ -2,6 +2,7 @@ use latscope_model::{CpuId, Nanos};
 use latscope_platform::SchedPolicy;
 
 use crate::timer::MAX_PERIOD;
+use crate::SettingError;
 
 /// The most buffers a pipeline may have (more is no low-latency pipeline).
 pub const MAX_BUFFERS: u32 = 64;
@@ -31,46 +32,46 @@ pub struct AppConfig {
 
 impl AppConfig {
     /// Checks what can be checked without the machine.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if self.period.0 == 0 {
-            return Err("--period must be greater than 0".into());
+            return Err(SettingError::PeriodZero);
         }
         if self.period > MAX_PERIOD {
-            return Err(format!(
-                "--period {} is over the limit of {MAX_PERIOD}",
-                self.period
-            ));
+            return Err(SettingError::PeriodOverLimit {
+                period: self.period,
+                max: MAX_PERIOD,
+            });
         }
         if !(1..=MAX_BUFFERS).contains(&self.buffers) {
-            return Err(format!(
-                "--buffers {} is out of range: expected 1-{MAX_BUFFERS}",
-                self.buffers
-            ));
+            return Err(SettingError::Buffers {
+                buffers: self.buffers,
+                max: MAX_BUFFERS,
+            });
         }
         if self.compute >= self.period {
-            return Err(format!(
-                "--compute {} must be shorter than the period {}: the producer could never keep up",
-                self.compute, self.period
-            ));
+            return Err(SettingError::ComputeOverPeriod {
+                compute: self.compute,
+                period: self.period,
+            });
         }
         if self.cpus.is_empty() {
-            return Err("no CPU selected".into());
+            return Err(SettingError::NoCpu("selected"));
         }
         if matches!(self.policy, SchedPolicy::Fifo | SchedPolicy::Rr)
             && !(1..=99).contains(&self.priority)
         {
-            return Err(format!(
-                "priority {} is out of range for {}: expected 1-99",
-                self.priority,
-                self.policy.as_str()
-            ));
+            return Err(SettingError::PriorityForPolicy {
+                priority: self.priority,
+                policy: self.policy.as_str(),
+            });
         }
         if let Some(d) = self.duration {
             let primed = Nanos(self.period.0.saturating_mul(u64::from(self.buffers) + 1));
             if d < primed {
-                return Err(format!(
-                    "--duration {d} is shorter than the ring and one period ({primed})"
-                ));
+                return Err(SettingError::DurationUnderRing {
+                    duration: d,
+                    primed,
+                });
             }
         }
         Ok(())

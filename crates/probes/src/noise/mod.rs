@@ -23,7 +23,7 @@ use latscope_record::{Histogram, TimelineChunk};
 use crate::threads::{self, bump, PinnedThreads};
 use crate::{
     Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
-    RunningProbe, SampleRing, ThreadSetup,
+    RunningProbe, SampleRing, SettingError, ThreadSetup,
 };
 use spin::{Mono, Ticks, Tsc};
 
@@ -76,29 +76,29 @@ const RESUME_MARGIN_NS: u64 = 500_000;
 const NAP_NS: u64 = 250_000_000;
 
 impl NoiseConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if self.runtime.0 == 0 {
-            return Err("--runtime must be greater than 0".into());
+            return Err(SettingError::RuntimeZero);
         }
         if let Some(d) = &self.duty {
             if d.on.0 == 0 || d.every < d.on {
-                return Err(format!(
-                    "the noise duty cycle {}/{} does not fit",
-                    d.on, d.every
-                ));
+                return Err(SettingError::DutyFit {
+                    on: d.on,
+                    every: d.every,
+                });
             }
         }
         if self.runtime > Nanos::from_secs(10) || self.pause > Nanos::from_secs(10) {
-            return Err("--runtime and --pause must be at most 10s".into());
+            return Err(SettingError::RuntimePauseTooLong);
         }
         if self.gap_ratio < 2 {
-            return Err("--gap-ratio must be at least 2".into());
+            return Err(SettingError::GapRatio);
         }
         if self.policy != SchedPolicy::Other && !(1..=99).contains(&self.priority) {
-            return Err(format!("--priority {} is outside 1-99", self.priority));
+            return Err(SettingError::Priority(self.priority));
         }
         if self.cpus.is_empty() {
-            return Err("no CPU to measure".into());
+            return Err(SettingError::NoCpu("to measure"));
         }
         Ok(())
     }

@@ -4,6 +4,8 @@ use std::str::FromStr;
 use latscope_model::{CpuId, Nanos, NoiseDuty, TimerSlack};
 use latscope_platform::SchedPolicy;
 
+use crate::SettingError;
+
 /// The timer service whose wake-up latency is measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimerApi {
@@ -104,53 +106,46 @@ pub const MAX_PERIOD: Nanos = Nanos::from_secs(10);
 
 impl TimerConfig {
     /// Checks what can be checked without the machine.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if self.period.0 == 0 {
-            return Err("--period must be greater than 0".into());
+            return Err(SettingError::PeriodZero);
         }
         if self.period > MAX_PERIOD {
-            return Err(format!(
-                "--period {} is over the limit of {MAX_PERIOD}",
-                self.period
-            ));
+            return Err(SettingError::PeriodOverLimit {
+                period: self.period,
+                max: MAX_PERIOD,
+            });
         }
         if self.cpus.is_empty() {
-            return Err("no CPU selected".into());
+            return Err(SettingError::NoCpu("selected"));
         }
         if self.phase == Phase::Random && !self.api.is_relative() {
-            return Err(format!(
-                "--phase random applies to relative timers (nanosleep, epoll), not {}",
-                self.api
-            ));
+            return Err(SettingError::PhaseRandom(self.api));
         }
         match self.policy {
             SchedPolicy::Other if self.priority != 0 => {
                 // Accepted but meaningless: SCHED_OTHER has no RT priority.
             }
             SchedPolicy::Fifo | SchedPolicy::Rr if !(1..=99).contains(&self.priority) => {
-                return Err(format!(
-                    "priority {} is out of range for {}: expected 1-99",
-                    self.priority,
-                    self.policy.as_str()
-                ));
+                return Err(SettingError::PriorityForPolicy {
+                    priority: self.priority,
+                    policy: self.policy.as_str(),
+                });
             }
             _ => {}
         }
         if let Some(duty) = &self.noise_duty {
-            duty.validate()?;
+            duty.validate().map_err(SettingError::NoiseDuty)?;
             if !self.api.is_relative() && self.api != TimerApi::ClockNanosleep {
-                return Err(format!(
-                    "a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {}",
-                    self.api
-                ));
+                return Err(SettingError::DutyTimer(self.api));
             }
         }
         if let Some(d) = self.duration {
             if d < self.period {
-                return Err(format!(
-                    "--duration {d} is shorter than one period ({})",
-                    self.period
-                ));
+                return Err(SettingError::DurationUnderPeriod {
+                    duration: d,
+                    period: self.period,
+                });
             }
         }
         Ok(())

@@ -35,7 +35,7 @@ use crate::threads::{self, bump, PinnedThreads};
 use crate::timer::Schedule;
 use crate::{
     Handoff, MetricRecorder, Probe, ProbeError, ProbeFinal, ProbeSnapshot, ProbeStats, Progress,
-    RunningProbe, SampleRing, ThreadSetup,
+    RunningProbe, SampleRing, SettingError, ThreadSetup,
 };
 use pair::PairCheck;
 use seq::{Arrival, SeqTracker};
@@ -76,28 +76,29 @@ pub struct UdpConfig {
 }
 
 impl UdpConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SettingError> {
         if self.period < MIN_PERIOD || self.period > Nanos::from_secs(10) {
-            return Err(format!(
-                "--period {} is outside {MIN_PERIOD}..10s for the udp probe",
-                self.period
-            ));
+            return Err(SettingError::UdpPeriod {
+                period: self.period,
+                min: MIN_PERIOD,
+            });
         }
         if !(MIN_PAYLOAD..=MAX_PAYLOAD).contains(&self.payload) {
-            return Err(format!(
-                "--payload {} is outside {MIN_PAYLOAD}..{MAX_PAYLOAD} bytes (a sequence number and a time stamp, up to the largest UDP/IPv4 datagram)",
-                self.payload
-            ));
+            return Err(SettingError::Payload {
+                payload: self.payload,
+                min: MIN_PAYLOAD,
+                max: MAX_PAYLOAD,
+            });
         }
         if self.policy != SchedPolicy::Other && !(1..=99).contains(&self.priority) {
-            return Err(format!("--priority {} is outside 1-99", self.priority));
+            return Err(SettingError::Priority(self.priority));
         }
         if let Some(d) = self.duration {
             if d < self.period {
-                return Err(format!(
-                    "--duration {d} is shorter than one period ({})",
-                    self.period
-                ));
+                return Err(SettingError::DurationUnderPeriod {
+                    duration: d,
+                    period: self.period,
+                });
             }
         }
         Ok(())
@@ -660,12 +661,12 @@ mod tests {
         assert!(config().validate().is_ok());
         let mut c = config();
         c.payload = 8;
-        assert!(c.validate().unwrap_err().contains("--payload"));
+        assert!(matches!(c.validate(), Err(SettingError::Payload { .. })));
         c.payload = MAX_PAYLOAD + 1;
         assert!(c.validate().is_err());
         let mut c = config();
         c.period = Nanos::from_micros(10);
-        assert!(c.validate().unwrap_err().contains("--period"));
+        assert!(matches!(c.validate(), Err(SettingError::UdpPeriod { .. })));
     }
 
     #[test]

@@ -56,7 +56,7 @@ fn veth() -> Result<Endpoints, String> {
         end(SENDER_IF, SENDER_MAC, SENDER_IP),
         end(RECEIVER_IF, RECEIVER_MAC, RECEIVER_IP),
     )
-    .map_err(|e| format!("--path veth: {e}"))?;
+    .map_err(|e| format!("the veth path: {e}"))?;
     let bind = |ns: &NetNs, ip: Ipv4Addr| {
         ns.run(|| TsSocket::bind(SocketAddrV4::new(ip, 0)))
             .map_err(|e| format!("cannot open a UDP socket on {ip} in the private namespace: {e}"))

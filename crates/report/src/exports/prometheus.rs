@@ -259,14 +259,14 @@ pub fn prometheus_help(family: &str) -> &'static str {
 
 /// A label value with `\`, `"` and line feeds escaped, as the text format
 /// requires.
-pub(crate) fn label_value(s: &str) -> String {
+pub fn label_value(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
 }
 
 /// Seconds as a Prometheus float, from nanoseconds: exact decimal digits.
-pub(crate) fn seconds(ns: u128) -> String {
+pub fn seconds(ns: u128) -> String {
     let whole = ns / 1_000_000_000;
     let frac = ns % 1_000_000_000;
     if frac == 0 {

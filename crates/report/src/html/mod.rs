@@ -29,7 +29,7 @@ pub mod svg;
 
 use std::fmt::Write as _;
 
-use latscope_model::{metric, CpuId, Nanos, Severity};
+use latscope_model::{metric, CpuId, Nanos, Severity, WorkloadStats};
 use latscope_stats::blocks::ObservedBlocks;
 use latscope_stats::forecast::{CellSnapshot, ForecastReport};
 use latscope_stats::{CellResult, Histogram, IntervalSeries, RunResult, SecondStats};
@@ -445,101 +445,14 @@ fn workloads(run: &RunResult) -> String {
         let Some(w) = &c.workload_stats else {
             continue;
         };
-        let m = &w.mean;
-        let mut r = vec![
-            c.meta.index.to_string(),
-            w.workload.clone(),
-            w.samples.to_string(),
-        ];
-        match &m.cpu_all {
-            Some(p) => r.extend(
-                [
-                    p.user + p.nice,
-                    p.sys,
-                    p.irq,
-                    p.softirq,
-                    p.steal,
-                    p.iowait,
-                    p.idle,
-                ]
-                .map(|v| format!("{v:.1}")),
-            ),
-            None => r.extend(vec!["-".to_string(); 7]),
-        }
-        r.extend([
-            opt_rate(m.interrupts_per_s),
-            opt_rate(m.context_switches_per_s),
-            opt_rate(m.syscalls_per_s),
-            opt_rate(m.softirqs_per_s),
-        ]);
-        match &m.disk {
-            Some(d) => r.extend([
-                crate::workload::rate(d.reads_per_s),
-                crate::workload::rate(d.writes_per_s),
-                crate::workload::bytes(d.read_kb_per_s + d.write_kb_per_s),
-            ]),
-            None => r.extend(vec!["-".to_string(); 3]),
-        }
-        let nets: Vec<_> = [&m.net_lo, &m.net].into_iter().flatten().collect();
-        if nets.is_empty() {
-            r.extend(["-".to_string(), "-".to_string()]);
-        } else {
-            r.push(crate::workload::rate(
-                nets.iter().map(|n| n.packets_per_s()).sum(),
-            ));
-            r.push(crate::workload::bytes(
-                nets.iter().map(|n| n.kb_per_s()).sum(),
-            ));
-        }
-        r.push(opt_rate(m.page_faults_per_s));
-        r.push(
-            m.runnable
-                .map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
-        );
-        rows.push(r);
+        rows.push(workload_row(c.meta.index, w));
         for n in &w.notes {
             let line = format!("cell {}: {n}", c.meta.index);
             if !notes.contains(&line) {
                 notes.push(line);
             }
         }
-        let irqs: Vec<String> = w
-            .top_interrupts
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {}/s ({})",
-                    s.source,
-                    crate::workload::rate(s.per_s),
-                    s.short_description()
-                )
-            })
-            .collect();
-        let mut vectors: Vec<(&String, &f64)> =
-            w.softirqs_per_s.iter().filter(|(_, &v)| v > 0.0).collect();
-        vectors.sort_by(|a, b| b.1.total_cmp(a.1).then_with(|| a.0.cmp(b.0)));
-        let vectors: Vec<String> = vectors
-            .iter()
-            .map(|(n, &v)| format!("{n} {}/s", crate::workload::rate(v)))
-            .collect();
-        if !irqs.is_empty() || !vectors.is_empty() {
-            let _ = write!(
-                sources,
-                "<li>cell {} · {}: interrupts {}; softirqs {}</li>",
-                c.meta.index,
-                escape(&w.workload),
-                escape(&if irqs.is_empty() {
-                    "none".to_string()
-                } else {
-                    irqs.join(", ")
-                }),
-                escape(&if vectors.is_empty() {
-                    "none".to_string()
-                } else {
-                    vectors.join(", ")
-                })
-            );
-        }
+        sources.push_str(&workload_sources_item(c.meta.index, w));
     }
     let mut out = para(
         "What each cell's background load did to the machine, as means over the cell (CPU shares over all CPUs; rates per second; bytes in powers of 1024).",
@@ -556,6 +469,101 @@ fn workloads(run: &RunResult) -> String {
         out.push_str(&para(&n, Some("note")));
     }
     out
+}
+
+/// One row of the workloads table: cell `index`'s workload and the means
+/// of what it did to the machine.
+fn workload_row(index: u32, w: &WorkloadStats) -> Vec<String> {
+    let m = &w.mean;
+    let mut r = vec![index.to_string(), w.workload.clone(), w.samples.to_string()];
+    match &m.cpu_all {
+        Some(p) => r.extend(
+            [
+                p.user + p.nice,
+                p.sys,
+                p.irq,
+                p.softirq,
+                p.steal,
+                p.iowait,
+                p.idle,
+            ]
+            .map(|v| format!("{v:.1}")),
+        ),
+        None => r.extend(vec!["-".to_string(); 7]),
+    }
+    r.extend([
+        opt_rate(m.interrupts_per_s),
+        opt_rate(m.context_switches_per_s),
+        opt_rate(m.syscalls_per_s),
+        opt_rate(m.softirqs_per_s),
+    ]);
+    match &m.disk {
+        Some(d) => r.extend([
+            crate::workload::rate(d.reads_per_s),
+            crate::workload::rate(d.writes_per_s),
+            crate::workload::bytes(d.read_kb_per_s + d.write_kb_per_s),
+        ]),
+        None => r.extend(vec!["-".to_string(); 3]),
+    }
+    let nets: Vec<_> = [&m.net_lo, &m.net].into_iter().flatten().collect();
+    if nets.is_empty() {
+        r.extend(["-".to_string(), "-".to_string()]);
+    } else {
+        r.push(crate::workload::rate(
+            nets.iter().map(|n| n.packets_per_s()).sum(),
+        ));
+        r.push(crate::workload::bytes(
+            nets.iter().map(|n| n.kb_per_s()).sum(),
+        ));
+    }
+    r.push(opt_rate(m.page_faults_per_s));
+    r.push(
+        m.runnable
+            .map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
+    );
+    r
+}
+
+/// Cell `index`'s busiest interrupt sources and softirqs, as a list item
+/// (empty when it saw none).
+fn workload_sources_item(index: u32, w: &WorkloadStats) -> String {
+    let irqs: Vec<String> = w
+        .top_interrupts
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}/s ({})",
+                s.source,
+                crate::workload::rate(s.per_s),
+                s.short_description()
+            )
+        })
+        .collect();
+    let mut vectors: Vec<(&String, &f64)> =
+        w.softirqs_per_s.iter().filter(|(_, &v)| v > 0.0).collect();
+    vectors.sort_by(|a, b| b.1.total_cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let vectors: Vec<String> = vectors
+        .iter()
+        .map(|(n, &v)| format!("{n} {}/s", crate::workload::rate(v)))
+        .collect();
+    if irqs.is_empty() && vectors.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<li>cell {} · {}: interrupts {}; softirqs {}</li>",
+        index,
+        escape(&w.workload),
+        escape(&if irqs.is_empty() {
+            "none".to_string()
+        } else {
+            irqs.join(", ")
+        }),
+        escape(&if vectors.is_empty() {
+            "none".to_string()
+        } else {
+            vectors.join(", ")
+        })
+    )
 }
 
 /// The metrics the matrix and the forecast summarize, per probe.

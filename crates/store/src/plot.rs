@@ -1,4 +1,6 @@
-//! What the report's "percentiles over time" plot reads: each cell's
+//! A run's interval series whole ([`Store::load_run_intervals`], for the
+//! HDR log), and what the report's "percentiles over time" plot reads
+//! ([`Store::plot_intervals`]): each cell's
 //! checkpoint intervals, the CPUs pooled, or, for a long monitor, its
 //! minute windows over the same span.
 //!
@@ -12,31 +14,52 @@
 //! on, and the plot says so.
 
 use latscope_model::{Nanos, RunId};
-use latscope_stats::{Interval, IntervalSeries};
-use latscope_store::{CellId, Span, Store};
+use latscope_record::{Interval, IntervalSeries};
 
-/// Interval series of every cell of run `id` (`(cell, its index)`, in
-/// order); a cell whose intervals or windows cannot be read only lacks the
-/// plot.
-pub fn load(store: &Store, id: RunId, cells: &[(CellId, u32)]) -> Vec<IntervalSeries> {
-    let mut out = Vec::new();
-    for &(cell, index) in cells {
-        let windows = match cells {
-            [_] => minute_series(store, id, cell, index),
-            _ => None,
-        };
-        match windows {
-            Some(series) => out.extend(series),
-            None => {
-                if let Ok(Some(series)) =
-                    store.load_intervals_pooled(cell, latscope_report::INTERVAL_PLOT_POINTS)
-                {
-                    out.extend(series);
+use crate::{CellId, Span, Store};
+
+impl Store {
+    /// Interval series of every cell of run `id` (`(cell, its index)`, in
+    /// order), for a plot of about `points` points; a cell whose intervals
+    /// or windows cannot be read only lacks the plot.
+    pub fn plot_intervals(
+        &self,
+        id: RunId,
+        cells: &[(CellId, u32)],
+        points: usize,
+    ) -> Vec<IntervalSeries> {
+        let mut out = Vec::new();
+        for &(cell, index) in cells {
+            let windows = match cells {
+                [_] => minute_series(self, id, cell, index, points),
+                _ => None,
+            };
+            match windows {
+                Some(series) => out.extend(series),
+                None => {
+                    if let Ok(Some(series)) = self.load_intervals_pooled(cell, points) {
+                        out.extend(series);
+                    }
                 }
             }
         }
+        out
     }
-    out
+
+    /// The checkpoint intervals kept for every cell of run `id`, in
+    /// order (what an HdrHistogram interval log holds); `None` when none
+    /// of its cells has them (a run stored before them, or imported).
+    pub fn load_run_intervals(&self, id: RunId) -> crate::Result<Option<Vec<IntervalSeries>>> {
+        let mut all = Vec::new();
+        let mut any = false;
+        for cell in self.cell_ids(id)? {
+            if let Some(series) = self.load_intervals(cell)? {
+                any = true;
+                all.extend(series);
+            }
+        }
+        Ok(any.then_some(all))
+    }
 }
 
 /// The minute windows over the span of `cell`'s checkpoint intervals, as
@@ -50,12 +73,13 @@ fn minute_series(
     id: RunId,
     cell: CellId,
     index: u32,
+    points: usize,
 ) -> Option<Vec<IntervalSeries>> {
     let (names, start, start_unix) = store.interval_extent(cell).ok()??;
     let minute = Span::Minute.length().0;
     let since = Span::Minute.start_of(start_unix).0;
     let last = store.last_window_start(id, Span::Minute).ok()??.0;
-    let points = latscope_report::INTERVAL_PLOT_POINTS as u64;
+    let points = points.max(1) as u64;
     let minutes = last.saturating_sub(since) / minute + 1;
     if minutes < points {
         return None;
@@ -115,16 +139,18 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::{Checkpoint, Window};
     use latscope_model::{
         metric, Capabilities, CellMeta, CellSettings, CpuId, RunMeta, SystemInfo,
     };
-    use latscope_stats::{Histogram, MetricResult};
-    use latscope_store::{Checkpoint, Window};
+    use latscope_record::{Histogram, MetricResult};
 
     const MINUTE: u64 = 60_000_000_000;
     /// Unix time of the first minute, and the cell's clock lagging it.
     const START: u64 = 1_800_000_000 * 1_000_000_000;
     const LAG: u64 = 7_000_000_000;
+    /// The report's plot's number of points.
+    const POINTS: usize = 400;
 
     fn minute(max: u64) -> Histogram {
         let mut h = Histogram::new();
@@ -193,7 +219,7 @@ mod tests {
         let path = dir.path().join("m.db");
         let (run, cell) = monitor(&path, 420);
         let store = Store::open_existing(&path).unwrap();
-        let series = load(&store, run, &[(cell, 0)]);
+        let series = store.plot_intervals(run, &[(cell, 0)], POINTS);
         assert_eq!(series.len(), 1);
         let s = &series[0];
         assert_eq!(
@@ -218,7 +244,7 @@ mod tests {
         let path = dir.path().join("short.db");
         let (run, cell) = monitor(&path, 300);
         let store = Store::open_existing(&path).unwrap();
-        let series = load(&store, run, &[(cell, 0)]);
+        let series = store.plot_intervals(run, &[(cell, 0)], POINTS);
         assert_eq!(series[0].window, None);
         assert_eq!(series[0].stored, 300);
     }

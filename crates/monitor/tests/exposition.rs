@@ -11,13 +11,13 @@ use common::promtool_check;
 
 use std::collections::HashMap;
 
-use latscope_report::exports::exposition::proto::{self, MetricType};
-use latscope_report::exports::exposition::{
+use latscope_monitor::exposition::proto::{self, MetricType};
+use latscope_monitor::exposition::{
     encode_protobuf, encode_text, native_upper_bound, negotiate, Exposition, Format, Kind, Value,
     NATIVE_SCHEMA, NATIVE_ZERO_THRESHOLD,
 };
+use latscope_record::Histogram;
 use latscope_report::exports::PROMETHEUS_BUCKETS_NS;
-use latscope_stats::Histogram;
 use prost::Message as _;
 
 /// A small deterministic generator (SplitMix64), so the distributions are

@@ -3,7 +3,7 @@
 //! [`NATIVE_SCHEMA`], then written as spans and deltas. The choices and
 //! their reasons are in the parent module's documentation.
 
-use latscope_stats::Histogram;
+use latscope_record::Histogram;
 
 use super::proto::BucketSpan;
 

@@ -42,18 +42,18 @@
 //! 0.14 needs Rust 1.85 (the workspace's floor is 1.80) — all for eight
 //! messages and an enum whose fields the wire format fixes.
 //!
-//! [`PROMETHEUS_BUCKETS_NS`]: super::PROMETHEUS_BUCKETS_NS
+//! [`PROMETHEUS_BUCKETS_NS`]: latscope_report::exports::PROMETHEUS_BUCKETS_NS
 
 mod native;
 pub mod proto;
 
 use std::fmt::Write as _;
 
-use latscope_stats::Histogram;
+use latscope_record::Histogram;
+use latscope_report::exports::{
+    prometheus_label_value as label_value, prometheus_seconds as seconds, PROMETHEUS_BUCKETS_NS,
+};
 use prost::Message as _;
-
-use super::prometheus::{label_value, seconds};
-use super::PROMETHEUS_BUCKETS_NS;
 
 pub use self::native::{
     native_buckets, native_index, native_upper_bound, NativeBuckets, NATIVE_SCHEMA,

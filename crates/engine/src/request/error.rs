@@ -1,0 +1,81 @@
+//! Why a request cannot be run: one variant per rule, naming settings
+//! (never a command-line option: the CLI words each for its options).
+
+use latscope_model::Nanos;
+use latscope_probes::SettingError;
+use latscope_workloads::WorkloadError;
+
+use crate::config::TracePlanError;
+use crate::cpus::CpuChoiceError;
+
+/// Which of the two value limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Ends the run once a value exceeds it.
+    StopAbove,
+    /// Makes a complete run fail when a value exceeded it.
+    FailAbove,
+}
+
+impl Bound {
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::StopAbove => "stop-above limit",
+            Bound::FailAbove => "fail-above limit",
+        }
+    }
+}
+
+/// A request that breaks a rule, one line each.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// A probe's own check.
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+    /// The trace settings themselves.
+    #[error(transparent)]
+    Trace(#[from] TracePlanError),
+    /// Stacks, or an episode cap other than the default, without tracing.
+    #[error("stacks and the episode cap need tracing")]
+    TraceOptionsWithoutTrace,
+    #[error("threshold actions act on episodes: they need tracing")]
+    ActionsWithoutTrace,
+    /// The app probe hands no samples to the tracer.
+    #[error(
+        "tracing needs the timer, noise or udp probe: the app probe hands no samples to the tracer"
+    )]
+    TraceWithAppProbe,
+    #[error("the {} must be greater than 0", .0.name())]
+    BoundZero(Bound),
+    /// With tracing, the value that stops the run must be an episode.
+    #[error("threshold {threshold} is above the stop-above limit {stop}: the value that stops the run would not be an episode")]
+    ThresholdAboveStop { threshold: Nanos, stop: Nanos },
+    /// Shorter than [`RunRequest::MIN_CHECKPOINT`](super::RunRequest::MIN_CHECKPOINT).
+    #[error("checkpoint interval must be at least 100ms")]
+    CheckpointTooShort,
+    #[error("cpus: {0}")]
+    Cpus(#[from] CpuChoiceError),
+    /// The udp probe takes one or two CPUs.
+    #[error("cpus {0}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)")]
+    UdpCpus(String),
+    #[error("timer slack needs the timer probe")]
+    TimerSlackWithoutTimer,
+    #[error("runtime, pause, gap ratio, gap min and fp need the noise probe")]
+    NoiseOptionsWithoutNoise,
+    #[error("path and payload need the udp probe")]
+    UdpOptionsWithoutUdp,
+    #[error("buffers, compute and app need the app probe")]
+    AppOptionsWithoutApp,
+    /// A run without end (the monitor) outside its period range,
+    /// [`RunRequest::UNBOUNDED_PERIODS`](super::RunRequest::UNBOUNDED_PERIODS).
+    #[error("period {0} is outside 50us..1s for a run without end")]
+    UnboundedPeriod(Nanos),
+    /// The app probe's work could not be calibrated on this machine.
+    #[error("cannot calibrate the compute time: {0}")]
+    Calibrate(String),
+    /// A workload that does not exist or cannot run here.
+    #[error("workload: {0}")]
+    Workload(WorkloadError),
+    #[error("load level: {0}")]
+    LoadLevel(WorkloadError),
+}

@@ -1,0 +1,323 @@
+#![allow(clippy::unwrap_used)]
+
+use latscope_model::{CpuId, CpuSet, Nanos, TimerSlack};
+use latscope_platform::SchedPolicy;
+use latscope_probes::timer::{Phase, TimerApi};
+use latscope_probes::{Field, SettingError};
+
+use super::*;
+use crate::actions::Action;
+use crate::config::{ProbeSpec, TracePlanError};
+use crate::cpus::CpuChoiceError;
+
+fn online() -> CpuSet {
+    (0..4).map(CpuId).collect()
+}
+
+fn plan(r: &RunRequest) -> Result<RunPlan, RequestError> {
+    r.plan(&online())
+}
+
+fn timer(p: &RunPlan) -> &latscope_probes::timer::TimerConfig {
+    match &p.probe {
+        ProbeSpec::Timer(t) => t,
+        other => panic!("not a timer: {other:?}"),
+    }
+}
+
+#[test]
+fn the_defaults_are_a_30s_timer_run_on_every_cpu() {
+    let p = plan(&RunRequest::default()).unwrap();
+    let t = timer(&p);
+    assert_eq!(t.period, Nanos::from_millis(1));
+    assert_eq!(t.duration, Some(Nanos::from_secs(30)));
+    assert_eq!((t.policy, t.priority), (SchedPolicy::Fifo, 95));
+    assert_eq!((t.api, t.phase), (TimerApi::ClockNanosleep, Phase::Fixed));
+    assert_eq!(t.timer_slack, TimerSlack::MINIMUM);
+    assert_eq!(t.threshold, None);
+    assert_eq!(t.cpus.len(), 4);
+    assert_eq!(p.cpus, online());
+    assert!(p.trace.is_none());
+    assert_eq!(p.checkpoint, Nanos::from_secs(10));
+    assert_eq!(p.warmup, Nanos::from_secs(2));
+    assert_eq!(p.workloads, ["none"]);
+    assert_eq!(p.load_level, "normal");
+    assert_eq!(p.action_limit, Limit::default());
+    let cells = p.cells();
+    assert_eq!(cells.len(), 1);
+    assert_eq!(cells[0].label(), "timer, fifo 95, none");
+}
+
+#[test]
+fn each_probe_has_its_defaults() {
+    let r = |probe| RunRequest {
+        probe,
+        ..RunRequest::default()
+    };
+    let p = plan(&r(ProbeKind::Udp)).unwrap();
+    match &p.probe {
+        ProbeSpec::Udp(u) => {
+            assert_eq!(u.period, Nanos::from_millis(10));
+            assert_eq!((u.sender_cpu, u.receiver_cpu), (CpuId(0), CpuId(1)));
+            assert_eq!(u.payload, 64);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.cpus.to_string(), "0-1", "the first two online CPUs");
+    match plan(&r(ProbeKind::Noise)).unwrap().probe {
+        ProbeSpec::Noise(n) => {
+            assert_eq!(
+                (n.runtime, n.pause),
+                (Nanos::from_millis(33), Nanos::from_millis(33))
+            );
+            assert_eq!(n.gap_ratio, 4);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn one_cell_per_workload_in_the_order_given() {
+    let r = RunRequest {
+        workloads: vec!["cpu".into(), "idle".into()],
+        ..RunRequest::default()
+    };
+    let cells = plan(&r).unwrap().cells();
+    let names: Vec<_> = cells
+        .iter()
+        .map(|c| (c.index, c.of, c.workload.as_str()))
+        .collect();
+    assert_eq!(names, [(0, 2, "cpu"), (1, 2, "idle")]);
+}
+
+#[test]
+fn the_udp_pair_keeps_the_order_written() {
+    let r = RunRequest {
+        probe: ProbeKind::Udp,
+        cpus: Some("1,0".into()),
+        ..RunRequest::default()
+    };
+    match plan(&r).unwrap().probe {
+        ProbeSpec::Udp(u) => assert_eq!((u.sender_cpu, u.receiver_cpu), (CpuId(1), CpuId(0))),
+        other => panic!("{other:?}"),
+    }
+    let three = RunRequest {
+        cpus: Some("0-2".into()),
+        ..r
+    };
+    assert!(matches!(plan(&three), Err(RequestError::UdpCpus(c)) if c == "0-2"));
+}
+
+#[test]
+fn tracing_sets_every_probes_threshold() {
+    let traced = RunRequest {
+        trace: TraceOptions {
+            on: true,
+            ..RunRequest::default().trace
+        },
+        ..RunRequest::default()
+    };
+    let p = plan(&traced).unwrap();
+    assert_eq!(
+        p.trace.as_ref().unwrap().threshold,
+        TracePlan::DEFAULT_THRESHOLD
+    );
+    assert_eq!(timer(&p).threshold, Some(TracePlan::DEFAULT_THRESHOLD));
+    assert!(timer(&p).handoff > 0);
+    // Under a stop limit the default threshold is at most the limit.
+    let stop = Nanos::from_micros(40);
+    let p = plan(&RunRequest {
+        stop_above: Some(stop),
+        ..traced.clone()
+    })
+    .unwrap();
+    assert_eq!(p.trace.unwrap().threshold, stop);
+    // A threshold above the stop limit would stop on a non-episode.
+    let e = plan(&RunRequest {
+        stop_above: Some(stop),
+        threshold: Some(Nanos::from_micros(50)),
+        ..traced.clone()
+    })
+    .unwrap_err();
+    assert!(matches!(e, RequestError::ThresholdAboveStop { .. }), "{e}");
+    let e = plan(&RunRequest {
+        threshold: Some(Nanos(0)),
+        ..traced.clone()
+    })
+    .unwrap_err();
+    assert!(matches!(
+        e,
+        RequestError::Trace(TracePlanError::ZeroThreshold)
+    ));
+    let mut stacks = traced.clone();
+    stacks.trace.stacks = true;
+    stacks.trace.stack_period = Nanos::from_secs(2);
+    assert!(matches!(
+        plan(&stacks),
+        Err(RequestError::Trace(TracePlanError::StackPeriod))
+    ));
+}
+
+/// Every cross-option rule, each broken alone.
+#[test]
+fn each_rule_is_its_own_error() {
+    let d = RunRequest::default;
+    let mut stacks = d();
+    stacks.trace.stacks = true;
+    let mut cap = d();
+    cap.trace.episode_cap = 5;
+    let mut app_traced = RunRequest {
+        probe: ProbeKind::App,
+        ..d()
+    };
+    app_traced.trace.on = true;
+    let cases: Vec<(RunRequest, &str)> = vec![
+        (stacks, "TraceOptionsWithoutTrace"),
+        (cap, "TraceOptionsWithoutTrace"),
+        (
+            RunRequest {
+                actions: vec![Action::parse("snapshot").unwrap()],
+                ..d()
+            },
+            "ActionsWithoutTrace",
+        ),
+        (app_traced, "TraceWithAppProbe"),
+        (
+            RunRequest {
+                stop_above: Some(Nanos(0)),
+                ..d()
+            },
+            "BoundZero(StopAbove)",
+        ),
+        (
+            RunRequest {
+                fail_above: Some(Nanos(0)),
+                ..d()
+            },
+            "BoundZero(FailAbove)",
+        ),
+        (
+            RunRequest {
+                checkpoint: Nanos::from_millis(99),
+                ..d()
+            },
+            "CheckpointTooShort",
+        ),
+        (
+            RunRequest {
+                probe: ProbeKind::Noise,
+                timer: TimerOptions {
+                    slack: Some(TimerSlack::MINIMUM),
+                    ..d().timer
+                },
+                ..d()
+            },
+            "TimerSlackWithoutTimer",
+        ),
+        (
+            RunRequest {
+                noise: NoiseOptions {
+                    fp: true,
+                    ..NoiseOptions::default()
+                },
+                ..d()
+            },
+            "NoiseOptionsWithoutNoise",
+        ),
+        (
+            RunRequest {
+                udp: UdpOptions {
+                    payload: Some(100),
+                    path: None,
+                },
+                ..d()
+            },
+            "UdpOptionsWithoutUdp",
+        ),
+        (
+            RunRequest {
+                app: AppOptions {
+                    buffers: Some(3),
+                    ..AppOptions::default()
+                },
+                ..d()
+            },
+            "AppOptionsWithoutApp",
+        ),
+        (
+            RunRequest {
+                duration: None,
+                period: Some(Nanos::from_micros(20)),
+                ..d()
+            },
+            "UnboundedPeriod",
+        ),
+    ];
+    for (r, name) in cases {
+        let e = plan(&r).unwrap_err();
+        assert!(format!("{e:?}").starts_with(name), "{name}: {e:?}");
+        // The lines name settings, never an option.
+        assert!(!e.to_string().contains("--"), "{e}");
+    }
+}
+
+#[test]
+fn the_probes_checks_come_through_typed() {
+    let r = RunRequest {
+        period: Some(Nanos(0)),
+        ..RunRequest::default()
+    };
+    assert!(matches!(
+        plan(&r),
+        Err(RequestError::Setting(SettingError::PeriodZero))
+    ));
+    let r = RunRequest {
+        duration: Some(Nanos::from_millis(1)),
+        period: Some(Nanos::from_millis(10)),
+        ..RunRequest::default()
+    };
+    match plan(&r) {
+        Err(RequestError::Setting(e)) => assert_eq!(e.subject(), Some(Field::Duration)),
+        other => panic!("{other:?}"),
+    }
+    let r = RunRequest {
+        probe: ProbeKind::Noise,
+        noise: NoiseOptions {
+            gap_ratio: Some(1),
+            ..NoiseOptions::default()
+        },
+        ..RunRequest::default()
+    };
+    assert!(matches!(
+        plan(&r),
+        Err(RequestError::Setting(SettingError::GapRatio))
+    ));
+    let r = RunRequest {
+        cpus: Some("9".into()),
+        ..RunRequest::default()
+    };
+    assert!(matches!(
+        plan(&r),
+        Err(RequestError::Cpus(CpuChoiceError::Offline { .. }))
+    ));
+}
+
+#[test]
+fn a_run_without_end_takes_its_period_range() {
+    let r = RunRequest {
+        duration: None,
+        period: Some(Nanos::from_millis(2)),
+        ..RunRequest::default()
+    };
+    let p = plan(&r).unwrap();
+    assert_eq!(timer(&p).duration, None);
+    assert!(r.check_rules().is_ok());
+    let slow = RunRequest {
+        period: Some(Nanos::from_secs(2)),
+        ..r
+    };
+    assert!(matches!(
+        slow.check_rules(),
+        Err(RequestError::UnboundedPeriod(p)) if p == Nanos::from_secs(2)
+    ));
+}
