@@ -31,6 +31,7 @@ mod lifecycle;
 mod load;
 mod micro;
 mod observer;
+mod outcome;
 pub mod request;
 mod run;
 mod settings;
@@ -46,10 +47,12 @@ pub use config::{
     BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
 };
 pub use error::EngineError;
+pub use lifecycle::running_meta;
 pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
+pub use outcome::{Env, Rescue, RunOutcome};
 pub use request::{RequestError, RunPlan, RunRequest};
-pub use run::{run, running_meta, Env, Rescue, RunOutcome};
+pub use run::run;
 pub use sink::{CellKey, Checkpoint, MemorySink, Sink, SinkError};
 pub use stop::Stop;
 

@@ -7,14 +7,14 @@
 
 use std::sync::Arc;
 
-use latscope_model::{Capabilities, CpuId, CpuSet, Nanos, RunStatus, SystemInfo};
+use latscope_model::{Capabilities, CpuId, CpuSet, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
 use latscope_platform::{caps, sysinfo, DmaLatencyGuard};
 
 use crate::cell::CellOutcome;
 use crate::config::RunConfig;
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
-use crate::run::{running_meta, Env, RunOutcome};
+use crate::outcome::{Env, RunOutcome};
 use crate::sink::{MemorySink, Sink, SinkError};
 
 /// What the cells of a run are and do.
@@ -275,4 +275,29 @@ fn outcome(ctx: RunCtx<'_, '_>, status: RunStatus) -> Result<RunOutcome, EngineE
         max_latency: ctx.max_latency,
         stopped_above: ctx.stopped_above,
     })
+}
+
+/// The metadata of a run that starts now: `Running`, this process, this
+/// boot, this host and version.
+pub fn running_meta(
+    started_unix_ns: Nanos,
+    command_line: Vec<String>,
+    system: &latscope_model::SystemInfo,
+) -> RunMeta {
+    RunMeta {
+        id: RunId(0),
+        started_unix_ns,
+        ended_unix_ns: None,
+        checkpoint_unix_ns: None,
+        status: RunStatus::Running,
+        command_line,
+        pid: std::process::id(),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        hostname: system.hostname.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        notes: Vec::new(),
+        source: None,
+    }
 }

@@ -16,7 +16,7 @@ use crate::config::{Guards, RunConfig};
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
 use crate::lifecycle::{self, Work};
-use crate::run::{Env, RunOutcome};
+use crate::outcome::{Env, RunOutcome};
 use crate::sink::Sink;
 
 /// What a microbenchmark run measures, and how.
