@@ -48,16 +48,17 @@ fn add_run(store: &mut Store, tail: u64, tail_low: u64) {
         .add_cell(
             run,
             &CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: "cpu".into(),
-                settings: latscope_model::CellSettings::from_json(
-                    "timer",
-                    serde_json::Value::Object(settings.into_iter().collect()),
-                )
-                .unwrap(),
-                duration_ns: Nanos::from_secs(50),
                 monotonic_start_ns: Nanos(1_000),
+                ..CellMeta::new(
+                    0,
+                    "cpu",
+                    latscope_model::CellSettings::from_json(
+                        "timer",
+                        serde_json::Value::Object(settings.into_iter().collect()),
+                    )
+                    .unwrap(),
+                    Nanos::from_secs(50),
+                )
             },
         )
         .unwrap();

@@ -114,12 +114,13 @@ fn build_store(path: &Path) {
         .add_cell(
             run,
             &CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-                duration_ns: Nanos::ZERO,
                 monotonic_start_ns: Nanos(T0),
+                ..CellMeta::new(
+                    0,
+                    "none",
+                    latscope_model::CellSettings::default_for("timer").unwrap(),
+                    Nanos::ZERO,
+                )
             },
         )
         .unwrap();

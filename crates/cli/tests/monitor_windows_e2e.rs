@@ -36,12 +36,13 @@ fn meta(started: u64) -> RunMeta {
 
 fn timer_cell(duration: Nanos) -> CellMeta {
     CellMeta {
-        index: 0,
-        probe: "timer".into(),
-        workload: "none".into(),
-        settings: CellSettings::default_for("timer").unwrap(),
-        duration_ns: duration,
         monotonic_start_ns: Nanos(1_000),
+        ..CellMeta::new(
+            0,
+            "none",
+            CellSettings::default_for("timer").unwrap(),
+            duration,
+        )
     }
 }
 

@@ -59,16 +59,17 @@ fn build_store(path: &Path) {
             .add_cell(
                 run,
                 &CellMeta {
-                    index,
-                    probe: "timer".into(),
-                    workload: "cpu".into(),
-                    settings: latscope_model::CellSettings::from_json(
-                        "timer",
-                        serde_json::Value::Object(settings.into_iter().collect()),
-                    )
-                    .unwrap(),
-                    duration_ns: Nanos::ZERO,
                     monotonic_start_ns: Nanos(5_000_000_000),
+                    ..CellMeta::new(
+                        index,
+                        "cpu",
+                        latscope_model::CellSettings::from_json(
+                            "timer",
+                            serde_json::Value::Object(settings.into_iter().collect()),
+                        )
+                        .unwrap(),
+                        Nanos::ZERO,
+                    )
                 },
             )
             .unwrap();

@@ -817,19 +817,12 @@ fn stored_run(
     let mut store = Store::open(&path).unwrap();
     let clock = Arc::new(ScriptedClock::new(1_000 * S));
     let meta = RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(clock.realtime_ns()),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
         command_line: vec!["test".into()],
         // Not a latscope process: the run reads as interrupted.
         pid: std::process::id(),
-        boot_id: String::new(),
         hostname: "h".into(),
         tool_version: "0".into(),
-        notes: Vec::new(),
-        source: None,
+        ..RunMeta::new(RunId(0), Nanos(clock.realtime_ns()))
     };
     let run = store
         .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
@@ -838,12 +831,8 @@ fn stored_run(
         .add_cell(
             run,
             &CellMeta {
-                index: 0,
-                probe: "sim".into(),
-                workload: "none".into(),
-                settings: sim_settings(30 * S),
-                duration_ns: Nanos::ZERO,
                 monotonic_start_ns: Nanos(clock.monotonic_ns()),
+                ..CellMeta::new(0, "none", sim_settings(30 * S), Nanos::ZERO)
             },
         )
         .unwrap();

@@ -4,8 +4,10 @@
 //! keep their count and the file's maximum, and a note says what is not
 //! known of them.
 
-use latscope_model::Nanos;
-use latscope_record::Histogram;
+use latscope_model::{CpuId, Nanos};
+use latscope_record::{Histogram, MetricResult};
+
+use crate::ImportError;
 
 /// One thread's (or CPU's) histogram as a tool writes it, in the tool's
 /// unit.
@@ -39,6 +41,23 @@ pub(crate) struct Rebuilt {
 }
 
 impl ToolHistogram {
+    /// The rebuilt histogram as metric `name` of `cpu`, and its note; an
+    /// error names the file's `format`.
+    pub fn metric(
+        &self,
+        name: &str,
+        cpu: CpuId,
+        who: &str,
+        format: &'static str,
+    ) -> Result<(MetricResult, Option<String>), ImportError> {
+        let rebuilt = self
+            .rebuild(who)
+            .map_err(|e| ImportError::invalid(format, e))?;
+        let mut m = MetricResult::new(name, Some(cpu));
+        m.histogram = rebuilt.histogram;
+        Ok((m, rebuilt.note))
+    }
+
     fn ns(&self, units: u64, what: &str) -> Result<u64, String> {
         units
             .checked_mul(self.unit_ns)

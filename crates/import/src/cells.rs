@@ -2,7 +2,9 @@
 //! shared a CPU merged), the settings the file says or the user gave, and
 //! the cell itself.
 
-use latscope_model::{CellMeta, CellSettings, CpuId, CpuSet, Nanos, Policy};
+use latscope_model::{
+    CellMeta, CellSettings, CpuId, CpuSet, Nanos, Policy, TimerSettings, DEFAULT_PERIOD,
+};
 use latscope_record::{CellResult, MetricResult};
 
 use crate::{ImportError, Options};
@@ -118,6 +120,35 @@ pub(crate) fn scheduling(
     Ok((policy, if policy == Policy::Other { 0 } else { priority }))
 }
 
+/// A timer cell's period and scheduling: the file's, else the user's, else
+/// the tool's defaults (`period_default` says why the default period,
+/// `sched_default` is the policy, priority and why), with notes.
+pub(crate) fn timer_settings(
+    file_period: Option<Nanos>,
+    file_sched: Option<(Policy, u32)>,
+    options: &Options,
+    period_default: &str,
+    sched_default: (Policy, u32, &str),
+    notes: &mut Vec<String>,
+) -> Result<TimerSettings, ImportError> {
+    let period = setting(
+        file_period,
+        options.period,
+        "--period",
+        "period",
+        (DEFAULT_PERIOD, period_default),
+        notes,
+    )?;
+    let (policy, priority) = scheduling(file_sched, options, sched_default, notes)?;
+    let mut s = TimerSettings {
+        period_ns: period,
+        ..TimerSettings::default()
+    };
+    s.common.policy = policy;
+    s.common.priority = priority;
+    Ok(s)
+}
+
 /// One cell.
 pub(crate) fn cell(
     index: u32,
@@ -126,21 +157,5 @@ pub(crate) fn cell(
     duration: Nanos,
     metrics: Vec<MetricResult>,
 ) -> CellResult {
-    CellResult {
-        meta: CellMeta {
-            index,
-            probe: settings.probe_name().to_string(),
-            workload,
-            settings,
-            duration_ns: duration,
-            monotonic_start_ns: Nanos::ZERO,
-        },
-        metrics,
-        trace: None,
-        episodes: Vec::new(),
-        noise: Vec::new(),
-        timer: Vec::new(),
-        udp: None,
-        workload_stats: None,
-    }
+    CellResult::new(CellMeta::new(index, &workload, settings, duration), metrics)
 }

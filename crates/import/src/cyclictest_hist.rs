@@ -13,11 +13,11 @@
 //! The text does not say which CPU a thread ran on, nor its unit (`-N`
 //! gives nanoseconds), nor the date, the machine or cyclictest's version.
 
-use latscope_model::{metric, CellSettings, CpuId, Nanos, Policy, TimerSettings, DEFAULT_PERIOD};
+use latscope_model::{metric, CellSettings, CpuId, Nanos, Policy};
 use latscope_record::MetricResult;
 
 use crate::buckets::ToolHistogram;
-use crate::cells::{add_metric, cell, cpus_of, scheduling, setting};
+use crate::cells::{add_metric, cell, cpus_of, timer_settings};
 use crate::{Format, ImportError, Imported, Options, Unit};
 
 const FORMAT: &str = "cyclictest-hist";
@@ -68,46 +68,134 @@ fn column_line(line: &str) -> Option<(usize, u32, String, Option<u32>)> {
     ))
 }
 
-pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
-    // Status lines are redrawn in place with terminal escapes: the last of
-    // each thread wins.
-    let clean = |l: &str| -> String {
-        let mut s = l.trim_end().to_string();
-        while let Some(at) = s.find('\u{1b}') {
-            let end = s[at + 1..]
-                .find(|c: char| c.is_ascii_alphabetic())
-                .map_or(s.len(), |e| at + 2 + e);
-            s.replace_range(at..end, "");
-        }
-        s
-    };
-    let lines: Vec<String> = text.lines().map(clean).collect();
-    let start = lines
-        .iter()
-        .position(|l| l == "# Histogram")
-        .ok_or_else(|| ImportError::truncated(FORMAT, "there is no \"# Histogram\" line"))?;
+/// What the lines before `# Histogram` say: the threads' last status
+/// lines, the policy, latscope's column lines.
+#[derive(Default)]
+struct Preamble {
+    status: Vec<(u32, u64, u32)>,
+    policy: Option<Policy>,
+    columns: Vec<(usize, u32, String, Option<u32>)>,
+}
 
-    let mut notes = Vec::new();
-    let mut status: Vec<(u32, u64, u32)> = Vec::new();
-    let mut policy: Option<Policy> = None;
-    let mut columns: Vec<(usize, u32, String, Option<u32>)> = Vec::new();
-    for l in &lines[..start] {
-        if let Some(s) = status_line(l) {
-            status.retain(|x| x.0 != s.0);
-            status.push(s);
-        } else if let Some(p) = l.strip_prefix("policy: ") {
-            policy = match p.split(':').next().unwrap_or("").trim() {
-                "fifo" => Some(Policy::Fifo),
-                "rr" => Some(Policy::Rr),
-                "other" | "normal" | "batch" | "idle" => Some(Policy::Other),
-                _ => None,
-            };
-        } else if let Some(c) = column_line(l) {
-            columns.push(c);
+impl Preamble {
+    fn of(lines: &[String]) -> Preamble {
+        let mut p = Preamble::default();
+        for l in lines {
+            if let Some(s) = status_line(l) {
+                p.status.retain(|x| x.0 != s.0);
+                p.status.push(s);
+            } else if let Some(policy) = l.strip_prefix("policy: ") {
+                p.policy = match policy.split(':').next().unwrap_or("").trim() {
+                    "fifo" => Some(Policy::Fifo),
+                    "rr" => Some(Policy::Rr),
+                    "other" | "normal" | "batch" | "idle" => Some(Policy::Other),
+                    _ => None,
+                };
+            } else if let Some(c) = column_line(l) {
+                p.columns.push(c);
+            }
         }
+        p
     }
 
-    // The bucket lines, then the trailer.
+    /// The status lines' interval and priority, when cyclictest printed
+    /// them, as the period and scheduling the file says.
+    fn timer(&self, notes: &mut Vec<String>) -> (Option<Nanos>, Option<(Policy, u32)>) {
+        let interval = self
+            .status
+            .iter()
+            .map(|s| s.1)
+            .max()
+            .map(Nanos::from_micros);
+        if self
+            .status
+            .iter()
+            .any(|s| Some(Nanos::from_micros(s.1)) != interval)
+        {
+            notes.push("the threads' intervals differ: the cell records the longest".to_string());
+        }
+        let priority = self.status.iter().map(|s| s.2).max();
+        let sched = match (self.policy, priority) {
+            (Some(p), Some(n)) => Some((p, if p == Policy::Other { 0 } else { n })),
+            (None, Some(n)) if n > 0 => Some((Policy::Fifo, n)),
+            _ => None,
+        };
+        (interval, sched)
+    }
+}
+
+/// The trailer's figures per thread (with `-H`, maybe a summary column).
+struct Trailer {
+    total: Vec<u64>,
+    min: Vec<u64>,
+    avg: Vec<u64>,
+    max: Vec<u64>,
+    overflows: Vec<u64>,
+}
+
+impl Trailer {
+    /// The trailer lines after the histogram (from line index `from`).
+    fn of(lines: &[String], from: usize) -> Result<Trailer, ImportError> {
+        let trailer = |label: &str| -> Result<Vec<u64>, ImportError> {
+            let line = lines[from.min(lines.len())..]
+                .iter()
+                .find(|l| l.starts_with(label))
+                .ok_or_else(|| {
+                    ImportError::truncated(FORMAT, format!("there is no \"{label}\" line"))
+                })?;
+            numbers(line, label)
+        };
+        let t = Trailer {
+            total: trailer("# Total:")?,
+            min: trailer("# Min Latencies:")?,
+            avg: trailer("# Avg Latencies:")?,
+            max: trailer("# Max Latencies:")?,
+            overflows: trailer("# Histogram Overflows:")?,
+        };
+        // Min and Avg never have -H's summary column: they count the threads.
+        let threads = t.min.len();
+        if threads == 0 || t.avg.len() != threads {
+            return Err(ImportError::invalid(
+                FORMAT,
+                "\"# Min Latencies:\" and \"# Avg Latencies:\" name different numbers of threads",
+            ));
+        }
+        for (label, v) in [
+            ("# Total:", &t.total),
+            ("# Max Latencies:", &t.max),
+            ("# Histogram Overflows:", &t.overflows),
+        ] {
+            if v.len() != threads && v.len() != threads + 1 {
+                return Err(ImportError::invalid(
+                    FORMAT,
+                    format!("\"{label}\" has {} values for {threads} threads", v.len()),
+                ));
+            }
+        }
+        Ok(t)
+    }
+
+    fn threads(&self) -> usize {
+        self.min.len()
+    }
+}
+
+/// Status lines are redrawn in place with terminal escapes: the escapes
+/// are taken out (the last line of each thread wins).
+fn clean(l: &str) -> String {
+    let mut s = l.trim_end().to_string();
+    while let Some(at) = s.find('\u{1b}') {
+        let end = s[at + 1..]
+            .find(|c: char| c.is_ascii_alphabetic())
+            .map_or(s.len(), |e| at + 2 + e);
+        s.replace_range(at..end, "");
+    }
+    s
+}
+
+/// The bucket lines after `# Histogram` (at line index `start`): one row
+/// of counts per bucket, and the index of the line after them.
+fn rows(lines: &[String], start: usize) -> Result<(Vec<Vec<u64>>, usize), ImportError> {
     let mut rows: Vec<Vec<u64>> = Vec::new();
     let mut i = start + 1;
     while let Some(l) = lines.get(i) {
@@ -154,40 +242,20 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         }
         rows.push(counts);
     }
-    let trailer = |label: &str| -> Result<Vec<u64>, ImportError> {
-        let line = lines[i.min(lines.len())..]
-            .iter()
-            .find(|l| l.starts_with(label))
-            .ok_or_else(|| {
-                ImportError::truncated(FORMAT, format!("there is no \"{label}\" line"))
-            })?;
-        numbers(line, label)
-    };
-    let total = trailer("# Total:")?;
-    let min = trailer("# Min Latencies:")?;
-    let avg = trailer("# Avg Latencies:")?;
-    let max = trailer("# Max Latencies:")?;
-    let overflows = trailer("# Histogram Overflows:")?;
-    // Min and Avg never have -H's summary column: they count the threads.
-    let threads = min.len();
-    if threads == 0 || avg.len() != threads {
-        return Err(ImportError::invalid(
-            FORMAT,
-            "\"# Min Latencies:\" and \"# Avg Latencies:\" name different numbers of threads",
-        ));
-    }
-    for (label, v) in [
-        ("# Total:", &total),
-        ("# Max Latencies:", &max),
-        ("# Histogram Overflows:", &overflows),
-    ] {
-        if v.len() != threads && v.len() != threads + 1 {
-            return Err(ImportError::invalid(
-                FORMAT,
-                format!("\"{label}\" has {} values for {threads} threads", v.len()),
-            ));
-        }
-    }
+    Ok((rows, i))
+}
+
+pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
+    let lines: Vec<String> = text.lines().map(clean).collect();
+    let start = lines
+        .iter()
+        .position(|l| l == "# Histogram")
+        .ok_or_else(|| ImportError::truncated(FORMAT, "there is no \"# Histogram\" line"))?;
+    let mut notes = Vec::new();
+    let preamble = Preamble::of(&lines[..start]);
+    let (rows, end) = rows(&lines, start)?;
+    let trailer = Trailer::of(&lines, end)?;
+    let threads = trailer.threads();
     if rows.is_empty() {
         return Err(ImportError::invalid(FORMAT, "the histogram has no lines"));
     }
@@ -198,68 +266,29 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
             format!("the histogram has {width} columns for {threads} threads"),
         ));
     }
+    let columns = &preamble.columns;
     if !columns.is_empty() && columns.len() != threads {
         return Err(ImportError::invalid(
             FORMAT,
             format!("{} \"# column\" lines for {threads} columns", columns.len()),
         ));
     }
-
     let unit = options.unit.unwrap_or(Unit::Micros);
     if options.unit.is_none() {
         notes.push(
             "cyclictest's histogram text does not say its unit: read as microseconds (give --unit ns for cyclictest -N)".to_string(),
         );
     }
-    let range = rows.len() as u64;
     let mut cells: Vec<(u32, String, Vec<MetricResult>, u64)> = Vec::new();
     for t in 0..threads {
-        let who = format!("thread {t}");
-        let buckets: Vec<(u64, u64)> = rows
-            .iter()
-            .enumerate()
-            .map(|(v, r)| (v as u64, r[t]))
-            .collect();
-        let in_range: u64 = buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
-        if in_range != total[t] {
-            return Err(ImportError::invalid(
-                FORMAT,
-                format!(
-                    "{who}: the histogram lines add up to {in_range} but \"# Total:\" says {}",
-                    total[t]
-                ),
-            ));
-        }
-        let cycles = in_range.checked_add(overflows[t]).ok_or_else(|| {
-            ImportError::invalid(
-                FORMAT,
-                format!("{who}: the histogram's lines and overflows add up past 2^64"),
-            )
-        })?;
-        if cycles == 0 {
-            notes.push(format!("{who} counted no wake-ups and is left out"));
+        let Some((m, cycles)) = thread_metric(t, &rows, &trailer, unit, columns, &mut notes)?
+        else {
             continue;
-        }
-        let tool = ToolHistogram {
-            unit_ns: unit.ns(),
-            buckets,
-            width: 1,
-            overflow: overflows[t],
-            range_end: Some(range),
-            min: Some(min[t]),
-            max: Some(max[t]),
-            avg: Some(avg[t] as f64),
         };
-        let rebuilt = tool
-            .rebuild(&who)
-            .map_err(|e| ImportError::invalid(FORMAT, e))?;
-        notes.extend(rebuilt.note);
-        let (index, workload, cpu) = match columns.get(t) {
-            Some((_, c, w, Some(cpu))) => (*c, w.clone(), CpuId(*cpu)),
-            _ => (0, options.workload(), CpuId(t as u32)),
+        let (index, workload) = match columns.get(t) {
+            Some((_, c, w, Some(_))) => (*c, w.clone()),
+            _ => (0, options.workload()),
         };
-        let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(cpu));
-        m.histogram = rebuilt.histogram;
         match cells.iter_mut().find(|c| c.0 == index) {
             Some(c) => {
                 add_metric(&mut c.2, m, &mut notes);
@@ -276,46 +305,20 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     notes.push(
         "cyclictest's histogram text records no date, machine or version; the cycle numbers of overflows are not kept".to_string(),
     );
-
-    // The status lines' interval and priority, when cyclictest printed them.
-    let interval = status.iter().map(|s| s.1).max().map(Nanos::from_micros);
-    if status
-        .iter()
-        .any(|s| Some(Nanos::from_micros(s.1)) != interval)
-    {
-        notes.push("the threads' intervals differ: the cell records the longest".to_string());
-    }
-    let priority = status.iter().map(|s| s.2).max();
-    let file_sched = match (policy, priority) {
-        (Some(p), Some(n)) => Some((p, if p == Policy::Other { 0 } else { n })),
-        (None, Some(n)) if n > 0 => Some((Policy::Fifo, n)),
-        _ => None,
-    };
+    let (interval, file_sched) = preamble.timer(&mut notes);
     let mut out = Vec::new();
     cells.sort_by_key(|c| c.0);
     for (index, workload, metrics, cycles) in cells {
-        let period = setting(
+        let mut s = timer_settings(
             interval,
-            options.period,
-            "--period",
-            "period",
-            (DEFAULT_PERIOD, "cyclictest's default interval"),
-            &mut notes,
-        )?;
-        let (policy, priority) = scheduling(
             file_sched,
             options,
+            "cyclictest's default interval",
             (Policy::Other, 0, "cyclictest's default"),
             &mut notes,
         )?;
-        let mut s = TimerSettings {
-            period_ns: period,
-            ..TimerSettings::default()
-        };
-        s.common.policy = policy;
-        s.common.priority = priority;
         s.common.cpus = cpus_of(&metrics);
-        let duration = Nanos(period.0.saturating_mul(cycles));
+        let duration = Nanos(s.period_ns.0.saturating_mul(cycles));
         out.push(cell(
             index,
             workload,
@@ -325,15 +328,60 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         ));
     }
     notes.dedup();
-    Ok(Imported {
-        format: Format::CyclictestHist,
-        tool_version: None,
-        command_line: None,
-        started: None,
-        ended: None,
-        failed: None,
-        system: Default::default(),
-        cells: out,
-        notes,
-    })
+    Ok(Imported::without_header(Format::CyclictestHist, out, notes))
+}
+
+/// Thread `t`'s column as `timer.latency` of its CPU, and its cycles;
+/// `None` for a thread that counted no wake-ups.
+fn thread_metric(
+    t: usize,
+    rows: &[Vec<u64>],
+    trailer: &Trailer,
+    unit: Unit,
+    columns: &[(usize, u32, String, Option<u32>)],
+    notes: &mut Vec<String>,
+) -> Result<Option<(MetricResult, u64)>, ImportError> {
+    let who = format!("thread {t}");
+    let buckets: Vec<(u64, u64)> = rows
+        .iter()
+        .enumerate()
+        .map(|(v, r)| (v as u64, r[t]))
+        .collect();
+    let in_range: u64 = buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
+    if in_range != trailer.total[t] {
+        return Err(ImportError::invalid(
+            FORMAT,
+            format!(
+                "{who}: the histogram lines add up to {in_range} but \"# Total:\" says {}",
+                trailer.total[t]
+            ),
+        ));
+    }
+    let cycles = in_range.checked_add(trailer.overflows[t]).ok_or_else(|| {
+        ImportError::invalid(
+            FORMAT,
+            format!("{who}: the histogram's lines and overflows add up past 2^64"),
+        )
+    })?;
+    if cycles == 0 {
+        notes.push(format!("{who} counted no wake-ups and is left out"));
+        return Ok(None);
+    }
+    let tool = ToolHistogram {
+        unit_ns: unit.ns(),
+        buckets,
+        width: 1,
+        overflow: trailer.overflows[t],
+        range_end: Some(rows.len() as u64),
+        min: Some(trailer.min[t]),
+        max: Some(trailer.max[t]),
+        avg: Some(trailer.avg[t] as f64),
+    };
+    let cpu = match columns.get(t) {
+        Some((_, _, _, Some(cpu))) => CpuId(*cpu),
+        _ => CpuId(t as u32),
+    };
+    let (m, note) = tool.metric(metric::TIMER_LATENCY, cpu, &who, FORMAT)?;
+    notes.extend(note);
+    Ok(Some((m, cycles)))
 }

@@ -10,11 +10,11 @@
 use latscope_model::{
     metric, CellSettings, CpuId, Nanos, Policy, TimerApiName, TimerSettings, DEFAULT_PERIOD,
 };
-use latscope_record::MetricResult;
+use latscope_record::{CellResult, MetricResult};
 use serde_json::{Map, Value};
 
 use crate::buckets::ToolHistogram;
-use crate::cells::{add_metric, cell, cpu, cpus_of, scheduling, setting};
+use crate::cells::{add_metric, cell, cpu, cpus_of, scheduling, setting, timer_settings};
 use crate::cyclictest_args::CyclictestArgs;
 use crate::rt_tests::{self, ran, words};
 use crate::{Format, ImportError, Imported, Options};
@@ -154,36 +154,12 @@ fn thread(number: u32, v: &Value) -> Result<Thread, ImportError> {
 
 pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
     let doc = rt_tests::parse_json(text, FORMAT)?;
-    let obj = doc
-        .as_object()
-        .ok_or_else(|| ImportError::invalid(FORMAT, "the file is not a JSON object"))?;
+    let obj = rt_tests::object(&doc, FORMAT)?;
     let header = rt_tests::header(obj, FORMAT)?;
-    let Some(Value::Object(thread_objs)) = obj.get("thread") else {
-        return Err(ImportError::truncated(
-            FORMAT,
-            "there is no \"thread\" object",
-        ));
-    };
-    let mut threads = Vec::with_capacity(thread_objs.len());
-    for (k, v) in thread_objs {
-        let n: u32 = k
-            .parse()
-            .map_err(|_| ImportError::invalid(FORMAT, format!("thread \"{k}\" is not numbered")))?;
-        threads.push(thread(n, v)?);
-    }
-    threads.sort_by_key(|t| t.number);
-    if let Some(n) = obj.get("num_threads").and_then(Value::as_u64) {
-        if n != threads.len() as u64 {
-            return Err(ImportError::truncated(
-                FORMAT,
-                format!("num_threads is {n} but {} threads are there", threads.len()),
-            ));
-        }
-    }
-    if threads.is_empty() {
-        return Err(ImportError::invalid(FORMAT, "there are no threads"));
-    }
-
+    let threads = rt_tests::threads(obj, FORMAT)?
+        .into_iter()
+        .map(|(n, v)| thread(n, v))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut notes = Vec::new();
     let command_line = header.command_line.clone().unwrap_or_default();
     let from_cyclictest = ran(&command_line, "cyclictest");
@@ -207,86 +183,91 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
             ));
         }
     }
-    let unit_ns = match obj.get("resolution_in_ns").and_then(Value::as_u64) {
-        Some(1) => 1,
-        Some(0) | None => 1000,
-        Some(other) => {
-            return Err(ImportError::invalid(
-                FORMAT,
-                format!("resolution_in_ns is {other}; cyclictest writes 0 (µs) or 1 (ns)"),
-            ))
+    let unit_ns = resolution(obj)?;
+    let facts = Facts::of(&args, from_cyclictest, threads.len(), &mut notes);
+    let pending = pending_cells(
+        &threads,
+        ext.as_deref(),
+        &args,
+        unit_ns,
+        options,
+        &mut notes,
+    )?;
+    let cells = pending
+        .into_iter()
+        .map(|p| p.into_cell(&facts, &args, options, &mut notes))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(rt_tests::imported(
+        Format::CyclictestJson,
+        header,
+        cells,
+        notes,
+    ))
+}
+
+/// The unit of the buckets: ns with `resolution_in_ns` 1, else µs.
+fn resolution(obj: &Map<String, Value>) -> Result<u64, ImportError> {
+    match obj.get("resolution_in_ns").and_then(Value::as_u64) {
+        Some(1) => Ok(1),
+        Some(0) | None => Ok(1000),
+        Some(other) => Err(ImportError::invalid(
+            FORMAT,
+            format!("resolution_in_ns is {other}; cyclictest writes 0 (µs) or 1 (ns)"),
+        )),
+    }
+}
+
+/// What the file says of the measurement: cyclictest's command line (its
+/// defaults where an option is absent), or nothing (latscope's object
+/// says it per cell).
+struct Facts {
+    period: Option<Nanos>,
+    sched: Option<(Policy, u32)>,
+    timer_api: TimerApiName,
+}
+
+impl Facts {
+    fn of(
+        args: &CyclictestArgs,
+        from_cyclictest: bool,
+        threads: usize,
+        notes: &mut Vec<String>,
+    ) -> Facts {
+        if !from_cyclictest {
+            return Facts {
+                period: None,
+                sched: None,
+                timer_api: TimerApiName::ClockNanosleep,
+            };
         }
-    };
-
-    // What the file says of the measurement: cyclictest's command line
-    // (its defaults where an option is absent), or latscope's object.
-    let (file_period, file_sched, timer_api) = if from_cyclictest {
-        let (policy, priority, note) = args.scheduling(threads.len());
+        let (policy, priority, note) = args.scheduling(threads);
         notes.extend(note);
-        let (api, note) = args.timer_api();
+        let (timer_api, note) = args.timer_api();
         notes.extend(note);
-        (
-            Some(Nanos::from_micros(args.interval_us.unwrap_or(1000))),
-            Some((policy, priority)),
-            api,
-        )
-    } else {
-        (None, None, TimerApiName::ClockNanosleep)
-    };
+        Facts {
+            period: Some(Nanos::from_micros(args.interval_us.unwrap_or(1000))),
+            sched: Some((policy, priority)),
+            timer_api,
+        }
+    }
+}
 
-    // Cells by index: latscope's export may hold several.
+/// The cells by index (latscope's export may hold several), each with the
+/// metrics of its threads.
+fn pending_cells(
+    threads: &[Thread],
+    ext: Option<&[LatscopeThread]>,
+    args: &CyclictestArgs,
+    unit_ns: u64,
+    options: &Options,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Pending>, ImportError> {
     let mut cells: Vec<Pending> = Vec::new();
     for (i, t) in threads.iter().enumerate() {
-        let who = format!("thread {}", t.number);
-        if t.cycles == 0 {
-            notes.push(format!("{who} ran no cycles and is left out"));
+        let Some(m) = thread_metric(t, args, unit_ns, notes)? else {
             continue;
-        }
-        let in_range: u64 = t.buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
-        let overflow = t.cycles.checked_sub(in_range).ok_or_else(|| {
-            ImportError::invalid(
-                FORMAT,
-                format!(
-                    "{who}: the histogram holds {in_range} wake-ups but cycles is {}",
-                    t.cycles
-                ),
-            )
-        })?;
-        if in_range == 0 && args.histogram.is_none() {
-            return Err(ImportError::unsupported(
-                FORMAT,
-                format!(
-                    "{who} has no histogram: cyclictest ran without -h, and count, min, average and max alone are not a distribution; run cyclictest with -h N (e.g. -h 1000)"
-                ),
-            ));
-        }
-        let tool = ToolHistogram {
-            unit_ns,
-            buckets: t.buckets.clone(),
-            width: 1,
-            overflow,
-            range_end: args.histogram,
-            min: t.min,
-            max: t.max,
-            avg: t.avg,
         };
-        let rebuilt = tool
-            .rebuild(&who)
-            .map_err(|e| ImportError::invalid(FORMAT, e))?;
-        notes.extend(rebuilt.note);
-        let cpu_id = match t.cpu.map(|c| cpu(c, FORMAT, &who)).transpose()?.flatten() {
-            Some(c) => c,
-            None => {
-                notes.push(format!(
-                    "{who} was not pinned to a CPU: stored as CPU {}",
-                    t.number
-                ));
-                CpuId(t.number)
-            }
-        };
-        let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(cpu_id));
-        m.histogram = rebuilt.histogram;
-        let (index, workload, settings) = match &ext {
+        let (index, workload, settings) = match ext {
             Some(ext) => (
                 ext[i].cell,
                 ext[i].workload.clone(),
@@ -296,7 +277,7 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         };
         match cells.iter_mut().find(|c| c.index == index) {
             Some(c) => {
-                add_metric(&mut c.metrics, m, &mut notes);
+                add_metric(&mut c.metrics, m, notes);
                 c.cycles = c.cycles.max(t.cycles);
             }
             None => cells.push(Pending {
@@ -309,84 +290,116 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         }
     }
     cells.sort_by_key(|c| c.index);
+    Ok(cells)
+}
 
-    let mut out = Vec::with_capacity(cells.len());
-    for Pending {
-        index,
-        workload,
-        settings: ext_settings,
-        metrics,
-        cycles,
-    } in cells
-    {
-        let settings = match ext_settings {
+/// A thread's histogram as `timer.latency` of its CPU; `None` for a
+/// thread that ran no cycles.
+fn thread_metric(
+    t: &Thread,
+    args: &CyclictestArgs,
+    unit_ns: u64,
+    notes: &mut Vec<String>,
+) -> Result<Option<MetricResult>, ImportError> {
+    let who = format!("thread {}", t.number);
+    if t.cycles == 0 {
+        notes.push(format!("{who} ran no cycles and is left out"));
+        return Ok(None);
+    }
+    let in_range: u64 = t.buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
+    let overflow = t.cycles.checked_sub(in_range).ok_or_else(|| {
+        ImportError::invalid(
+            FORMAT,
+            format!(
+                "{who}: the histogram holds {in_range} wake-ups but cycles is {}",
+                t.cycles
+            ),
+        )
+    })?;
+    if in_range == 0 && args.histogram.is_none() {
+        return Err(ImportError::unsupported(
+            FORMAT,
+            format!(
+                "{who} has no histogram: cyclictest ran without -h, and count, min, average and max alone are not a distribution; run cyclictest with -h N (e.g. -h 1000)"
+            ),
+        ));
+    }
+    let tool = ToolHistogram {
+        unit_ns,
+        buckets: t.buckets.clone(),
+        width: 1,
+        overflow,
+        range_end: args.histogram,
+        min: t.min,
+        max: t.max,
+        avg: t.avg,
+    };
+    let rebuilt = tool
+        .rebuild(&who)
+        .map_err(|e| ImportError::invalid(FORMAT, e))?;
+    notes.extend(rebuilt.note);
+    let cpu_id = match t.cpu.map(|c| cpu(c, FORMAT, &who)).transpose()?.flatten() {
+        Some(c) => c,
+        None => {
+            notes.push(format!(
+                "{who} was not pinned to a CPU: stored as CPU {}",
+                t.number
+            ));
+            CpuId(t.number)
+        }
+    };
+    let mut m = MetricResult::new(metric::TIMER_LATENCY, Some(cpu_id));
+    m.histogram = rebuilt.histogram;
+    Ok(Some(m))
+}
+
+impl Pending {
+    fn into_cell(
+        self,
+        facts: &Facts,
+        args: &CyclictestArgs,
+        options: &Options,
+        notes: &mut Vec<String>,
+    ) -> Result<CellResult, ImportError> {
+        let mut settings = match self.settings {
             Some(s) => {
+                // The file says them: the options may only agree.
                 setting(
                     Some(s.period_ns),
                     options.period,
                     "--period",
                     "period",
                     (DEFAULT_PERIOD, ""),
-                    &mut notes,
+                    notes,
                 )?;
                 let sched = Some((s.common.policy, s.common.priority));
-                scheduling(sched, options, (Policy::Other, 0, ""), &mut notes)?;
+                scheduling(sched, options, (Policy::Other, 0, ""), notes)?;
                 s
             }
             None => {
-                let period = setting(
-                    file_period,
-                    options.period,
-                    "--period",
-                    "period",
-                    (DEFAULT_PERIOD, "cyclictest's default interval"),
-                    &mut notes,
-                )?;
-                let (policy, priority) = scheduling(
-                    file_sched,
+                let mut s = timer_settings(
+                    facts.period,
+                    facts.sched,
                     options,
+                    "cyclictest's default interval",
                     (Policy::Other, 0, "cyclictest's default"),
-                    &mut notes,
+                    notes,
                 )?;
-                let mut s = TimerSettings {
-                    timer_api,
-                    period_ns: period,
-                    ..TimerSettings::default()
-                };
-                s.common.policy = policy;
-                s.common.priority = priority;
+                s.timer_api = facts.timer_api;
                 s.common.duration_ns = args.duration;
                 s
             }
         };
-        let mut settings = settings;
-        settings.common.cpus = cpus_of(&metrics);
+        settings.common.cpus = cpus_of(&self.metrics);
         // cyclictest wakes once per interval: its cycles are the time it
         // measured.
-        let duration = Nanos(settings.period_ns.0.saturating_mul(cycles));
-        out.push(cell(
-            index,
-            workload,
+        let duration = Nanos(settings.period_ns.0.saturating_mul(self.cycles));
+        Ok(cell(
+            self.index,
+            self.workload,
             CellSettings::Timer(settings),
             duration,
-            metrics,
-        ));
+            self.metrics,
+        ))
     }
-    if let Some(m) = &header.machine {
-        notes.push(format!("measured on a {m} machine (uname -m)"));
-    }
-    Ok(Imported {
-        format: Format::CyclictestJson,
-        tool_version: header.version,
-        command_line: header.command_line,
-        started: header.started,
-        ended: header.ended,
-        failed: header
-            .return_code
-            .filter(|&c| c != 0)
-            .map(|c| format!("cyclictest exited with return code {c}")),
-        system: header.system,
-        cells: out,
-        notes,
-    })
 }

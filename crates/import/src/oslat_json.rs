@@ -16,7 +16,7 @@
 use latscope_model::{
     metric, CellSettings, Nanos, NoiseClock, NoiseCpuStats, NoiseSettings, Policy,
 };
-use latscope_record::MetricResult;
+use latscope_record::{CellResult, MetricResult};
 use serde_json::{Map, Value};
 
 use crate::buckets::ToolHistogram;
@@ -120,27 +120,9 @@ fn oslat_duration(text: &str) -> Option<Nanos> {
 
 pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
     let doc = rt_tests::parse_json(text, FORMAT)?;
-    let obj = doc
-        .as_object()
-        .ok_or_else(|| ImportError::invalid(FORMAT, "the file is not a JSON object"))?;
+    let obj = rt_tests::object(&doc, FORMAT)?;
     let header = rt_tests::header(obj, FORMAT)?;
-    let Some(Value::Object(thread_objs)) = obj.get("thread") else {
-        return Err(ImportError::truncated(
-            FORMAT,
-            "there is no \"thread\" object",
-        ));
-    };
-    if let Some(n) = obj.get("num_threads").and_then(Value::as_u64) {
-        if n != thread_objs.len() as u64 {
-            return Err(ImportError::truncated(
-                FORMAT,
-                format!(
-                    "num_threads is {n} but {} threads are there",
-                    thread_objs.len()
-                ),
-            ));
-        }
-    }
+    let threads = rt_tests::threads(obj, FORMAT)?;
     let command_line = header.command_line.clone().unwrap_or_default();
     let args = if ran(&command_line, "oslat") {
         oslat_args(&words(&command_line)[1..])?
@@ -156,138 +138,20 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     let last = args.buckets.unwrap_or(DEFAULT_BUCKETS);
 
     let mut notes = Vec::new();
-    let mut threads: Vec<(u32, &Value)> = thread_objs
-        .iter()
-        .map(|(k, v)| {
-            k.parse::<u32>().map(|n| (n, v)).map_err(|_| {
-                ImportError::invalid(FORMAT, format!("thread \"{k}\" is not numbered"))
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    threads.sort_by_key(|t| t.0);
-    if threads.is_empty() {
-        return Err(ImportError::invalid(FORMAT, "there are no threads"));
-    }
-    let mut metrics = Vec::new();
+    let mut metrics: Vec<MetricResult> = Vec::new();
     let mut stats = Vec::new();
-    let mut active = Nanos::ZERO;
     for (n, v) in threads {
-        let who = format!("thread {n}");
-        let t = v
-            .as_object()
-            .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} is not an object")))?;
-        let uint = |key: &str| -> Result<u64, ImportError> {
-            t.get(key)
-                .and_then(Value::as_u64)
-                .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has no {key} count")))
-        };
-        let cpu_id = cpu(
-            t.get("cpu")
-                .and_then(Value::as_i64)
-                .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has no cpu")))?,
-            FORMAT,
-            &who,
-        )?
-        .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has a negative cpu")))?;
-        let max = uint("max")?;
-        let mhz = uint("freq")?;
-        let seconds = t.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
-        let mut iterations: u64 = 0;
-        let mut gaps: Vec<(u64, u64)> = Vec::new();
-        let mut last_count = 0;
-        match t.get("histogram") {
-            Some(Value::Object(h)) => {
-                for (k, c) in h {
-                    let (label, count) = rt_tests::bucket(FORMAT, &who, k, c)?;
-                    if label == 0 || label > last {
-                        return Err(ImportError::invalid(
-                            FORMAT,
-                            format!("{who}: bucket \"{k}\" is outside oslat's 1 .. {last}"),
-                        ));
-                    }
-                    iterations = iterations.checked_add(count).ok_or_else(|| {
-                        ImportError::invalid(
-                            FORMAT,
-                            format!("{who}: the iteration count overflows"),
-                        )
-                    })?;
-                    if label == last {
-                        last_count = count;
-                    } else if label >= 2 {
-                        gaps.push((label, count));
-                    }
-                }
-            }
-            _ => {
-                return Err(ImportError::invalid(
-                    FORMAT,
-                    format!("{who} has no histogram"),
-                ))
-            }
-        }
-        if iterations == 0 {
-            notes.push(format!("{who} counted no iterations and is left out"));
+        let Some((m, s)) = thread(n, v, last, &mut notes)? else {
             continue;
-        }
-        // The last bucket holds its own microsecond and every longer
-        // iteration: beyond the range when the maximum says so.
-        let (overflow, range_end) = if last_count > 0 && max > last && last >= 2 {
-            (last_count, Some(last))
-        } else {
-            if last_count > 0 && last >= 2 {
-                gaps.push((last, last_count));
-            }
-            (0, None)
         };
-        let tool = ToolHistogram {
-            unit_ns: 1000,
-            buckets: gaps,
-            width: 1,
-            overflow,
-            range_end,
-            // oslat's minimum is over every iteration, not the gaps.
-            min: None,
-            max: (max >= 2).then_some(max),
-            avg: None,
-        };
-        let rebuilt = tool
-            .rebuild(&who)
-            .map_err(|e| ImportError::invalid(FORMAT, e))?;
-        if rebuilt.note.is_some() {
-            notes.push(format!(
-                "{who}: oslat's last bucket ({last} µs) holds {overflow} iterations of {} µs or more and the file does not say how long each was: stored at {last} µs, but the longest at the file's maximum, {}",
-                last - 1,
-                Nanos::from_micros(max)
-            ));
-        }
-        let h = rebuilt.histogram;
-        let thread_active = Nanos((seconds.max(0.0) * 1e9).round() as u64);
-        active = active.max(thread_active);
-        stats.push(NoiseCpuStats {
-            cpu: cpu_id,
-            clock: NoiseClock::Tsc,
-            tsc_hz: mhz.saturating_mul(1_000_000),
-            calibration_drift_ppb: 0,
-            active_ns: thread_active,
-            iterations,
-            base_iteration_ps: 0,
-            gap_threshold_ns: Nanos::from_micros(1),
-            interruptions: h.count(),
-            noise_ns: Nanos(u64::try_from(h.sum()).unwrap_or(u64::MAX)),
-            max_gap_ns: h.max().unwrap_or(Nanos::ZERO),
-            classes: Default::default(),
-            steal_ns: None,
-            findings: Vec::new(),
-        });
-        let mut m = MetricResult::new(metric::NOISE_GAP, Some(cpu_id));
-        m.histogram = h;
-        if metrics.iter().any(|x: &MetricResult| x.cpu == Some(cpu_id)) {
+        if metrics.iter().any(|x| x.cpu == m.cpu) {
             return Err(ImportError::invalid(
                 FORMAT,
-                format!("two threads ran on CPU {cpu_id}"),
+                format!("two threads ran on CPU {}", s.cpu),
             ));
         }
         metrics.push(m);
+        stats.push(s);
     }
     if metrics.is_empty() {
         return Err(ImportError::invalid(FORMAT, "the file holds no iterations"));
@@ -295,16 +159,180 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     notes.push(
         "oslat times every loop iteration; an iteration of 1 µs or more is stored as an interruption (noise.gap) at oslat's rounded-up microsecond, shorter ones count only as iterations; oslat does not record the shortest iteration".to_string(),
     );
+    let c = noise_cell(&args, metrics, stats, options, &mut notes)?;
+    Ok(rt_tests::imported(
+        Format::OslatJson,
+        header,
+        vec![c],
+        notes,
+    ))
+}
+
+/// A thread's interruptions as `noise.gap` of its CPU, and its figures;
+/// `None` for a thread that counted no iterations.
+fn thread(
+    n: u32,
+    v: &Value,
+    last: u64,
+    notes: &mut Vec<String>,
+) -> Result<Option<(MetricResult, NoiseCpuStats)>, ImportError> {
+    let who = format!("thread {n}");
+    let t = v
+        .as_object()
+        .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} is not an object")))?;
+    let uint = |key: &str| -> Result<u64, ImportError> {
+        t.get(key)
+            .and_then(Value::as_u64)
+            .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has no {key} count")))
+    };
+    let cpu_id = cpu(
+        t.get("cpu")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has no cpu")))?,
+        FORMAT,
+        &who,
+    )?
+    .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who} has a negative cpu")))?;
+    let max = uint("max")?;
+    let mhz = uint("freq")?;
+    let seconds = t.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
+    let Buckets {
+        iterations,
+        gaps,
+        last_count,
+    } = buckets(t, &who, last)?;
+    if iterations == 0 {
+        notes.push(format!("{who} counted no iterations and is left out"));
+        return Ok(None);
+    }
+    let (tool, overflow) = gap_histogram(gaps, last, last_count, max);
+    let (m, note) = tool.metric(metric::NOISE_GAP, cpu_id, &who, FORMAT)?;
+    if note.is_some() {
+        notes.push(format!(
+            "{who}: oslat's last bucket ({last} µs) holds {overflow} iterations of {} µs or more and the file does not say how long each was: stored at {last} µs, but the longest at the file's maximum, {}",
+            last - 1,
+            Nanos::from_micros(max)
+        ));
+    }
+    let h = &m.histogram;
+    let stats = NoiseCpuStats {
+        cpu: cpu_id,
+        clock: NoiseClock::Tsc,
+        tsc_hz: mhz.saturating_mul(1_000_000),
+        calibration_drift_ppb: 0,
+        active_ns: Nanos((seconds.max(0.0) * 1e9).round() as u64),
+        iterations,
+        base_iteration_ps: 0,
+        gap_threshold_ns: Nanos::from_micros(1),
+        interruptions: h.count(),
+        noise_ns: Nanos(u64::try_from(h.sum()).unwrap_or(u64::MAX)),
+        max_gap_ns: h.max().unwrap_or(Nanos::ZERO),
+        classes: Default::default(),
+        steal_ns: None,
+        findings: Vec::new(),
+    };
+    Ok(Some((m, stats)))
+}
+
+/// A thread's buckets as oslat counts them.
+struct Buckets {
+    /// Every iteration.
+    iterations: u64,
+    /// The buckets of 2 µs up to below the last.
+    gaps: Vec<(u64, u64)>,
+    /// The count of the last bucket.
+    last_count: u64,
+}
+
+fn buckets(t: &Map<String, Value>, who: &str, last: u64) -> Result<Buckets, ImportError> {
+    let Some(Value::Object(h)) = t.get("histogram") else {
+        return Err(ImportError::invalid(
+            FORMAT,
+            format!("{who} has no histogram"),
+        ));
+    };
+    let mut iterations: u64 = 0;
+    let mut gaps: Vec<(u64, u64)> = Vec::new();
+    let mut last_count = 0;
+    for (k, c) in h {
+        let (label, count) = rt_tests::bucket(FORMAT, who, k, c)?;
+        if label == 0 || label > last {
+            return Err(ImportError::invalid(
+                FORMAT,
+                format!("{who}: bucket \"{k}\" is outside oslat's 1 .. {last}"),
+            ));
+        }
+        iterations = iterations.checked_add(count).ok_or_else(|| {
+            ImportError::invalid(FORMAT, format!("{who}: the iteration count overflows"))
+        })?;
+        if label == last {
+            last_count = count;
+        } else if label >= 2 {
+            gaps.push((label, count));
+        }
+    }
+    Ok(Buckets {
+        iterations,
+        gaps,
+        last_count,
+    })
+}
+
+/// The interruptions as a tool histogram, and the iterations beyond its
+/// range. The last bucket holds its own microsecond and every longer
+/// iteration: beyond the range when the maximum says so.
+fn gap_histogram(
+    mut gaps: Vec<(u64, u64)>,
+    last: u64,
+    last_count: u64,
+    max: u64,
+) -> (ToolHistogram, u64) {
+    let (overflow, range_end) = if last_count > 0 && max > last && last >= 2 {
+        (last_count, Some(last))
+    } else {
+        if last_count > 0 && last >= 2 {
+            gaps.push((last, last_count));
+        }
+        (0, None)
+    };
+    let tool = ToolHistogram {
+        unit_ns: 1000,
+        buckets: gaps,
+        width: 1,
+        overflow,
+        range_end,
+        // oslat's minimum is over every iteration, not the gaps.
+        min: None,
+        max: (max >= 2).then_some(max),
+        avg: None,
+    };
+    (tool, overflow)
+}
+
+/// The one cell of an oslat file: its settings from the command line or
+/// the options, its duration the longest thread's.
+fn noise_cell(
+    args: &OslatArgs,
+    metrics: Vec<MetricResult>,
+    mut stats: Vec<NoiseCpuStats>,
+    options: &Options,
+    notes: &mut Vec<String>,
+) -> Result<CellResult, ImportError> {
     let from_file = Some(match args.rtprio {
         Some(p) if p > 0 => (Policy::Fifo, p),
         _ => (Policy::Other, 0),
     });
-    let (policy, priority) = scheduling(from_file, options, (Policy::Other, 0, ""), &mut notes)?;
+    let (policy, priority) = scheduling(from_file, options, (Policy::Other, 0, ""), notes)?;
     if options.period.is_some() {
         return Err(ImportError::Option(
             "--period is for timer files; oslat's loop has no period".to_string(),
         ));
     }
+    let active = stats
+        .iter()
+        .map(|s| s.active_ns)
+        .max()
+        .unwrap_or(Nanos::ZERO);
     let mut settings = NoiseSettings {
         runtime_ns: active,
         pause_ns: Nanos::ZERO,
@@ -324,23 +352,7 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     );
     stats.sort_by_key(|s| s.cpu);
     c.noise = stats;
-    if let Some(m) = &header.machine {
-        notes.push(format!("measured on a {m} machine (uname -m)"));
-    }
-    Ok(Imported {
-        format: Format::OslatJson,
-        tool_version: header.version,
-        command_line: header.command_line,
-        started: header.started,
-        ended: header.ended,
-        failed: header
-            .return_code
-            .filter(|&c| c != 0)
-            .map(|c| format!("oslat exited with return code {c}")),
-        system: header.system,
-        cells: vec![c],
-        notes,
-    })
+    Ok(c)
 }
 
 #[cfg(test)]

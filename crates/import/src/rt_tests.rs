@@ -8,8 +8,10 @@
 use latscope_model::{preempt_from_version, Nanos, SystemInfo};
 use serde_json::{Map, Value};
 
+use latscope_record::CellResult;
+
 use crate::time::parse_rfc2822;
-use crate::ImportError;
+use crate::{Format, ImportError, Imported};
 
 /// The common part of an rt-tests JSON file.
 #[derive(Clone, Debug, Default)]
@@ -162,6 +164,77 @@ pub(crate) fn ran(command_line: &str, tool: &str) -> bool {
         .first()
         .and_then(|w| w.rsplit('/').next())
         .is_some_and(|w| w == tool)
+}
+
+/// The top object of a parsed rt-tests file.
+pub(crate) fn object<'a>(
+    doc: &'a Value,
+    format: &'static str,
+) -> Result<&'a Map<String, Value>, ImportError> {
+    doc.as_object()
+        .ok_or_else(|| ImportError::invalid(format, "the file is not a JSON object"))
+}
+
+/// The numbered thread objects of an rt-tests file, in their order: there
+/// are some, and as many as `num_threads` says.
+pub(crate) fn threads<'a>(
+    obj: &'a Map<String, Value>,
+    format: &'static str,
+) -> Result<Vec<(u32, &'a Value)>, ImportError> {
+    let Some(Value::Object(objects)) = obj.get("thread") else {
+        return Err(ImportError::truncated(
+            format,
+            "there is no \"thread\" object",
+        ));
+    };
+    let mut threads = objects
+        .iter()
+        .map(|(k, v)| {
+            k.parse::<u32>().map(|n| (n, v)).map_err(|_| {
+                ImportError::invalid(format, format!("thread \"{k}\" is not numbered"))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    threads.sort_by_key(|t| t.0);
+    if let Some(n) = obj.get("num_threads").and_then(Value::as_u64) {
+        if n != threads.len() as u64 {
+            return Err(ImportError::truncated(
+                format,
+                format!("num_threads is {n} but {} threads are there", threads.len()),
+            ));
+        }
+    }
+    if threads.is_empty() {
+        return Err(ImportError::invalid(format, "there are no threads"));
+    }
+    Ok(threads)
+}
+
+/// An rt-tests file read: its cells and notes, and what its header says
+/// (the machine as a note, a non-zero return code as the tool's failure).
+pub(crate) fn imported(
+    format: Format,
+    header: Header,
+    cells: Vec<CellResult>,
+    mut notes: Vec<String>,
+) -> Imported {
+    if let Some(m) = &header.machine {
+        notes.push(format!("measured on a {m} machine (uname -m)"));
+    }
+    Imported {
+        format,
+        tool_version: header.version,
+        command_line: header.command_line,
+        started: header.started,
+        ended: header.ended,
+        failed: header
+            .return_code
+            .filter(|&c| c != 0)
+            .map(|c| format!("{} exited with return code {c}", format.tool())),
+        system: header.system,
+        cells,
+        notes,
+    }
 }
 
 #[cfg(test)]

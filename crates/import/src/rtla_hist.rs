@@ -14,11 +14,11 @@
 //! when there is one, else to its kernel thread (`Thr`) — is
 //! `timer.latency`.
 
-use latscope_model::{metric, CellSettings, Nanos, Policy, TimerSettings, DEFAULT_PERIOD};
+use latscope_model::{metric, CellSettings, Nanos, Policy};
 use latscope_record::MetricResult;
 
 use crate::buckets::ToolHistogram;
-use crate::cells::{add_metric, cell, cpu, cpus_of, scheduling, setting};
+use crate::cells::{add_metric, cell, cpu, cpus_of, timer_settings};
 use crate::{Format, ImportError, Imported, Options};
 
 const FORMAT: &str = "rtla-hist";
@@ -112,36 +112,48 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
-    let mut notes = Vec::new();
-    let mut unit_ns = None;
-    let mut header_duration = None;
-    let mut columns: Option<Vec<(Kind, i64)>> = None;
-    let mut rows: Vec<(u64, Vec<u64>)> = Vec::new();
-    let mut over: Option<Vec<u64>> = None;
-    let mut summary: [Option<Vec<Option<u64>>>; 4] = [None, None, None, None];
-    let mut all = false;
-    for (n, raw) in text.lines().enumerate() {
-        let line = n + 1;
-        let l = raw.trim();
+/// What the text holds, as read line by line.
+#[derive(Default)]
+struct Table {
+    unit_ns: Option<u64>,
+    header_duration: Option<Nanos>,
+    columns: Option<Vec<(Kind, i64)>>,
+    rows: Vec<(u64, Vec<u64>)>,
+    over: Option<Vec<u64>>,
+    /// count, min, avg, max.
+    summary: [Option<Vec<Option<u64>>>; 4],
+    /// Past the `ALL:` line: the totals over CPUs, not read.
+    all: bool,
+}
+
+impl Table {
+    fn of(text: &str, notes: &mut Vec<String>) -> Result<Table, ImportError> {
+        let mut t = Table::default();
+        for (n, raw) in text.lines().enumerate() {
+            t.line(n + 1, raw.trim(), notes)?;
+        }
+        Ok(t)
+    }
+
+    fn line(&mut self, line: usize, l: &str, notes: &mut Vec<String>) -> Result<(), ImportError> {
         if l.contains("events missed") {
             notes.push(format!("rtla said: {l}"));
-            continue;
+            return Ok(());
         }
         if let Some(unit) = l.strip_prefix("# Time unit is ") {
-            unit_ns = Some(if unit.starts_with("nanoseconds") {
+            self.unit_ns = Some(if unit.starts_with("nanoseconds") {
                 1
             } else {
                 1000
             });
-            continue;
+            return Ok(());
         }
         if let Some(d) = l.strip_prefix("# Duration:") {
-            header_duration = duration(d);
-            continue;
+            self.header_duration = duration(d);
+            return Ok(());
         }
-        if l.starts_with('#') || l.is_empty() || all {
-            continue;
+        if l.starts_with('#') || l.is_empty() || self.all {
+            return Ok(());
         }
         if let Some(rest) = l.strip_prefix("Index") {
             let cols = rest
@@ -155,18 +167,18 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            columns = Some(cols);
-            continue;
+            self.columns = Some(cols);
+            return Ok(());
         }
-        let Some(cols) = &columns else {
+        let Some(cols) = &self.columns else {
             // Before the column line: what rtla printed before its table.
-            continue;
+            return Ok(());
         };
         let n_cols = cols.len();
         let (label, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
         match label {
             "over:" => {
-                over = Some(
+                self.over = Some(
                     values(rest, n_cols, line)?
                         .into_iter()
                         .map(|v| v.unwrap_or(0))
@@ -178,78 +190,92 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
                     .iter()
                     .position(|x| *x == label)
                     .unwrap_or(0);
-                summary[i] = Some(values(rest, n_cols, line)?);
+                self.summary[i] = Some(values(rest, n_cols, line)?);
             }
-            "ALL:" => all = true,
-            _ => {
-                if over.is_some() {
-                    // After the table: whatever else rtla printed.
-                    continue;
-                }
-                let index: u64 = label.parse().map_err(|_| {
-                    ImportError::invalid(
-                        FORMAT,
-                        format!("line {line}: \"{l}\" is not a histogram line"),
-                    )
-                })?;
-                if rows.last().is_some_and(|(last, _)| *last >= index) {
-                    return Err(ImportError::invalid(
-                        FORMAT,
-                        format!(
-                            "line {line}: bucket {index} after bucket {}",
-                            rows.last().map_or(0, |r| r.0)
-                        ),
-                    ));
-                }
-                let v = values(rest, n_cols, line)?
-                    .into_iter()
-                    .map(|v| {
-                        v.ok_or_else(|| {
-                            ImportError::invalid(
-                                FORMAT,
-                                format!("line {line}: a bucket counts \"-\""),
-                            )
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                rows.push((index, v));
-            }
+            "ALL:" => self.all = true,
+            // After the table: whatever else rtla printed.
+            _ if self.over.is_some() => {}
+            _ => self.row(label, rest, l, line, n_cols)?,
         }
+        Ok(())
     }
-    let Some(cols) = columns else {
+
+    /// A histogram line: its bucket and counts.
+    fn row(
+        &mut self,
+        label: &str,
+        rest: &str,
+        l: &str,
+        line: usize,
+        n_cols: usize,
+    ) -> Result<(), ImportError> {
+        let index: u64 = label.parse().map_err(|_| {
+            ImportError::invalid(
+                FORMAT,
+                format!("line {line}: \"{l}\" is not a histogram line"),
+            )
+        })?;
+        if let Some((last, _)) = self.rows.last().filter(|(last, _)| *last >= index) {
+            return Err(ImportError::invalid(
+                FORMAT,
+                format!("line {line}: bucket {index} after bucket {last}"),
+            ));
+        }
+        let v = values(rest, n_cols, line)?
+            .into_iter()
+            .map(|v| {
+                v.ok_or_else(|| {
+                    ImportError::invalid(FORMAT, format!("line {line}: a bucket counts \"-\""))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.rows.push((index, v));
+        Ok(())
+    }
+
+    /// rtla prints `bucket × size`: the size divides every value; with
+    /// --with-zeros (a line of zeros) it is the step and the last line
+    /// ends the range. The size, and the range's end if known.
+    fn layout(&self) -> (u64, Option<u64>) {
+        let rows = &self.rows;
+        let size = rows
+            .windows(2)
+            .map(|w| w[1].0 - w[0].0)
+            .chain(rows.first().map(|r| r.0))
+            .fold(0, gcd)
+            .max(1);
+        let with_zeros = rows.iter().any(|(_, v)| v.iter().all(|&c| c == 0));
+        let range_end = if with_zeros {
+            rows.last().map(|r| r.0 + size)
+        } else {
+            None
+        };
+        (size, range_end)
+    }
+}
+
+pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportError> {
+    let mut notes = Vec::new();
+    let table = Table::of(text, &mut notes)?;
+    let Some(cols) = &table.columns else {
         return Err(ImportError::unsupported(
             FORMAT,
             "there is no \"Index\" line naming the columns (rtla ran with --no-header or --no-index); run rtla timerlat hist without them",
         ));
     };
-    let Some(over) = over else {
+    let Some(over) = &table.over else {
         return Err(ImportError::truncated(FORMAT, "there is no \"over:\" line"));
     };
-    let unit_ns = unit_ns.unwrap_or_else(|| {
+    let unit_ns = table.unit_ns.unwrap_or_else(|| {
         notes.push(
             "the file does not say its time unit: read as microseconds, rtla's default".to_string(),
         );
         1000
     });
-    if summary[0].is_none() {
+    if table.summary[0].is_none() {
         notes.push("the file has no count/min/avg/max lines (rtla --no-summary): the minimum and maximum are the buckets'".to_string());
     }
-    // rtla prints `bucket × size`: the size divides every value; with
-    // --with-zeros (a line of zeros) it is the step and the last line ends
-    // the range.
-    let size = rows
-        .windows(2)
-        .map(|w| w[1].0 - w[0].0)
-        .chain(rows.first().map(|r| r.0))
-        .fold(0, gcd)
-        .max(1);
-    let with_zeros = rows.iter().any(|(_, v)| v.iter().all(|&c| c == 0));
-    let range_end = if with_zeros {
-        rows.last().map(|r| r.0 + size)
-    } else {
-        None
-    };
-
+    let (size, range_end) = table.layout();
     let mut by_cpu: Vec<MetricResult> = Vec::new();
     let users: Vec<i64> = cols
         .iter()
@@ -259,8 +285,8 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     let mut longest = 0u64;
     for (j, &(kind, cpu_n)) in cols.iter().enumerate() {
         let who = format!("CPU {cpu_n} ({})", kind.label());
-        let buckets: Vec<(u64, u64)> = rows.iter().map(|(i, v)| (*i, v[j])).collect();
-        let pick = |k: usize| summary[k].as_ref().and_then(|s| s[j]);
+        let buckets: Vec<(u64, u64)> = table.rows.iter().map(|(i, v)| (*i, v[j])).collect();
+        let pick = |k: usize| table.summary[k].as_ref().and_then(|s| s[j]);
         let in_range: u64 = buckets.iter().map(|b| b.1).fold(0, u64::saturating_add);
         let total = in_range.saturating_add(over[j]);
         if let Some(count) = pick(0) {
@@ -292,28 +318,10 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
             max: pick(3),
             avg: pick(2).map(|a| a as f64),
         };
-        let rebuilt = tool
-            .rebuild(&who)
-            .map_err(|e| ImportError::invalid(FORMAT, e))?;
-        if let Some(note) = rebuilt.note {
-            notes.push(match range_end {
-                Some(_) => note,
-                None => format!(
-                    "{note} (rtla does not print the histogram's size: its range is taken to end after the highest bucket printed)"
-                ),
-            });
-        }
-        let cpu_id = cpu(cpu_n, FORMAT, &who)?
-            .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who}: a negative CPU")))?;
-        let name = match kind {
-            Kind::Irq => metric::TIMER_IRQ,
-            Kind::Thread | Kind::User => metric::TIMER_LATENCY,
-        };
+        let m = column_metric(&tool, kind, cpu_n, &who, &mut notes)?;
         if kind != Kind::Irq {
             longest = longest.max(total);
         }
-        let mut m = MetricResult::new(name, Some(cpu_id));
-        m.histogram = rebuilt.histogram;
         add_metric(&mut by_cpu, m, &mut notes);
     }
     if by_cpu.is_empty() {
@@ -325,29 +333,18 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         );
     }
     notes.push("rtla's text records no date, machine or version".to_string());
-
-    let period = setting(
+    let mut s = timer_settings(
         None,
-        options.period,
-        "--period",
-        "period",
-        (DEFAULT_PERIOD, "the timerlat tracer's default period"),
-        &mut notes,
-    )?;
-    let (policy, priority) = scheduling(
         None,
         options,
+        "the timerlat tracer's default period",
         (Policy::Fifo, 95, "the timerlat threads' default"),
         &mut notes,
     )?;
-    let mut s = TimerSettings {
-        period_ns: period,
-        ..TimerSettings::default()
-    };
-    s.common.policy = policy;
-    s.common.priority = priority;
     s.common.cpus = cpus_of(&by_cpu);
-    let duration = header_duration.unwrap_or(Nanos(period.0.saturating_mul(longest)));
+    let duration = table
+        .header_duration
+        .unwrap_or(Nanos(s.period_ns.0.saturating_mul(longest)));
     let c = cell(
         0,
         options.workload(),
@@ -355,15 +352,36 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
         duration,
         by_cpu,
     );
-    Ok(Imported {
-        format: Format::RtlaHist,
-        tool_version: None,
-        command_line: None,
-        started: None,
-        ended: None,
-        failed: None,
-        system: Default::default(),
-        cells: vec![c],
-        notes,
-    })
+    Ok(Imported::without_header(Format::RtlaHist, vec![c], notes))
+}
+
+/// A column's histogram as its metric: `timer.irq` for IRQ, else
+/// `timer.latency`.
+fn column_metric(
+    tool: &ToolHistogram,
+    kind: Kind,
+    cpu_n: i64,
+    who: &str,
+    notes: &mut Vec<String>,
+) -> Result<MetricResult, ImportError> {
+    let rebuilt = tool
+        .rebuild(who)
+        .map_err(|e| ImportError::invalid(FORMAT, e))?;
+    if let Some(note) = rebuilt.note {
+        notes.push(match tool.range_end {
+            Some(_) => note,
+            None => format!(
+                "{note} (rtla does not print the histogram's size: its range is taken to end after the highest bucket printed)"
+            ),
+        });
+    }
+    let cpu_id = cpu(cpu_n, FORMAT, who)?
+        .ok_or_else(|| ImportError::invalid(FORMAT, format!("{who}: a negative CPU")))?;
+    let name = match kind {
+        Kind::Irq => metric::TIMER_IRQ,
+        Kind::Thread | Kind::User => metric::TIMER_LATENCY,
+    };
+    let mut m = MetricResult::new(name, Some(cpu_id));
+    m.histogram = rebuilt.histogram;
+    Ok(m)
 }

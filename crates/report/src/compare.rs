@@ -399,8 +399,8 @@ mod tests {
             },
             system: Default::default(),
             capabilities: Default::default(),
-            cells: vec![CellResult {
-                meta: latscope_model::CellMeta {
+            cells: vec![CellResult::new(
+                latscope_model::CellMeta {
                     index: 0,
                     probe: "timer".into(),
                     workload: "idle".into(),
@@ -408,14 +408,8 @@ mod tests {
                     duration_ns: Nanos(0),
                     monotonic_start_ns: Nanos(0),
                 },
-                metrics: vec![m],
-                trace: None,
-                episodes: vec![],
-                noise: vec![],
-                timer: Vec::new(),
-                udp: None,
-                workload_stats: None,
-            }],
+                vec![m],
+            )],
         }
     }
 

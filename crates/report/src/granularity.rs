@@ -188,18 +188,11 @@ mod tests {
         m.histogram = interval;
         RunResult {
             meta: RunMeta {
-                id: RunId(1),
-                started_unix_ns: Nanos(0),
-                ended_unix_ns: None,
-                checkpoint_unix_ns: None,
                 status: RunStatus::Complete,
-                command_line: vec![],
                 pid: 1,
-                boot_id: String::new(),
                 hostname: "h".into(),
                 tool_version: "0".into(),
-                notes: vec![],
-                source: None,
+                ..RunMeta::new(RunId(1), Nanos(0))
             },
             system: SystemInfo {
                 hz: Some(250),
@@ -218,23 +211,15 @@ mod tests {
                 timer_slack_ns: Some(if rt { 0 } else { 50_000 }),
                 ..Capabilities::default()
             },
-            cells: vec![CellResult {
-                meta: CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings: CellSettings::Timer(settings),
-                    duration_ns: Nanos::from_secs(1),
-                    monotonic_start_ns: Nanos(0),
-                },
-                metrics: vec![m],
-                trace: None,
-                episodes: vec![],
-                noise: vec![],
-                timer: vec![],
-                udp: None,
-                workload_stats: None,
-            }],
+            cells: vec![CellResult::new(
+                CellMeta::new(
+                    0,
+                    "none",
+                    CellSettings::Timer(settings),
+                    Nanos::from_secs(1),
+                ),
+                vec![m],
+            )],
         }
     }
 

@@ -131,14 +131,7 @@ mod tests {
             m.histogram.record(*v);
         }
         CellResult::new(
-            CellMeta {
-                index: 0,
-                probe: probe.into(),
-                workload: workload.into(),
-                settings,
-                duration_ns: Nanos::from_secs(1),
-                monotonic_start_ns: Nanos(0),
-            },
+            CellMeta::new(0, workload, settings, Nanos::from_secs(1)),
             vec![m],
         )
     }

@@ -234,14 +234,7 @@ mod tests {
             system: SystemInfo::default(),
             capabilities: Capabilities::default(),
             cells: vec![CellResult::new(
-                CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings,
-                    duration_ns: Nanos::from_secs(3),
-                    monotonic_start_ns: Nanos(0),
-                },
+                CellMeta::new(0, "none", settings, Nanos::from_secs(3)),
                 vec![m],
             )],
         }

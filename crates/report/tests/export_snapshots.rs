@@ -25,12 +25,13 @@ fn metric(name: &str, cpu: Option<u32>, values: &[(u64, u64)]) -> MetricResult {
 fn cell(index: u32, workload: &str, start_s: u64, metrics: Vec<MetricResult>) -> CellResult {
     CellResult::new(
         CellMeta {
-            index,
-            probe: "timer".into(),
-            workload: workload.into(),
-            settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-            duration_ns: Nanos::from_secs(10),
             monotonic_start_ns: Nanos::from_secs(start_s),
+            ..CellMeta::new(
+                index,
+                workload,
+                latscope_model::CellSettings::default_for("timer").unwrap(),
+                Nanos::from_secs(10),
+            )
         },
         metrics,
     )

@@ -112,18 +112,16 @@ fn noise_cell() -> CellResult {
     CellResult {
         noise: vec![cpu0(), cpu1()],
         ..CellResult::new(
-            CellMeta {
-                index: 0,
-                probe: "noise".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::from_json(
+            CellMeta::new(
+                0,
+                "none",
+                latscope_model::CellSettings::from_json(
                     "noise",
                     serde_json::Value::Object(settings.into_iter().collect()),
                 )
                 .unwrap(),
-                duration_ns: Nanos::from_secs(10),
-                monotonic_start_ns: Nanos(0),
-            },
+                Nanos::from_secs(10),
+            ),
             vec![
                 gap(0, &[90, 95, 120, 300, 2_000, 9_870, 41_000, 1_402_113], 2),
                 gap(1, &[200, 250, 900, 5_000, 50_012_000], 1),
@@ -141,16 +139,17 @@ fn timer_cell() -> CellResult {
     settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
     CellResult::new(
         CellMeta {
-            index: 1,
-            probe: "timer".into(),
-            workload: "none".into(),
-            settings: latscope_model::CellSettings::from_json(
-                "timer",
-                serde_json::Value::Object(settings.into_iter().collect()),
-            )
-            .unwrap(),
-            duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
+            ..CellMeta::new(
+                1,
+                "none",
+                latscope_model::CellSettings::from_json(
+                    "timer",
+                    serde_json::Value::Object(settings.into_iter().collect()),
+                )
+                .unwrap(),
+                Nanos::from_secs(1),
+            )
         },
         vec![lat],
     )

@@ -60,18 +60,16 @@ fn fixture() -> RunResult {
             ..Capabilities::default()
         },
         cells: vec![CellResult {
-            meta: CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::from_json(
+            meta: CellMeta::new(
+                0,
+                "none",
+                latscope_model::CellSettings::from_json(
                     "timer",
                     serde_json::Value::Object(settings.into_iter().collect()),
                 )
                 .unwrap(),
-                duration_ns: Nanos::from_secs(5),
-                monotonic_start_ns: Nanos(0),
-            },
+                Nanos::from_secs(5),
+            ),
             // Stored order (alphabetical) puts interval first; the text
             // must still lead with latency.
             metrics: vec![iv, lat],

@@ -257,16 +257,17 @@ fn fixture() -> RunResult {
             episodes: episodes(),
             ..CellResult::new(
                 CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings: latscope_model::CellSettings::from_json(
-                        "timer",
-                        serde_json::Value::Object(settings.into_iter().collect()),
-                    )
-                    .unwrap(),
-                    duration_ns: Nanos::from_secs(10),
                     monotonic_start_ns: Nanos(1_000_000_000_000),
+                    ..CellMeta::new(
+                        0,
+                        "none",
+                        latscope_model::CellSettings::from_json(
+                            "timer",
+                            serde_json::Value::Object(settings.into_iter().collect()),
+                        )
+                        .unwrap(),
+                        Nanos::from_secs(10),
+                    )
                 },
                 metrics,
             )

@@ -68,18 +68,16 @@ fn udp_cell() -> CellResult {
     settings.insert("policy".to_string(), serde_json::json!("fifo"));
     settings.insert("priority".to_string(), serde_json::json!(95));
     CellResult {
-        meta: CellMeta {
-            index: 0,
-            probe: "udp".into(),
-            workload: "none".into(),
-            settings: latscope_model::CellSettings::from_json(
+        meta: CellMeta::new(
+            0,
+            "none",
+            latscope_model::CellSettings::from_json(
                 "udp",
                 serde_json::Value::Object(settings.into_iter().collect()),
             )
             .unwrap(),
-            duration_ns: Nanos::from_secs(10),
-            monotonic_start_ns: Nanos(0),
-        },
+            Nanos::from_secs(10),
+        ),
         // As stored: by name, then CPU.
         metrics: vec![
             hist(metric::UDP_PATH, 1, &[30_000, 32_000, 35_000, 120_000]),
@@ -101,16 +99,17 @@ fn timer_cell() -> CellResult {
     settings.insert("period_ns".to_string(), serde_json::json!(1_000_000));
     CellResult::new(
         CellMeta {
-            index: 1,
-            probe: "timer".into(),
-            workload: "none".into(),
-            settings: latscope_model::CellSettings::from_json(
-                "timer",
-                serde_json::Value::Object(settings.into_iter().collect()),
-            )
-            .unwrap(),
-            duration_ns: Nanos::from_secs(1),
             monotonic_start_ns: Nanos(10_000_000_000),
+            ..CellMeta::new(
+                1,
+                "none",
+                latscope_model::CellSettings::from_json(
+                    "timer",
+                    serde_json::Value::Object(settings.into_iter().collect()),
+                )
+                .unwrap(),
+                Nanos::from_secs(1),
+            )
         },
         vec![hist(metric::TIMER_LATENCY, 0, &[10_000, 12_000, 15_000])],
     )

@@ -19,14 +19,12 @@ fn cell(index: u32, workload: &str, stats: Option<WorkloadStats>) -> CellResult 
     CellResult {
         workload_stats: stats,
         ..CellResult::new(
-            CellMeta {
+            CellMeta::new(
                 index,
-                probe: "timer".into(),
-                workload: workload.into(),
-                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-                duration_ns: Nanos::from_secs(10),
-                monotonic_start_ns: Nanos(0),
-            },
+                workload,
+                latscope_model::CellSettings::default_for("timer").unwrap(),
+                Nanos::from_secs(10),
+            ),
             vec![lat],
         )
     }

@@ -8,8 +8,6 @@ use serde::Serialize;
 
 use latscope_model::Nanos;
 
-use crate::forecast::{Horizon, UsageModel};
-
 const HOUR_NS: u64 = 3_600_000_000_000;
 const MINUTE_NS: u64 = 60_000_000_000;
 
@@ -77,22 +75,6 @@ impl ObservedBlocks {
         self.minute = stats(by_minute.into_values().collect());
         self
     }
-
-    /// The observed blocks that are the forecast's `horizon` under
-    /// `usage`: the hours always, the days and weeks when the usage model
-    /// runs around the clock (a UTC day of monitoring is an office day
-    /// only for the continuous model); `None` when no complete block of
-    /// that length was measured. Where this answers, the forecast reports
-    /// what was observed and leaves the model to longer horizons.
-    pub fn for_horizon(&self, horizon: Horizon, usage: &UsageModel) -> Option<&BlockStats> {
-        let (blocks, hours) = match horizon {
-            Horizon::Hour => (&self.hour, 1.0),
-            Horizon::Day => (&self.day, 24.0),
-            Horizon::Week => (&self.week, 168.0),
-            Horizon::Seconds(_) => return None,
-        };
-        (blocks.blocks > 0 && horizon.run_seconds(usage) == hours * 3600.0).then_some(blocks)
-    }
 }
 
 /// Blocks of `hours_per_block` consecutive hours aligned to the Unix epoch
@@ -152,6 +134,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use crate::forecast::{Horizon, UsageModel};
 
     fn hour(i: u64, max_us: u64) -> HourMax {
         HourMax {

@@ -657,12 +657,11 @@ mod tests {
         use latscope_model::{CellMeta, CommonSettings, TimerSettings};
         let mut m = crate::MetricResult::new("timer.latency", None);
         m.histogram = hist(10_000, 10, 50_000);
-        CellResult {
-            meta: CellMeta {
-                index: 0,
-                probe: "timer".into(),
-                workload: workload.into(),
-                settings: CellSettings::Timer(TimerSettings {
+        CellResult::new(
+            CellMeta::new(
+                0,
+                workload,
+                CellSettings::Timer(TimerSettings {
                     period_ns: period,
                     common: CommonSettings {
                         clock_read_ns: clock_read,
@@ -671,17 +670,10 @@ mod tests {
                     },
                     ..TimerSettings::default()
                 }),
-                duration_ns: Nanos::from_secs(secs),
-                monotonic_start_ns: Nanos(0),
-            },
-            metrics: vec![m],
-            trace: None,
-            episodes: vec![],
-            noise: vec![],
-            timer: vec![],
-            udp: None,
-            workload_stats: None,
-        }
+                Nanos::from_secs(secs),
+            ),
+            vec![m],
+        )
     }
 
     fn run_of(id: i64, cells: Vec<CellResult>) -> RunResult {

@@ -322,6 +322,75 @@ pub(crate) fn write_intervals(
     Ok(())
 }
 
+/// A stored interval as read: metric, CPU, start and end (cell time, Unix
+/// time), and the histogram's blob.
+type IntervalRow = (String, i64, i64, i64, i64, i64, Vec<u8>);
+
+/// An interval's bounds.
+struct Span {
+    start: Nanos,
+    end: Nanos,
+    start_unix: Nanos,
+    end_unix: Nanos,
+}
+
+impl Span {
+    fn with(self, histogram: Histogram) -> Interval {
+        Interval {
+            start: self.start,
+            end: self.end,
+            start_unix: self.start_unix,
+            end_unix: self.end_unix,
+            histogram,
+        }
+    }
+
+    /// Widens `i` to hold this span too.
+    fn widen(&self, i: &mut Interval) {
+        i.start = i.start.min(self.start);
+        i.end = i.end.max(self.end);
+        i.start_unix = i.start_unix.min(self.start_unix);
+        i.end_unix = i.end_unix.max(self.end_unix);
+    }
+}
+
+/// Per metric: the stored interval ends in order, and so each interval's
+/// group (its rank among them / the group size) when a series may hold at
+/// most `max_points`.
+struct Groups<'r> {
+    ends: std::collections::BTreeMap<&'r str, Vec<i64>>,
+    max_points: Option<usize>,
+}
+
+impl<'r> Groups<'r> {
+    fn of(rows: &'r [IntervalRow], max_points: Option<usize>) -> Groups<'r> {
+        let mut ends: std::collections::BTreeMap<&str, Vec<i64>> = Default::default();
+        for (name, _, _, end, ..) in rows {
+            ends.entry(name.as_str()).or_default().push(*end);
+        }
+        for e in ends.values_mut() {
+            e.sort_unstable();
+            e.dedup();
+        }
+        Groups { ends, max_points }
+    }
+
+    /// The group of the interval of `name` ending at `end`, and the size.
+    fn group_of(&self, name: &str, end: i64) -> (usize, usize) {
+        let Some(e) = self.ends.get(name) else {
+            return (0, 1);
+        };
+        let size = self.max_points.map_or(1, |m| e.len().div_ceil(m).max(1));
+        let rank = e.partition_point(|&x| x < end);
+        (rank / size, size)
+    }
+
+    /// The checkpoints of `name` with an interval.
+    fn stored(&self, name: &str) -> usize {
+        self.ends.get(name).map_or(0, Vec::len)
+    }
+}
+
 impl Store {
     /// The checkpoint intervals of `cell`: one series per metric and CPU
     /// (by name, then CPU with system-wide first), each in time order.
@@ -398,6 +467,99 @@ impl Store {
         max_points: Option<usize>,
         pool: bool,
     ) -> Result<Option<Vec<IntervalSeries>>> {
+        let Some(index) = self.marked_cell(cell)? else {
+            return Ok(None);
+        };
+        let rows = self.interval_rows(cell)?;
+        let groups = Groups::of(&rows, max_points);
+        let mut out: Vec<IntervalSeries> = Vec::new();
+        // The group the last interval of `out` holds.
+        let mut current_group = usize::MAX;
+        // Pooled: where each group's interval is in the last series (the
+        // CPUs come one after another, each from its first group).
+        let mut pooled_at: std::collections::HashMap<usize, usize> = Default::default();
+        let mut inflater = Inflater::new();
+        for row in &rows {
+            let (name, cpu, _, end, _, _, blob) = row;
+            let damaged =
+                |e: String| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0));
+            let cpu_id = cpu_from_sql(*cpu).ok_or_else(|| {
+                self.corrupt(format!(
+                    "interval of {name} in cell {} has CPU {cpu}",
+                    cell.0
+                ))
+            })?;
+            let (group, size) = groups.group_of(name, *end);
+            let span = self.span(row)?;
+            let cpu_id = if pool { None } else { cpu_id };
+            let new_series = !matches!(out.last(), Some(s) if s.metric == *name && s.cpu == cpu_id);
+            if new_series {
+                out.push(IntervalSeries {
+                    cell: index,
+                    metric: name.clone(),
+                    cpu: cpu_id,
+                    intervals: Vec::new(),
+                    merged: size,
+                    // Pooled, a checkpoint's intervals count once.
+                    stored: if pool { groups.stored(name) } else { 0 },
+                    window: None,
+                });
+                current_group = usize::MAX;
+                pooled_at.clear();
+            }
+            let Some(series) = out.last_mut() else {
+                continue;
+            };
+            if pool {
+                let raw = inflater.inflate(blob).map_err(damaged)?;
+                match pooled_at
+                    .get(&group)
+                    .and_then(|&i| series.intervals.get_mut(i))
+                {
+                    Some(i) => {
+                        i.histogram
+                            .merge_bytes(raw)
+                            .map_err(|e| damaged(e.to_string()))?;
+                        span.widen(i);
+                    }
+                    None => {
+                        let histogram =
+                            Histogram::from_bytes(raw).map_err(|e| damaged(e.to_string()))?;
+                        pooled_at.insert(group, series.intervals.len());
+                        series.intervals.push(span.with(histogram));
+                    }
+                }
+                continue;
+            }
+            series.stored += 1;
+            match series.intervals.last_mut() {
+                Some(last) if group == current_group => {
+                    let raw = inflater.inflate(blob).map_err(damaged)?;
+                    last.histogram
+                        .merge_bytes(raw)
+                        .map_err(|e| damaged(e.to_string()))?;
+                    last.end = span.end;
+                    last.end_unix = span.end_unix;
+                }
+                _ => {
+                    let histogram = decode(blob).map_err(damaged)?;
+                    series.intervals.push(span.with(histogram));
+                    current_group = group;
+                }
+            }
+        }
+        if pool {
+            // A group only a later CPU had was appended after the others.
+            for series in &mut out {
+                series.intervals.sort_by_key(|i| i.start);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The index of `cell` when it has interval marks (a cell stored
+    /// before schema 13, or imported, has none: `None`).
+    fn marked_cell(&self, cell: CellId) -> Result<Option<u32>> {
         let index: i64 = self
             .db
             .query_row("SELECT idx FROM cells WHERE id = ?1", [cell.0], |r| {
@@ -418,152 +580,40 @@ impl Store {
             .optional()
             .map_err(|e| self.sql("reading the interval marks", e))?
             .is_some();
-        if !marked {
-            return Ok(None);
-        }
-        type Row = (String, i64, i64, i64, i64, i64, Vec<u8>);
-        // In the primary key's order: any other makes SQLite sort the
-        // blobs in a temporary tree.
-        let rows: Vec<Row> = self
-            .collect(
-                "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
-                 FROM metric_intervals WHERE cell_id = ?1 ORDER BY name, cpu, end_ns",
-                [cell.0],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                    ))
-                },
-            )
-            .map_err(|e| self.sql("reading the intervals", e))?;
-        // Per metric: the stored interval ends in order, and so each
-        // interval's group (its rank among them / the group size).
-        let mut ends: std::collections::BTreeMap<&str, Vec<i64>> = Default::default();
-        for (name, _, _, end, ..) in &rows {
-            ends.entry(name.as_str()).or_default().push(*end);
-        }
-        for e in ends.values_mut() {
-            e.sort_unstable();
-            e.dedup();
-        }
-        let group_of = |name: &str, end: i64| -> (usize, usize) {
-            let Some(e) = ends.get(name) else {
-                return (0, 1);
-            };
-            let size = max_points.map_or(1, |m| e.len().div_ceil(m).max(1));
-            let rank = e.partition_point(|&x| x < end);
-            (rank / size, size)
-        };
-        let mut out: Vec<IntervalSeries> = Vec::new();
-        // The group the last interval of `out` holds.
-        let mut current_group = usize::MAX;
-        // Pooled: where each group's interval is in the last series (the
-        // CPUs come one after another, each from its first group).
-        let mut pooled_at: std::collections::HashMap<usize, usize> = Default::default();
-        let mut inflater = Inflater::new();
-        for (name, cpu, start, end, start_unix, end_unix, blob) in &rows {
-            let damaged =
-                |e: String| self.corrupt(format!("interval of {name} in cell {}: {e}", cell.0));
-            let cpu_id = cpu_from_sql(*cpu).ok_or_else(|| {
-                self.corrupt(format!(
-                    "interval of {name} in cell {} has CPU {cpu}",
-                    cell.0
+        Ok(marked.then_some(index))
+    }
+
+    /// The stored intervals of `cell`, in the primary key's order: any
+    /// other makes SQLite sort the blobs in a temporary tree.
+    fn interval_rows(&self, cell: CellId) -> Result<Vec<IntervalRow>> {
+        self.collect(
+            "SELECT name, cpu, start_ns, end_ns, start_unix_ns, end_unix_ns, histogram \
+             FROM metric_intervals WHERE cell_id = ?1 ORDER BY name, cpu, end_ns",
+            [cell.0],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
                 ))
-            })?;
-            let (group, size) = group_of(name, *end);
-            let start = self.nanos(*start, "an interval's start")?;
-            let end = self.nanos(*end, "an interval's end")?;
-            let start_unix = self.nanos(*start_unix, "an interval's start")?;
-            let end_unix = self.nanos(*end_unix, "an interval's end")?;
-            let cpu_id = if pool { None } else { cpu_id };
-            let new_series = !matches!(out.last(), Some(s) if s.metric == *name && s.cpu == cpu_id);
-            if new_series {
-                out.push(IntervalSeries {
-                    cell: index,
-                    metric: name.clone(),
-                    cpu: cpu_id,
-                    intervals: Vec::new(),
-                    merged: size,
-                    // Pooled, a checkpoint's intervals count once.
-                    stored: if pool {
-                        ends.get(name.as_str()).map_or(0, Vec::len)
-                    } else {
-                        0
-                    },
-                    window: None,
-                });
-                current_group = usize::MAX;
-                pooled_at.clear();
-            }
-            let Some(series) = out.last_mut() else {
-                continue;
-            };
-            if pool {
-                let raw = inflater.inflate(blob).map_err(damaged)?;
-                match pooled_at
-                    .get(&group)
-                    .and_then(|&i| series.intervals.get_mut(i))
-                {
-                    Some(i) => {
-                        i.histogram
-                            .merge_bytes(raw)
-                            .map_err(|e| damaged(e.to_string()))?;
-                        i.start = i.start.min(start);
-                        i.end = i.end.max(end);
-                        i.start_unix = i.start_unix.min(start_unix);
-                        i.end_unix = i.end_unix.max(end_unix);
-                    }
-                    None => {
-                        let histogram =
-                            Histogram::from_bytes(raw).map_err(|e| damaged(e.to_string()))?;
-                        pooled_at.insert(group, series.intervals.len());
-                        series.intervals.push(Interval {
-                            start,
-                            end,
-                            start_unix,
-                            end_unix,
-                            histogram,
-                        });
-                    }
-                }
-                continue;
-            }
-            series.stored += 1;
-            match series.intervals.last_mut() {
-                Some(last) if group == current_group => {
-                    let raw = inflater.inflate(blob).map_err(damaged)?;
-                    last.histogram
-                        .merge_bytes(raw)
-                        .map_err(|e| damaged(e.to_string()))?;
-                    last.end = end;
-                    last.end_unix = end_unix;
-                }
-                _ => {
-                    let histogram = decode(blob).map_err(damaged)?;
-                    series.intervals.push(Interval {
-                        start,
-                        end,
-                        start_unix,
-                        end_unix,
-                        histogram,
-                    });
-                    current_group = group;
-                }
-            }
-        }
-        if pool {
-            // A group only a later CPU had was appended after the others.
-            for series in &mut out {
-                series.intervals.sort_by_key(|i| i.start);
-            }
-        }
-        Ok(Some(out))
+            },
+        )
+        .map_err(|e| self.sql("reading the intervals", e))
+    }
+
+    /// A row's bounds, checked.
+    fn span(&self, row: &IntervalRow) -> Result<Span> {
+        let (_, _, start, end, start_unix, end_unix, _) = row;
+        Ok(Span {
+            start: self.nanos(*start, "an interval's start")?,
+            end: self.nanos(*end, "an interval's end")?,
+            start_unix: self.nanos(*start_unix, "an interval's start")?,
+            end_unix: self.nanos(*end_unix, "an interval's end")?,
+        })
     }
 
     /// Deletes the intervals of `run` that ended before `before` (Unix

@@ -174,12 +174,13 @@ mod tests {
             .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
             .unwrap();
         let cell_meta = CellMeta {
-            index: 0,
-            probe: "timer".into(),
-            workload: "none".into(),
-            settings: CellSettings::default_for("timer").unwrap(),
-            duration_ns: Nanos(minutes * MINUTE),
             monotonic_start_ns: Nanos(1),
+            ..CellMeta::new(
+                0,
+                "none",
+                CellSettings::default_for("timer").unwrap(),
+                Nanos(minutes * MINUTE),
+            )
         };
         let cell = store.add_cell(run, &cell_meta).unwrap();
         let mut cumulative: Vec<MetricResult> = (0..2)

@@ -101,21 +101,22 @@ fn caps() -> Capabilities {
 
 fn cell(index: u32) -> CellMeta {
     CellMeta {
-        index,
-        probe: "timer".into(),
-        workload: if index == 0 { "idle" } else { "compile" }.into(),
-        settings: CellSettings::Timer(TimerSettings {
-            period_ns: Nanos::from_millis(1),
-            common: CommonSettings {
-                priority: 80,
-                cpus: "0-1".into(),
-                clock_read_ns: 25,
-                ..CommonSettings::default()
-            },
-            ..TimerSettings::default()
-        }),
-        duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(123_456_789),
+        ..CellMeta::new(
+            index,
+            if index == 0 { "idle" } else { "compile" },
+            CellSettings::Timer(TimerSettings {
+                period_ns: Nanos::from_millis(1),
+                common: CommonSettings {
+                    priority: 80,
+                    cpus: "0-1".into(),
+                    clock_read_ns: 25,
+                    ..CommonSettings::default()
+                },
+                ..TimerSettings::default()
+            }),
+            Nanos::ZERO,
+        )
     }
 }
 

@@ -204,22 +204,27 @@ fn number_rings(ebpf: &mut Ebpf, name: &str, cpus: &[u32]) -> Result<(), Platfor
     Ok(())
 }
 
-impl TraceBpf {
-    /// The object's one-element-or-more array map `name`.
-    fn array<T: aya::Pod>(&mut self, name: &str) -> Result<Array<&mut MapData, T>, PlatformError> {
-        let map = self
-            .ebpf
-            .map_mut(name)
-            .ok_or_else(|| err("the object")(format!("no map '{name}'")))?;
-        Array::try_from(map).map_err(|e| err("an array map")(format!("'{name}': {e}")))
-    }
+/// The sizes of the maps, from the configuration.
+struct Sizes {
+    /// CPUs the kernel may have.
+    possible: u32,
+    /// The traced CPUs, each once, in the order given.
+    cpus: Vec<u32>,
+    /// Records per recorder ring, rings (one per traced CPU, at least
+    /// one), and records in all.
+    slots: u32,
+    rings: u32,
+    records: u32,
+    hist_rows: u32,
+    /// Sample rings for the recorded CPUs, or for every CPU when only the
+    /// decomposition runs (the watched threads may be anywhere).
+    sample_cpus: Vec<u32>,
+    sample_rings: u32,
+    sample_records: u32,
+}
 
-    /// Loads the programs with the recorder sized for `config`, watches
-    /// `config.tids`, marks `config.cpus` as traced, and attaches: always
-    /// `sched_switch`, `hrtimer_start` and `hrtimer_expire_entry` (failing
-    /// if one cannot be), and with `cpus` every other tracepoint this
-    /// kernel has ([`TraceBpf::missing`] lists the others).
-    pub fn open(config: &BpfConfig) -> Result<TraceBpf, PlatformError> {
+impl Sizes {
+    fn of(config: &BpfConfig) -> Result<Sizes, PlatformError> {
         let possible = aya::util::nr_cpus()
             .map_err(|(what, e)| err("counting the possible CPUs")(format!("{what}: {e}")))?;
         let possible = u32::try_from(possible)
@@ -249,62 +254,6 @@ impl TraceBpf {
             .ok_or_else(|| {
                 err("the recorder")(format!("{slots} slots × {rings} CPUs is too big"))
             })?;
-        // `hist-off` (bench/bpf-prog-cost.sh): the programs without the
-        // interrupt and work histograms, to weigh what they cost.
-        let diag = std::env::var("LATSCOPE_BPF_DIAG").unwrap_or_default();
-        let hist_on = u32::from(config.histograms && diag != "hist-off");
-        let hist_rows = config.hist_rows.clamp(1, MAX_HIST_ROWS);
-        // Softirq times wait for the next switch like vector times, except
-        // on PREEMPT_RT, where softirqs are preemptible (timer.bpf.c,
-        // defer_softirq); an RT kernel has /sys/kernel/realtime = 1.
-        let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
-        let softirq_deferred = u32::from(!rt && diag != "softirq-at-once");
-        // bench/bpf-prog-cost.sh's diagnostic: what the programs cost with
-        // only the recorder, stopping at their first check, or returning at
-        // once (`empty`: the kernel's price for calling them; timer.bpf.c,
-        // diag_level); `softirq-at-once` (above) compares deferring softirq
-        // times with not.
-        let diag_level: u32 = match diag.as_str() {
-            "recorder" => 1,
-            "attached" => 2,
-            "empty" => 3,
-            _ => 0,
-        };
-        // `warm-on`: sched_switch warms the next wake-up's cache lines
-        // (timer.bpf.c, warm_rings; off by default: it bought nothing
-        // measurable).
-        let warm_on = u32::from(diag == "warm-on");
-        // `recorder-off`: the programs write no flight-recorder records
-        // (the maps keep their sizes; episodes then have empty windows), to
-        // weigh what the records cost on the wake-up path.
-        let kernel_slots: u32 = if diag == "recorder-off" { 0 } else { slots };
-        // `elide-own`: no records of the measured thread's own timer expiry,
-        // callback exit and wake-up (timer.bpf.c, elide_own).
-        let elide_own = u32::from(diag == "elide-own");
-        // `deferred-off`: no deferred work by function and device (its
-        // programs unattached, groups.rs; timer.bpf.c, deferred_off).
-        // `new-off`: all three parts issue 34 added (deferred work by
-        // function, steal time, episode stacks) off at once, to weigh them
-        // together against the backend as it was before them.
-        let new_off = diag == "new-off";
-        let deferred_off = u32::from(diag == "deferred-off" || new_off);
-        // The per-wake-up steal counter (steal.rs; timer.bpf.c, steal_on);
-        // `steal-off` leaves it unread, to weigh what reading it costs.
-        let steal = std::fs::read("/sys/kernel/btf/vmlinux")
-            .ok()
-            .and_then(|b| super::steal::locate(&b))
-            .filter(|_| diag != "steal-off" && !new_off);
-        let steal_on = u32::from(steal.is_some());
-        let steal_delta = steal.map_or(0, |l| l.delta);
-        // `stacks-off`: no episode stacks (timer.bpf.c, "The code that held
-        // the CPU"), to weigh what they cost.
-        let stack_threshold: u64 = if diag == "stacks-off" || new_off {
-            0
-        } else {
-            config.stack_threshold_ns
-        };
-        // Sample rings for the recorded CPUs, or for every CPU when only the
-        // decomposition runs (the watched threads may be anywhere).
         let sample_cpus: Vec<u32> = if cpus.is_empty() {
             (0..possible).collect()
         } else {
@@ -315,7 +264,144 @@ impl TraceBpf {
         let sample_records = sample_rings
             .checked_mul(SAMPLE_SLOTS)
             .ok_or_else(|| err("the sample rings")("too many CPUs".into()))?;
+        Ok(Sizes {
+            possible,
+            cpus,
+            slots,
+            rings,
+            records,
+            hist_rows: config.hist_rows.clamp(1, MAX_HIST_ROWS),
+            sample_cpus,
+            sample_rings,
+            sample_records,
+        })
+    }
+}
 
+/// The programs' switches (their read-only globals), from the
+/// configuration, the kernel and the `LATSCOPE_BPF_DIAG` diagnostics of
+/// bench/bpf-prog-cost.sh.
+struct Switches {
+    diag: String,
+    hist_on: u32,
+    softirq_deferred: u32,
+    diag_level: u32,
+    warm_on: u32,
+    kernel_slots: u32,
+    elide_own: u32,
+    deferred_off: u32,
+    steal: Option<super::steal::StealLocation>,
+    stack_threshold: u64,
+}
+
+impl Switches {
+    fn of(config: &BpfConfig, slots: u32) -> Switches {
+        let diag = std::env::var("LATSCOPE_BPF_DIAG").unwrap_or_default();
+        // Softirq times wait for the next switch like vector times, except
+        // on PREEMPT_RT, where softirqs are preemptible (timer.bpf.c,
+        // defer_softirq); an RT kernel has /sys/kernel/realtime = 1.
+        let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
+        // `new-off`: all three parts issue 34 added (deferred work by
+        // function, steal time, episode stacks) off at once, to weigh them
+        // together against the backend as it was before them.
+        let new_off = diag == "new-off";
+        Switches {
+            // `hist-off`: the programs without the interrupt and work
+            // histograms, to weigh what they cost.
+            hist_on: u32::from(config.histograms && diag != "hist-off"),
+            // `softirq-at-once` compares deferring softirq times with not.
+            softirq_deferred: u32::from(!rt && diag != "softirq-at-once"),
+            // What the programs cost with only the recorder, stopping at
+            // their first check, or returning at once (`empty`: the
+            // kernel's price for calling them; timer.bpf.c, diag_level).
+            diag_level: match diag.as_str() {
+                "recorder" => 1,
+                "attached" => 2,
+                "empty" => 3,
+                _ => 0,
+            },
+            // `warm-on`: sched_switch warms the next wake-up's cache lines
+            // (timer.bpf.c, warm_rings; off by default: it bought nothing
+            // measurable).
+            warm_on: u32::from(diag == "warm-on"),
+            // `recorder-off`: the programs write no flight-recorder records
+            // (the maps keep their sizes; episodes then have empty
+            // windows), to weigh what the records cost on the wake-up path.
+            kernel_slots: if diag == "recorder-off" { 0 } else { slots },
+            // `elide-own`: no records of the measured thread's own timer
+            // expiry, callback exit and wake-up (timer.bpf.c, elide_own).
+            elide_own: u32::from(diag == "elide-own"),
+            // `deferred-off`: no deferred work by function and device (its
+            // programs unattached, groups.rs; timer.bpf.c, deferred_off).
+            deferred_off: u32::from(diag == "deferred-off" || new_off),
+            // The per-wake-up steal counter (steal.rs; timer.bpf.c,
+            // steal_on); `steal-off` leaves it unread, to weigh what
+            // reading it costs.
+            steal: std::fs::read("/sys/kernel/btf/vmlinux")
+                .ok()
+                .and_then(|b| super::steal::locate(&b))
+                .filter(|_| diag != "steal-off" && !new_off),
+            // `stacks-off`: no episode stacks (timer.bpf.c, "The code that
+            // held the CPU"), to weigh what they cost.
+            stack_threshold: if diag == "stacks-off" || new_off {
+                0
+            } else {
+                config.stack_threshold_ns
+            },
+            diag,
+        }
+    }
+}
+
+/// Loads the object with its maps sized and its switches set.
+fn load(sizes: &Sizes, sw: &Switches) -> Result<Ebpf, PlatformError> {
+    let object = OBJECT.to_vec();
+    let (rings, hist_rows) = (sizes.rings, sizes.hist_rows);
+    let steal_on = u32::from(sw.steal.is_some());
+    let steal_delta = sw.steal.map_or(0, |l| l.delta);
+    EbpfLoader::new()
+        .set_max_entries("recorder", sizes.records)
+        .set_max_entries("rec_heads", rings)
+        .set_max_entries("traced_cpus", sizes.possible)
+        .set_max_entries("samples", sizes.sample_records)
+        .set_max_entries("sample_heads", sizes.sample_rings)
+        .set_max_entries("sample_rings", sizes.possible)
+        .set_max_entries("row_tables", rings * 2)
+        .set_max_entries("hist_rows", rings * 2 * hist_rows)
+        .set_global("rec_slots", &sw.kernel_slots, true)
+        .set_global("sample_slots", &SAMPLE_SLOTS, true)
+        .set_global("hist_on", &sw.hist_on, true)
+        .set_global("softirq_deferred", &sw.softirq_deferred, true)
+        .set_global("diag_level", &sw.diag_level, true)
+        .set_global("warm_on", &sw.warm_on, true)
+        .set_global("elide_own", &sw.elide_own, true)
+        .set_global("deferred_off", &sw.deferred_off, true)
+        .set_global("steal_on", &steal_on, true)
+        .set_global("steal_delta", &steal_delta, true)
+        .set_global("rows_per_table", &hist_rows, true)
+        .set_global("stack_threshold", &sw.stack_threshold, true)
+        .load(&object)
+        .map_err(|e| err("loading")(e.to_string()))
+}
+
+impl TraceBpf {
+    /// The object's one-element-or-more array map `name`.
+    fn array<T: aya::Pod>(&mut self, name: &str) -> Result<Array<&mut MapData, T>, PlatformError> {
+        let map = self
+            .ebpf
+            .map_mut(name)
+            .ok_or_else(|| err("the object")(format!("no map '{name}'")))?;
+        Array::try_from(map).map_err(|e| err("an array map")(format!("'{name}': {e}")))
+    }
+
+    /// Loads the programs with the recorder sized for `config`, watches
+    /// `config.tids`, marks `config.cpus` as traced, and attaches: always
+    /// `sched_switch`, `hrtimer_start` and `hrtimer_expire_entry` (failing
+    /// if one cannot be), and with `cpus` every other tracepoint this
+    /// kernel has ([`TraceBpf::missing`] lists the others).
+    pub fn open(config: &BpfConfig) -> Result<TraceBpf, PlatformError> {
+        let sizes = Sizes::of(config)?;
+        let switches = Switches::of(config, sizes.slots);
         // The object is parsed from an owned copy: ELF parsing wants its
         // sections aligned, which an embedded byte string is not.
         if !crate::caps::may_load_bpf() {
@@ -323,60 +409,37 @@ impl TraceBpf {
                 "BPF: permission denied (needs root, or CAP_BPF and CAP_PERFMON)".to_string(),
             ));
         }
-        let object = OBJECT.to_vec();
-        let mut ebpf = EbpfLoader::new()
-            .set_max_entries("recorder", records)
-            .set_max_entries("rec_heads", rings)
-            .set_max_entries("traced_cpus", possible)
-            .set_max_entries("samples", sample_records)
-            .set_max_entries("sample_heads", sample_rings)
-            .set_max_entries("sample_rings", possible)
-            .set_max_entries("row_tables", rings * 2)
-            .set_max_entries("hist_rows", rings * 2 * hist_rows)
-            .set_global("rec_slots", &kernel_slots, true)
-            .set_global("sample_slots", &SAMPLE_SLOTS, true)
-            .set_global("hist_on", &hist_on, true)
-            .set_global("softirq_deferred", &softirq_deferred, true)
-            .set_global("diag_level", &diag_level, true)
-            .set_global("warm_on", &warm_on, true)
-            .set_global("elide_own", &elide_own, true)
-            .set_global("deferred_off", &deferred_off, true)
-            .set_global("steal_on", &steal_on, true)
-            .set_global("steal_delta", &steal_delta, true)
-            .set_global("rows_per_table", &hist_rows, true)
-            .set_global("stack_threshold", &stack_threshold, true)
-            .load(&object)
-            .map_err(|e| err("loading")(e.to_string()))?;
+        let mut ebpf = load(&sizes, &switches)?;
         let btf = Btf::from_sys_fs().map_err(|e| err("reading the kernel's BTF")(e.to_string()))?;
-        number_rings(&mut ebpf, "traced_cpus", &cpus)?;
-        number_rings(&mut ebpf, "sample_rings", &sample_cpus)?;
+        number_rings(&mut ebpf, "traced_cpus", &sizes.cpus)?;
+        number_rings(&mut ebpf, "sample_rings", &sizes.sample_cpus)?;
         let samples = Recorder {
             records: Mapping::read_only(
                 map_fd(&ebpf, "samples")?,
-                sample_records as usize * SAMPLE_SLOT_BYTES,
+                sizes.sample_records as usize * SAMPLE_SLOT_BYTES,
                 "the sample rings",
             )?,
             heads: Mapping::read_only(
                 map_fd(&ebpf, "sample_heads")?,
-                sample_rings as usize * HEAD_BYTES,
+                sizes.sample_rings as usize * HEAD_BYTES,
                 "the sample rings' heads",
             )?,
             slots: u64::from(SAMPLE_SLOTS),
             slot_bytes: SAMPLE_SLOT_BYTES,
-            cpus: sample_cpus,
+            cpus: sizes.sample_cpus.clone(),
         };
-        let recorder = if slots > 0 && !cpus.is_empty() {
-            let len = records as usize * RECORD_BYTES;
+        let recorder = if sizes.slots > 0 && !sizes.cpus.is_empty() {
+            let len = sizes.records as usize * RECORD_BYTES;
             Some(Recorder {
                 records: Mapping::read_only(map_fd(&ebpf, "recorder")?, len, "the recorder")?,
                 heads: Mapping::read_only(
                     map_fd(&ebpf, "rec_heads")?,
-                    rings as usize * HEAD_BYTES,
+                    sizes.rings as usize * HEAD_BYTES,
                     "the recorder's heads",
                 )?,
-                slots: u64::from(slots),
+                slots: u64::from(sizes.slots),
                 slot_bytes: RECORD_BYTES,
-                cpus: cpus.clone(),
+                cpus: sizes.cpus.clone(),
             })
         } else {
             None
@@ -384,11 +447,11 @@ impl TraceBpf {
         let rows = Rows::map(
             map_fd(&ebpf, "row_tables")?,
             map_fd(&ebpf, "hist_rows")?,
-            rings as usize,
-            hist_rows as usize,
+            sizes.rings as usize,
+            sizes.hist_rows as usize,
         )?;
         let mut bpf = TraceBpf {
-            steal: steal.map(|l| l.counter),
+            steal: switches.steal.map(|l| l.counter),
             ebpf,
             rows,
             sample_next: vec![0; samples.cpus.len()],
@@ -400,20 +463,27 @@ impl TraceBpf {
             attached: Vec::new(),
         };
         bpf.watch(&config.tids)?;
-        for g in attached_required_groups(&diag) {
-            attach_group(&mut bpf.ebpf, &btf, &g).map_err(|e| err("attaching")(e))?;
-            bpf.attached.extend(g.into_iter().map(|(p, _)| p));
+        bpf.attach(&btf, &switches.diag, !sizes.cpus.is_empty())?;
+        Ok(bpf)
+    }
+
+    /// Attaches the required groups of programs (failing if one cannot be)
+    /// and, with traced CPUs, every optional group this kernel has.
+    fn attach(&mut self, btf: &Btf, diag: &str, traced: bool) -> Result<(), PlatformError> {
+        for g in attached_required_groups(diag) {
+            attach_group(&mut self.ebpf, btf, &g).map_err(|e| err("attaching")(e))?;
+            self.attached.extend(g.into_iter().map(|(p, _)| p));
         }
-        if !cpus.is_empty() {
-            for g in attached_optional_groups(&diag) {
-                if attach_group(&mut bpf.ebpf, &btf, &g).is_ok() {
-                    bpf.attached.extend(g.into_iter().map(|(p, _)| p));
+        if traced {
+            for g in attached_optional_groups(diag) {
+                if attach_group(&mut self.ebpf, btf, &g).is_ok() {
+                    self.attached.extend(g.into_iter().map(|(p, _)| p));
                 } else {
-                    bpf.missing.extend(g.into_iter().map(|(_, t)| t));
+                    self.missing.extend(g.into_iter().map(|(_, t)| t));
                 }
             }
         }
-        Ok(bpf)
+        Ok(())
     }
 
     /// Follows these threads' wake-ups too (the timer decomposition).

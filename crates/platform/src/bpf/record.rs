@@ -314,6 +314,8 @@ impl RecordedEvent {
     /// `None` for what the layout cannot hold: a vector name not in
     /// [`VECTOR_NAMES`], or a switch whose tid is neither its prev_pid nor
     /// -1, whose prev_state is not a u16 or whose priorities are not i16s.
+    // long: one arm per record kind, the layout of timer.bpf.c's records
+    // written out in one place as `from_bytes` reads it
     pub fn to_bytes(&self, seq: u64) -> Option<[u8; RECORD_BYTES]> {
         let mut b = [0u8; RECORD_BYTES];
         let put = |b: &mut [u8; RECORD_BYTES], at: usize, v: &[u8]| {

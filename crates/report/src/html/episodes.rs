@@ -226,14 +226,12 @@ mod tests {
                 ..TraceSummary::default()
             }),
             ..CellResult::new(
-                CellMeta {
-                    index: 0,
-                    probe: "timer".into(),
-                    workload: "none".into(),
-                    settings: CellSettings::from_json("timer", settings).unwrap(),
-                    duration_ns: Nanos::from_secs(60),
-                    monotonic_start_ns: Nanos(0),
-                },
+                CellMeta::new(
+                    0,
+                    "none",
+                    CellSettings::from_json("timer", settings).unwrap(),
+                    Nanos::from_secs(60),
+                ),
                 Vec::new(),
             )
         }

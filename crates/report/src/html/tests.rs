@@ -21,18 +21,16 @@ fn run(with_extras: bool) -> (RunResult, Vec<Timeline>) {
     }
     m.histogram.record(3_000_000);
     let mut cell = CellResult::new(
-        CellMeta {
-            index: 0,
-            probe: "timer".into(),
-            workload: "cpu <&>".into(),
-            settings: latscope_model::CellSettings::from_json(
+        CellMeta::new(
+            0,
+            "cpu <&>",
+            latscope_model::CellSettings::from_json(
                 "timer",
                 serde_json::Value::Object(settings.into_iter().collect()),
             )
             .unwrap(),
-            duration_ns: Nanos::from_secs(HOURS * 3600),
-            monotonic_start_ns: Nanos(0),
-        },
+            Nanos::from_secs(HOURS * 3600),
+        ),
         vec![m],
     );
     let mut system = SystemInfo {

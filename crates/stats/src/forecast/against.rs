@@ -28,9 +28,9 @@
 
 use serde::Serialize;
 
-use super::diagnostics::poisson_two_sided;
 use super::mttf::BufferScheme;
 use super::special::poisson_mean_interval;
+use super::validation::poisson_two_sided;
 use super::{Interval, Measured, Provenance};
 use crate::compare::{binomial_lower_tail, binomial_upper_tail};
 

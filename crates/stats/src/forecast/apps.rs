@@ -20,6 +20,7 @@
 use serde::Serialize;
 
 use super::mttf::{BufferScheme, Compute, Mttf};
+use super::text::fmt_ns;
 use super::{Interval, Measured, Provenance};
 
 /// Where a preset comes from.
@@ -463,18 +464,6 @@ fn basis(measured: &Measured<'_>, m: &Mttf, tail: Option<TailSummary>) -> Basis 
     }
 }
 
-pub(super) fn fmt_ns(ns: i64) -> String {
-    let a = ns.unsigned_abs() as f64;
-    let sign = if ns < 0 { "-" } else { "" };
-    if a >= 1e6 {
-        format!("{sign}{:.2} ms", a / 1e6)
-    } else if a >= 1e3 {
-        format!("{sign}{:.1} µs", a / 1e3)
-    } else {
-        format!("{sign}{a} ns")
-    }
-}
-
 fn fmt_s(s: f64) -> String {
     if s >= 86_400.0 {
         format!("{:.1} d", s / 86_400.0)
@@ -484,5 +473,12 @@ fn fmt_s(s: f64) -> String {
         format!("{:.1} min", s / 60.0)
     } else {
         format!("{s:.3} s")
+    }
+}
+
+impl Measured<'_> {
+    /// The verdict for an application preset (see [`verdict`]).
+    pub fn verdict(&self, preset: &AppPreset) -> Verdict {
+        verdict(preset, self)
     }
 }

@@ -26,22 +26,18 @@
 
 use serde::Serialize;
 
-use crate::SecondStats;
-
 use super::checks::{check_series, segments, SeriesChecks, ALPHA};
 use super::decluster::ExtremalIndex;
 use super::gev::{block_maxima, block_seconds, GevFit};
 use super::history::{cut_points, part_forecasts, validate_fit, History, PartForecast};
-use super::special::poisson_cdf;
 use super::stability::{Rung, ThresholdChoice};
 use super::tail::{TailFit, TailOptions, Threshold};
+use super::validation::{poisson_two_sided, validation_level};
+pub use super::validation::{CpuSeconds, Validation, ValidationMethod, VALIDATION_EXPECTED};
 use super::{Interval, Measured, Provenance};
 
 /// Fewest seconds in the first part of a run for the validation.
 pub const VALIDATION_MIN_SECONDS: usize = 100;
-/// Seconds of the later part the validation level is expected to be
-/// exceeded in.
-pub const VALIDATION_EXPECTED: f64 = 10.0;
 /// Fewest per-second maxima above the validation fit's threshold.
 const VALIDATION_MIN_EXCEEDANCES: u64 = 20;
 
@@ -124,66 +120,6 @@ pub struct GevLevel {
     pub agrees: bool,
 }
 
-/// Which model the out-of-sample test checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ValidationMethod {
-    /// The checked tail model itself, refitted to the histogram stored at a
-    /// checkpoint ([`super::history::validate_fit`]).
-    TailFit,
-    /// A tail fitted to the per-second maxima ([`validate`]), for runs
-    /// without stored checkpoints.
-    SecondMaxima,
-}
-
-/// The out-of-sample test (see the module documentation).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Validation {
-    pub method: ValidationMethod,
-    /// CPU-seconds fitted (about the first two thirds) and seconds with
-    /// samples tested (the rest).
-    pub fit_seconds: usize,
-    pub test_seconds: usize,
-    /// The level tested.
-    pub level_ns: u64,
-    /// Seconds of the later part expected to hold a sample above the level.
-    pub predicted: f64,
-    /// Seconds of the later part seen above it.
-    pub observed: u64,
-    /// Exact two-sided Poisson p-value of `observed` given `predicted`.
-    pub p_value: f64,
-    pub passed: bool,
-}
-
-impl Validation {
-    /// "validated: predicted 12.0, observed 9, p = 0.47" (or "failed").
-    pub fn describe(&self) -> String {
-        let what = match self.method {
-            ValidationMethod::TailFit => format!(
-                "the tail model refitted to the first {} CPU-seconds",
-                self.fit_seconds
-            ),
-            ValidationMethod::SecondMaxima => format!(
-                "per-second maxima of the first {} seconds",
-                self.fit_seconds
-            ),
-        };
-        format!(
-            "{}: {what}; seconds of the other {} above {}: predicted {:.1}, observed {}, p = {:.2}",
-            if self.passed {
-                "validated"
-            } else {
-                "validation failed"
-            },
-            self.test_seconds,
-            super::apps::fmt_ns(self.level_ns as i64),
-            self.predicted,
-            self.observed,
-            self.p_value
-        )
-    }
-}
-
 /// Points of a plot.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ReturnLevel {
@@ -230,12 +166,6 @@ pub struct Diagnostics {
 /// checks that read it.
 pub const NO_TIMELINE: &str = "not validated: no per-second timeline is stored for this metric, so clusters (every exceedance counts: the figures err high), independence, stationarity and the out-of-sample test are not checked";
 
-/// One CPU's seconds of a pooled timeline.
-pub struct CpuSeconds<'a> {
-    pub cpu: Option<u32>,
-    pub seconds: &'a [SecondStats],
-}
-
 /// Computes the diagnostics of a wake-up distribution `m` (already given
 /// its timeline, [`Measured::with_timeline`]), its per-CPU seconds and,
 /// where the store kept them, its checkpoints.
@@ -262,7 +192,7 @@ pub fn diagnose(
             d.warnings.push(format!(
                 "clustered: extremal index {:.2} above {} (about {:.1} late samples per cluster); worst cases count clusters",
                 e.theta,
-                super::apps::fmt_ns(e.threshold_ns as i64),
+                super::text::fmt_ns(e.threshold_ns as i64),
                 1.0 / e.theta
             ));
         }
@@ -318,7 +248,7 @@ pub fn diagnose(
                         "{}-{} s max {}",
                         s.from_s,
                         s.to_s,
-                        super::apps::fmt_ns(s.max_ns as i64)
+                        super::text::fmt_ns(s.max_ns as i64)
                     )
                 })
                 .collect();
@@ -349,9 +279,9 @@ pub fn diagnose(
             d.warnings.push(format!(
                 "the block-maxima model disagrees: worst case per {} s {} from {}-second maxima against {} from the tail fit; their intervals do not overlap",
                 l.period_s,
-                super::apps::fmt_ns(l.level_ns as i64),
+                super::text::fmt_ns(l.level_ns as i64),
                 g.block_seconds,
-                super::apps::fmt_ns(l.pot_ns as i64)
+                super::text::fmt_ns(l.pot_ns as i64)
             ));
         }
     }
@@ -441,33 +371,6 @@ fn gev_check(m: &Measured<'_>, maxima: &[Vec<u64>]) -> Option<GevCheck> {
         agrees: levels.iter().all(|l| l.agrees),
         levels,
     })
-}
-
-/// The level a validation tests: where `fit` puts an exceedance
-/// probability of `p`, never below its threshold (a level in the tail it
-/// describes); and the probability the fit gives that level.
-pub(crate) fn validation_level(fit: &TailFit, p: f64) -> (u64, f64) {
-    let level = fit
-        .return_level(p.min(fit.zeta))
-        .unwrap_or(fit.threshold_ns)
-        .max(fit.threshold_ns);
-    let level_ns = level.ceil() as u64;
-    let tail_p = fit.tail_probability(level_ns as f64).unwrap_or(fit.zeta);
-    (level_ns, tail_p)
-}
-
-/// Two-sided exact Poisson p-value of `k` for mean `lambda`.
-pub(crate) fn poisson_two_sided(k: u64, lambda: f64) -> f64 {
-    if lambda <= 0.0 {
-        return if k == 0 { 1.0 } else { 0.0 };
-    }
-    let below = poisson_cdf(k, lambda);
-    let above = if k == 0 {
-        1.0
-    } else {
-        1.0 - poisson_cdf(k - 1, lambda)
-    };
-    (2.0 * below.min(above)).min(1.0)
 }
 
 /// The out-of-sample test of the per-second maxima of `cpus`.
@@ -588,6 +491,7 @@ fn qq_points(t: &TailFit) -> Vec<(f64, f64)> {
 mod tests {
     use super::*;
     use crate::forecast::test_rng::Rng;
+    use crate::SecondStats;
 
     fn seconds_of(maxima: &[u64]) -> Vec<SecondStats> {
         maxima

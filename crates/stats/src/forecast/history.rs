@@ -29,11 +29,11 @@ use serde::Serialize;
 use crate::Histogram;
 
 use super::checks::ALPHA;
-use super::diagnostics::{
+use super::pseudo::PseudoWorstCases;
+use super::validation::{
     poisson_two_sided, validation_level, CpuSeconds, Validation, ValidationMethod,
     VALIDATION_EXPECTED,
 };
-use super::report::PseudoWorstCases;
 use super::{Measured, TailOptions, PERMISSIBLE_MISS_INTERVALS};
 
 /// Fewest seconds (of the cell) the first part of the validation covers.

@@ -27,6 +27,7 @@ use serde::Serialize;
 use crate::blocks::BlockStats;
 use crate::SecondStats;
 
+use super::measured::Measured;
 use super::{ForecastError, LatencyEstimate, PredictedMax};
 
 /// How a machine is used: hours of heavy use per day, days per week, and how
@@ -264,6 +265,37 @@ pub struct HorizonForecast {
     /// then the worst case is observed and `estimate` says the model was
     /// not needed ([`super::limits::Refusal::Observed`]).
     pub monitor: Option<BlockStats>,
+}
+
+impl Measured<'_> {
+    /// The worst case over `horizon` under `usage`: the exceedance-rate
+    /// estimate, and the observed maxima of horizon-long windows of
+    /// `timeline` (pass `&[]` when there is none).
+    pub fn worst_case(
+        &self,
+        horizon: Horizon,
+        usage: &UsageModel,
+        timeline: &[SecondStats],
+    ) -> HorizonForecast {
+        let run_seconds = horizon.run_seconds(usage);
+        let events = self.rate_hz() * run_seconds;
+        let window = run_seconds.round();
+        let windows = if window >= 1.0 && window < u64::MAX as f64 {
+            window_maxima(timeline, window as u64)
+        } else {
+            None
+        };
+        HorizonForecast {
+            horizon,
+            usage: *usage,
+            run_seconds,
+            events,
+            estimate: self.exceeded_once_in(events),
+            prediction: self.predicted_max(run_seconds),
+            windows,
+            monitor: None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -159,7 +159,7 @@ pub struct Rules {
     /// gives no prediction interval.
     pub refuse_mixture: bool,
     /// Whether a model figure needs the model to describe the run's own
-    /// 10-second maxima ([`super::predictive::SelfCheck`]).
+    /// 10-second maxima ([`super::SelfCheck`]).
     pub self_check: bool,
     /// The lightest tail a prediction integrates over: shapes below it
     /// count as it (0: no bounded tail, whose end a longer window may

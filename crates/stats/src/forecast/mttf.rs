@@ -22,6 +22,8 @@ use serde::Serialize;
 
 use crate::Histogram;
 
+use super::limits::MAX_EXTRAPOLATION;
+use super::measured::Measured;
 use super::special::poisson_mean_interval;
 use super::{ForecastError, Interval, Provenance};
 
@@ -189,6 +191,182 @@ impl MttfGrid {
     /// The cell for a row and column index.
     pub fn get(&self, row: usize, col: usize) -> Option<&Mttf> {
         self.cells.get(row)?.get(col)
+    }
+}
+
+/// Fewest misses of a buffering scheme for which the MTTF is read from the
+/// data: a Poisson count of 10 is known to about ±60 % at 95 %, and beyond
+/// it the data are left to the tail model ([`Measured::mttf_extrapolated`]).
+pub const MIN_OBSERVED_MISSES: u64 = 10;
+
+impl Measured<'_> {
+    /// The observed MTTF (see [`mttf_observed`]).
+    pub fn mttf(&self, scheme: &BufferScheme) -> Mttf {
+        match mttf_observed(self.histogram, scheme, self.confidence) {
+            Ok(m) => m,
+            // `new` rejected empty histograms, the only error.
+            Err(_) => unreachable_mttf(scheme),
+        }
+    }
+
+    /// The MTTF from the fitted tail, labelled extrapolated. When the slack
+    /// lies at or below the fit's threshold, or at least
+    /// [`MIN_OBSERVED_MISSES`] measured deadlines exceeded it, the data
+    /// answer and the observed MTTF is returned instead (labelled
+    /// observed). Beyond that the model's `P(miss)` is capped at
+    /// `MIN_OBSERVED_MISSES / N`, the smallest probability the data give
+    /// directly, so that `P(miss)` never rises with the slack: the MTTF
+    /// never falls as a buffer grows or buffers are added.
+    ///
+    /// Two limits of the checked model apply: a tail whose shape may be 1
+    /// or more gives no extrapolation ([`ForecastError::Refused`]), and a
+    /// miss rarer than one in [`super::limits::MAX_EXTRAPOLATION`] runs is not
+    /// quantified: the MTTF is then the lower bound of that many runs,
+    /// `10·N·t` (`lower_bound`), which is what the data and the limit allow.
+    /// The same bound stands when the fitted tail is bounded (ξ < 0) and no
+    /// tail reaching the slack is compatible with the data
+    /// ([`super::Gpd::upper_endpoint`] tells where the fitted tail ends), so that
+    /// the MTTF stays monotone in the slack.
+    pub fn mttf_extrapolated(&self, scheme: &BufferScheme) -> Result<Mttf, ForecastError> {
+        let tail = self.tail.as_ref().map_err(Clone::clone)?;
+        let slack = scheme.slack_ns();
+        let observed = self.mttf(scheme);
+        if slack as f64 <= tail.threshold_ns || observed.misses >= MIN_OBSERVED_MISSES {
+            return Ok(observed);
+        }
+        if let Some(r) = self.heavy_tail() {
+            return Err(ForecastError::Refused(r));
+        }
+        let x = slack as f64;
+        let (p, iv) = match (tail.tail_probability(x), tail.tail_probability_interval(x)) {
+            (Some(p), Some(iv)) => (p, iv),
+            _ => {
+                return Err(ForecastError::DegenerateTail(
+                    "no tail probability at the slack".to_string(),
+                ))
+            }
+        };
+        let t = scheme.period_s();
+        let p_high = iv.high.unwrap_or(tail.zeta);
+        let n = self.samples() as f64;
+        let reach = 1.0 / (MAX_EXTRAPOLATION * n);
+        if p_high <= 0.0 {
+            // The fitted tail is bounded below the slack, and tails reaching
+            // it are rejected: the model predicts no miss at all, which is
+            // no number of seconds; the limit's lower bound remains (the
+            // same as for a miss rarer than the limit, so the MTTF stays
+            // monotone in the slack).
+            return Ok(Mttf {
+                scheme: *scheme,
+                slack_ns: slack,
+                p_miss: 0.0,
+                misses: observed.misses,
+                deadlines: observed.deadlines,
+                mttf_s: t / reach,
+                lower_bound: true,
+                provenance: Provenance::Extrapolated,
+                interval_s: Interval {
+                    low: t / reach,
+                    high: None,
+                    confidence: iv.confidence,
+                },
+            });
+        }
+        let interval_s = Interval {
+            low: t / p_high,
+            high: (iv.low > 0.0).then(|| t / iv.low),
+            confidence: iv.confidence,
+        };
+        // Where the data hold MIN_OBSERVED_MISSES misses they answer; beyond,
+        // the model may not say a miss is more likely than there.
+        let p = p.min(MIN_OBSERVED_MISSES as f64 / n);
+        let (mttf_s, lower_bound) = if p >= reach {
+            (t / p, false)
+        } else {
+            // Rarer than the limit lets the model say (or no miss at all
+            // within the fitted tail): at least the limit.
+            (t / reach, true)
+        };
+        let interval_s = Interval {
+            low: interval_s.low.min(mttf_s),
+            high: if lower_bound { None } else { interval_s.high },
+            confidence: interval_s.confidence,
+        };
+        Ok(Mttf {
+            scheme: *scheme,
+            slack_ns: slack,
+            p_miss: p,
+            misses: observed.misses,
+            deadlines: observed.deadlines,
+            mttf_s,
+            lower_bound,
+            provenance: Provenance::Extrapolated,
+            interval_s,
+        })
+    }
+
+    /// The MTTF the forecasts use: [`Measured::mttf_extrapolated`] (the
+    /// data where they hold enough misses, the capped tail model beyond),
+    /// else (no fit, or a refused one) the observed MTTF.
+    ///
+    /// One function of the slack: `P(miss)` never rises as the slack
+    /// grows, and the MTTF never falls as a buffer grows or buffers are
+    /// added. (Switching to the observed count wherever a single miss was
+    /// seen made the curve zigzag: 0.1 s at 0.25 ms buffers, 60 s at 2 ms,
+    /// 17 s at 4 ms.)
+    pub fn mttf_best(&self, scheme: &BufferScheme) -> Mttf {
+        self.mttf_extrapolated(scheme)
+            .unwrap_or_else(|_| self.mttf(scheme))
+    }
+
+    /// [`Measured::mttf_best`] over buffer sizes (rows) × counts (columns),
+    /// or the observed MTTF only when `extrapolate` is false.
+    pub fn mttf_grid(
+        &self,
+        periods_ns: &[u64],
+        buffers: &[u32],
+        compute: Compute,
+        extrapolate: bool,
+    ) -> Result<MttfGrid, ForecastError> {
+        let mut cells = Vec::with_capacity(periods_ns.len());
+        for &period in periods_ns {
+            let mut row = Vec::with_capacity(buffers.len());
+            for &n in buffers {
+                let scheme = BufferScheme::new(period, n, compute)?;
+                row.push(if extrapolate {
+                    self.mttf_best(&scheme)
+                } else {
+                    self.mttf(&scheme)
+                });
+            }
+            cells.push(row);
+        }
+        Ok(MttfGrid {
+            periods_ns: periods_ns.to_vec(),
+            buffers: buffers.to_vec(),
+            compute,
+            cells,
+        })
+    }
+}
+
+/// Never produced: [`Measured`] holds a non-empty histogram. Kept total so
+/// that no `unwrap` or panic is needed.
+fn unreachable_mttf(scheme: &BufferScheme) -> Mttf {
+    Mttf {
+        scheme: *scheme,
+        slack_ns: scheme.slack_ns(),
+        p_miss: 0.0,
+        misses: 0,
+        deadlines: 0,
+        mttf_s: 0.0,
+        lower_bound: true,
+        provenance: Provenance::Observed,
+        interval_s: Interval {
+            low: 0.0,
+            high: None,
+            confidence: 0.0,
+        },
     }
 }
 

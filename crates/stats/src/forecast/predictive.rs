@@ -43,8 +43,10 @@
 
 use serde::Serialize;
 
+use super::decluster::estimate_extremal_index;
 use super::gpd::grouped_log_likelihood;
 use super::limits::{check_horizon_within, Refusal};
+use super::self_check::{rate_dispersion, SelfCheck, DISPERSION_WINDOW_S};
 use super::special::{bisect, gamma_p, ln_gamma};
 use super::{ForecastError, Measured, SHAPE_MAX, SHAPE_MIN};
 
@@ -200,49 +202,6 @@ fn shape_scale_covariance(
     Some([[d / det, -b / det], [-b / det, a / det]])
 }
 
-/// Seconds per window over which the cluster rate's variation is measured.
-pub const DISPERSION_WINDOW_S: usize = 10;
-
-/// The between-window variance `τ²` of the log cluster rate: each series
-/// (one per CPU) is cut into whole windows of [`DISPERSION_WINDOW_S`]
-/// seconds, and each window's count `c` of seconds whose maximum exceeds
-/// `threshold` (one per cluster, clusters being rarer than seconds there)
-/// compared with a Poisson count: if the rate varies between windows as a
-/// log-normal factor of variance `τ²`, `Var c = m + m² (e^{τ²} − 1)` for
-/// the mean `m` (method of moments, never below 0). `None` with fewer than
-/// two windows or no busy second.
-pub fn rate_dispersion(series: &[&[u64]], threshold: u64) -> Option<f64> {
-    let counts: Vec<f64> = series
-        .iter()
-        .flat_map(|s| s.chunks_exact(DISPERSION_WINDOW_S))
-        .map(|w| w.iter().filter(|&&m| m > threshold).count() as f64)
-        .collect();
-    if counts.len() < 2 {
-        return None;
-    }
-    let n = counts.len() as f64;
-    let mean = counts.iter().sum::<f64>() / n;
-    if mean <= 0.0 {
-        return None;
-    }
-    let var = counts.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    Some((1.0 + ((var - mean) / (mean * mean)).max(0.0)).ln())
-}
-
-/// The run's own windows of [`DISPERSION_WINDOW_S`] seconds against the
-/// fitted model: how many window maxima fall outside the model's central
-/// 95 % range for such a window (plug-in parameters), of how many.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SelfCheck {
-    pub windows: usize,
-    pub outside: usize,
-    /// `P(X ≥ outside)` for `X ~ Binomial(windows, 0.05)`.
-    pub p_value: f64,
-}
-
-/// Significance below which the self-check fails.
-pub const SELF_CHECK_P: f64 = 0.01;
-
 /// `P(X ≥ k)` for `X ~ Binomial(n, p)`, summed term by term in logs.
 fn binomial_upper(n: usize, k: usize, p: f64) -> f64 {
     let (nf, lp, lq) = (n as f64, p.ln(), (1.0 - p).ln());
@@ -258,7 +217,25 @@ fn binomial_upper(n: usize, k: usize, p: f64) -> f64 {
         .min(1.0)
 }
 
-impl Measured<'_> {
+impl<'a> Measured<'a> {
+    /// Estimates the extremal index from the run's per-second maxima (one
+    /// series per CPU, as the histogram was recorded) at the tail fit's
+    /// threshold ([`super::decluster::estimate_extremal_index`]); return levels
+    /// then count clusters, not samples. Without a fit, or with too few
+    /// busy seconds, θ stays 1 (every exceedance counts).
+    pub fn with_timeline(mut self, series: &[&[u64]]) -> Measured<'a> {
+        if let Ok(t) = &self.tail {
+            self.extremal = estimate_extremal_index(series, self.histogram, t.threshold_ns as u64);
+            let at = self
+                .extremal
+                .as_ref()
+                .map_or(t.threshold_ns as u64, |e| e.threshold_ns);
+            self.dispersion = rate_dispersion(series, at);
+            self.self_check = self.self_check_of(series);
+        }
+        self
+    }
+
     /// The self-check of the fitted model on `series` (per-second maxima,
     /// one series per CPU): see [`SelfCheck`]. `None` without a fit or
     /// with fewer than 10 windows.
@@ -398,6 +375,7 @@ impl Measured<'_> {
 mod tests {
     use super::*;
     use crate::forecast::limits::Rules;
+    use crate::forecast::self_check::SELF_CHECK_P;
     use crate::forecast::test_rng::Rng;
     use crate::forecast::TailOptions;
     use crate::Histogram;

@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use super::diagnostics::{diagnose, CpuSeconds, Diagnostics};
 use super::history::History;
+use super::pseudo::PseudoWorstCases;
 use super::{
     AppPreset, BufferScheme, Compute, ForecastError, Horizon, HorizonForecast, LatencyEstimate,
     Losses, Measured, Mttf, MttfGrid, Provenance, TailOptions, UsageModel, Verdict,
@@ -363,17 +364,6 @@ impl WorstCases {
     }
 }
 
-/// The pseudo worst cases for the permissible miss intervals
-/// ([`PERMISSIBLE_MISS_INTERVALS`]), in their order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PseudoWorstCases(pub Vec<(&'static str, Result<LatencyEstimate, ForecastError>)>);
-
-impl PseudoWorstCases {
-    pub fn get(&self, label: &str) -> Option<&Result<LatencyEstimate, ForecastError>> {
-        self.0.iter().find(|(l, _)| *l == label).map(|(_, e)| e)
-    }
-}
-
 /// Computes the forecast of `run`. `timelines` holds the per-second maxima
 /// the caller has (any subset; without them the observed per-window maxima
 /// are left out), `snapshots` the histograms stored at checkpoints (any
@@ -580,6 +570,7 @@ impl Serialize for WorstCases {
     }
 }
 
+// The JSON form of the pseudo worst cases, beside the other forms here.
 impl Serialize for PseudoWorstCases {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.0.len()))?;
@@ -692,14 +683,12 @@ mod tests {
 
     fn cell(index: u32, duration: Nanos, metrics: Vec<MetricResult>) -> CellResult {
         CellResult::new(
-            CellMeta {
+            CellMeta::new(
                 index,
-                probe: "timer".into(),
-                workload: "none".into(),
-                settings: latscope_model::CellSettings::default_for("timer").unwrap(),
-                duration_ns: duration,
-                monotonic_start_ns: Nanos(0),
-            },
+                "none",
+                latscope_model::CellSettings::default_for("timer").unwrap(),
+                duration,
+            ),
             metrics,
         )
     }

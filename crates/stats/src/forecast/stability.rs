@@ -25,13 +25,11 @@
 //! regimes, with the ranges of both, and the forecast describes the upper
 //! one.
 
-use serde::Serialize;
-
 use crate::Histogram;
 
-use super::apps::fmt_ns;
 use super::excesses::Excesses;
 use super::gpd::profile_scale;
+pub use super::ladder::{Mixture, Rung, ThresholdChoice};
 use super::special::{bisect, chi2_1_quantile};
 use super::tail::{TailFit, TailOptions, Threshold};
 use super::{positive, ForecastError, Interval, SHAPE_MAX, SHAPE_MIN};
@@ -44,75 +42,6 @@ pub const LADDER_START: f64 = 0.1;
 pub const MIN_VOTING_EXCEEDANCES: u64 = 100;
 /// Most rungs.
 pub const MAX_RUNGS: usize = 24;
-
-/// One threshold of the ladder and the fit above it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Rung {
-    pub threshold_ns: f64,
-    pub exceedances: u64,
-    /// ξ̂.
-    pub shape: f64,
-    /// Profile-likelihood interval of ξ; `high: None` when it reaches the
-    /// largest shape considered (3).
-    pub shape_interval: Interval<f64>,
-    pub scale: f64,
-    /// σ* = σ − ξ u: constant above a threshold where the model holds.
-    pub modified_scale: f64,
-    /// The mean of the excesses over the threshold (mean residual life).
-    pub mean_excess: f64,
-}
-
-impl Rung {
-    fn admits(&self, shape: f64) -> bool {
-        shape >= self.shape_interval.low && self.shape_interval.high.is_none_or(|h| shape <= h)
-    }
-}
-
-/// A tail made of two regimes.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Mixture {
-    /// The lower regime reaches up to about this latency.
-    pub lower_up_to_ns: f64,
-    /// The upper regime: its 10th percentile and its largest value.
-    pub upper_from_ns: f64,
-    pub upper_to_ns: f64,
-    /// ξ of the lowest rung, beside ξ of the chosen one, to show the jump.
-    pub lower_shape: f64,
-}
-
-impl Mixture {
-    /// "two regimes: up to ~100 µs, and 0.6 ms–5.36 ms; the forecast
-    /// describes the upper one".
-    pub fn describe(&self) -> String {
-        format!(
-            "two regimes: up to ~{}, and {}–{}; the forecast describes the upper one",
-            fmt_ns(self.lower_up_to_ns as i64),
-            fmt_ns(self.upper_from_ns as i64),
-            fmt_ns(self.upper_to_ns as i64)
-        )
-    }
-}
-
-/// The ladder and the threshold chosen on it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ThresholdChoice {
-    /// From the lowest threshold up.
-    pub rungs: Vec<Rung>,
-    /// The index of the chosen rung.
-    pub chosen: usize,
-    /// Set when the rungs below the chosen one disagree with it.
-    pub mixture: Option<Mixture>,
-    /// ξ implied by the slope of the mean excess over the chosen rung and
-    /// those above it (`slope / (1 + slope)`); `None` with fewer than three
-    /// rungs there. A second, model-free reading of the shape.
-    pub mean_excess_shape: Option<f64>,
-}
-
-impl ThresholdChoice {
-    pub fn chosen(&self) -> &Rung {
-        &self.rungs[self.chosen]
-    }
-}
 
 /// The profile log-likelihood of the shape: `max_σ ℓ(ξ, σ)`.
 pub(crate) fn profile_shape(points: &Excesses, shape: f64) -> f64 {
@@ -156,7 +85,7 @@ fn rung(h: &Histogram, fraction: f64, confidence: f64) -> Option<Rung> {
         min_exceedances: MIN_RUNG_EXCEEDANCES,
         confidence,
     };
-    let fit = TailFit::from_histogram(h, &options).ok()?;
+    let fit = TailFit::from_histogram_fixed(h, &options).ok()?;
     let points = fit.excesses();
     let g = fit.fit.gpd;
     let mean_excess = points.sum() / points.weight();

@@ -48,8 +48,8 @@ use latscope_record::layout::{highest_of, index_of, HIGHEST_TRACKABLE};
 
 use super::excesses::Excesses;
 use super::gpd::{fit_weighted, profile_return_level, return_excess, GpdFit};
+use super::ladder::ThresholdChoice;
 use super::special::{bisect, chi2_1_quantile};
-use super::stability::{choose_threshold, ThresholdChoice, MIN_RUNG_EXCEEDANCES};
 use super::{positive, ForecastError, Interval, LatencyEstimate, Provenance};
 
 /// Fewest excesses a tail fit accepts by default.
@@ -93,7 +93,7 @@ impl Default for TailOptions {
 }
 
 impl TailOptions {
-    fn validate(&self) -> Result<(), ForecastError> {
+    pub(crate) fn validate(&self) -> Result<(), ForecastError> {
         if !(self.confidence > 0.0 && self.confidence < 1.0) {
             return Err(ForecastError::InvalidArgument(format!(
                 "confidence must lie strictly between 0 and 1 (got {})",
@@ -109,6 +109,17 @@ impl TailOptions {
         }
         Ok(())
     }
+}
+
+/// Where a histogram's tail is cut for a fit.
+pub(crate) struct Cut {
+    /// The threshold (ns) and the samples strictly above it.
+    pub u: f64,
+    pub k: u64,
+    /// The quantile it was taken at, when it was chosen by one.
+    pub quantile: Option<f64>,
+    /// The ladder it was chosen on ([`Threshold::Auto`]).
+    pub choice: Option<ThresholdChoice>,
 }
 
 /// A generalized Pareto tail fitted above a threshold.
@@ -153,31 +164,29 @@ impl std::fmt::Debug for TailFit {
 }
 
 impl TailFit {
-    /// Fits the tail of a histogram (see the module documentation for the
-    /// threshold and the grouped-data treatment).
-    pub fn from_histogram(h: &Histogram, options: &TailOptions) -> Result<TailFit, ForecastError> {
+    /// Fits the tail of a histogram above the threshold `options` give as
+    /// a quantile or a value; [`TailFit::from_histogram`] also chooses one
+    /// ([`Threshold::Auto`]).
+    pub(crate) fn from_histogram_fixed(
+        h: &Histogram,
+        options: &TailOptions,
+    ) -> Result<TailFit, ForecastError> {
         options.validate()?;
-        let n = h.count();
         let max = h.max().ok_or(ForecastError::EmptyHistogram)?.0;
-        let at_quantile = |q: f64| -> (f64, u64) {
-            let u = h.quantile(q).map_or(max, |v| v.0);
-            (u as f64, h.count_above(u))
-        };
-        let mut choice = None;
-        let mut needed = options.min_exceedances;
-        let (u, k, quantile) = match options.threshold {
+        let cut = match options.threshold {
             Threshold::Auto => {
-                let c = choose_threshold(h, options.confidence)?;
-                let r = c.chosen();
-                let u = r.threshold_ns;
-                let k = h.count_above(u as u64);
-                choice = Some(c);
-                needed = MIN_RUNG_EXCEEDANCES;
-                (u, k, None)
+                return Err(ForecastError::InvalidArgument(
+                    "an automatic threshold is chosen by TailFit::from_histogram".to_string(),
+                ))
             }
             Threshold::Quantile(q) => {
-                let (u, k) = at_quantile(q);
-                (u, k, Some(q))
+                let u = h.quantile(q).map_or(max, |v| v.0);
+                Cut {
+                    u: u as f64,
+                    k: h.count_above(u),
+                    quantile: Some(q),
+                    choice: None,
+                }
             }
             Threshold::Value(v) => {
                 let u = if v >= HIGHEST_TRACKABLE {
@@ -185,11 +194,29 @@ impl TailFit {
                 } else {
                     highest_of(index_of(v))
                 };
-                (u as f64, h.count_above(u), None)
+                Cut {
+                    u: u as f64,
+                    k: h.count_above(u),
+                    quantile: None,
+                    choice: None,
+                }
             }
         };
-        check_count(k, needed, u)?;
-        let uf = u;
+        TailFit::above(h, cut, options.min_exceedances, options.confidence)
+    }
+
+    /// Fits the excesses of `h` over `cut` (at least `needed` of them),
+    /// treated as grouped data (see the module documentation).
+    pub(crate) fn above(
+        h: &Histogram,
+        cut: Cut,
+        needed: u64,
+        confidence: f64,
+    ) -> Result<TailFit, ForecastError> {
+        let n = h.count();
+        let max = h.max().ok_or(ForecastError::EmptyHistogram)?.0;
+        check_count(cut.k, needed, cut.u)?;
+        let uf = cut.u;
         // Thresholds are bucket edges (integers below 2^53), so this is exact.
         let u = uf as u64;
         let points: Vec<(f64, f64)> = h
@@ -208,13 +235,13 @@ impl TailFit {
         let fit = fit_weighted(&excesses)?;
         Ok(TailFit {
             threshold_ns: uf,
-            threshold_quantile: quantile,
+            threshold_quantile: cut.quantile,
             samples: n,
-            exceedances: k,
-            zeta: k as f64 / n as f64,
+            exceedances: cut.k,
+            zeta: cut.k as f64 / n as f64,
             fit,
-            confidence: options.confidence,
-            choice,
+            confidence,
+            choice: cut.choice,
             excesses,
         })
     }

@@ -558,18 +558,12 @@ fn boot_id() -> String {
 
 fn run_meta(started: u64, command_line: &[&str]) -> RunMeta {
     RunMeta {
-        id: RunId(0),
-        started_unix_ns: Nanos(started),
-        ended_unix_ns: None,
-        checkpoint_unix_ns: None,
-        status: RunStatus::Running,
         command_line: command_line.iter().map(|s| s.to_string()).collect(),
         pid: std::process::id(),
         boot_id: boot_id(),
         hostname: "bench-host".into(),
         tool_version: "0.1.0".into(),
-        notes: Vec::new(),
-        source: None,
+        ..RunMeta::new(RunId(0), Nanos(started))
     }
 }
 
@@ -634,24 +628,25 @@ fn caps(traced: bool) -> Capabilities {
 
 fn timer_cell(planned: Option<Nanos>, threshold: Option<Nanos>) -> CellMeta {
     CellMeta {
-        index: 0,
-        probe: "timer".into(),
-        workload: "none".into(),
-        settings: CellSettings::Timer(TimerSettings {
-            period_ns: Nanos(PERIOD),
-            common: CommonSettings {
-                policy: Policy::Fifo,
-                priority: 95,
-                cpus: "0-1".into(),
-                duration_ns: planned,
-                threshold_ns: threshold,
-                clock_read_ns: 20,
-                ..CommonSettings::default()
-            },
-            ..TimerSettings::default()
-        }),
-        duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(12_907_165_799_433),
+        ..CellMeta::new(
+            0,
+            "none",
+            CellSettings::Timer(TimerSettings {
+                period_ns: Nanos(PERIOD),
+                common: CommonSettings {
+                    policy: Policy::Fifo,
+                    priority: 95,
+                    cpus: "0-1".into(),
+                    duration_ns: planned,
+                    threshold_ns: threshold,
+                    clock_read_ns: 20,
+                    ..CommonSettings::default()
+                },
+                ..TimerSettings::default()
+            }),
+            Nanos::ZERO,
+        )
     }
 }
 

@@ -157,393 +157,13 @@ pub(crate) fn attribute(
     threads: &ThreadNames,
     env: &dyn Environment,
 ) -> Breakdown {
-    let d = marks.deadline;
-    let u = marks.wake.max(d);
-    let mut frames: Vec<Frame> = Vec::new();
-    // Stack of indices into `frames`: [thread, nested contexts...].
-    let mut stack: Vec<usize> = Vec::new();
-    let mut slices: Vec<Slice> = Vec::new();
-    let mut complete = window_complete;
-
-    let phase_at = |t: u64| {
-        if t < marks.callback {
-            Phase::Irq
-        } else if t < marks.switch_in {
-            Phase::Sched
-        } else {
-            Phase::Return
-        }
-    };
-
-    // The first event tells who was running; until an event says so,
-    // nothing is known.
-    let mut cursor = d;
-    let mut unknown_ns = 0u64;
-    let charge =
-        |from: u64, to: u64, stack: &Vec<usize>, slices: &mut Vec<Slice>, unknown: &mut u64| {
-            let (from, to) = (from.max(d), to.min(u));
-            if to <= from {
-                return;
-            }
-            let Some(&top) = stack.last() else {
-                *unknown += to - from;
-                return;
-            };
-            // Split at the phase boundaries.
-            let mut a = from;
-            for b in [marks.callback, marks.switch_in, to] {
-                if b > a && b <= to {
-                    slices.push(Slice {
-                        frame: top,
-                        phase: phase_at(a),
-                        ns: b - a,
-                    });
-                    a = b;
-                }
-            }
-            if a < to {
-                slices.push(Slice {
-                    frame: top,
-                    phase: phase_at(a),
-                    ns: to - a,
-                });
-            }
-        };
-
-    let mut seen_any = false;
-    let mut missed_ns = 0u64;
-    // NAPI polls have no entry event: each one ran from the NET_RX
-    // softirq's entry or the previous poll's return to its own.
-    let mut napi_mark: Option<u64> = None;
-    let mut napi: Vec<(usize, NameId, u64)> = Vec::new();
-    for ev in events {
-        if ev.time > u {
-            break;
-        }
-        // The event's task is the running thread (the switch changes it
-        // after the event).
-        if !seen_any || stack.is_empty() {
-            let f = frames.len();
-            frames.push(Frame::Thread(ev.tid));
-            stack.clear();
-            stack.push(f);
-            if ev.time > d && !seen_any {
-                // Nothing recorded between the deadline and this event: the
-                // events before it were not in the window.
-                if !window_complete {
-                    unknown_ns += ev.time - d;
-                    cursor = ev.time;
-                }
-            }
-            seen_any = true;
-        }
-        // Every event names the task that was current: if that is not the
-        // thread the sweep believes runs, a switch was not recorded (the
-        // kernel did not emit it, or it was lost). The time since the last
-        // event cannot be given to either thread.
-        let running = match ev.kind {
-            EventKind::SchedSwitch { prev_pid, .. } => prev_pid,
-            _ => ev.tid,
-        };
-        let believed = stack.first().map(|&i| frames[i]);
-        if seen_any && believed.is_some_and(|f| f != Frame::Thread(running)) {
-            if ev.time > cursor {
-                let (a, b) = (cursor.max(d), ev.time.min(u));
-                if b > a {
-                    missed_ns += b - a;
-                }
-                cursor = ev.time;
-            }
-            let f = frames.len();
-            frames.push(Frame::Thread(running));
-            stack.clear();
-            stack.push(f);
-        }
-        if ev.time > cursor {
-            charge(cursor, ev.time, &stack, &mut slices, &mut unknown_ns);
-            cursor = ev.time;
-        }
-        match ev.kind {
-            EventKind::SchedSwitch { next_pid, .. } => {
-                // Only the thread at the bottom changes; interrupt frames
-                // cannot be open across a switch.
-                let f = frames.len();
-                frames.push(Frame::Thread(next_pid));
-                stack.clear();
-                stack.push(f);
-            }
-            EventKind::IrqEntry { irq, name } => {
-                frames.push(Frame::Irq { irq, name });
-                stack.push(frames.len() - 1);
-            }
-            EventKind::VectorEntry { name, .. } => {
-                frames.push(Frame::Vector { name, ours: false });
-                stack.push(frames.len() - 1);
-            }
-            EventKind::SoftirqEntry { vec } => {
-                frames.push(Frame::Softirq(vec));
-                stack.push(frames.len() - 1);
-                napi_mark = (vec == NET_RX).then_some(ev.time);
-            }
-            EventKind::TimerExpireEntry { function, .. } => {
-                push_deferred(&mut frames, &mut stack, DeferredKind::Timer, function);
-            }
-            EventKind::TaskletEntry { function, .. } => {
-                push_deferred(&mut frames, &mut stack, DeferredKind::Tasklet, function);
-            }
-            EventKind::HrtimerExpireEntry { function, .. }
-                if marks.udp || ev.time != marks.callback =>
-            {
-                push_deferred(&mut frames, &mut stack, DeferredKind::Hrtimer, function);
-            }
-            EventKind::TimerExpireExit { .. } => {
-                pop_deferred(&mut stack, &frames, DeferredKind::Timer);
-            }
-            EventKind::TaskletExit { .. } => {
-                pop_deferred(&mut stack, &frames, DeferredKind::Tasklet);
-            }
-            EventKind::HrtimerExpireExit { .. } => {
-                pop_deferred(&mut stack, &frames, DeferredKind::Hrtimer);
-            }
-            EventKind::NapiPoll { dev, .. } => {
-                if let (Some(mark), Some(&top)) = (napi_mark, stack.last()) {
-                    let (a, b) = (mark.max(d), ev.time.min(u));
-                    if b > a && frames[top] == Frame::Softirq(NET_RX) {
-                        napi.push((top, dev, b - a));
-                    }
-                }
-                napi_mark = Some(ev.time);
-            }
-            EventKind::IrqExit { irq, .. } => pop_to(
-                &mut stack,
-                &frames,
-                |f| matches!(f, Frame::Irq { irq: i, .. } if *i == irq),
-            ),
-            EventKind::VectorExit { name, .. } => pop_to(
-                &mut stack,
-                &frames,
-                |f| matches!(f, Frame::Vector { name: n, .. } if *n == name),
-            ),
-            EventKind::SoftirqExit { vec } => {
-                napi_mark = None;
-                pop_to(
-                    &mut stack,
-                    &frames,
-                    |f| matches!(f, Frame::Softirq(v) if *v == vec),
-                );
-            }
-            EventKind::HrtimerExpireEntry { .. } if !marks.udp && ev.time == marks.callback => {
-                // Our callback: the vector it runs in is our timer interrupt.
-                if let Some(&i) = stack
-                    .iter()
-                    .rev()
-                    .find(|&&i| matches!(frames[i], Frame::Vector { .. }))
-                {
-                    if let Frame::Vector { ours, .. } = &mut frames[i] {
-                        *ours = true;
-                    }
-                }
-            }
-            EventKind::Nmi { delta_ns, .. } if ev.time > d => {
-                // Reported when the handler returns: take its time back from
-                // whatever the sweep charged just before.
-                let mut left = (delta_ns.max(0) as u64).min(ev.time - d);
-                let taken = left;
-                let mut k = slices.len();
-                while left > 0 && k > 0 {
-                    k -= 1;
-                    let take = slices[k].ns.min(left);
-                    slices[k].ns -= take;
-                    left -= take;
-                }
-                let got = taken - left;
-                if got > 0 {
-                    frames.push(Frame::Nmi);
-                    slices.push(Slice {
-                        frame: frames.len() - 1,
-                        phase: phase_at(ev.time.saturating_sub(got)),
-                        ns: got,
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    if !seen_any {
-        complete = false;
-    }
-    charge(cursor, u, &stack, &mut slices, &mut unknown_ns);
-
-    // Name the shares.
-    let mut causes: HashMap<(CauseKind, String, Option<i32>), u64> = HashMap::new();
-    let mut blocking: HashMap<i32, u64> = HashMap::new();
-    // Noise probe: did anything but our own loop run in the interruption?
-    let other_context = slices
-        .iter()
-        .any(|s| s.ns > 0 && frames[s.frame] != Frame::Thread(marks.tid));
-    let mut parts: PartTally<(CauseKind, String, Option<i32>)> = PartTally::default();
-    let mut part_runs: std::collections::HashSet<usize> = std::collections::HashSet::new();
-    for s in &slices {
-        if s.ns == 0 {
-            continue;
-        }
-        let (owner, part) = match frames[s.frame] {
-            Frame::Deferred { source, parent } => (parent, Some(source)),
-            _ => (s.frame, None),
-        };
-        let (kind, name, pid) = match frames[owner] {
-            Frame::Nmi => (CauseKind::Nmi, "NMI".to_string(), None),
-            Frame::Vector { name, .. } if marks.noise => (
-                CauseKind::Irq,
-                format!("{} (vector)", names.get(name)),
-                None,
-            ),
-            Frame::Thread(pid) if marks.noise && pid == marks.tid && other_context => (
-                CauseKind::Return,
-                "kernel entry and exit around the interruption".to_string(),
-                Some(pid),
-            ),
-            Frame::Thread(pid) if marks.noise && pid == marks.tid => (
-                CauseKind::Unexplained,
-                "no OS event: hardware or hypervisor".to_string(),
-                None,
-            ),
-            Frame::Thread(0) if marks.noise => (CauseKind::Idle, "CPU idle".to_string(), None),
-            Frame::Thread(pid) if marks.noise => {
-                *blocking.entry(pid).or_default() += s.ns;
-                (CauseKind::Thread, comm_of(threads, pid), Some(pid))
-            }
-            Frame::Irq { irq, name } => {
-                (CauseKind::Irq, format!("{irq}:{}", names.get(name)), None)
-            }
-            Frame::Vector { name, ours: true } => {
-                (CauseKind::TimerIrq, names.get(name).to_string(), None)
-            }
-            Frame::Vector { name, ours: false } => (
-                CauseKind::Irq,
-                format!("{} (vector)", names.get(name)),
-                None,
-            ),
-            Frame::Softirq(v) => (CauseKind::Softirq, softirq_name(v), None),
-            // Never an owner: a deferred frame is charged to its parent.
-            Frame::Deferred { .. } => continue,
-            // UDP deliver phase: the datagram is in the stack, nobody waits
-            // for an interrupt; the receiver is not runnable yet, so no
-            // thread here is blocking it.
-            Frame::Thread(0) if marks.udp && s.phase == Phase::Irq => {
-                (CauseKind::Idle, "CPU idle".to_string(), None)
-            }
-            Frame::Thread(pid) if marks.udp && s.phase == Phase::Irq => {
-                (CauseKind::Thread, comm_of(threads, pid), Some(pid))
-            }
-            Frame::Thread(0) if !marks.phases_known && !marks.udp => (
-                CauseKind::Idle,
-                "CPU idle; our timer's interrupt was not recorded".to_string(),
-                None,
-            ),
-            // Our own thread, switched in (or still running from before
-            // its sleep) without its events: its own time, not a culprit.
-            Frame::Thread(pid) if !marks.phases_known && !marks.udp && pid == marks.tid => (
-                CauseKind::Return,
-                format!(
-                    "{} itself ran; its switch-in was not recorded",
-                    comm_of(threads, pid)
-                ),
-                Some(pid),
-            ),
-            Frame::Thread(pid) if !marks.phases_known && !marks.udp => (
-                CauseKind::Unexplained,
-                format!(
-                    "{} ran; our timer's interrupt was not recorded",
-                    comm_of(threads, pid)
-                ),
-                Some(pid),
-            ),
-            Frame::Thread(0) => match s.phase {
-                Phase::Irq => (
-                    CauseKind::Idle,
-                    "CPU idle, timer interrupt late".to_string(),
-                    None,
-                ),
-                _ => (CauseKind::Wakeup, "switch from idle".to_string(), None),
-            },
-            Frame::Thread(pid) if pid == marks.tid => match s.phase {
-                Phase::Return => (CauseKind::Return, comm_of(threads, pid), Some(pid)),
-                _ => (CauseKind::Thread, comm_of(threads, pid), Some(pid)),
-            },
-            Frame::Thread(pid) => match s.phase {
-                Phase::Irq => (
-                    CauseKind::Unexplained,
-                    format!("timer interrupt late while {} ran", comm_of(threads, pid)),
-                    Some(pid),
-                ),
-                Phase::Sched => {
-                    *blocking.entry(pid).or_default() += s.ns;
-                    (CauseKind::Thread, comm_of(threads, pid), Some(pid))
-                }
-                Phase::Return => (CauseKind::Thread, comm_of(threads, pid), Some(pid)),
-            },
-        };
-        let key = (kind, name, pid);
-        if let Some(source) = part {
-            parts.add(&key, source, s.ns, part_runs.insert(s.frame));
-        }
-        *causes.entry(key).or_default() += s.ns;
-    }
-    for (frame, dev, ns) in napi {
-        let key = (CauseKind::Softirq, frame_softirq_name(&frames[frame]), None);
-        if causes.contains_key(&key) {
-            parts.add(&key, PartSource::Device(dev), ns, true);
-        }
-    }
-    if missed_ns > 0 {
-        complete = false;
-        *causes
-            .entry((
-                CauseKind::Unexplained,
-                "events missing (a context switch was not recorded)".to_string(),
-                None,
-            ))
-            .or_default() += missed_ns;
-    }
-    if unknown_ns > 0 {
-        complete = false;
-        *causes
-            .entry((
-                CauseKind::Unexplained,
-                "no events recorded".to_string(),
-                None,
-            ))
-            .or_default() += unknown_ns;
-    }
-
-    let mut thread_cause = |kind: CauseKind, name: String, pid: Option<i32>, ns: u64| {
-        let (policy, priority) = match pid {
-            Some(p) if kind == CauseKind::Thread || kind == CauseKind::Return => {
-                policy_of(threads, env, p)
-            }
-            _ => (None, None),
-        };
-        let parts = parts.take(&(kind, name.clone(), pid), names);
-        Cause {
-            kind,
-            name,
-            pid,
-            policy,
-            priority,
-            duration_ns: Nanos(ns),
-            parts,
-        }
-    };
-    let mut list: Vec<Cause> = causes
-        .into_iter()
-        .map(|((kind, name, pid), ns)| thread_cause(kind, name, pid, ns))
-        .collect();
-    sort_causes(&mut list);
-    let blocking = blocking
-        .into_iter()
-        .max_by_key(|&(pid, ns)| (ns, -pid))
-        .map(|(pid, ns)| thread_cause(CauseKind::Thread, comm_of(threads, pid), Some(pid), ns));
+    let mut sweep = Sweep::new(marks);
+    sweep.run(events, window_complete);
+    let (d, u) = (sweep.d, sweep.u);
+    let complete =
+        window_complete && sweep.seen_any && sweep.missed_ns == 0 && sweep.unknown_ns == 0;
+    let mut named = Named::of(&sweep, names, threads);
+    let (list, blocking) = named.causes(threads, env, names);
     let unexplained: u64 = list
         .iter()
         .filter(|c| c.kind == CauseKind::Unexplained)
@@ -563,6 +183,510 @@ pub(crate) fn attribute(
         steal_sched_ns: None,
         complete,
         held: None,
+    }
+}
+
+/// The sweep from the deadline `d` to the wake-up `u`: what ran, as a stack
+/// of frames, and the time charged to each.
+struct Sweep<'m> {
+    marks: &'m Marks,
+    d: u64,
+    u: u64,
+    frames: Vec<Frame>,
+    /// Indices into `frames`: [thread, nested contexts...].
+    stack: Vec<usize>,
+    slices: Vec<Slice>,
+    /// Charged up to here.
+    cursor: u64,
+    /// Time no event covers (before the first, or with nothing running).
+    unknown_ns: u64,
+    /// Time lost to a context switch that was not recorded.
+    missed_ns: u64,
+    seen_any: bool,
+    /// NAPI polls have no entry event: each one ran from the NET_RX
+    /// softirq's entry or the previous poll's return to its own.
+    napi_mark: Option<u64>,
+    napi: Vec<(usize, NameId, u64)>,
+}
+
+impl<'m> Sweep<'m> {
+    fn new(marks: &'m Marks) -> Sweep<'m> {
+        let d = marks.deadline;
+        Sweep {
+            marks,
+            d,
+            u: marks.wake.max(d),
+            frames: Vec::new(),
+            stack: Vec::new(),
+            slices: Vec::new(),
+            // The first event tells who was running; until an event says
+            // so, nothing is known.
+            cursor: d,
+            unknown_ns: 0,
+            missed_ns: 0,
+            seen_any: false,
+            napi_mark: None,
+            napi: Vec::new(),
+        }
+    }
+
+    fn phase_at(&self, t: u64) -> Phase {
+        if t < self.marks.callback {
+            Phase::Irq
+        } else if t < self.marks.switch_in {
+            Phase::Sched
+        } else {
+            Phase::Return
+        }
+    }
+
+    /// Charges `[from, to]` (clipped to the sweep) to the innermost frame,
+    /// split at the phase boundaries.
+    fn charge(&mut self, from: u64, to: u64) {
+        let (from, to) = (from.max(self.d), to.min(self.u));
+        if to <= from {
+            return;
+        }
+        let Some(&top) = self.stack.last() else {
+            self.unknown_ns += to - from;
+            return;
+        };
+        let mut a = from;
+        for b in [self.marks.callback, self.marks.switch_in, to] {
+            if b > a && b <= to {
+                let phase = self.phase_at(a);
+                self.slices.push(Slice {
+                    frame: top,
+                    phase,
+                    ns: b - a,
+                });
+                a = b;
+            }
+        }
+        if a < to {
+            let phase = self.phase_at(a);
+            self.slices.push(Slice {
+                frame: top,
+                phase,
+                ns: to - a,
+            });
+        }
+    }
+
+    fn run(&mut self, events: &[&TraceEvent], window_complete: bool) {
+        for ev in events {
+            if ev.time > self.u {
+                break;
+            }
+            self.follow_thread(ev, window_complete);
+            if ev.time > self.cursor {
+                self.charge(self.cursor, ev.time);
+                self.cursor = ev.time;
+            }
+            self.apply(ev);
+        }
+        self.charge(self.cursor, self.u);
+    }
+
+    /// Only the thread at the bottom changes; interrupt frames cannot be
+    /// open across a switch.
+    fn set_thread(&mut self, tid: i32) {
+        self.frames.push(Frame::Thread(tid));
+        self.stack.clear();
+        self.stack.push(self.frames.len() - 1);
+    }
+
+    fn push(&mut self, frame: Frame) {
+        self.frames.push(frame);
+        self.stack.push(self.frames.len() - 1);
+    }
+
+    /// The thread an event says runs: the event's task (the switch changes
+    /// it after the event).
+    fn follow_thread(&mut self, ev: &TraceEvent, window_complete: bool) {
+        if !self.seen_any || self.stack.is_empty() {
+            self.set_thread(ev.tid);
+            if ev.time > self.d && !self.seen_any && !window_complete {
+                // Nothing recorded between the deadline and this event: the
+                // events before it were not in the window.
+                self.unknown_ns += ev.time - self.d;
+                self.cursor = ev.time;
+            }
+            self.seen_any = true;
+        }
+        // Every event names the task that was current: if that is not the
+        // thread the sweep believes runs, a switch was not recorded (the
+        // kernel did not emit it, or it was lost). The time since the last
+        // event cannot be given to either thread.
+        let running = match ev.kind {
+            EventKind::SchedSwitch { prev_pid, .. } => prev_pid,
+            _ => ev.tid,
+        };
+        let believed = self.stack.first().map(|&i| self.frames[i]);
+        if believed.is_some_and(|f| f != Frame::Thread(running)) {
+            if ev.time > self.cursor {
+                let (a, b) = (self.cursor.max(self.d), ev.time.min(self.u));
+                if b > a {
+                    self.missed_ns += b - a;
+                }
+                self.cursor = ev.time;
+            }
+            self.set_thread(running);
+        }
+    }
+
+    /// What an event opens or closes.
+    fn apply(&mut self, ev: &TraceEvent) {
+        let marks = self.marks;
+        match ev.kind {
+            EventKind::SchedSwitch { next_pid, .. } => self.set_thread(next_pid),
+            EventKind::IrqEntry { irq, name } => self.push(Frame::Irq { irq, name }),
+            EventKind::VectorEntry { name, .. } => self.push(Frame::Vector { name, ours: false }),
+            EventKind::SoftirqEntry { vec } => {
+                self.push(Frame::Softirq(vec));
+                self.napi_mark = (vec == NET_RX).then_some(ev.time);
+            }
+            EventKind::TimerExpireEntry { function, .. } => {
+                push_deferred(
+                    &mut self.frames,
+                    &mut self.stack,
+                    DeferredKind::Timer,
+                    function,
+                );
+            }
+            EventKind::TaskletEntry { function, .. } => {
+                push_deferred(
+                    &mut self.frames,
+                    &mut self.stack,
+                    DeferredKind::Tasklet,
+                    function,
+                );
+            }
+            EventKind::HrtimerExpireEntry { function, .. }
+                if marks.udp || ev.time != marks.callback =>
+            {
+                push_deferred(
+                    &mut self.frames,
+                    &mut self.stack,
+                    DeferredKind::Hrtimer,
+                    function,
+                );
+            }
+            EventKind::TimerExpireExit { .. } => {
+                pop_deferred(&mut self.stack, &self.frames, DeferredKind::Timer);
+            }
+            EventKind::TaskletExit { .. } => {
+                pop_deferred(&mut self.stack, &self.frames, DeferredKind::Tasklet);
+            }
+            EventKind::HrtimerExpireExit { .. } => {
+                pop_deferred(&mut self.stack, &self.frames, DeferredKind::Hrtimer);
+            }
+            EventKind::NapiPoll { dev, .. } => self.napi_poll(ev.time, dev),
+            EventKind::IrqExit { irq, .. } => pop_to(
+                &mut self.stack,
+                &self.frames,
+                |f| matches!(f, Frame::Irq { irq: i, .. } if *i == irq),
+            ),
+            EventKind::VectorExit { name, .. } => pop_to(
+                &mut self.stack,
+                &self.frames,
+                |f| matches!(f, Frame::Vector { name: n, .. } if *n == name),
+            ),
+            EventKind::SoftirqExit { vec } => {
+                self.napi_mark = None;
+                pop_to(
+                    &mut self.stack,
+                    &self.frames,
+                    |f| matches!(f, Frame::Softirq(v) if *v == vec),
+                );
+            }
+            EventKind::HrtimerExpireEntry { .. } if !marks.udp && ev.time == marks.callback => {
+                self.mark_our_vector();
+            }
+            EventKind::Nmi { delta_ns, .. } if ev.time > self.d => self.nmi(ev.time, delta_ns),
+            _ => {}
+        }
+    }
+
+    fn napi_poll(&mut self, time: u64, dev: NameId) {
+        if let (Some(mark), Some(&top)) = (self.napi_mark, self.stack.last()) {
+            let (a, b) = (mark.max(self.d), time.min(self.u));
+            if b > a && self.frames[top] == Frame::Softirq(NET_RX) {
+                self.napi.push((top, dev, b - a));
+            }
+        }
+        self.napi_mark = Some(time);
+    }
+
+    /// Our callback: the vector it runs in is our timer interrupt.
+    fn mark_our_vector(&mut self) {
+        let frames = &mut self.frames;
+        if let Some(&i) = self
+            .stack
+            .iter()
+            .rev()
+            .find(|&&i| matches!(frames[i], Frame::Vector { .. }))
+        {
+            if let Frame::Vector { ours, .. } = &mut frames[i] {
+                *ours = true;
+            }
+        }
+    }
+
+    /// An NMI is reported when the handler returns: take its time back from
+    /// whatever the sweep charged just before.
+    fn nmi(&mut self, time: u64, delta_ns: i64) {
+        let mut left = (delta_ns.max(0) as u64).min(time - self.d);
+        let taken = left;
+        let mut k = self.slices.len();
+        while left > 0 && k > 0 {
+            k -= 1;
+            let take = self.slices[k].ns.min(left);
+            self.slices[k].ns -= take;
+            left -= take;
+        }
+        let got = taken - left;
+        if got > 0 {
+            self.frames.push(Frame::Nmi);
+            let phase = self.phase_at(time.saturating_sub(got));
+            self.slices.push(Slice {
+                frame: self.frames.len() - 1,
+                phase,
+                ns: got,
+            });
+        }
+    }
+}
+
+/// A cause before its policy and parts are looked up: kind, name, thread.
+type CauseKey = (CauseKind, String, Option<i32>);
+
+/// The shares of a sweep, named.
+struct Named {
+    causes: HashMap<CauseKey, u64>,
+    /// Time each thread kept ours from running.
+    blocking: HashMap<i32, u64>,
+    parts: PartTally<CauseKey>,
+}
+
+impl Named {
+    fn of(sweep: &Sweep<'_>, names: &Names, threads: &ThreadNames) -> Named {
+        let (marks, frames) = (sweep.marks, &sweep.frames);
+        let mut named = Named {
+            causes: HashMap::new(),
+            blocking: HashMap::new(),
+            parts: PartTally::default(),
+        };
+        // Noise probe: did anything but our own loop run in the interruption?
+        let other_context = sweep
+            .slices
+            .iter()
+            .any(|s| s.ns > 0 && frames[s.frame] != Frame::Thread(marks.tid));
+        let mut part_runs: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        for s in &sweep.slices {
+            if s.ns == 0 {
+                continue;
+            }
+            let (owner, part) = match frames[s.frame] {
+                Frame::Deferred { source, parent } => (parent, Some(source)),
+                _ => (s.frame, None),
+            };
+            let context = Context {
+                marks,
+                names,
+                threads,
+                other_context,
+            };
+            let Some(key) = context.cause(frames[owner], s, &mut named.blocking) else {
+                continue;
+            };
+            if let Some(source) = part {
+                named
+                    .parts
+                    .add(&key, source, s.ns, part_runs.insert(s.frame));
+            }
+            *named.causes.entry(key).or_default() += s.ns;
+        }
+        for &(frame, dev, ns) in &sweep.napi {
+            let key = (CauseKind::Softirq, frame_softirq_name(&frames[frame]), None);
+            if named.causes.contains_key(&key) {
+                named.parts.add(&key, PartSource::Device(dev), ns, true);
+            }
+        }
+        let mut add = |name: &str, ns: u64| {
+            if ns > 0 {
+                let key = (CauseKind::Unexplained, name.to_string(), None);
+                *named.causes.entry(key).or_default() += ns;
+            }
+        };
+        add(
+            "events missing (a context switch was not recorded)",
+            sweep.missed_ns,
+        );
+        add("no events recorded", sweep.unknown_ns);
+        named
+    }
+
+    /// The causes, longest first, and the thread that blocked ours longest.
+    fn causes(
+        &mut self,
+        threads: &ThreadNames,
+        env: &dyn Environment,
+        names: &Names,
+    ) -> (Vec<Cause>, Option<Cause>) {
+        let parts = &mut self.parts;
+        let mut thread_cause = |kind: CauseKind, name: String, pid: Option<i32>, ns: u64| {
+            let (policy, priority) = match pid {
+                Some(p) if kind == CauseKind::Thread || kind == CauseKind::Return => {
+                    policy_of(threads, env, p)
+                }
+                _ => (None, None),
+            };
+            let parts = parts.take(&(kind, name.clone(), pid), names);
+            Cause {
+                kind,
+                name,
+                pid,
+                policy,
+                priority,
+                duration_ns: Nanos(ns),
+                parts,
+            }
+        };
+        let mut list: Vec<Cause> = std::mem::take(&mut self.causes)
+            .into_iter()
+            .map(|((kind, name, pid), ns)| thread_cause(kind, name, pid, ns))
+            .collect();
+        sort_causes(&mut list);
+        let blocking = std::mem::take(&mut self.blocking)
+            .into_iter()
+            .max_by_key(|&(pid, ns)| (ns, -pid))
+            .map(|(pid, ns)| thread_cause(CauseKind::Thread, comm_of(threads, pid), Some(pid), ns));
+        (list, blocking)
+    }
+}
+
+/// What naming a share needs to know.
+struct Context<'a> {
+    marks: &'a Marks,
+    names: &'a Names,
+    threads: &'a ThreadNames,
+    /// Noise probe: something but our own loop ran in the interruption.
+    other_context: bool,
+}
+
+impl Context<'_> {
+    /// The cause a share of `owner` is charged to (`None` for a deferred
+    /// frame, never an owner: it is charged to its parent). Time a thread
+    /// kept ours from running is added to `blocking`.
+    fn cause(&self, owner: Frame, s: &Slice, blocking: &mut HashMap<i32, u64>) -> Option<CauseKey> {
+        let (marks, names) = (self.marks, self.names);
+        let comm = |pid: i32| comm_of(self.threads, pid);
+        Some(match owner {
+            Frame::Nmi => (CauseKind::Nmi, "NMI".to_string(), None),
+            Frame::Vector { name, .. } if marks.noise => (
+                CauseKind::Irq,
+                format!("{} (vector)", names.get(name)),
+                None,
+            ),
+            Frame::Thread(pid) if marks.noise => return Some(self.noise_thread(pid, s, blocking)),
+            Frame::Irq { irq, name } => {
+                (CauseKind::Irq, format!("{irq}:{}", names.get(name)), None)
+            }
+            Frame::Vector { name, ours: true } => {
+                (CauseKind::TimerIrq, names.get(name).to_string(), None)
+            }
+            Frame::Vector { name, ours: false } => (
+                CauseKind::Irq,
+                format!("{} (vector)", names.get(name)),
+                None,
+            ),
+            Frame::Softirq(v) => (CauseKind::Softirq, softirq_name(v), None),
+            Frame::Deferred { .. } => return None,
+            // UDP deliver phase: the datagram is in the stack, nobody waits
+            // for an interrupt; the receiver is not runnable yet, so no
+            // thread here is blocking it.
+            Frame::Thread(0) if marks.udp && s.phase == Phase::Irq => {
+                (CauseKind::Idle, "CPU idle".to_string(), None)
+            }
+            Frame::Thread(pid) if marks.udp && s.phase == Phase::Irq => {
+                (CauseKind::Thread, comm(pid), Some(pid))
+            }
+            Frame::Thread(pid) if !marks.phases_known && !marks.udp => self.unknown_phases(pid),
+            Frame::Thread(0) => match s.phase {
+                Phase::Irq => (
+                    CauseKind::Idle,
+                    "CPU idle, timer interrupt late".to_string(),
+                    None,
+                ),
+                _ => (CauseKind::Wakeup, "switch from idle".to_string(), None),
+            },
+            Frame::Thread(pid) if pid == marks.tid => match s.phase {
+                Phase::Return => (CauseKind::Return, comm(pid), Some(pid)),
+                _ => (CauseKind::Thread, comm(pid), Some(pid)),
+            },
+            Frame::Thread(pid) => match s.phase {
+                Phase::Irq => (
+                    CauseKind::Unexplained,
+                    format!("timer interrupt late while {} ran", comm(pid)),
+                    Some(pid),
+                ),
+                Phase::Sched => {
+                    *blocking.entry(pid).or_default() += s.ns;
+                    (CauseKind::Thread, comm(pid), Some(pid))
+                }
+                Phase::Return => (CauseKind::Thread, comm(pid), Some(pid)),
+            },
+        })
+    }
+
+    /// A thread in an interruption of the noise probe's loop.
+    fn noise_thread(&self, pid: i32, s: &Slice, blocking: &mut HashMap<i32, u64>) -> CauseKey {
+        let marks = self.marks;
+        if pid == marks.tid && self.other_context {
+            (
+                CauseKind::Return,
+                "kernel entry and exit around the interruption".to_string(),
+                Some(pid),
+            )
+        } else if pid == marks.tid {
+            (
+                CauseKind::Unexplained,
+                "no OS event: hardware or hypervisor".to_string(),
+                None,
+            )
+        } else if pid == 0 {
+            (CauseKind::Idle, "CPU idle".to_string(), None)
+        } else {
+            *blocking.entry(pid).or_default() += s.ns;
+            (CauseKind::Thread, comm_of(self.threads, pid), Some(pid))
+        }
+    }
+
+    /// A thread when our timer's callback or switch-in was not recorded.
+    fn unknown_phases(&self, pid: i32) -> CauseKey {
+        let comm = comm_of(self.threads, pid);
+        if pid == 0 {
+            (
+                CauseKind::Idle,
+                "CPU idle; our timer's interrupt was not recorded".to_string(),
+                None,
+            )
+        } else if pid == self.marks.tid {
+            // Our own thread, switched in (or still running from before
+            // its sleep) without its events: its own time, not a culprit.
+            (
+                CauseKind::Return,
+                format!("{comm} itself ran; its switch-in was not recorded"),
+                Some(pid),
+            )
+        } else {
+            (
+                CauseKind::Unexplained,
+                format!("{comm} ran; our timer's interrupt was not recorded"),
+                Some(pid),
+            )
+        }
     }
 }
 

@@ -33,6 +33,7 @@ mod parts;
 mod recurring;
 mod seconds;
 mod steal;
+mod symbols;
 mod udp;
 mod window;
 pub mod work;
@@ -49,25 +50,11 @@ pub use attribute::{Environment, NoEnvironment};
 use attribute::{Marks, ThreadNames};
 pub use kernel::KernelSample;
 pub use steal::{KernelSteal, HYPERVISOR};
+pub use symbols::{NoSymbols, Symbolize};
 use window::window_event;
 use work::WorkStats;
 
 use crate::event::{Decoded, EventKind, Names, StackSample, TraceEvent};
-
-/// Resolves kernel addresses (stack samples, workqueue functions).
-pub trait Symbolize {
-    /// (function, module) for a kernel text address.
-    fn symbol(&self, addr: u64) -> Option<(String, Option<String>)>;
-}
-
-/// Resolves nothing: addresses are printed in hex.
-pub struct NoSymbols;
-
-impl Symbolize for NoSymbols {
-    fn symbol(&self, _addr: u64) -> Option<(String, Option<String>)> {
-        None
-    }
-}
 
 /// A measuring thread the analysis follows.
 #[derive(Clone, Copy, Debug)]
