@@ -73,6 +73,7 @@ pub fn groups() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::BenchError;
 
     #[test]
     fn names_are_unique_and_groups_ordered() {
