@@ -1,18 +1,17 @@
-//! `latscope micro`: the microbenchmarks, stored as a run with one `micro`
-//! cell per benchmark, each stored as soon as it is measured (so Ctrl-C
-//! keeps every finished one), then printed in the study's style.
+//! `latscope micro`: the microbenchmarks, run by the engine's lifecycle as
+//! a run with one `micro` cell per benchmark, each stored as soon as it is
+//! measured (so Ctrl-C keeps every finished one), then printed in the
+//! study's style.
+
+use std::sync::Arc;
 
 use anyhow::Context;
-use latscope_engine::system::{
-    caps, cpus_in_order, monotonic_ns, online_cpus, realtime_ns, sysinfo, StopSignals,
-};
-use latscope_engine::Stop;
-use latscope_micro::ops::Benchmark;
-use latscope_micro::session::{select, Session, SessionOptions};
-use latscope_model::{
-    CellMeta, CellSettings, CommonSettings, CpuId, MicroResult, MicroSettings, Nanos, Policy,
-    RunStatus,
-};
+use latscope_engine::probes::RealClock;
+use latscope_engine::system::{cpus_in_order, online_cpus, StopSignals};
+use latscope_engine::{Env, MicroPlan, Observer, RunOutcome, Stop};
+use latscope_micro::session::{select, SessionOptions};
+use latscope_model::{CpuId, MicroContext, MicroResult};
+use latscope_stats::RunResult;
 use latscope_store::Store;
 
 use crate::args::MicroArgs;
@@ -39,98 +38,76 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
         crate::output::check_writable(path)?;
     }
     let signals = StopSignals::install().context("cannot install signal handlers")?;
-    let stop = Stop::from_signals(&signals);
-
-    let system = sysinfo::snapshot();
-    let meta = latscope_engine::running_meta(
-        Nanos(realtime_ns()),
-        crate::args::recorded_command_line(),
-        &system,
-    );
-    let run = store.create_run(&meta, &system, &caps::detect())?;
-    let session = match Session::start(options.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            let ended = Nanos(realtime_ns());
-            let _ = store.finish_run(run, RunStatus::Failed, ended, &[e.to_string()]);
-            return Err(anyhow::Error::from(e).into());
-        }
+    let plan = MicroPlan {
+        benchmarks,
+        options,
+        command_line: crate::args::recorded_command_line(),
     };
-    store.set_micro_context(run, &session.context())?;
-
-    let quiet = args.quiet;
-    let mut index = 0u32;
-    let flag = stop.flag();
-    let mut started = monotonic_ns();
-    let outcome = session.run(&benchmarks, &flag, &mut |b: &Benchmark, r: MicroResult| {
-        let now = monotonic_ns();
-        let cell = CellMeta {
-            index,
-            probe: "micro".into(),
-            workload: "idle".into(),
-            settings: CellSettings::Micro(MicroSettings {
-                bench: b.id(),
-                iterations: options.iterations as u32,
-                warmup: options.warmup as u32,
-                cpu,
-                other_cpu: r.other_cpu,
-                quick: options.quick,
-                common: CommonSettings {
-                    policy: Policy::Other,
-                    priority: 0,
-                    cpus: std::iter::once(cpu)
-                        .chain(r.other_cpu)
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                        .join(","),
-                    ..CommonSettings::default()
-                },
-            }),
-            duration_ns: Nanos(now.saturating_sub(started)),
-            monotonic_start_ns: Nanos(started),
-        };
-        started = now;
-        index += 1;
-        if !quiet {
-            match &r.skipped {
-                Some(why) => eprintln!("{:<28} skipped: {why}", r.bench),
-                None => eprintln!("{:<28} {}", r.bench, latscope_report::op_time(r.median_ns)),
-            }
-        }
-        store.add_micro_cell(run, &cell, &r).map(|_| ())
-    });
-    let ended = Nanos(realtime_ns());
-    let (status, notes) = match &outcome {
-        Err(e) => (RunStatus::Failed, vec![format!("the store failed: {e}")]),
-        Ok(()) if stop.stopped() => (
-            RunStatus::Interrupted,
-            vec![format!(
-                "interrupted after {index} of {} benchmarks",
-                benchmarks.len()
-            )],
-        ),
-        Ok(()) => (RunStatus::Complete, Vec::new()),
+    let mut observer = MicroLines { quiet: args.quiet };
+    let rescue = |o: &RunOutcome| {
+        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
+        crate::output::write_rescue_doc(&o.result, &doc, &args.store.store)
+            .map_err(|e| format!("{e:#}"))
     };
-    let finished = store.finish_run(run, status, ended, &notes);
-    outcome?;
-    finished?;
-
-    let stored = store.load_run(run)?;
-    let micro = store.load_micro(run)?;
+    let env = Env {
+        clock: Arc::new(RealClock),
+        stop: Stop::from_signals(&signals),
+        observer: &mut observer,
+        system: None,
+        rescue: Some(&rescue),
+    };
+    let outcome =
+        latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
+    if outcome.sink_error.is_some() {
+        return Err(crate::run::rescued(&outcome, |o| {
+            write(args, &o.result, o.micro_context.as_ref(), &o.micro)
+        }));
+    }
+    let stored = store.load_run(outcome.run_id)?;
+    let micro = store.load_micro(outcome.run_id)?;
     let (context, results): (_, Vec<MicroResult>) = match &micro {
         Some(m) => (m.context.as_ref(), m.results()),
         None => (None, Vec::new()),
     };
+    write(args, &stored, context, &results)?;
+    Ok(crate::run::status_code(outcome.status))
+}
+
+/// The JSON file when asked for, and the table unless `--quiet`.
+fn write(
+    args: &MicroArgs,
+    run: &RunResult,
+    context: Option<&MicroContext>,
+    results: &[MicroResult],
+) -> anyhow::Result<()> {
     if let Some(path) = &args.json {
-        crate::output::write_json_doc(
-            &latscope_report::micro_json(&stored, context, &results),
-            path,
-        )?;
+        crate::output::write_json_doc(&latscope_report::micro_json(run, context, results), path)?;
     }
-    if !quiet {
-        crate::output::print(&latscope_report::micro_text(&stored, context, &results));
+    if !args.quiet {
+        crate::output::print(&latscope_report::micro_text(run, context, results));
     }
-    Ok(crate::run::status_code(status))
+    Ok(())
+}
+
+/// One line per benchmark on stderr as it is measured, unless `--quiet`.
+struct MicroLines {
+    quiet: bool,
+}
+
+impl Observer for MicroLines {
+    fn notice(&mut self, line: &str) {
+        eprintln!("latscope: {line}");
+    }
+
+    fn micro_result(&mut self, r: &MicroResult) {
+        if self.quiet {
+            return;
+        }
+        match &r.skipped {
+            Some(why) => eprintln!("{:<28} skipped: {why}", r.bench),
+            None => eprintln!("{:<28} {}", r.bench, latscope_report::op_time(r.median_ns)),
+        }
+    }
 }
 
 /// The measuring CPU and the partner: `--cpus A,B`, or the last online CPU

@@ -79,6 +79,16 @@ pub fn check_writable(path: &Path) -> anyhow::Result<()> {
 /// `--json` writes it): beside the store, else in the current directory,
 /// else in the temporary directory. Returns the path written.
 pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::PathBuf> {
+    write_rescue_doc(run, &latscope_report::run_json(run), store)
+}
+
+/// Writes `doc`, the whole of `run` (a microbenchmark run's document), as
+/// [`write_rescue`] does.
+pub fn write_rescue_doc<T: serde::Serialize>(
+    run: &RunResult,
+    doc: &T,
+    store: &Path,
+) -> anyhow::Result<std::path::PathBuf> {
     let name = format!(
         "latscope-rescue-{}-{}.json",
         run.meta.started_unix_ns.0 / 1_000_000_000,
@@ -96,7 +106,7 @@ pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::
     dirs.push(std::env::temp_dir());
     // The rescue holds the run's command line and measurements: for this
     // user only (0600), wherever it lands.
-    let text = json_text(&latscope_report::run_json(run))?;
+    let text = json_text(doc)?;
     let mut last = None;
     for d in dirs {
         // The error line names the file: absolute, so that it can be found

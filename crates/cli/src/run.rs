@@ -10,7 +10,7 @@ use anyhow::Context;
 use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
-use latscope_engine::{EngineError, Env, Guards, RunConfig, Stop};
+use latscope_engine::{EngineError, Env, Guards, RunConfig, RunOutcome, Stop};
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
@@ -135,75 +135,41 @@ pub fn run_cells(
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
+    let rescue = |o: &RunOutcome| rescue_file(o, opts.store);
     let env = Env {
         clock: Arc::new(RealClock),
         stop: Stop::from_signals(&signals),
         observer: &mut observer,
         system: None,
+        rescue: Some(&rescue),
     };
-    let actions = if plan.actions.is_empty() {
-        None
+    // The sink: the store, decorated with the threshold actions when any
+    // were asked for.
+    let outcome = if plan.actions.is_empty() {
+        latscope_engine::run(&config, cells, online, &mut store, env)
     } else {
-        Some(
-            Actions::start(
-                plan.actions.clone(),
-                plan.action_limit,
-                housekeeping_cpus(cells, online),
-                Arc::new(|line: &str| eprintln!("latscope: {line}")),
-                latscope_report::perfetto_trace,
-            )
-            .context("cannot start the threshold actions' thread")?,
+        let actions = Actions::start(
+            plan.actions.clone(),
+            plan.action_limit,
+            housekeeping_cpus(cells, online),
+            Arc::new(|line: &str| eprintln!("latscope: {line}")),
+            latscope_report::perfetto_trace,
         )
+        .context("cannot start the threshold actions' thread")?;
+        let mut sink = ActionSink::new(&mut store, actions);
+        latscope_engine::run(&config, cells, online, &mut sink, env)
     };
-    let outcome = match &actions {
-        Some(a) => {
-            let mut sink = ActionSink {
-                inner: &mut store,
-                actions: a,
-            };
-            latscope_engine::run(&config, cells, online, &mut sink, env)
-        }
-        None => latscope_engine::run(&config, cells, online, &mut store, env),
-    };
-    // A complete run runs the actions still queued; a stopped or failed
-    // one does not wait for them (they are counted as abandoned).
-    let complete = matches!(&outcome, Ok(o) if o.status == RunStatus::Complete);
-    let close = if complete {
-        Actions::finish
-    } else {
-        Actions::abandon
-    };
-    if let Some(line) = actions.and_then(close) {
-        eprintln!("latscope: {line}");
-    }
-    let mut outcome = outcome.map_err(|e| match e {
-        EngineError::Config(e) => crate::plan::request_error(e),
-        other => Exit::from(anyhow::Error::from(other)),
-    })?;
-    if let Some(e) = outcome.sink_error.take() {
-        // Measured data outlives the store: the whole run goes to a rescue
-        // file, and the user gets one line saying where. The file carries
-        // the run's id in the store (the in-memory copy numbers its only
-        // run 1, which in the store is another run).
-        outcome.result.meta.id = outcome.run_id;
-        let rescue = output::write_rescue(&outcome.result, opts.store)
-            .with_context(|| format!("{e}; the run could not be written anywhere else either"))?;
-        // The JSON the user asked for is written too: it does not depend on
-        // the store.
-        if let Some(path) = opts.json {
-            output::write_json(&outcome.result, path)
-                .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))?;
-        }
-        if !opts.quiet {
-            crate::output::print(&latscope_report::run_summary(
-                &outcome.result,
-                opts.histogram,
-            ));
-        }
-        return Err(Exit::from(anyhow::anyhow!(
-            "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",
-            rescue.display()
-        )));
+    let outcome = outcome.map_err(engine_error)?;
+    if outcome.sink_error.is_some() {
+        return Err(rescued(&outcome, |o| {
+            if let Some(path) = opts.json {
+                output::write_json(&o.result, path)?;
+            }
+            if !opts.quiet {
+                output::print(&latscope_report::run_summary(&o.result, opts.histogram));
+            }
+            Ok(())
+        }));
     }
     let stored = store.load_run(outcome.run_id)?;
     Ok(Ran {
@@ -212,4 +178,51 @@ pub fn run_cells(
         max_latency: outcome.max_latency,
         stopped_above: outcome.stopped_above,
     })
+}
+
+/// The engine's error as the CLI's: a bad setting is a usage error.
+pub fn engine_error(e: EngineError) -> Exit {
+    match e {
+        EngineError::Config(e) => crate::plan::request_error(e),
+        other => Exit::from(anyhow::Error::from(other)),
+    }
+}
+
+/// The rescue file of a run whose store failed (the run's JSON, as `--json`
+/// writes it, beside the store): the engine writes it through this.
+fn rescue_file(o: &RunOutcome, store: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    output::write_rescue(&o.result, store).map_err(|e| format!("{e:#}"))
+}
+
+/// The error of a run whose store failed: measured data outlives the
+/// store, so the whole run is in the rescue file the engine wrote, and
+/// the user gets one line saying where. The JSON the user asked for and
+/// the summary (`report`) do not depend on the store and are written too.
+pub fn rescued(
+    outcome: &RunOutcome,
+    report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
+) -> Exit {
+    let e = outcome.sink_error.clone().map(|e| e.0).unwrap_or_default();
+    let rescue = match &outcome.rescued {
+        Some(Ok(path)) => path.clone(),
+        Some(Err(why)) => {
+            return Exit::from(anyhow::anyhow!(
+                "{e}; the run could not be written anywhere else either: {why}"
+            ))
+        }
+        None => {
+            return Exit::from(anyhow::anyhow!(
+                "{e}; the run could not be written anywhere else either"
+            ))
+        }
+    };
+    if let Err(err) = report(outcome)
+        .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))
+    {
+        return Exit::from(err);
+    }
+    Exit::from(anyhow::anyhow!(
+        "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",
+        rescue.display()
+    ))
 }

@@ -32,15 +32,14 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::{CellKey, Sink, SinkError};
+use crate::{CellKey, Checkpoint, Sink, SinkError};
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, RunId, RunMeta, RunStatus,
-    SystemInfo,
+    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, MicroContext, MicroResult, Nanos, RunId,
+    RunMeta, RunStatus, SystemInfo,
 };
 
 pub use exec::{ACTION_ENV, SHUTDOWN_GRACE};
 use job::Job;
-use latscope_store::Checkpoint;
 
 /// How long a command may run before it is killed.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -156,6 +155,8 @@ pub struct Actions {
     /// the store refused comes again with the same episodes.
     seen: Mutex<BTreeMap<CellKey, u32>>,
     pub stats: Arc<ActionStats>,
+    /// Where failures and the closing summary are said.
+    say: Arc<dyn Fn(&str) + Send + Sync>,
 }
 
 impl Actions {
@@ -178,7 +179,7 @@ impl Actions {
             stats: Arc::clone(&stats),
             closing: Arc::clone(&closing),
             cpus: Arc::clone(&cpus),
-            say,
+            say: Arc::clone(&say),
             doc,
         };
         let thread = std::thread::Builder::new()
@@ -193,6 +194,7 @@ impl Actions {
             fired: Mutex::new(VecDeque::new()),
             seen: Mutex::new(BTreeMap::new()),
             stats,
+            say,
         })
     }
 
@@ -362,15 +364,27 @@ fn snapshot(dir: &std::path::Path, job: &Job, doc: SnapshotDoc) -> Result<(), St
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// A sink that hands every checkpoint's episodes to the actions after
-/// passing the checkpoint on (for `run` and `suite`; the monitor's sink
-/// calls [`Actions::episodes`] itself).
-pub struct ActionSink<'a> {
-    pub inner: &'a mut dyn Sink,
-    pub actions: &'a Actions,
+/// A decorator that hands every checkpoint's episodes to the actions after
+/// passing the checkpoint on to the inner sink (for `run` and `suite`; the
+/// monitor's sink calls [`Actions::episodes`] itself, as its actions change
+/// on reload). It owns the actions: when the run finishes, a complete run
+/// runs the actions still queued, a stopped or failed one does not wait for
+/// them (they are counted as abandoned), and the summary line is said.
+pub struct ActionSink<S> {
+    pub inner: S,
+    actions: Option<Actions>,
 }
 
-impl Sink for ActionSink<'_> {
+impl<S: Sink> ActionSink<S> {
+    pub fn new(inner: S, actions: Actions) -> ActionSink<S> {
+        ActionSink {
+            inner,
+            actions: Some(actions),
+        }
+    }
+}
+
+impl<S: Sink> Sink for ActionSink<S> {
     fn create_run(
         &mut self,
         meta: &RunMeta,
@@ -387,7 +401,9 @@ impl Sink for ActionSink<'_> {
     }
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
         let r = self.inner.checkpoint(run, cell, cp);
-        self.actions.episodes(run, cell, &cp.episodes, &cp.windows);
+        if let Some(a) = &self.actions {
+            a.episodes(run, cell, &cp.episodes, &cp.windows);
+        }
         r
     }
     fn finish_run(
@@ -397,7 +413,30 @@ impl Sink for ActionSink<'_> {
         ended_unix: Nanos,
         notes: &[String],
     ) -> Result<(), SinkError> {
-        self.inner.finish_run(run, status, ended_unix, notes)
+        let r = self.inner.finish_run(run, status, ended_unix, notes);
+        if let Some(a) = self.actions.take() {
+            let say = Arc::clone(&a.say);
+            let line = if status == RunStatus::Complete {
+                a.finish()
+            } else {
+                a.abandon()
+            };
+            if let Some(line) = line {
+                say(&line);
+            }
+        }
+        r
+    }
+    fn set_micro_context(&mut self, run: RunId, context: &MicroContext) -> Result<(), SinkError> {
+        self.inner.set_micro_context(run, context)
+    }
+    fn add_micro_cell(
+        &mut self,
+        run: RunId,
+        meta: &CellMeta,
+        result: &MicroResult,
+    ) -> Result<CellKey, SinkError> {
+        self.inner.add_micro_cell(run, meta, result)
     }
 }
 
@@ -642,5 +681,76 @@ pub(crate) mod tests {
         let text = std::fs::read_to_string(&out).unwrap();
         let allowed = text.split(':').nth(1).unwrap().trim();
         assert_eq!(allowed, last.0.to_string(), "{text}");
+    }
+
+    /// An `ActionSink` over a mirror, with one `exec` action that appends
+    /// the episode's number to `out`; what it said.
+    fn action_sink(
+        out: &std::path::Path,
+    ) -> (ActionSink<crate::MemorySink>, Arc<Mutex<Vec<String>>>) {
+        let said = Arc::new(Mutex::new(Vec::<String>::new()));
+        let s2 = Arc::clone(&said);
+        let a = Actions::start(
+            vec![Action::Exec(format!("sleep 0.2; cat >> {}", out.display()))],
+            Limit::default(),
+            Vec::new(),
+            Arc::new(move |l: &str| s2.lock().unwrap().push(l.to_string())),
+            test_doc,
+        )
+        .unwrap();
+        (ActionSink::new(crate::MemorySink::new(), a), said)
+    }
+
+    fn run_with_episode(sink: &mut ActionSink<crate::MemorySink>, status: RunStatus) {
+        let meta = crate::running_meta(Nanos(1), Vec::new(), &SystemInfo::default());
+        let run = sink
+            .create_run(&meta, &SystemInfo::default(), &Capabilities::default())
+            .unwrap();
+        let meta = CellMeta::new(
+            0,
+            "none",
+            latscope_model::CellSettings::Timer(Default::default()),
+            Nanos::ZERO,
+        );
+        let cell = sink.add_cell(run, &meta).unwrap();
+        let cp = Checkpoint {
+            episodes: vec![episode(1)],
+            ..Checkpoint::default()
+        };
+        sink.checkpoint(run, cell, &cp).unwrap();
+        sink.finish_run(run, status, Nanos(2), &[]).unwrap();
+    }
+
+    #[test]
+    fn the_action_sink_passes_calls_on_and_closes_the_actions_with_the_run() {
+        // A complete run waits for the queued action and says so.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("complete");
+        let (mut sink, said) = action_sink(&out);
+        run_with_episode(&mut sink, RunStatus::Complete);
+        let run = sink.inner.run().unwrap();
+        assert_eq!(run.meta.status, RunStatus::Complete, "passed on");
+        assert_eq!(run.cells.len(), 1);
+        assert!(out.exists(), "the queued action ran before the run ended");
+        let said = said.lock().unwrap().clone();
+        assert!(
+            said.iter()
+                .any(|l| l.starts_with("threshold actions: 1 ran")),
+            "{said:?}"
+        );
+        // A stopped one closes them too (abandoning what is still queued)
+        // and says its summary.
+        let out = dir.path().join("interrupted");
+        let (mut sink, said) = action_sink(&out);
+        run_with_episode(&mut sink, RunStatus::Interrupted);
+        assert_eq!(
+            sink.inner.run().unwrap().meta.status,
+            RunStatus::Interrupted
+        );
+        let said = said.lock().unwrap().clone();
+        assert!(
+            said.len() == 1 && said[0].starts_with("threshold actions: "),
+            "{said:?}"
+        );
     }
 }

@@ -6,18 +6,18 @@ use std::time::Duration;
 
 use latscope_model::{
     metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, TraceSummary,
+    UdpStats,
 };
 use latscope_platform::SchedPolicy;
 use latscope_probes::{ProbeSnapshot, RunningProbe};
 use latscope_record::{MetricResult, TimelineChunk};
-use latscope_store::Checkpoint;
 
 use crate::config::{CellSpec, ProbeSpec};
 use crate::ctx::RunCtx;
 use crate::error::EngineError;
 use crate::load::{self, CellLoad};
-use crate::sink::{CellKey, Sink};
-use crate::trace_session::{self, AnalysisMode, TraceSession};
+use crate::sink::{CellKey, Checkpoint, Sink};
+use crate::trace_session::{self, AnalysisMode, TraceFinal, TraceOpen, TraceSession};
 
 /// How often the housekeeping thread wakes: progress, stop requests, the
 /// end of the cell.
@@ -53,6 +53,18 @@ struct CellSinks {
 }
 
 impl CellSinks {
+    fn new(stored: Option<CellKey>, mirror: CellKey) -> CellSinks {
+        CellSinks {
+            stored,
+            mirror,
+            pending_timeline: Vec::new(),
+            pending_episodes: Vec::new(),
+            pending_windows: Vec::new(),
+            dropped_seconds: 0,
+            dropped_episodes: 0,
+        }
+    }
+
     /// Writes a checkpoint to the mirror (always) and to the sink (when it
     /// has the cell); what the sink could not take is kept for the next one.
     fn write(&mut self, ctx: &mut RunCtx<'_, '_>, cell: &CellSpec, mut cp: Checkpoint) -> bool {
@@ -167,36 +179,7 @@ pub(crate) fn run_cell(
 
     // The tracer is opened and enabled before the measuring threads start,
     // so that their first samples have their events.
-    let mut trace_open = None;
-    if let Some(tp) = &ctx.config.trace {
-        let traced: Vec<CpuId> = ctx.online.iter().collect();
-        match trace_session::open(
-            &traced,
-            &measured_cpus,
-            tp.stack_period,
-            tp.backend,
-            analysis_mode(&cell.probe),
-            tp.threshold,
-        ) {
-            Ok(t) => {
-                ctx.capabilities.tracepoints = true;
-                ctx.capabilities.stack_samples = tp.stack_period.is_some();
-                if ctx.trace_line.as_deref() != Some(t.line.as_str()) {
-                    ctx.observer.notice(&t.line);
-                    ctx.trace_line = Some(t.line.clone());
-                }
-                trace_open = Some(t);
-            }
-            Err(e) => {
-                let line =
-                    format!("--trace: {e}; the run continues without decomposition or episodes");
-                if !ctx.capabilities.missing.contains(&line) {
-                    ctx.capabilities.missing.push(line);
-                }
-            }
-        }
-    }
-
+    let trace_open = open_trace(ctx, cell, &measured_cpus);
     let steal_before = trace_session::read_steal(&measured_cpus);
     let running = match cell.probe.build().and_then(|p| p.start(ctx.stop.flag())) {
         Ok(r) => r,
@@ -205,8 +188,111 @@ pub(crate) fn run_cell(
             return Err(e.into());
         }
     };
+    tell_capabilities(ctx, cell, running.as_ref(), &label, &mut notes);
 
-    // What the threads actually obtained.
+    let cell_meta = CellMeta {
+        index: cell.index,
+        probe: cell.probe.name().into(),
+        workload: cell.workload.clone(),
+        settings: cell.settings(ctx.clock_read_ns),
+        duration_ns: Nanos::ZERO,
+        monotonic_start_ns: Nanos(running.start_ns()),
+    };
+    let (stored, mirror) = ctx.add_cell(&cell_meta)?;
+    let mut sinks = CellSinks::new(stored, mirror);
+    let session = start_session(ctx, cell, trace_open, running.as_ref());
+
+    ctx.observer.cell_started(cell);
+    housekeep(
+        running.as_ref(),
+        ctx,
+        &mut sinks,
+        cell,
+        session.as_ref(),
+        &mut load,
+    );
+    // The threads have ended: their final maximum.
+    ctx.max_latency = ctx.max_latency.max(running.progress().max_latency);
+    let finished = running.finish();
+    let trace_final = session.map(TraceSession::finish);
+    let duration = measured(ctx, cell, cell_meta.monotonic_start_ns.0);
+    let status = end_status(ctx, finished.error.as_ref(), duration, &label, &mut notes);
+    if let Some(d) = load.died() {
+        notes.push(format!(
+            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
+            cell.workload
+        ));
+    }
+    if finished.lost_timeline_seconds > 0 {
+        notes.push(format!(
+            "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
+            finished.lost_timeline_seconds
+        ));
+    }
+    let ends = CellEnd {
+        snapshot: finished.snapshot,
+        timeline: finished.timeline,
+        trace: trace_final,
+        duration,
+        steal_before,
+    };
+    let cp = final_checkpoint(ctx, cell, ends, load, &label, &mut notes);
+    let stored = sinks.write(ctx, cell, cp);
+    notes.extend(sinks.dropped_note(&label));
+    if sinks.stored.is_some() && !stored {
+        notes.push(format!(
+            "{label}the final results of the cell could not be stored"
+        ));
+    }
+    ctx.observer.cell_finished(cell);
+    Ok(CellOutcome { status, notes })
+}
+
+/// Opens the tracer when the run traces; a tracer that cannot open is a
+/// missing capability, and the run goes on without it.
+fn open_trace(
+    ctx: &mut RunCtx<'_, '_>,
+    cell: &CellSpec,
+    measured_cpus: &[CpuId],
+) -> Option<TraceOpen> {
+    let tp = ctx.config.trace.as_ref()?;
+    let traced: Vec<CpuId> = ctx.online.iter().collect();
+    match trace_session::open(
+        &traced,
+        measured_cpus,
+        tp.stack_period,
+        tp.backend,
+        analysis_mode(&cell.probe),
+        tp.threshold,
+    ) {
+        Ok(t) => {
+            ctx.capabilities.tracepoints = true;
+            ctx.capabilities.stack_samples = tp.stack_period.is_some();
+            if ctx.trace_line.as_deref() != Some(t.line.as_str()) {
+                ctx.observer.notice(&t.line);
+                ctx.trace_line = Some(t.line.clone());
+            }
+            Some(t)
+        }
+        Err(e) => {
+            let line = format!("--trace: {e}; the run continues without decomposition or episodes");
+            if !ctx.capabilities.missing.contains(&line) {
+                ctx.capabilities.missing.push(line);
+            }
+            None
+        }
+    }
+}
+
+/// What the threads actually obtained (real-time priority, timer slack),
+/// recorded in the capabilities and told once, at the run's first cell.
+fn tell_capabilities(
+    ctx: &mut RunCtx<'_, '_>,
+    cell: &CellSpec,
+    running: &dyn RunningProbe,
+    label: &str,
+    notes: &mut Vec<String>,
+) {
     let refused: Vec<String> = running
         .setups()
         .iter()
@@ -242,66 +328,45 @@ pub(crate) fn run_cell(
         }
         ctx.told = true;
     }
+}
 
-    let settings = cell.settings(ctx.clock_read_ns);
-    let cell_meta = CellMeta {
-        index: cell.index,
-        probe: cell.probe.name().into(),
-        workload: cell.workload.clone(),
-        settings,
-        duration_ns: Nanos::ZERO,
-        monotonic_start_ns: Nanos(running.start_ns()),
-    };
-    let (stored, mirror) = ctx.add_cell(&cell_meta)?;
-    let mut sinks = CellSinks {
-        stored,
-        mirror,
-        pending_timeline: Vec::new(),
-        pending_episodes: Vec::new(),
-        pending_windows: Vec::new(),
-        dropped_seconds: 0,
-        dropped_episodes: 0,
-    };
-
-    let session = match (trace_open, &ctx.config.trace) {
-        (Some(open), Some(tp)) => {
-            match TraceSession::start(
-                open,
-                running.handoffs(),
-                tp.threshold,
-                tp.episode_cap,
-                running.start_ns(),
-                ctx.config.checkpoint,
-                analysis_mode(&cell.probe),
-            ) {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    ctx.observer.notice(&format!(
-                        "--trace: cannot start the tracer thread ({e}); continuing without it"
-                    ));
-                    None
-                }
-            }
+/// The tracer's thread over the probe's hand-offs, when the tracer opened.
+fn start_session(
+    ctx: &mut RunCtx<'_, '_>,
+    cell: &CellSpec,
+    open: Option<TraceOpen>,
+    running: &dyn RunningProbe,
+) -> Option<TraceSession> {
+    let (open, tp) = (open?, ctx.config.trace.as_ref()?);
+    match TraceSession::start(
+        open,
+        running.handoffs(),
+        tp.threshold,
+        tp.episode_cap,
+        running.start_ns(),
+        ctx.config.checkpoint,
+        analysis_mode(&cell.probe),
+    ) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            ctx.observer.notice(&format!(
+                "--trace: cannot start the tracer thread ({e}); continuing without it"
+            ));
+            None
         }
-        _ => None,
-    };
+    }
+}
 
-    ctx.observer.cell_started(cell);
-    housekeep(
-        running.as_ref(),
-        ctx,
-        &mut sinks,
-        cell,
-        session.as_ref(),
-        &mut load,
-    );
-    // The threads have ended: their final maximum.
-    ctx.max_latency = ctx.max_latency.max(running.progress().max_latency);
-    let finished = running.finish();
-    let trace_final = session.map(TraceSession::finish);
-    let duration = measured(ctx, cell, cell_meta.monotonic_start_ns.0);
-    let died = load.died();
-    let status = if let Some(e) = &finished.error {
+/// How the cell ended: its measurement failed, `--stop-above` or a signal
+/// stopped it, or it ran to its end; the note that says so.
+fn end_status(
+    ctx: &RunCtx<'_, '_>,
+    error: Option<&impl std::fmt::Display>,
+    duration: Nanos,
+    label: &str,
+    notes: &mut Vec<String>,
+) -> RunStatus {
+    if let Some(e) = error {
         notes.push(format!("{label}measurement failed: {e}"));
         RunStatus::Failed
     } else if let (Some(value), Some(limit)) = (ctx.stopped_above, ctx.config.stop_above) {
@@ -317,25 +382,35 @@ pub(crate) fn run_cell(
         RunStatus::Interrupted
     } else {
         RunStatus::Complete
-    };
-    if let Some(d) = &died {
-        notes.push(format!(
-            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
-            cell.workload
-        ));
     }
-    if finished.lost_timeline_seconds > 0 {
-        notes.push(format!(
-            "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
-            finished.lost_timeline_seconds
-        ));
-    }
-    let ProbeSnapshot { mut metrics, stats } = finished.snapshot;
-    let mut timeline = finished.timeline;
+}
+
+/// What a cell's threads and tracer gave back at its end.
+struct CellEnd {
+    snapshot: ProbeSnapshot,
+    timeline: Vec<TimelineChunk>,
+    trace: Option<TraceFinal>,
+    duration: Nanos,
+    steal_before: Vec<(CpuId, u64)>,
+}
+
+/// The cell's final checkpoint: the probe's exact figures with the
+/// tracer's, the noise and UDP figures completed, the workload's
+/// characterization; their notes.
+fn final_checkpoint(
+    ctx: &RunCtx<'_, '_>,
+    cell: &CellSpec,
+    end: CellEnd,
+    load: CellLoad,
+    label: &str,
+    notes: &mut Vec<String>,
+) -> Checkpoint {
+    let ProbeSnapshot { mut metrics, stats } = end.snapshot;
+    let mut timeline = end.timeline;
     let mut noise = stats.noise;
     let mut summary = None;
     let mut episodes = Vec::new();
-    if let Some(t) = trace_final {
+    if let Some(t) = end.trace {
         metrics.extend(t.metrics);
         timeline.extend(t.timeline);
         if let Some(e) = &t.error {
@@ -356,30 +431,26 @@ pub(crate) fn run_cell(
         episodes = t.episodes;
     }
     if !noise.is_empty() {
-        let steal_after = trace_session::read_steal(&measured_cpus);
-        finish_noise(cell, ctx, &mut noise, &metrics, &steal_before, &steal_after);
+        let steal_after = trace_session::read_steal(&cell.probe.cpus());
+        finish_noise(
+            cell,
+            ctx,
+            &mut noise,
+            &metrics,
+            &end.steal_before,
+            &steal_after,
+        );
     }
     if let Some(u) = &stats.udp {
-        if u.lost > 0 || u.send_errors > 0 {
-            notes.push(format!(
-                "{label}udp: {} of {} datagrams lost, {} sends failed",
-                u.lost, u.sent, u.send_errors
-            ));
-        }
-        if u.inconsistent > 0 {
-            notes.push(format!(
-                "{label}udp: {} datagrams had a path shorter than their send: CLOCK_REALTIME stepped during the run, their udp.send and udp.recv are off",
-                u.inconsistent
-            ));
-        }
+        notes.extend(udp_notes(u, label));
     }
     let (workload, load_note) = load.finish(ctx.clock.as_ref());
     if let Some(line) = load_note {
         notes.push(format!("{label}{line}"));
     }
     let (episodes, windows) = split_episodes(episodes);
-    let cp = Checkpoint {
-        duration,
+    Checkpoint {
+        duration: end.duration,
         now_unix: Nanos(ctx.clock.realtime_ns()),
         metrics,
         timeline,
@@ -390,16 +461,25 @@ pub(crate) fn run_cell(
         episodes,
         windows,
         trace_summary: summary,
-    };
-    let stored = sinks.write(ctx, cell, cp);
-    notes.extend(sinks.dropped_note(&label));
-    if sinks.stored.is_some() && !stored {
+    }
+}
+
+/// The UDP probe's losses and clock steps, for the run's notes.
+fn udp_notes(u: &UdpStats, label: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    if u.lost > 0 || u.send_errors > 0 {
         notes.push(format!(
-            "{label}the final results of the cell could not be stored"
+            "{label}udp: {} of {} datagrams lost, {} sends failed",
+            u.lost, u.sent, u.send_errors
         ));
     }
-    ctx.observer.cell_finished(cell);
-    Ok(CellOutcome { status, notes })
+    if u.inconsistent > 0 {
+        notes.push(format!(
+            "{label}udp: {} datagrams had a path shorter than their send: CLOCK_REALTIME stepped during the run, their udp.send and udp.recv are off",
+            u.inconsistent
+        ));
+    }
+    notes
 }
 
 /// Steal time, RT throttling and trace classes of the noise figures.

@@ -97,4 +97,28 @@ impl RunCtx<'_, '_> {
         };
         Ok((stored, mirror))
     }
+
+    /// Records a microbenchmark run's context in the sink and the mirror.
+    pub fn set_micro_context(&mut self, context: &latscope_model::MicroContext) {
+        let _ = self.mirror.set_micro_context(self.mirror_run, context);
+        if let Err(e) = self.sink.set_micro_context(self.run_id, context) {
+            self.sink_failed(e);
+        }
+    }
+
+    /// Adds a measured microbenchmark (cell and result) to the sink and the
+    /// mirror.
+    pub fn add_micro_cell(
+        &mut self,
+        meta: &latscope_model::CellMeta,
+        result: &latscope_model::MicroResult,
+    ) -> Result<(), EngineError> {
+        self.mirror
+            .add_micro_cell(self.mirror_run, meta, result)
+            .map_err(EngineError::Sink)?;
+        if let Err(e) = self.sink.add_micro_cell(self.run_id, meta, result) {
+            self.sink_failed(e);
+        }
+        Ok(())
+    }
 }

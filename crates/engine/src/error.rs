@@ -16,6 +16,9 @@ pub enum EngineError {
     Sink(SinkError),
     #[error("{0}")]
     Probe(#[from] ProbeError),
+    /// The microbenchmarks' session could not start.
+    #[error("{0}")]
+    Micro(#[from] latscope_micro::session::SessionError),
     #[error("cannot start workload {workload}: {reason}")]
     Workload { workload: String, reason: String },
 }

@@ -1,6 +1,9 @@
-//! latscope's run lifecycle as a library: what `latscope run` and
-//! `latscope suite` do, what the monitor daemon will do for weeks, and what
-//! the lifecycle tests drive with a simulated probe.
+//! latscope's run lifecycle as a library: what `latscope run`,
+//! `latscope suite` and `latscope micro` do, what the monitor daemon does
+//! for weeks, and what the lifecycle tests drive with a simulated probe.
+//! One lifecycle serves every kind of run ([`run`] for probe cells,
+//! [`run_micro`] for microbenchmarks): interruption, failure, notes and the
+//! rescue copy are handled once.
 //!
 //! A run is **prepared** (capabilities detected; guards held: `mlockall`,
 //! `/dev/cpu_dma_latency` at 0, the housekeeping thread kept off the
@@ -24,8 +27,11 @@ mod config;
 mod cpus;
 mod ctx;
 mod error;
+mod lifecycle;
 mod load;
+mod micro;
 mod observer;
+mod outcome;
 pub mod request;
 mod run;
 mod settings;
@@ -41,10 +47,13 @@ pub use config::{
     BuildProbe, CellSpec, Guards, ProbeSpec, RunConfig, TraceBackend, TracePlan, TracePlanError,
 };
 pub use error::EngineError;
+pub use lifecycle::running_meta;
+pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
+pub use outcome::{Env, Rescue, RunOutcome};
 pub use request::{RequestError, RunPlan, RunRequest};
-pub use run::{run, running_meta, Env, RunOutcome};
-pub use sink::{CellKey, MemorySink, Sink, SinkError};
+pub use run::run;
+pub use sink::{CellKey, Checkpoint, MemorySink, Sink, SinkError};
 pub use stop::Stop;
 
 /// The probes' settings, for callers that build cells.

@@ -3,7 +3,7 @@
 //! start), progress for a progress bar, checkpoints. The CLI prints them;
 //! tests record them; the engine itself never prints.
 
-use latscope_model::Nanos;
+use latscope_model::{MicroResult, Nanos};
 use latscope_probes::Progress;
 
 use crate::config::CellSpec;
@@ -36,6 +36,9 @@ pub trait Observer {
 
     /// The cell ended (its final figures are stored or kept).
     fn cell_finished(&mut self, _cell: &CellSpec) {}
+
+    /// A microbenchmark was measured (or skipped: `result.skipped`).
+    fn micro_result(&mut self, _result: &MicroResult) {}
 }
 
 /// An observer that ignores everything.

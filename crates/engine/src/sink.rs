@@ -9,90 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunStatus, SystemInfo};
+use latscope_model::{
+    Capabilities, CellMeta, CpuId, MicroContext, MicroResult, Nanos, RunId, RunMeta, RunStatus,
+    SystemInfo,
+};
+pub use latscope_record::{CellKey, Checkpoint, Sink, SinkError};
 use latscope_record::{CellResult, RunResult, SecondStats};
-use latscope_store::{Checkpoint, Store, StoreError};
-
-/// A sink's failure, as the one line a user reads.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SinkError(pub String);
-
-impl From<StoreError> for SinkError {
-    fn from(e: StoreError) -> SinkError {
-        SinkError(e.to_string())
-    }
-}
-
-/// A sink's name for a cell (the store's row id; the mirror's index).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CellKey(pub i64);
-
-/// What receives a run as it is measured. Every call is made from the
-/// housekeeping thread.
-pub trait Sink {
-    /// Records a new run; returns its id.
-    fn create_run(
-        &mut self,
-        meta: &RunMeta,
-        system: &SystemInfo,
-        caps: &Capabilities,
-    ) -> Result<RunId, SinkError>;
-    /// Replaces the run's capabilities (known once the threads started).
-    fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError>;
-    /// Adds a cell to the run.
-    fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError>;
-    /// Stores a checkpoint of a cell: all of it, or nothing.
-    fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError>;
-    /// Ends the run with its status and notes.
-    fn finish_run(
-        &mut self,
-        run: RunId,
-        status: RunStatus,
-        ended_unix: Nanos,
-        notes: &[String],
-    ) -> Result<(), SinkError>;
-}
-
-impl Sink for Store {
-    fn create_run(
-        &mut self,
-        meta: &RunMeta,
-        system: &SystemInfo,
-        caps: &Capabilities,
-    ) -> Result<RunId, SinkError> {
-        Ok(Store::create_run(self, meta, system, caps)?)
-    }
-
-    fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
-        Ok(Store::update_capabilities(self, run, caps)?)
-    }
-
-    fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
-        Ok(CellKey(Store::add_cell(self, run, meta)?.0))
-    }
-
-    fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
-        Ok(self.write_checkpoint(run, latscope_store::CellId(cell.0), cp)?)
-    }
-
-    fn finish_run(
-        &mut self,
-        run: RunId,
-        status: RunStatus,
-        ended_unix: Nanos,
-        notes: &[String],
-    ) -> Result<(), SinkError> {
-        let mut notes = notes.to_vec();
-        let reconnects = self.reconnects();
-        if reconnects > 0 {
-            notes.push(format!(
-                "the connection to the PostgreSQL store was lost and opened again {reconnects} time(s) during the run"
-            ));
-        }
-        Ok(Store::finish_run(self, run, status, ended_unix, &notes)?)
-    }
-}
 
 /// A run held in memory, with the same semantics as the store: metrics and
 /// figures replaced at each checkpoint, timeline seconds appended, episodes
@@ -108,6 +30,9 @@ pub struct MemorySink {
     /// Drop timeline seconds and episodes instead of keeping them (see
     /// [`MemorySink::lean`]).
     lean: bool,
+    /// A microbenchmark run's context and results, in cell order.
+    micro_context: Option<MicroContext>,
+    micro: Vec<MicroResult>,
 }
 
 impl MemorySink {
@@ -134,6 +59,16 @@ impl MemorySink {
     /// Takes the run out (the rescue copy at the end of a run).
     pub fn into_run(self) -> Option<RunResult> {
         self.run
+    }
+
+    /// A microbenchmark run's context, when one was recorded.
+    pub fn micro_context(&self) -> Option<&MicroContext> {
+        self.micro_context.as_ref()
+    }
+
+    /// A microbenchmark run's results, in cell order.
+    pub fn micro(&self) -> &[MicroResult] {
+        &self.micro
     }
 
     /// The timeline seconds received for a cell's metric on a CPU.
@@ -180,6 +115,8 @@ impl Sink for MemorySink {
         });
         self.timelines.clear();
         self.checkpoints.clear();
+        self.micro_context = None;
+        self.micro.clear();
         Ok(RunId(1))
     }
 
@@ -279,5 +216,22 @@ impl Sink for MemorySink {
         run.meta.ended_unix_ns = Some(ended_unix);
         run.meta.notes.extend(notes.iter().cloned());
         Ok(())
+    }
+
+    fn set_micro_context(&mut self, _run: RunId, context: &MicroContext) -> Result<(), SinkError> {
+        self.run_mut()?;
+        self.micro_context = Some(context.clone());
+        Ok(())
+    }
+
+    fn add_micro_cell(
+        &mut self,
+        run: RunId,
+        meta: &CellMeta,
+        result: &MicroResult,
+    ) -> Result<CellKey, SinkError> {
+        let key = self.add_cell(run, meta)?;
+        self.micro.push(result.clone());
+        Ok(key)
     }
 }

@@ -249,6 +249,7 @@ fn child_run() {
             stop: Stop::new(),
             observer: &mut Quiet,
             system: Some(SystemInfo::default()),
+            rescue: None,
         },
     );
     panic!("the run ended before it was killed: {out:?}");

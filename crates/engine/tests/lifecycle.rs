@@ -220,6 +220,7 @@ fn env<'a>(clock: &Arc<ScriptedClock>, stop: &Stop, obs: &'a mut StopAt) -> Env<
         stop: stop.clone(),
         observer: obs,
         system: Some(latscope_model::SystemInfo::default()),
+        rescue: None,
     }
 }
 
@@ -726,6 +727,7 @@ fn a_store_down_for_over_a_day_drops_the_oldest_and_says_so_at_once() {
         stop: stop.clone(),
         observer: &mut obs,
         system: Some(latscope_model::SystemInfo::default()),
+        rescue: None,
     };
     let out = latscope_engine::run(&config(600), &[cell], &online(), &mut sink, env).unwrap();
     assert!(out.sink_error.is_some());

@@ -157,57 +157,66 @@ impl Session {
         )
     }
 
+    /// The session's options.
+    pub fn options(&self) -> &SessionOptions {
+        &self.options
+    }
+
     /// Measures each benchmark in turn, handing each result to `done`;
     /// stops before the next benchmark once `stop` is set, or when `done`
-    /// fails (its error is returned). A benchmark that cannot run here is
-    /// a result with `skipped` set.
+    /// fails (its error is returned).
     pub fn run<E>(
         &self,
         benchmarks: &[Benchmark],
         stop: &AtomicBool,
         done: &mut dyn FnMut(&Benchmark, MicroResult) -> Result<(), E>,
     ) -> Result<(), E> {
-        let o = &self.options;
         for b in benchmarks {
-            let options = Options {
-                iterations: o.iterations,
-                warmup: o.warmup,
-                ops: None,
-                min_iteration_ns: b.min_iteration_ns,
-                min_warmup_ns: b.min_warmup_ns,
-            };
             if stop.load(Ordering::Acquire) {
                 break;
             }
-            let placement = Placement {
-                cpu: o.cpu,
-                other_cpu: if b.two_cpus { o.other_cpu } else { None },
-            };
-            let mut result = MicroResult {
-                bench: b.id(),
-                group: b.group.to_string(),
-                name: b.name.clone(),
-                operation: b.operation.clone(),
-                cpu: o.cpu,
-                other_cpu: placement.other_cpu,
-                bytes: b.bytes,
-                ..MicroResult::default()
-            };
-            if b.two_cpus && o.other_cpu.is_none() {
-                result.skipped = Some("needs a second CPU".into());
-                done(b, result)?;
-                continue;
-            }
-            let cpus: Vec<u32> = std::iter::once(o.cpu).chain(placement.other_cpu).collect();
-            let measured = (b.build)(placement)
-                .and_then(|mut op| measure(op.as_mut(), &self.null, &options, &cpus));
-            match measured {
-                Ok(m) => fill(&mut result, m, &self.counters),
-                Err(e) => result.skipped = Some(e.to_string()),
-            }
-            done(b, result)?;
+            done(b, self.measure(b))?;
         }
         Ok(())
+    }
+
+    /// Measures one benchmark. A benchmark that cannot run here is a
+    /// result with `skipped` set.
+    pub fn measure(&self, b: &Benchmark) -> MicroResult {
+        let o = &self.options;
+        let options = Options {
+            iterations: o.iterations,
+            warmup: o.warmup,
+            ops: None,
+            min_iteration_ns: b.min_iteration_ns,
+            min_warmup_ns: b.min_warmup_ns,
+        };
+        let placement = Placement {
+            cpu: o.cpu,
+            other_cpu: if b.two_cpus { o.other_cpu } else { None },
+        };
+        let mut result = MicroResult {
+            bench: b.id(),
+            group: b.group.to_string(),
+            name: b.name.clone(),
+            operation: b.operation.clone(),
+            cpu: o.cpu,
+            other_cpu: placement.other_cpu,
+            bytes: b.bytes,
+            ..MicroResult::default()
+        };
+        if b.two_cpus && o.other_cpu.is_none() {
+            result.skipped = Some("needs a second CPU".into());
+            return result;
+        }
+        let cpus: Vec<u32> = std::iter::once(o.cpu).chain(placement.other_cpu).collect();
+        let measured = (b.build)(placement)
+            .and_then(|mut op| measure(op.as_mut(), &self.null, &options, &cpus));
+        match measured {
+            Ok(m) => fill(&mut result, m, &self.counters),
+            Err(e) => result.skipped = Some(e.to_string()),
+        }
+        result
     }
 }
 

@@ -383,6 +383,7 @@ impl Daemon<'_> {
                 stop: stop.clone(),
                 observer: &mut observer,
                 system: None,
+                rescue: None,
             };
             let outcome = latscope_engine::run(&config, &cells, online, sink, env);
             // The watcher ends once the epoch has: a stop it did not ask for

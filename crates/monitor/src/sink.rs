@@ -1,10 +1,13 @@
-//! Where the monitor's measurements go: the engine's [`Sink`] for a run
-//! that lasts as long as the daemon. Every epoch (a settings change on
-//! SIGHUP) is a cell of that one run. Each checkpoint is stored as for any
-//! run (so `show`, `report`, `forecast` and `export` read a monitor like a
-//! run), feeds the rolling windows (stored per minute and per hour) and the
-//! state `/metrics` serves, and, once an hour, old windows, timeline seconds
-//! and episodes beyond the day's cap are deleted by the retention policy.
+//! Where the monitor's measurements go: a decorator over the store's
+//! [`Sink`] for a run that lasts as long as the daemon. Every epoch (a
+//! settings change on SIGHUP) is a cell of that one run. Each checkpoint is
+//! passed on to the inner sink as for any run (so `show`, `report`,
+//! `forecast` and `export` read a monitor like a run), feeds the rolling
+//! windows (stored per minute and per hour) and the state `/metrics`
+//! serves, and, once an hour, old windows, timeline seconds and episodes
+//! beyond the day's cap are deleted by the retention policy. What the
+//! windows and the retention need of the sink beneath, beyond the contract,
+//! is a [`WindowStore`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,7 +16,7 @@ use latscope_engine::{CellKey, Sink, SinkError};
 use latscope_model::{
     Capabilities, CauseKind, CellMeta, Episode, Nanos, RunId, RunMeta, RunStatus, SystemInfo,
 };
-use latscope_store::{CellId, Checkpoint, Span, Store};
+use latscope_store::{CellId, Checkpoint, Span, Store, Window};
 
 use crate::config::Settings;
 use crate::windows::Windows;
@@ -130,9 +133,41 @@ pub fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The monitor's sink: the store, the windows, the retention.
-pub struct MonitorSink {
-    store: Store,
+/// What the monitor's windows and retention need of the sink they wrap,
+/// beyond the [`Sink`] contract: the store's windows and its pruning.
+pub trait WindowStore: Sink {
+    /// Stores windows of the run.
+    fn put_windows(&mut self, run: RunId, windows: &[Window]) -> Result<(), SinkError>;
+    /// Deletes the windows of `span` that start before `before` (Unix).
+    fn prune_windows(&mut self, span: Span, before: Nanos) -> Result<(), SinkError>;
+    /// Deletes the cell's timeline seconds before `before_second`.
+    fn prune_timeline(&mut self, cell: CellKey, before_second: u64) -> Result<(), SinkError>;
+    /// Deletes the run's checkpoint intervals that end before `before`.
+    fn prune_intervals(&mut self, run: RunId, before: Nanos) -> Result<(), SinkError>;
+}
+
+impl WindowStore for Store {
+    fn put_windows(&mut self, run: RunId, windows: &[Window]) -> Result<(), SinkError> {
+        Ok(Store::put_windows(self, run, windows)?)
+    }
+    fn prune_windows(&mut self, span: Span, before: Nanos) -> Result<(), SinkError> {
+        Store::prune_windows(self, span, before)?;
+        Ok(())
+    }
+    fn prune_timeline(&mut self, cell: CellKey, before_second: u64) -> Result<(), SinkError> {
+        Store::prune_timeline(self, CellId(cell.0), before_second)?;
+        Ok(())
+    }
+    fn prune_intervals(&mut self, run: RunId, before: Nanos) -> Result<(), SinkError> {
+        Store::prune_intervals(self, run, before)?;
+        Ok(())
+    }
+}
+
+/// The monitor's sink: the windows, the retention and the day's episode
+/// cap, over the store (any [`WindowStore`]).
+pub struct MonitorSink<S: WindowStore = Store> {
+    store: S,
     shared: Arc<Mutex<Shared>>,
     retain_minutes: Nanos,
     retain_hours: Nanos,
@@ -142,7 +177,7 @@ pub struct MonitorSink {
     /// The current epoch's cell, and every cell with its start (Unix) for
     /// the timeline's retention.
     epoch: u32,
-    cells: Vec<(CellId, Nanos)>,
+    cells: Vec<(CellKey, Nanos)>,
     /// The day (Unix days) the episode count is of, and the count.
     day: u64,
     stored_today: u32,
@@ -186,8 +221,8 @@ impl CappedSeqs {
     }
 }
 
-impl MonitorSink {
-    pub fn new(store: Store, shared: Arc<Mutex<Shared>>, settings: &Settings) -> MonitorSink {
+impl<S: WindowStore> MonitorSink<S> {
+    pub fn new(store: S, shared: Arc<Mutex<Shared>>, settings: &Settings) -> MonitorSink<S> {
         MonitorSink {
             store,
             shared,
@@ -228,7 +263,7 @@ impl MonitorSink {
             return Ok(());
         };
         self.notes.extend(notes);
-        Ok(self.store.finish_run(run, status, ended, &self.notes)?)
+        self.store.finish_run(run, status, ended, &self.notes)
     }
 
     /// The episodes of a checkpoint the day's cap lets through; the others
@@ -306,7 +341,7 @@ impl MonitorSink {
     }
 }
 
-impl Sink for MonitorSink {
+impl<S: WindowStore> Sink for MonitorSink<S> {
     fn create_run(
         &mut self,
         meta: &RunMeta,
@@ -329,7 +364,7 @@ impl Sink for MonitorSink {
     }
 
     fn update_capabilities(&mut self, run: RunId, caps: &Capabilities) -> Result<(), SinkError> {
-        Ok(self.store.update_capabilities(run, caps)?)
+        self.store.update_capabilities(run, caps)
     }
 
     fn add_cell(&mut self, run: RunId, meta: &CellMeta) -> Result<CellKey, SinkError> {
@@ -343,7 +378,7 @@ impl Sink for MonitorSink {
         for (cpu, t) in std::mem::take(&mut s.noise_epoch) {
             s.noise_ended.entry(cpu).or_default().add(&t);
         }
-        Ok(CellKey(cell.0))
+        Ok(cell)
     }
 
     fn checkpoint(&mut self, run: RunId, cell: CellKey, cp: &Checkpoint) -> Result<(), SinkError> {
@@ -357,9 +392,9 @@ impl Sink for MonitorSink {
             let seqs: Vec<u32> = kept.iter().map(|e| e.seq).collect();
             capped.windows.retain(|w| seqs.contains(&w.seq));
             capped.episodes = kept;
-            self.store.write_checkpoint(run, CellId(cell.0), &capped)
+            self.store.checkpoint(run, cell, &capped)
         } else {
-            self.store.write_checkpoint(run, CellId(cell.0), cp)
+            self.store.checkpoint(run, cell, cp)
         };
         let windows = {
             let mut s = lock(&self.shared);
@@ -385,7 +420,7 @@ impl Sink for MonitorSink {
             let epoch = self.epoch;
             s.windows.checkpoint(epoch, now, &cp.metrics)
         };
-        let written = result.map_err(SinkError::from).and_then(|()| {
+        let written = result.and_then(|()| {
             // Only the timer's own metrics get stored windows: they answer
             // "when, and how bad"; the per-source tables of --trace (an
             // interrupt line, a softirq vector, a workqueue function, some
@@ -424,6 +459,23 @@ impl Sink for MonitorSink {
             }
         }
         Ok(())
+    }
+
+    fn set_micro_context(
+        &mut self,
+        run: RunId,
+        context: &latscope_model::MicroContext,
+    ) -> Result<(), SinkError> {
+        self.store.set_micro_context(run, context)
+    }
+
+    fn add_micro_cell(
+        &mut self,
+        run: RunId,
+        meta: &CellMeta,
+        result: &latscope_model::MicroResult,
+    ) -> Result<CellKey, SinkError> {
+        self.store.add_micro_cell(run, meta, result)
     }
 }
 

@@ -21,6 +21,7 @@ mod histogram;
 pub mod intervals;
 pub mod layout;
 mod results;
+pub mod sink;
 mod summary;
 mod timeline;
 
@@ -29,5 +30,6 @@ pub use histogram::{DecodeError, Histogram};
 pub use intervals::{Interval, IntervalPercentiles, IntervalSeries};
 pub use layout::{HIGHEST_TRACKABLE, SIGNIFICANT_DIGITS};
 pub use results::{CellResult, MetricResult, RunResult, TimelineChunk};
+pub use sink::{CellKey, Checkpoint, Sink, SinkError};
 pub use summary::{log2_micros_table, LogBin, Summary};
 pub use timeline::{SecondStats, TimelineRing, TIMELINE_RING_SECONDS};

@@ -9,42 +9,11 @@
 //! process killed at any instant (or a disk that fills up mid-way) leaves
 //! the store at the last complete checkpoint, never at a mix of two.
 
-use latscope_model::{
-    Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunId, TimerCpuStats, TraceSummary, UdpStats,
-    WorkloadStats,
-};
-use latscope_record::{MetricResult, TimelineChunk};
+use latscope_model::RunId;
+pub use latscope_record::Checkpoint;
 
 use crate::error::classify;
 use crate::{CellId, Result, Store};
-
-/// Everything a checkpoint of one cell stores. Fields left empty (or
-/// `None`) leave what is stored for them as it is.
-#[derive(Clone, Debug, Default)]
-pub struct Checkpoint {
-    /// How long the cell has measured so far.
-    pub duration: Nanos,
-    /// CLOCK_REALTIME of the checkpoint (the run's `checkpoint_unix_ns`).
-    pub now_unix: Nanos,
-    /// Every metric as measured so far: replaces the stored rows.
-    pub metrics: Vec<MetricResult>,
-    /// Timeline seconds completed since the last stored checkpoint: appended.
-    pub timeline: Vec<TimelineChunk>,
-    /// The noise probe's figures per CPU (upserted per CPU).
-    pub noise: Vec<NoiseCpuStats>,
-    /// The timer probe's early wake-ups per CPU (upserted per CPU).
-    pub timer: Vec<TimerCpuStats>,
-    /// The UDP probe's counts (replaced).
-    pub udp: Option<UdpStats>,
-    /// The workload's characterization so far (replaced).
-    pub workload: Option<WorkloadStats>,
-    /// Episodes (and the event windows kept for some) found so far or since
-    /// the last checkpoint (upserted by sequence number).
-    pub episodes: Vec<Episode>,
-    pub windows: Vec<EpisodeWindow>,
-    /// The tracer's summary so far (replaced).
-    pub trace_summary: Option<TraceSummary>,
-}
 
 impl Store {
     /// Stores a whole checkpoint of `cell` in one transaction: on any error

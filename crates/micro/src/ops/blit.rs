@@ -51,7 +51,7 @@ use x11rb::protocol::xproto::{
 use x11rb::protocol::Event;
 use x11rb::rust_connection::RustConnection;
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// The side of every image and area (pixels), as in the study.

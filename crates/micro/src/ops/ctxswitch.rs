@@ -11,7 +11,7 @@ use latscope_model::CpuId;
 use latscope_platform::os_ops::EchoProcess;
 use latscope_platform::set_affinity;
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// The measuring side of the pair; dropping it closes the pipe to the

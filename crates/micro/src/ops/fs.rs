@@ -26,8 +26,8 @@ use std::rc::Rc;
 
 use latscope_platform::os_ops::{evict_from_page_cache, is_tmpfs, sync_all_file_systems};
 
+use super::benchmark::{Benchmark, Placement};
 use super::scratch::Dir;
-use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// An error naming what failed; the name is made only on failure (never

@@ -24,7 +24,7 @@ use latscope_platform::pthread_mutex::PthreadMutex;
 use latscope_platform::wake::EventFd;
 use latscope_platform::{monotonic_ns, set_affinity, set_scheduler, thread_cpu_ns, SchedPolicy};
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// CPU time L needs while holding the mutex.

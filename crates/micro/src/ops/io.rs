@@ -11,7 +11,7 @@ use latscope_platform::os_ops::{
 };
 use latscope_platform::wake::EventFd;
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// `n` ready eventfds.

@@ -16,7 +16,7 @@ use std::hint::black_box;
 
 use latscope_platform::pages::PageBuffer;
 
-use super::Benchmark;
+use super::benchmark::Benchmark;
 use crate::bench::{BenchError, Operation};
 
 /// Bytes between the slots of the chase: two cache lines, so that the

@@ -21,7 +21,7 @@ use latscope_platform::pages::PageBuffer;
 use latscope_platform::set_affinity;
 use latscope_platform::veth::{self, VethEnd};
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// Bytes per throughput operation, and the socket buffers.

@@ -10,7 +10,7 @@ use latscope_platform::primitives::{
 };
 use latscope_platform::tsc::rdtsc;
 
-use super::Benchmark;
+use super::benchmark::Benchmark;
 use crate::bench::{BenchError, Operation};
 use crate::counters::Counters;
 

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use latscope_platform::os_ops::{fork_exec_wait, fork_exit_wait, Program};
 
+use super::benchmark::{Benchmark, Placement};
 use super::scratch::Dir;
-use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 const TRUE_STATIC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/true_static"));

@@ -11,7 +11,7 @@ use latscope_model::CpuId;
 use latscope_platform::set_affinity;
 use latscope_platform::wake::{EventFd, Futex};
 
-use super::{Benchmark, Placement};
+use super::benchmark::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// The two directions of a round trip over one primitive.

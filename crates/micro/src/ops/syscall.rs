@@ -8,7 +8,7 @@ use std::os::fd::AsFd;
 
 use latscope_platform::primitives::{dup_close, getppid_syscall, read_one};
 
-use super::Benchmark;
+use super::benchmark::Benchmark;
 use crate::bench::{BenchError, Operation};
 
 struct Getppid;

@@ -14,8 +14,8 @@ use std::os::fd::AsFd;
 
 use latscope_platform::os_ops::{page_size, Mapping};
 
+use super::benchmark::{Benchmark, Placement};
 use super::scratch::Dir;
-use super::{Benchmark, Placement};
 use crate::bench::{BenchError, Operation};
 
 /// Pages per mapped region of the fault benchmarks.

@@ -1,0 +1,55 @@
+//! What a run gives back, and the machine-facing pieces its caller
+//! supplies (clock, stop, observer, system snapshot, rescue writer).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use latscope_model::{MicroContext, MicroResult, Nanos, RunId, RunStatus, SystemInfo};
+use latscope_probes::Clock;
+use latscope_record::RunResult;
+
+use crate::observer::Observer;
+use crate::sink::SinkError;
+use crate::stop::Stop;
+
+/// What a run gives back.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The run's id in the sink (when the sink could create it).
+    pub run_id: RunId,
+    /// How the measurement ended: complete, interrupted, or failed.
+    pub status: RunStatus,
+    /// Everything measured, as kept in memory beside the sink: complete
+    /// even when the sink failed. Its id is the run's in the sink.
+    pub result: RunResult,
+    /// A microbenchmark run's context and results, as kept in memory.
+    pub micro_context: Option<MicroContext>,
+    pub micro: Vec<MicroResult>,
+    /// The sink's first failure, when part of the run could not be stored
+    /// (the rest is in `result`).
+    pub sink_error: Option<SinkError>,
+    /// When the sink failed and the caller gave a [`Rescue`]: where the
+    /// whole run was written, or why it could not be.
+    pub rescued: Option<Result<PathBuf, String>>,
+    /// The largest value of the probes' main figure over every cell
+    /// (timer latency, noise gap, UDP path): what `--fail-above` tests.
+    pub max_latency: Nanos,
+    /// When `--stop-above` ended the run: the value that exceeded it.
+    pub stopped_above: Option<Nanos>,
+}
+
+/// Writes the whole run somewhere else when the sink failed (the CLI: a
+/// rescue file of the run's JSON beside the store); returns where.
+pub type Rescue<'a> = &'a dyn Fn(&RunOutcome) -> Result<PathBuf, String>;
+
+/// The machine-facing pieces of a run that tests replace.
+pub struct Env<'a> {
+    pub clock: Arc<dyn Clock>,
+    pub stop: Stop,
+    pub observer: &'a mut dyn Observer,
+    /// The system snapshot to record (taken from the machine when `None`).
+    pub system: Option<SystemInfo>,
+    /// Where the whole run goes when the sink fails (`None`: only into the
+    /// outcome).
+    pub rescue: Option<Rescue<'a>>,
+}
