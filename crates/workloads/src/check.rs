@@ -48,6 +48,18 @@ pub(crate) fn check_with(
             let stress_ng = need("stress-ng", "stress-ng")?;
             check_stressors(&name, &stress_ng, stressors(spec))
         }
+        WorkloadSpec::Hackbench => {
+            need("hackbench", "rt-tests")?;
+            Ok(())
+        }
+        WorkloadSpec::Rt(load) => {
+            let caps = latscope_platform::caps::detect();
+            if latscope_platform::caps::can_use_rt(&caps, load.priority) {
+                Ok(())
+            } else {
+                Err(rt_refused(&name, load.priority))
+            }
+        }
         WorkloadSpec::Compile => {
             need("make", "make")?;
             need("cc", "gcc")?;
@@ -73,6 +85,16 @@ pub(crate) fn check_with(
                 })
             }
         }
+    }
+}
+
+/// Why an `rt:` load may not run: SCHED_FIFO needs privilege.
+fn rt_refused(workload: &str, priority: u32) -> WorkloadError {
+    WorkloadError::Unsupported {
+        workload: workload.to_string(),
+        what: format!(
+            "CAP_SYS_NICE (or root, or RLIMIT_RTPRIO >= {priority}) to run SCHED_FIFO threads"
+        ),
     }
 }
 
@@ -175,6 +197,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("needs root"), "{err}");
+    }
+
+    #[test]
+    fn hackbench_and_rt_say_what_they_need() {
+        let empty = Some(OsStr::new("/nonexistent-dir"));
+        let err = check_with(&WorkloadSpec::Hackbench, empty, true)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "workload hackbench needs hackbench, which is not installed (apt-get install rt-tests)"
+        );
+        assert_eq!(
+            rt_refused("rt:90,1ms/10ms", 90).to_string(),
+            "workload rt:90,1ms/10ms needs CAP_SYS_NICE (or root, or RLIMIT_RTPRIO >= 90) to run SCHED_FIFO threads"
+        );
     }
 
     #[test]
