@@ -54,10 +54,12 @@ pub(crate) fn check_with(
         }
         WorkloadSpec::Rt(load) => {
             let caps = latscope_platform::caps::detect();
-            if latscope_platform::caps::can_use_rt(&caps, load.priority) {
-                Ok(())
-            } else {
-                Err(rt_refused(&name, load.priority))
+            if !latscope_platform::caps::can_use_rt(&caps, load.priority) {
+                return Err(rt_refused(&name, load.priority));
+            }
+            match (&load.cpus, latscope_platform::online_cpus()) {
+                (Some(pins), Ok(online)) => pins_online(&name, pins, &online),
+                _ => Ok(()),
             }
         }
         WorkloadSpec::Compile => {
@@ -95,6 +97,21 @@ fn rt_refused(workload: &str, priority: u32) -> WorkloadError {
         what: format!(
             "CAP_SYS_NICE (or root, or RLIMIT_RTPRIO >= {priority}) to run SCHED_FIFO threads"
         ),
+    }
+}
+
+/// Pinned CPUs must be online, or the kernel refuses the affinity.
+fn pins_online(
+    workload: &str,
+    pins: &latscope_model::CpuSet,
+    online: &latscope_model::CpuSet,
+) -> Result<(), WorkloadError> {
+    match pins.iter().find(|c| !online.contains(*c)) {
+        None => Ok(()),
+        Some(cpu) => Err(WorkloadError::Unsupported {
+            workload: workload.to_string(),
+            what: format!("CPU {cpu}, which is not online (online: {online})"),
+        }),
     }
 }
 
@@ -208,6 +225,14 @@ mod tests {
         assert_eq!(
             err,
             "workload hackbench needs hackbench, which is not installed (apt-get install rt-tests)"
+        );
+        let set = |t: &str| latscope_model::CpuSet::parse(t).unwrap();
+        pins_online("rt", &set("0-1"), &set("0-3")).unwrap();
+        assert_eq!(
+            pins_online("rt:1,1ms/2ms,cpu3-4", &set("3-4"), &set("0-3"))
+                .unwrap_err()
+                .to_string(),
+            "workload rt:1,1ms/2ms,cpu3-4 needs CPU 4, which is not online (online: 0-3)"
         );
         assert_eq!(
             rt_refused("rt:90,1ms/10ms", 90).to_string(),
