@@ -139,7 +139,7 @@ fn duration_ns(text: &str) -> Result<u64, String> {
 
 fn write_duration(f: &mut fmt::Formatter<'_>, ns: u64) -> fmt::Result {
     for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns % scale == 0 {
+        if ns.is_multiple_of(scale) {
             return write!(f, "{}{unit}", ns / scale);
         }
     }
