@@ -2,7 +2,7 @@
 //! `rt:PRIO,BUSY/PERIOD` and `hackbench` start, run as what they say
 //! (SCHED_FIFO at the priority asked; rt-tests' hackbench), are
 //! characterized in the JSON's `workload_stats`, and leave no process
-//! behind, after the run and after `kill -9` of latscope. The rt load is
+//! behind, after the run, after Ctrl-C and after `kill -9` of latscope. The rt load is
 //! also a known answer: it delays a timer probe below its priority and not
 //! one above it.
 
@@ -76,12 +76,13 @@ fn left_in_groups(pgids: &[i32]) -> Vec<i32> {
 
 /// `latscope run --workload WORKLOAD ...EXTRA` (1 s warm-up, 3 s), looked
 /// at 2.5 s in; the JSON and the workload's processes as seen then. With
-/// `kill`, latscope is SIGKILLed after the look and there is no JSON.
+/// `signal` (`KILL`, `INT`), latscope gets it after the look and there is
+/// no JSON.
 fn run_and_look(
     workload: &str,
     extra: &[&str],
     dir: &Path,
-    kill: bool,
+    signal: Option<&str>,
 ) -> (Option<Value>, Vec<Seen>) {
     let json = dir.join(format!("{}.json", extra.join("_")));
     let store = store_in(dir);
@@ -108,8 +109,12 @@ fn run_and_look(
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let seen = processes_below(child.id());
-    if kill {
-        child.kill().unwrap();
+    if let Some(sig) = signal {
+        let sent = std::process::Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
         child.wait().unwrap();
         return (None, seen);
     }
@@ -160,7 +165,7 @@ fn rt_load_runs_at_its_priority_is_characterized_and_delays_only_lower_probes() 
             &load,
             &["--cpus", &cpu_arg, "--priority", prio],
             dir.path(),
-            false,
+            None,
         );
         let doc = doc.unwrap();
         let rt: Vec<&Seen> = seen.iter().filter(|s| s.cmd.contains("rt-load")).collect();
@@ -190,6 +195,17 @@ fn rt_load_runs_at_its_priority_is_characterized_and_delays_only_lower_probes() 
         assert!((50.0..=110.0).contains(&bursts), "bursts {bursts}");
         docs.push(doc);
     }
+    // Ctrl-C (SIGINT) of latscope: the load stops with the run.
+    let (_, seen) = run_and_look(&load, &["--cpus", &cpu_arg], dir.path(), Some("INT"));
+    let groups = pgids(&seen);
+    assert!(!groups.is_empty());
+    let left = left_in_groups(&groups);
+    eprintln!(
+        "Ctrl-C: {} groups, {} processes left",
+        groups.len(),
+        left.len()
+    );
+    assert!(left.is_empty(), "left after Ctrl-C: {left:?}");
     let late_ns = 500_000;
     let (above, n_above) = late_pct(&docs[0], late_ns);
     let (below, n_below) = late_pct(&docs[1], late_ns);
@@ -218,7 +234,7 @@ fn hackbench_runs_as_rteval_does_and_leaves_nothing() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (doc, seen) = run_and_look("hackbench", &["--period", "1ms"], dir.path(), false);
+    let (doc, seen) = run_and_look("hackbench", &["--period", "1ms"], dir.path(), None);
     let doc = doc.unwrap();
     let benches = seen
         .iter()
@@ -242,7 +258,7 @@ fn hackbench_runs_as_rteval_does_and_leaves_nothing() {
     eprintln!("hackbench characterized: {cs:.0} context switches/s, {procs:.0} processes/s");
     assert!(cs > 0.0 && procs > 0.0);
     // kill -9 of latscope: the guard ends hackbench and its children.
-    let (_, seen) = run_and_look("hackbench", &["--period", "1ms"], dir.path(), true);
+    let (_, seen) = run_and_look("hackbench", &["--period", "1ms"], dir.path(), Some("KILL"));
     let groups = pgids(&seen);
     assert!(!groups.is_empty());
     let left = left_in_groups(&groups);
