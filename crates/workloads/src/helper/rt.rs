@@ -5,15 +5,21 @@
 use latscope_platform::timers::sleep_until;
 use latscope_platform::{monotonic_ns, set_scheduler, spin_until, SchedPolicy};
 
-use super::arg;
+/// The `i`th argument as a number, or a one-line complaint. (Its own, not
+/// the helper module's: this file must not use its parent's items.)
+fn num(args: &[String], i: usize, what: &str) -> Result<u64, String> {
+    let text = args.get(i).ok_or_else(|| format!("missing {what}"))?;
+    text.parse().map_err(|_| format!("bad {what} '{text}'"))
+}
 
 pub(super) fn main(args: &[String]) -> Result<i32, String> {
-    let priority: u32 = arg(args, 0, "priority")?;
-    let busy: u64 = arg(args, 1, "busy nanoseconds")?;
-    let period: u64 = arg(args, 2, "period nanoseconds")?;
-    if !(1..=99).contains(&priority) {
-        return Err(format!("priority {priority} not in 1..=99"));
-    }
+    let priority = num(args, 0, "priority")?;
+    let busy = num(args, 1, "busy nanoseconds")?;
+    let period = num(args, 2, "period nanoseconds")?;
+    let priority = u32::try_from(priority)
+        .ok()
+        .filter(|p| (1..=99).contains(p))
+        .ok_or_else(|| format!("priority {priority} not in 1..=99"))?;
     if busy == 0 || busy >= period {
         return Err(format!("busy {busy} ns not in 1..{period} ns"));
     }
