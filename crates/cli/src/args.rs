@@ -393,7 +393,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub quiet: bool,
     /// Background load(s): one cell per workload, e.g. `cpu`,
-    /// `idle,cpu,net`, `custom:CMD ARGS` (see docs/workloads.md).
+    /// `idle,cpu,net`, `hackbench`, `rt:90,500us/10ms,x2,cpu1` (SCHED_FIFO
+    /// threads busy 500 µs every 10 ms), `custom:CMD ARGS` (see
+    /// docs/workloads.md).
     #[arg(long, value_name = "NAME[,NAME...]")]
     pub workload: Option<String>,
     /// Intensity of the workloads.
@@ -642,7 +644,8 @@ pub struct SuiteArgs {
     /// Probes to run (overrides the preset), e.g. `timer,noise,udp`.
     #[arg(long, value_name = "LIST")]
     pub probes: Option<String>,
-    /// Workloads (overrides the preset), e.g. `idle,cpu,net`.
+    /// Workloads (overrides the preset), e.g. `idle,cpu,net` or
+    /// `idle,hackbench,rt:90,500us/10ms`.
     #[arg(long, value_name = "LIST")]
     pub workloads: Option<String>,
     /// Length of each cell (overrides the preset).

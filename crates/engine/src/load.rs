@@ -8,7 +8,7 @@ use std::time::Duration;
 use latscope_model::{CpuSet, WorkloadStats};
 use latscope_platform::procstat::Sampler;
 use latscope_probes::Clock;
-use latscope_workloads::{LoadLevel, RunningWorkload, WorkloadSpec};
+use latscope_workloads::{LoadLevel, RtCounters, RunningWorkload, WorkloadSpec};
 
 use crate::config::CellSpec;
 use crate::request::RequestError;
@@ -36,6 +36,8 @@ pub struct CellLoad {
     died: Option<String>,
     /// (time, bytes) of the first pty reading, for the tty workload.
     pty_first: Option<(u64, u64)>,
+    /// (time, counters) of the first reading, for an `rt:` workload.
+    rt_first: Option<(u64, RtCounters)>,
 }
 
 /// Starts the cell's workload and waits out its warm-up.
@@ -47,6 +49,7 @@ pub fn start(cell: &CellSpec, stop: &Stop, clock: &dyn Clock) -> Result<CellLoad
             sampler: None,
             died: None,
             pty_first: None,
+            rt_first: None,
         });
     }
     let spec = WorkloadSpec::parse(&cell.workload).map_err(|e| e.to_string())?;
@@ -70,12 +73,14 @@ pub fn start(cell: &CellSpec, stop: &Stop, clock: &dyn Clock) -> Result<CellLoad
         }
     }
     let pty_first = load.pty_bytes().map(|b| (clock.monotonic_ns(), b));
+    let rt_first = load.rt_counters().map(|c| (clock.monotonic_ns(), c));
     Ok(CellLoad {
         name: cell.workload.clone(),
         load: Some(load),
         sampler: Some(sampler),
         died: None,
         pty_first,
+        rt_first,
     })
 }
 
@@ -102,6 +107,7 @@ impl CellLoad {
     pub fn stats(&self, clock: &dyn Clock) -> Option<WorkloadStats> {
         let mut st = self.sampler.as_ref()?.stats(&self.name);
         self.add_pty(&mut st, clock);
+        self.add_rt(&mut st, clock);
         Some(st)
     }
 
@@ -116,6 +122,15 @@ impl CellLoad {
         }
     }
 
+    fn add_rt(&self, st: &mut WorkloadStats, clock: &dyn Clock) {
+        if let (Some((t0, c0)), Some(load)) = (self.rt_first, self.load.as_ref()) {
+            if let Some(c1) = load.rt_counters() {
+                let dt = clock.monotonic_ns().saturating_sub(t0);
+                st.rt_load = c0.rates(&c1, dt);
+            }
+        }
+    }
+
     /// Takes the last sample and stops the load: the final
     /// characterization, and a line when the load did not end cleanly.
     pub fn finish(mut self, clock: &dyn Clock) -> (Option<WorkloadStats>, Option<String>) {
@@ -126,6 +141,7 @@ impl CellLoad {
         if let Some(s) = self.sampler.take() {
             let mut st = s.finish(&self.name);
             self.add_pty(&mut st, clock);
+            self.add_rt(&mut st, clock);
             stats = Some(st);
         }
         let outcome = self.stop();

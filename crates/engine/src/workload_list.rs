@@ -15,10 +15,12 @@ pub enum WorkloadListError {
 
 /// `a,b,custom:prog x y`: commas separate workloads, except inside a
 /// `custom:` one, which takes the rest of the list (its command may contain
-/// commas).
+/// commas), and inside an `rt:` one, which takes the pieces that continue
+/// it (`rt:90,500us/10ms,x2,cpu1`; see `latscope_workloads::continues_rt`).
 pub fn split_workloads(list: &str) -> Result<Vec<String>, WorkloadListError> {
-    let mut out = Vec::new();
+    let mut out: Vec<String> = Vec::new();
     let mut rest = list.trim();
+    let mut in_rt = false;
     while !rest.is_empty() {
         if rest.starts_with("custom:") {
             out.push(rest.to_string());
@@ -29,7 +31,16 @@ pub fn split_workloads(list: &str) -> Result<Vec<String>, WorkloadListError> {
         if head.is_empty() {
             return Err(WorkloadListError::EmptyName(list.to_string()));
         }
-        out.push(head.to_string());
+        match out.last_mut() {
+            Some(last) if in_rt && latscope_workloads::continues_rt(head) => {
+                last.push(',');
+                last.push_str(head);
+            }
+            _ => {
+                in_rt = head.starts_with("rt:");
+                out.push(head.to_string());
+            }
+        }
         rest = tail.trim();
     }
     if out.is_empty() {
@@ -57,5 +68,19 @@ mod tests {
             Err(WorkloadListError::EmptyName("idle,,cpu".into()))
         );
         assert_eq!(split_workloads("  "), Err(WorkloadListError::Empty));
+    }
+
+    #[test]
+    fn an_rt_workload_keeps_its_commas() {
+        assert_eq!(
+            split_workloads("idle,rt:90,500us/10ms,x2,cpu1,cpu,hackbench,rt:5,1ms/2ms"),
+            Ok(vec![
+                "idle".to_string(),
+                "rt:90,500us/10ms,x2,cpu1".to_string(),
+                "cpu".to_string(),
+                "hackbench".to_string(),
+                "rt:5,1ms/2ms".to_string(),
+            ])
+        );
     }
 }

@@ -49,5 +49,5 @@ pub use time::{Nanos, ParseDurationError};
 pub use timer::TimerCpuStats;
 pub use udp::{UdpPath, UdpStats};
 pub use workload::{
-    CpuPercent, DiskRates, InterruptSource, NetRates, WorkloadSecond, WorkloadStats,
+    CpuPercent, DiskRates, InterruptSource, NetRates, RtLoadStats, WorkloadSecond, WorkloadStats,
 };

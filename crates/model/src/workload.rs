@@ -202,8 +202,28 @@ pub struct WorkloadStats {
     /// this comes from the workload's own processes); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pty_bytes_per_s: Option<f64>,
+    /// What the threads of an `rt:` workload did (from their own
+    /// scheduler statistics); absent for other workloads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rt_load: Option<RtLoadStats>,
     /// The samples in order.
     pub seconds: Vec<WorkloadSecond>,
+}
+
+/// What the SCHED_FIFO threads of an `rt:` workload achieved over the
+/// cell, per thread on average.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RtLoadStats {
+    /// Threads (one process each).
+    pub threads: u32,
+    /// CPU time the threads ran, in percent of the elapsed time (each
+    /// thread's `/proc/<pid>/schedstat` run time, averaged over threads):
+    /// BUSY/PERIOD when every burst ran in full.
+    pub busy_percent: f64,
+    /// Bursts per second per thread: the times a thread went to sleep at
+    /// the end of a burst (its voluntary context switches). 1/PERIOD when
+    /// no period was missed.
+    pub bursts_per_s: f64,
 }
 
 impl WorkloadStats {
@@ -224,6 +244,14 @@ impl WorkloadStats {
             }
             if !s.measured_per_s.is_finite() {
                 return Some(format!("top_interrupts[{i}].measured_per_s"));
+            }
+        }
+        if let Some(rt) = &self.rt_load {
+            if !rt.busy_percent.is_finite() {
+                return Some("rt_load.busy_percent".into());
+            }
+            if !rt.bursts_per_s.is_finite() {
+                return Some("rt_load.bursts_per_s".into());
             }
         }
         if let Some((name, _)) = self.softirqs_per_s.iter().find(|(_, v)| !v.is_finite()) {
@@ -335,6 +363,7 @@ mod tests {
             samples: 1,
             mean: second.clone(),
             pty_bytes_per_s: None,
+            rt_load: None,
             seconds: vec![second],
             softirqs_per_s: [("TIMER".to_string(), 250.0)].into(),
             ..WorkloadStats::default()
@@ -379,6 +408,7 @@ mod tests {
     fn non_finite_figures_are_named() {
         let mut stats = WorkloadStats {
             pty_bytes_per_s: None,
+            rt_load: None,
             seconds: vec![WorkloadSecond::default(); 3],
             ..WorkloadStats::default()
         };

@@ -228,6 +228,7 @@ impl Sampler {
             softirqs_per_s: self.totals.softirqs_per_s(),
             notes: self.notes.clone(),
             pty_bytes_per_s: None,
+            rt_load: None,
             seconds,
         }
     }

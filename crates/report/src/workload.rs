@@ -222,8 +222,21 @@ pub fn workload_sources(run: &RunResult) -> String {
                 opt_rate(stats.mean.interrupts_measured_per_s)
             ));
         }
+        if let Some(rt) = &stats.rt_load {
+            out.push_str(&rt_line(rt));
+        }
     }
     out
+}
+
+/// What an `rt:` load's threads achieved, per thread.
+fn rt_line(rt: &latscope_model::RtLoadStats) -> String {
+    format!(
+        "  rt load: {} thread(s), each busy {}% of the time, {} bursts/s\n",
+        rt.threads,
+        pct(rt.busy_percent),
+        rate(rt.bursts_per_s)
+    )
 }
 
 #[cfg(test)]
@@ -246,6 +259,21 @@ mod tests {
         for (kib, want) in cases {
             assert_eq!(bytes(kib), want, "{kib}");
         }
+    }
+
+    #[test]
+    fn rt_load_line() {
+        let rt = latscope_model::RtLoadStats {
+            threads: 2,
+            busy_percent: 19.94,
+            bursts_per_s: 100.1,
+        };
+        let line = rt_line(&rt);
+        assert!(
+            line.starts_with("  rt load: 2 thread(s), each busy "),
+            "{line}"
+        );
+        assert!(line.contains("bursts/s"), "{line}");
     }
 
     #[test]

@@ -104,6 +104,7 @@ fn idle() -> WorkloadStats {
         ]),
         notes: vec![NO_SYSCALLS.into()],
         pty_bytes_per_s: None,
+        rt_load: None,
         seconds: vec![second],
     }
 }

@@ -2269,6 +2269,7 @@ fn workload(seconds: u64) -> WorkloadStats {
         softirqs_per_s: BTreeMap::from([("BLOCK".to_string(), 88.0), ("TIMER".to_string(), 250.5)]),
         notes: vec!["system calls not counted: permission denied".into()],
         pty_bytes_per_s: None,
+        rt_load: None,
         seconds: samples,
     }
 }

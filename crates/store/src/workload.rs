@@ -108,6 +108,7 @@ pub(crate) fn write_workload_stats(
         softirqs_per_s: stats.softirqs_per_s.clone(),
         notes: stats.notes.clone(),
         pty_bytes_per_s: stats.pty_bytes_per_s,
+        rt_load: stats.rt_load.clone(),
         seconds: Vec::new(),
     };
     let summary = encode_json(path, &summary, "the workload characterization")?;

@@ -48,6 +48,20 @@ pub(crate) fn check_with(
             let stress_ng = need("stress-ng", "stress-ng")?;
             check_stressors(&name, &stress_ng, stressors(spec))
         }
+        WorkloadSpec::Hackbench => {
+            need("hackbench", "rt-tests")?;
+            Ok(())
+        }
+        WorkloadSpec::Rt(load) => {
+            let caps = latscope_platform::caps::detect();
+            if !latscope_platform::caps::can_use_rt(&caps, load.priority) {
+                return Err(rt_refused(&name, load.priority));
+            }
+            match (&load.cpus, latscope_platform::online_cpus()) {
+                (Some(pins), Ok(online)) => pins_online(&name, pins, &online),
+                _ => Ok(()),
+            }
+        }
         WorkloadSpec::Compile => {
             need("make", "make")?;
             need("cc", "gcc")?;
@@ -73,6 +87,31 @@ pub(crate) fn check_with(
                 })
             }
         }
+    }
+}
+
+/// Why an `rt:` load may not run: SCHED_FIFO needs privilege.
+fn rt_refused(workload: &str, priority: u32) -> WorkloadError {
+    WorkloadError::Unsupported {
+        workload: workload.to_string(),
+        what: format!(
+            "CAP_SYS_NICE (or root, or RLIMIT_RTPRIO >= {priority}) to run SCHED_FIFO threads"
+        ),
+    }
+}
+
+/// Pinned CPUs must be online, or the kernel refuses the affinity.
+fn pins_online(
+    workload: &str,
+    pins: &latscope_model::CpuSet,
+    online: &latscope_model::CpuSet,
+) -> Result<(), WorkloadError> {
+    match pins.iter().find(|c| !online.contains(*c)) {
+        None => Ok(()),
+        Some(cpu) => Err(WorkloadError::Unsupported {
+            workload: workload.to_string(),
+            what: format!("CPU {cpu}, which is not online (online: {online})"),
+        }),
     }
 }
 
@@ -175,6 +214,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("needs root"), "{err}");
+    }
+
+    #[test]
+    fn hackbench_and_rt_say_what_they_need() {
+        let empty = Some(OsStr::new("/nonexistent-dir"));
+        let err = check_with(&WorkloadSpec::Hackbench, empty, true)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "workload hackbench needs hackbench, which is not installed (apt-get install rt-tests)"
+        );
+        let set = |t: &str| latscope_model::CpuSet::parse(t).unwrap();
+        pins_online("rt", &set("0-1"), &set("0-3")).unwrap();
+        assert_eq!(
+            pins_online("rt:1,1ms/2ms,cpu3-4", &set("3-4"), &set("0-3"))
+                .unwrap_err()
+                .to_string(),
+            "workload rt:1,1ms/2ms,cpu3-4 needs CPU 4, which is not online (online: 0-3)"
+        );
+        assert_eq!(
+            rt_refused("rt:90,1ms/10ms", 90).to_string(),
+            "workload rt:90,1ms/10ms needs CAP_SYS_NICE (or root, or RLIMIT_RTPRIO >= 90) to run SCHED_FIFO threads"
+        );
     }
 
     #[test]

@@ -10,12 +10,14 @@
 //! | `net-loop LEVEL` | TCP and UDP over 127.0.0.1 |
 //! | `net-sink IF CIDR` / `net-source IF CIDR PEER LEVEL` | the two ends of the veth pair, each in its own network namespace |
 //! | `exec-storm RATE` | spawns and waits for `latscope __workload nop`, RATE a second (0: as fast as it goes) |
+//! | `rt-load PRIO BUSY_NS PERIOD_NS` | one SCHED_FIFO thread at PRIO, busy BUSY_NS of every PERIOD_NS |
 //! | `nop` | exits at once |
 
 mod args;
 mod guard;
 mod net;
 mod pace;
+mod rt;
 mod spin;
 mod tty;
 
@@ -45,6 +47,7 @@ pub fn helper_main(args: &[String]) -> Option<i32> {
         "net-sink" => net::sink_main(rest),
         "net-source" => net::source_main(rest),
         "exec-storm" => spin::exec_storm_main(rest),
+        "rt-load" => rt::main(rest),
         "nop" => Ok(0),
         other => Err(format!("unknown helper mode '{other}'")),
     };

@@ -1,7 +1,8 @@
 //! Named background loads: latency is measured on a loaded machine.
 //!
 //! A workload ([`WorkloadSpec`]: `idle`, `cpu`, `memory`, `compile`, `disk`,
-//! `net`, `tty`, `fork`, `timer`, `custom:CMD ARGS`) at a [`LoadLevel`] is a
+//! `net`, `tty`, `fork`, `timer`, `hackbench`, `rt:PRIO,BUSY/PERIOD`,
+//! `custom:CMD ARGS`) at a [`LoadLevel`] is a
 //! set of processes in process groups of their own. Its life:
 //!
 //! 1. [`check`] — are the programs it needs installed (stress-ng, make, cc,
@@ -28,6 +29,8 @@ mod check;
 mod compile;
 mod helper;
 mod plan;
+mod rt_spec;
+mod rt_stats;
 mod running;
 mod spec;
 
@@ -37,8 +40,10 @@ use std::str::FromStr;
 pub use check::check;
 pub use helper::{helper_main, HELPER_ARG};
 pub use plan::commands;
+pub use rt_spec::{continues_rt, RtLoad};
+pub use rt_stats::RtCounters;
 pub use running::{start, RunningWorkload, WorkloadOutcome};
-pub use spec::WorkloadSpec;
+pub use spec::{split_list, WorkloadSpec};
 
 /// How hard a workload pushes. What each level means per workload is in
 /// `docs/workloads.md` and [`commands`].
@@ -83,7 +88,7 @@ impl FromStr for LoadLevel {
 /// Everything that can go wrong with a workload, each in one line.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkloadError {
-    #[error("unknown workload '{0}' (known: idle, cpu, memory, compile, disk, net, tty, fork, timer, custom:CMD ARGS)")]
+    #[error("unknown workload '{0}' (known: idle, cpu, memory, compile, disk, net, tty, fork, timer, hackbench, rt:PRIO,BUSY/PERIOD, custom:CMD ARGS)")]
     Unknown(String),
     #[error("bad workload '{spec}': {why}")]
     Invalid { spec: String, why: String },

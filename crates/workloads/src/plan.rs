@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use latscope_model::CpuSet;
 
 use crate::helper::HELPER_ARG;
-use crate::{LoadLevel, WorkloadSpec};
+use crate::{LoadLevel, RtLoad, WorkloadSpec};
 
 const MIB: u64 = 1 << 20;
 
@@ -160,6 +160,8 @@ pub(crate) fn plan(spec: &WorkloadSpec, level: LoadLevel, cpus: &CpuSet, env: &P
         WorkloadSpec::Tty => tty_plan(&c, &mut plan),
         WorkloadSpec::Fork => fork_plan(&c, &mut plan),
         WorkloadSpec::Timer => timer_plan(&c, &mut plan),
+        WorkloadSpec::Hackbench => hackbench_plan(&c, &mut plan),
+        WorkloadSpec::Rt(load) => rt_plan(&c, load, &mut plan),
         WorkloadSpec::Custom { program, args } => {
             plan.groups.push(GroupPlan {
                 label: spec.name(),
@@ -454,6 +456,63 @@ fn timer_plan(c: &Ctx, plan: &mut Plan) {
     plan.groups.push(stress_ng(env, cpus, args));
 }
 
+/// rteval's hackbench arguments: messages per sender and message size.
+const HACKBENCH_LOOPS: u32 = 1000;
+const HACKBENCH_DATASIZE: u32 = 1000;
+
+/// `hackbench`: rt-tests' hackbench with processes (`-P`), as rteval runs
+/// it (`-g` three groups per CPU at normal, `-l 1000 -s 1000`), run again
+/// each time it finishes.
+fn hackbench_plan(c: &Ctx, plan: &mut Plan) {
+    let groups = match c.level {
+        LoadLevel::Light => c.n,
+        LoadLevel::Normal => 3 * c.n,
+        LoadLevel::Heavy => 6 * c.n,
+    };
+    plan.groups.push(GroupPlan {
+        label: s("hackbench"),
+        members: vec![Launch::Guarded {
+            program: s("hackbench"),
+            args: vec![
+                s("-P"),
+                s("-g"),
+                s(groups),
+                s("-l"),
+                s(HACKBENCH_LOOPS),
+                s("-s"),
+                s(HACKBENCH_DATASIZE),
+            ],
+            repeat: true,
+            cpus: c.cpus.clone(),
+        }],
+    });
+}
+
+/// `rt:`: one `rt-load` helper per thread, in one group; pinned ones go to
+/// the listed CPUs in turn (as cyclictest's `-a` with `-t`), the others
+/// may run on any CPU of the workload. The level does not change it.
+fn rt_plan(c: &Ctx, load: &RtLoad, plan: &mut Plan) {
+    let pins: Vec<CpuSet> = match &load.cpus {
+        Some(set) => set
+            .iter()
+            .map(|cpu| std::iter::once(cpu).collect())
+            .collect(),
+        None => vec![c.cpus.clone()],
+    };
+    let (prio, busy, period) = (
+        load.priority.to_string(),
+        load.busy_ns.to_string(),
+        load.period_ns.to_string(),
+    );
+    let members = (0..load.threads as usize)
+        .map(|i| helper(&["rt-load", &prio, &busy, &period], &pins[i % pins.len()]))
+        .collect();
+    plan.groups.push(GroupPlan {
+        label: s("rt-load"),
+        members,
+    });
+}
+
 /// `MemAvailable` from `/proc/meminfo`, in bytes (1 GiB if unreadable).
 pub(crate) fn mem_available() -> u64 {
     fs::read_to_string("/proc/meminfo")
@@ -732,6 +791,45 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn hackbench_as_rteval_runs_it() {
+        use LoadLevel::*;
+        for (level, groups) in [(Light, 2), (Normal, 6), (Heavy, 12)] {
+            assert_eq!(
+                guarded_line(&WorkloadSpec::Hackbench, level, 2),
+                format!("hackbench -P -g {groups} -l 1000 -s 1000  # CPUs 0-1, repeated")
+            );
+        }
+    }
+
+    #[test]
+    fn rt_threads_and_pins() {
+        let cpus: CpuSet = (0..2).map(latscope_model::CpuId).collect();
+        let members = |text: &str| {
+            let spec = WorkloadSpec::parse(text).unwrap();
+            let p = plan(&spec, LoadLevel::Heavy, &cpus, &env());
+            assert_eq!(p.groups.len(), 1);
+            p.groups[0]
+                .members
+                .iter()
+                .map(render)
+                .collect::<Vec<String>>()
+        };
+        assert_eq!(
+            members("rt:90,500us/10ms"),
+            vec!["latscope __workload rt-load 90 500000 10000000  # CPUs 0-1"]
+        );
+        assert_eq!(
+            members("rt:5,1ms/4ms,x3,cpu0-1"),
+            vec![
+                "latscope __workload rt-load 5 1000000 4000000  # CPUs 0",
+                "latscope __workload rt-load 5 1000000 4000000  # CPUs 1",
+                "latscope __workload rt-load 5 1000000 4000000  # CPUs 0",
+            ]
+        );
+        assert_eq!(members("rt:5,1ms/4ms,x2").len(), 2);
     }
 
     #[test]

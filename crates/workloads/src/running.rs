@@ -23,7 +23,7 @@ use crate::helper::{helper_exe, HELPER_ARG};
 use crate::plan::{
     mem_available, plan, work_base, GroupPlan, Launch, PlanEnv, VETH_SINK, VETH_SOURCE,
 };
-use crate::{LoadLevel, WorkloadError, WorkloadSpec};
+use crate::{LoadLevel, RtCounters, WorkloadError, WorkloadSpec};
 
 /// How long a group gets between SIGTERM and SIGKILL when latscope stops it.
 /// Longer than the guard's own grace, so a guard can finish its clean-up.
@@ -414,6 +414,21 @@ impl RunningWorkload {
                 .map(|io| io.rchar)
                 .sum(),
         )
+    }
+
+    /// The run time and sleeps of an `rt:` workload's threads so far; None
+    /// for other workloads.
+    pub fn rt_counters(&self) -> Option<RtCounters> {
+        if !matches!(self.spec, WorkloadSpec::Rt(_)) {
+            return None;
+        }
+        let mut counters = RtCounters::default();
+        self.groups
+            .iter()
+            .flat_map(|g| &g.members)
+            .filter(|m| m.label == "rt-load")
+            .for_each(|m| counters.add_pid(m.pid));
+        Some(counters)
     }
 
     /// Temporary directories the workload works in (removed at the stop).

@@ -1,9 +1,11 @@
-//! Workload names as the user writes them: `cpu`, `net`,
-//! `custom:stress-ng --cpu 1`, `custom:["my prog","an arg"]`.
+//! Workload names as the user writes them: `cpu`, `net`, `hackbench`,
+//! `rt:90,500us/10ms,x2,cpu1`, `custom:stress-ng --cpu 1`,
+//! `custom:["my prog","an arg"]`.
 
 use std::fmt;
 use std::str::FromStr;
 
+use crate::rt_spec::{continues_rt, RtLoad, RT_PREFIX};
 use crate::WorkloadError;
 
 /// A named workload. `Custom` runs a program the user names, without a shell.
@@ -18,14 +20,21 @@ pub enum WorkloadSpec {
     Tty,
     Fork,
     Timer,
-    Custom { program: String, args: Vec<String> },
+    /// rt-tests' hackbench in a loop, as rteval runs it.
+    Hackbench,
+    /// Periodic SCHED_FIFO threads (`rt:PRIO,BUSY/PERIOD,...`).
+    Rt(RtLoad),
+    Custom {
+        program: String,
+        args: Vec<String>,
+    },
 }
 
 const CUSTOM_PREFIX: &str = "custom:";
 
 impl WorkloadSpec {
     /// The built-in workloads, in the order tables show them.
-    pub const BUILTIN: [WorkloadSpec; 9] = [
+    pub const BUILTIN: [WorkloadSpec; 10] = [
         WorkloadSpec::Idle,
         WorkloadSpec::Cpu,
         WorkloadSpec::Memory,
@@ -35,6 +44,7 @@ impl WorkloadSpec {
         WorkloadSpec::Tty,
         WorkloadSpec::Fork,
         WorkloadSpec::Timer,
+        WorkloadSpec::Hackbench,
     ];
 
     /// Parses one workload.
@@ -51,6 +61,9 @@ impl WorkloadSpec {
         if let Some(command) = trimmed.strip_prefix(CUSTOM_PREFIX) {
             return parse_custom(text, command);
         }
+        if let Some(body) = trimmed.strip_prefix(RT_PREFIX) {
+            return RtLoad::parse(text, body).map(WorkloadSpec::Rt);
+        }
         match trimmed {
             "idle" => Ok(WorkloadSpec::Idle),
             "cpu" => Ok(WorkloadSpec::Cpu),
@@ -61,6 +74,7 @@ impl WorkloadSpec {
             "tty" => Ok(WorkloadSpec::Tty),
             "fork" => Ok(WorkloadSpec::Fork),
             "timer" => Ok(WorkloadSpec::Timer),
+            "hackbench" => Ok(WorkloadSpec::Hackbench),
             "" => Err(WorkloadError::Invalid {
                 spec: text.to_string(),
                 why: "empty workload name".into(),
@@ -71,28 +85,14 @@ impl WorkloadSpec {
 
     /// Parses a comma-separated list (`--workload idle,cpu,net`). A
     /// `custom:` entry takes everything after it, commas included, so it
-    /// must come last: `--workload cpu,custom:my-load --rate 1,2`.
+    /// must come last: `--workload cpu,custom:my-load --rate 1,2`. An
+    /// `rt:` entry takes the pieces after it that continue it
+    /// ([`continues_rt`]): `idle,rt:90,500us/10ms,x2,cpu`.
     pub fn parse_list(text: &str) -> Result<Vec<WorkloadSpec>, WorkloadError> {
-        let mut out = Vec::new();
-        let mut rest = text;
-        loop {
-            let head = rest.trim_start();
-            if head.starts_with(CUSTOM_PREFIX) {
-                out.push(WorkloadSpec::parse(head)?);
-                break;
-            }
-            match rest.split_once(',') {
-                Some((one, tail)) => {
-                    out.push(WorkloadSpec::parse(one)?);
-                    rest = tail;
-                }
-                None => {
-                    out.push(WorkloadSpec::parse(rest)?);
-                    break;
-                }
-            }
-        }
-        Ok(out)
+        split_list(text)
+            .iter()
+            .map(|one| WorkloadSpec::parse(one))
+            .collect()
     }
 
     /// The short name tables use: `cpu`, `custom:stress-ng`.
@@ -107,10 +107,46 @@ impl WorkloadSpec {
             WorkloadSpec::Tty => "tty".into(),
             WorkloadSpec::Fork => "fork".into(),
             WorkloadSpec::Timer => "timer".into(),
+            WorkloadSpec::Hackbench => "hackbench".into(),
+            WorkloadSpec::Rt(load) => load.to_string(),
             WorkloadSpec::Custom { program, .. } => {
                 let base = program.rsplit('/').next().unwrap_or(program);
                 format!("{CUSTOM_PREFIX}{base}")
             }
+        }
+    }
+}
+
+/// Splits a workload list at its commas, except inside a `custom:` entry
+/// (which takes the rest) and an `rt:` entry (which takes the pieces that
+/// continue it). The pieces are not checked.
+pub fn split_list(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    let mut in_rt = false;
+    loop {
+        let head = rest.trim_start();
+        if head.starts_with(CUSTOM_PREFIX) {
+            out.push(head.to_string());
+            return out;
+        }
+        let (one, tail) = match rest.split_once(',') {
+            Some((one, tail)) => (one, Some(tail)),
+            None => (rest, None),
+        };
+        match out.last_mut() {
+            Some(last) if in_rt && continues_rt(one) => {
+                last.push(',');
+                last.push_str(one);
+            }
+            _ => {
+                in_rt = one.trim_start().starts_with(RT_PREFIX);
+                out.push(one.to_string());
+            }
+        }
+        match tail {
+            Some(t) => rest = t,
+            None => return out,
         }
     }
 }
@@ -152,6 +188,9 @@ impl FromStr for WorkloadSpec {
 /// an argument has whitespace or is empty.
 impl fmt::Display for WorkloadSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let WorkloadSpec::Rt(load) = self {
+            return load.fmt(f);
+        }
         let WorkloadSpec::Custom { program, args } = self else {
             return f.write_str(&self.name());
         };
@@ -247,5 +286,25 @@ mod tests {
         assert!(WorkloadSpec::parse_list("cpu,,net").is_err());
         assert!(WorkloadSpec::parse_list("cpu,").is_err());
         assert!(WorkloadSpec::parse_list("cpu,bogus").is_err());
+    }
+
+    #[test]
+    fn rt_entries_take_their_pieces() {
+        let list = WorkloadSpec::parse_list("idle,rt:90,500us/10ms,x2,cpu1,cpu,hackbench").unwrap();
+        assert_eq!(list.len(), 4, "{list:?}");
+        assert_eq!(list[1].to_string(), "rt:90,500us/10ms,x2,cpu1");
+        assert_eq!(list[1].name(), "rt:90,500us/10ms,x2,cpu1");
+        assert_eq!(list[2], WorkloadSpec::Cpu);
+        assert_eq!(list[3], WorkloadSpec::Hackbench);
+        let list = WorkloadSpec::parse_list("rt:90,1ms/10ms,rt:50,1ms/10ms").unwrap();
+        assert_eq!(list.len(), 2, "{list:?}");
+        assert_eq!(
+            split_list("5,rt:1,2ms/3ms,custom:a 1,2"),
+            vec!["5", "rt:1,2ms/3ms", "custom:a 1,2"]
+        );
+        let err = WorkloadSpec::parse_list("cpu,rt:90")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs BUSY/PERIOD"), "{err}");
     }
 }

@@ -73,6 +73,8 @@ fn main() -> ExitCode {
         ("kill9_parent_fork", || kill9("fork")),
         ("kill9_parent_timer", || kill9("timer")),
         ("kill9_parent_custom", || kill9("custom:sleep 60")),
+        ("kill9_parent_hackbench", || kill9("hackbench")),
+        ("kill9_parent_rt", || kill9("rt:50,1ms/10ms,x2")),
     ];
     let mut failed = Vec::new();
     let (mut passed, mut skipped) = (0, 0);
