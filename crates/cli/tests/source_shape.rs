@@ -35,14 +35,7 @@ const NOT_YET_SPLIT: &[(&str, &str, &str)] = &[];
 /// File-level cycles not yet broken: (crate, the files of the cycle as the
 /// test names them, owner). A cycle found must lie within one of these
 /// (breaking part of one is fine); each entry must still be found.
-const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[
-    ("store", "db.rs ↔ pg_client.rs ↔ postgres.rs", "unowned"),
-    (
-        "store",
-        "lib.rs ↔ error.rs ↔ schema.rs ↔ schema_pg.rs ↔ snapshots.rs",
-        "unowned",
-    ),
-];
+const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[];
 
 // ---------------------------------------------------------------- tests
 

@@ -38,62 +38,7 @@ pub enum Dialect {
     Postgres,
 }
 
-/// Why a statement failed, before the store says what it means.
-#[derive(Debug, thiserror::Error)]
-pub enum DbError {
-    #[error(transparent)]
-    Sqlite(#[from] rusqlite::Error),
-    #[error("{}", crate::postgres::describe(.0))]
-    Postgres(#[from] postgres::Error),
-    #[error("column {index}: {reason}")]
-    Conversion { index: usize, reason: String },
-    #[error("the query returned no rows")]
-    NoRows,
-    #[error("the connection to the server was lost inside a transaction")]
-    LostInTransaction,
-    #[error("the server did not answer within {} s", crate::db::secs(.after))]
-    Timeout { after: Duration },
-    #[error(
-        "the server did not answer {} s ago and is asked again {} s after that",
-        crate::db::secs(.since),
-        crate::db::secs(&STALL_PAUSE)
-    )]
-    Stalled { since: Duration },
-    #[error("cannot start the PostgreSQL client's runtime: {0}")]
-    Runtime(std::io::Error),
-}
-
-/// A duration in seconds for a message: `5`, `0.5`.
-pub(crate) fn secs(d: &Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0}")
-    } else {
-        format!("{s:.1}")
-    }
-}
-
-impl DbError {
-    /// Whether a UNIQUE or PRIMARY KEY constraint refused a row.
-    pub fn is_unique_violation(&self) -> bool {
-        match self {
-            DbError::Sqlite(e) => {
-                e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
-            }
-            DbError::Postgres(e) => e.code() == Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
-            _ => false,
-        }
-    }
-
-    fn conversion(index: usize, reason: impl Into<String>) -> DbError {
-        DbError::Conversion {
-            index,
-            reason: reason.into(),
-        }
-    }
-}
-
-pub type DbResult<T> = std::result::Result<T, DbError>;
+pub use crate::db_error::{DbError, DbResult};
 
 /// A value bound to a statement.
 #[derive(Clone, Copy, Debug)]
@@ -412,12 +357,7 @@ struct PgConn {
 /// it, and the statement would be lost with it.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
 
-/// After the server left a call or a connect unanswered, the next connect
-/// waits this long: meanwhile calls fail at once instead of each waiting
-/// for its own deadline, so that a run's checkpoints, its close and its
-/// exit on SIGTERM are not held up by a server that stopped answering.
-/// A server that refused the connection outright is asked again at once.
-pub const STALL_PAUSE: Duration = Duration::from_secs(5);
+pub use crate::db_error::STALL_PAUSE;
 
 impl PgConn {
     /// The client, connected again first if the server closed it outside a

@@ -5,7 +5,7 @@ use rusqlite::ErrorCode;
 
 use crate::db::DbError;
 
-use crate::CellId;
+use crate::ids::CellId;
 
 /// Why a store operation failed. Every message is one line a user can act
 /// on, and names the store's path where the path is what matters.
@@ -212,4 +212,12 @@ fn classify_sqlite(path: &Path, action: &'static str, err: rusqlite::Error) -> S
             source: DbError::Sqlite(err),
         },
     }
+}
+
+/// The store's result.
+pub(crate) type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A count or a time as SQL's signed integer, or why it does not fit.
+pub(crate) fn to_sql(value: u64, what: &'static str) -> Result<i64> {
+    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
 }

@@ -42,8 +42,10 @@ mod checkpoint;
 mod codec;
 mod copy;
 mod db;
+mod db_error;
 mod error;
 mod filter;
+mod ids;
 mod insert;
 mod intervals;
 mod liveness;
@@ -58,6 +60,7 @@ mod schema;
 mod schema_pg;
 mod sink;
 mod snapshots;
+mod snapshots_load;
 mod timer;
 mod trace;
 mod udp;
@@ -76,6 +79,7 @@ pub use db::DbError;
 pub use db::Dialect;
 pub use error::StoreError;
 pub use filter::{kernel_matches, RunFilter};
+pub use ids::CellId;
 pub use intervals::keeps_intervals;
 pub use latscope_record::{CellKey, Sink, SinkError};
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
@@ -89,14 +93,10 @@ use codec::{cpu_from_sql, cpu_to_sql, decode_timeline, encode_timeline};
 use error::classify;
 use reserve::Reserve;
 
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use error::{to_sql, Result};
 
 /// The metric whose worst case [`RunListing::max_timer_latency`] reports.
 const TIMER_LATENCY: &str = latscope_model::metric::TIMER_LATENCY;
-
-/// A cell's row id in its store.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CellId(pub i64);
 
 /// One line of `latscope list`: a run without its measurements.
 #[derive(Clone, Debug, PartialEq)]
@@ -207,10 +207,6 @@ struct RawMetric {
     missed: i64,
     threshold: Option<i64>,
     above: Option<i64>,
-}
-
-fn to_sql(value: u64, what: &'static str) -> Result<i64> {
-    i64::try_from(value).map_err(|_| StoreError::OutOfRange { what, value })
 }
 
 impl Store {

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, NoTls, Row, Statement};
 
-use crate::db::{DbError, DbResult};
+use crate::db_error::{DbError, DbResult};
 
 /// A connection to a server, driven on its own single-threaded runtime.
 pub struct PgClient {

@@ -29,7 +29,7 @@ use postgres::error::SqlState;
 use tokio_postgres::config::Host;
 use tokio_postgres::Config;
 
-use crate::db::DbResult;
+use crate::db_error::DbResult;
 use crate::pg_client::PgClient;
 
 /// Whether a store name is a PostgreSQL URL rather than a file path.
@@ -382,36 +382,7 @@ fn split_pgpass(line: &str) -> Vec<String> {
     fields
 }
 
-/// One line for a PostgreSQL error: the server's own message where it sent
-/// one, else what went wrong with the connection. Never the password.
-pub fn describe(e: &postgres::Error) -> String {
-    if let Some(db) = e.as_db_error() {
-        let hint = match db.code() {
-            c if *c == SqlState::INVALID_PASSWORD => {
-                "; check the password in the URL, PGPASSWORD or the password file"
-            }
-            c if *c == SqlState::INVALID_CATALOG_NAME => "; create it first (createdb)",
-            c if *c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
-                "; the server's pg_hba.conf does not let this user in from here"
-            }
-            _ => "",
-        };
-        return format!("{}{hint}", db.message());
-    }
-    if e.is_closed() {
-        return "the server closed the connection".to_string();
-    }
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        source = s.source();
-    }
-    text.replace('\n', " ")
-}
+pub use crate::db_error::describe;
 
 /// Whether an error means the server could not be reached or went away
 /// (as opposed to refusing a statement).
