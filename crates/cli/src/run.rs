@@ -184,6 +184,9 @@ pub fn run_cells(
 pub fn engine_error(e: EngineError) -> Exit {
     match e {
         EngineError::Config(e) => crate::plan::request_error(e),
+        EngineError::Probe(latscope_engine::probes::ProbeError::VethPath(why)) => {
+            Exit::from(anyhow::anyhow!("--path veth: {why}"))
+        }
         other => Exit::from(anyhow::Error::from(other)),
     }
 }

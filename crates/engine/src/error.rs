@@ -14,10 +14,13 @@ pub enum EngineError {
     /// The sink refused the run before anything was measured.
     #[error("{0}")]
     Sink(SinkError),
-    #[error("{0}")]
+    // Transparent: the line is the probe's, and its source chain is the
+    // probe error's own (with "{0}" and a source, a chain printed whole
+    // said the probe's line twice).
+    #[error(transparent)]
     Probe(#[from] ProbeError),
     /// The microbenchmarks' session could not start.
-    #[error("{0}")]
+    #[error(transparent)]
     Micro(#[from] latscope_micro::session::SessionError),
     #[error("cannot start workload {workload}: {reason}")]
     Workload { workload: String, reason: String },

@@ -47,6 +47,10 @@ pub enum ProbeError {
     },
     #[error("{0}")]
     Network(String),
+    /// The veth path's namespaces and link could not be made (the CLI
+    /// names the option that chose the path).
+    #[error("the veth path: {0}")]
+    VethPath(String),
     /// A measuring loop failed for a reason that is not a timer service's
     /// error (the simulated probe's scripted failure, for one).
     #[error("measuring failed on CPU {cpu}: {reason}")]

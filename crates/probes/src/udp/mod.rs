@@ -222,7 +222,7 @@ impl UdpProbe {
     /// and returns once they are set up and measuring.
     pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningUdpProbe, ProbeError> {
         let cfg = self.config;
-        let ends = path::open(cfg.path).map_err(ProbeError::Network)?;
+        let ends = path::open(cfg.path)?;
         let (mut tx, mut rx) = (ends.tx, ends.rx);
         warm_up(&mut tx, &mut rx, cfg.payload).map_err(ProbeError::Network)?;
         // Receiver first, then sender: the order of `setups` and of

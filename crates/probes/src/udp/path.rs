@@ -12,6 +12,8 @@ use latscope_model::UdpPath;
 use latscope_platform::net::{NetNs, TsSocket};
 use latscope_platform::veth::{self, VethEnd};
 
+use crate::ProbeError;
+
 const SENDER_IF: &str = "lsudp0";
 const RECEIVER_IF: &str = "lsudp1";
 const SENDER_MAC: &str = "02:6c:73:00:00:01";
@@ -28,9 +30,9 @@ pub(crate) struct Endpoints {
     pub namespaces: Vec<NetNs>,
 }
 
-pub(crate) fn open(path: UdpPath) -> Result<Endpoints, String> {
+pub(crate) fn open(path: UdpPath) -> Result<Endpoints, ProbeError> {
     match path {
-        UdpPath::Loopback => loopback(),
+        UdpPath::Loopback => loopback().map_err(ProbeError::Network),
         UdpPath::Veth => veth(),
     }
 }
@@ -50,18 +52,18 @@ fn loopback() -> Result<Endpoints, String> {
     pair(bind()?, bind()?, Vec::new())
 }
 
-fn veth() -> Result<Endpoints, String> {
+fn veth() -> Result<Endpoints, ProbeError> {
     let end = |name, mac, ip| VethEnd { name, mac, ip };
     let [a, b] = veth::create(
         end(SENDER_IF, SENDER_MAC, SENDER_IP),
         end(RECEIVER_IF, RECEIVER_MAC, RECEIVER_IP),
     )
-    .map_err(|e| format!("the veth path: {e}"))?;
+    .map_err(|e| ProbeError::VethPath(e.to_string()))?;
     let bind = |ns: &NetNs, ip: Ipv4Addr| {
         ns.run(|| TsSocket::bind(SocketAddrV4::new(ip, 0)))
             .map_err(|e| format!("cannot open a UDP socket on {ip} in the private namespace: {e}"))
     };
-    let tx = bind(&a, SENDER_IP)?;
-    let rx = bind(&b, RECEIVER_IP)?;
-    pair(tx, rx, vec![a, b])
+    let tx = bind(&a, SENDER_IP).map_err(ProbeError::Network)?;
+    let rx = bind(&b, RECEIVER_IP).map_err(ProbeError::Network)?;
+    pair(tx, rx, vec![a, b]).map_err(ProbeError::Network)
 }
