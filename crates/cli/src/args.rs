@@ -292,6 +292,9 @@ pub enum PolicyArg {
     Fifo,
     Rr,
     Other,
+    Batch,
+    Idle,
+    Deadline,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
@@ -352,12 +355,38 @@ pub struct RunArgs {
         default_value = "30s"
     )]
     pub duration: String,
-    /// Scheduling policy of the measuring threads.
+    /// Scheduling policy of the measuring threads, as chrt names them:
+    /// `fifo` and `rr` (real-time, with --priority), `other` and `batch`
+    /// (fair-share, with --nice), `idle`, `deadline` (with --sched-runtime
+    /// and --sched-deadline, its period is --period). batch, idle,
+    /// deadline and --nice: timer probe only.
     #[arg(long, value_enum, default_value = "fifo")]
     pub policy: PolicyArg,
-    /// Real-time priority of the measuring threads (1-99; ignored for `other`).
-    #[arg(long, default_value_t = 95)]
-    pub priority: u32,
+    /// Real-time priority of the measuring threads, 1-99 (default 95;
+    /// --policy fifo or rr only).
+    #[arg(long, value_name = "N")]
+    pub priority: Option<u32>,
+    /// Timer probe, --policy other or batch: the measuring threads' nice
+    /// value, -20..19 (default: the one inherited).
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub nice: Option<i32>,
+    /// Timer probe, --policy deadline: the CPU time reserved every
+    /// --period, as chrt's --sched-runtime (default: a tenth of --period).
+    #[arg(
+        long = "sched-runtime",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
+    pub sched_runtime: Option<String>,
+    /// Timer probe, --policy deadline: the time from each period's start
+    /// within which the runtime is due, as chrt's --sched-deadline
+    /// (default: --period).
+    #[arg(
+        long = "sched-deadline",
+        allow_hyphen_values = true,
+        value_name = "DURATION"
+    )]
+    pub sched_deadline: Option<String>,
     /// The timer service under test.
     #[arg(long = "timer-api", value_enum, default_value = "clock_nanosleep")]
     pub timer_api: TimerApiArg,

@@ -46,6 +46,9 @@ fn options(args: &ImportArgs) -> Result<Options, Exit> {
         PolicyArg::Fifo => Policy::Fifo,
         PolicyArg::Rr => Policy::Rr,
         PolicyArg::Other => Policy::Other,
+        PolicyArg::Batch => Policy::Batch,
+        PolicyArg::Idle => Policy::Idle,
+        PolicyArg::Deadline => Policy::Deadline,
     });
     let priority = match args.priority {
         None => None,

@@ -6,12 +6,12 @@
 use latscope_engine::actions::{Action, ActionError, Limit};
 use latscope_engine::probes::{Field, Phase, SettingError, TimerApi};
 use latscope_engine::request::{
-    AppOptions, Bound, NoiseOptions, ProbeKind, TimerOptions, TraceOptions, UdpOptions,
+    nice_reason, AppOptions, Bound, NoiseOptions, ProbeKind, SchedOptions, TimerOptions,
+    TraceOptions, UdpOptions,
 };
-use latscope_engine::system::SchedPolicy;
 use latscope_engine::workloads::{split_workloads, LoadLevel};
 use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
-use latscope_model::{CpuSet, Nanos, TimerSlack, UdpPath};
+use latscope_model::{CpuSet, Nanos, Policy, TimerSlack, UdpPath};
 use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
 use crate::args::{LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
@@ -41,6 +41,11 @@ pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
         duration: Some(duration("duration", &args.duration)?),
         policy: policy(args.policy),
         priority: args.priority,
+        sched: SchedOptions {
+            nice: args.nice,
+            runtime: optional("sched-runtime", args.sched_runtime.as_deref())?,
+            deadline: optional("sched-deadline", args.sched_deadline.as_deref())?,
+        },
         threshold: optional("threshold", args.threshold.as_deref())?,
         timer: timer_options(args)?,
         noise: noise_options(args)?,
@@ -113,11 +118,14 @@ pub fn probe_kind(p: ProbeName) -> ProbeKind {
     }
 }
 
-pub fn policy(p: PolicyArg) -> SchedPolicy {
+pub fn policy(p: PolicyArg) -> Policy {
     match p {
-        PolicyArg::Fifo => SchedPolicy::Fifo,
-        PolicyArg::Rr => SchedPolicy::Rr,
-        PolicyArg::Other => SchedPolicy::Other,
+        PolicyArg::Fifo => Policy::Fifo,
+        PolicyArg::Rr => Policy::Rr,
+        PolicyArg::Other => Policy::Other,
+        PolicyArg::Batch => Policy::Batch,
+        PolicyArg::Idle => Policy::Idle,
+        PolicyArg::Deadline => Policy::Deadline,
     }
 }
 
@@ -278,6 +286,42 @@ fn request_line(e: &RequestError) -> String {
         RequestError::Calibrate(why) => format!("cannot calibrate --compute: {why}"),
         RequestError::Workload(w) => format!("--workload: {w}"),
         RequestError::LoadLevel(w) => format!("--load-level: {w}"),
+        other => sched_line(other),
+    }
+}
+
+/// The scheduling rules' errors, naming --policy, --priority, --nice and
+/// the DEADLINE reservation's options.
+fn sched_line(e: &RequestError) -> String {
+    match e {
+        RequestError::PriorityWithoutRealTime(p) => {
+            format!("--priority needs --policy fifo or rr: {p} threads have no real-time priority")
+        }
+        RequestError::NiceWithPolicy(p) => format!(
+            "--nice needs --policy other or batch: {p} threads {}",
+            nice_reason(*p)
+        ),
+        RequestError::NiceOutOfRange(n) => format!("--nice {n} is outside -20..19"),
+        RequestError::DeadlineOptionsWithoutDeadline => {
+            "--sched-runtime and --sched-deadline need --policy deadline".into()
+        }
+        RequestError::PolicyNeedsTimer(_) => {
+            "--policy batch, idle or deadline and --nice need --probe timer".into()
+        }
+        RequestError::DeadlineRuntimeTooShort(r) => {
+            format!("--sched-runtime {r} is below the kernel's least, 1024ns")
+        }
+        RequestError::DeadlineOrder {
+            runtime,
+            deadline,
+            period,
+        } => format!(
+            "the kernel wants --sched-runtime <= --sched-deadline <= --period: got {runtime}, {deadline}, {period}"
+        ),
+        RequestError::DeadlineCpus { cpus, online } => format!(
+            "--policy deadline with --cpus {cpus}: the kernel admits SCHED_DEADLINE only for threads free to run on every CPU of their root domain (online: {online}); leave --cpus out"
+        ),
+        other => other.to_string(),
     }
 }
 

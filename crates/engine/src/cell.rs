@@ -8,7 +8,6 @@ use latscope_model::{
     metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, TraceSummary,
     UdpStats,
 };
-use latscope_platform::SchedPolicy;
 use latscope_probes::{ProbeSnapshot, RunningProbe};
 use latscope_record::{MetricResult, TimelineChunk};
 
@@ -194,7 +193,10 @@ pub(crate) fn run_cell(
         index: cell.index,
         probe: cell.probe.name().into(),
         workload: cell.workload.clone(),
-        settings: cell.settings(ctx.clock_read_ns),
+        settings: crate::settings::with_rr_quantum(
+            cell.settings(ctx.clock_read_ns),
+            running.setups(),
+        ),
         duration_ns: Nanos::ZERO,
         monotonic_start_ns: Nanos(running.start_ns()),
     };
@@ -504,7 +506,7 @@ fn finish_noise(
             continue;
         };
         if let ProbeSpec::Noise(cfg) = &cell.probe {
-            if cfg.pause.0 == 0 && cfg.policy != SchedPolicy::Other {
+            if cfg.pause.0 == 0 && cfg.policy.is_real_time() {
                 n.findings
                     .extend(latscope_probes::noise::rt_throttling_finding(
                         &gaps.histogram,

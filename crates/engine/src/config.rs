@@ -279,11 +279,11 @@ impl ProbeSpec {
         }
     }
 
-    /// The priority applied: 0 under `SCHED_OTHER`.
+    /// The priority applied: 0 without FIFO or RR.
     pub fn effective_priority(&self) -> u32 {
         match self.policy() {
-            (SchedPolicy::Other, _) => 0,
-            (_, p) => p,
+            (policy, p) if policy.has_priority() => p,
+            _ => 0,
         }
     }
 
@@ -319,10 +319,10 @@ impl CellSpec {
     /// "timer, fifo 95, cpu" for notes and progress.
     pub fn label(&self) -> String {
         let (policy, priority) = self.probe.policy();
-        let prio = if policy == SchedPolicy::Other {
-            "other".to_string()
-        } else {
+        let prio = if policy.has_priority() {
             format!("{} {priority}", policy.as_str())
+        } else {
+            policy.as_str().to_string()
         };
         format!("{}, {prio}, {}", self.probe.name(), self.workload)
     }

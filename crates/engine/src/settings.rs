@@ -3,11 +3,12 @@
 //! `compare`, the report and `sched` read back is written once.
 
 use latscope_model::{
-    AppSettings, CellSettings, CommonSettings, NoiseSettings, PhaseName, Policy, TimerApiName,
-    TimerSettings, UdpSettings,
+    AppSettings, CellSettings, CommonSettings, DeadlineSettings, NoiseSettings, PhaseName, Policy,
+    TimerApiName, TimerSettings, UdpSettings,
 };
 use latscope_platform::SchedPolicy;
 use latscope_probes::timer::{Phase, TimerApi};
+use latscope_probes::ThreadSetup;
 
 use crate::config::{CellSpec, ProbeSpec};
 
@@ -25,9 +26,23 @@ impl CellSpec {
 /// clock read measured when the run started.
 fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
     let loaded = cell.workload != "none";
+    let sched = cell.probe.policy().0;
     let common = CommonSettings {
-        policy: policy(cell.probe.policy().0),
+        policy: policy(sched),
         priority: cell.probe.effective_priority(),
+        nice: match &cell.probe {
+            ProbeSpec::Timer(t) => t.nice,
+            _ => None,
+        },
+        rr_interval_ns: None,
+        deadline: match sched {
+            SchedPolicy::Deadline(d) => Some(DeadlineSettings {
+                runtime_ns: d.runtime,
+                deadline_ns: d.deadline,
+                period_ns: d.period,
+            }),
+            _ => None,
+        },
         cpus: cell.cpus.to_string(),
         duration_ns: cell.probe.duration(),
         threshold_ns: cell.probe.threshold(),
@@ -85,7 +100,21 @@ fn policy(p: SchedPolicy) -> Policy {
         SchedPolicy::Fifo => Policy::Fifo,
         SchedPolicy::Rr => Policy::Rr,
         SchedPolicy::Other => Policy::Other,
+        SchedPolicy::Batch => Policy::Batch,
+        SchedPolicy::Idle => Policy::Idle,
+        SchedPolicy::Deadline(_) => Policy::Deadline,
     }
+}
+
+/// The settings with the round-robin quantum the measuring threads
+/// obtained under SCHED_RR (the first one reported: the kernel gives every
+/// RR thread the same, `sched_rr_timeslice_ms`).
+pub(crate) fn with_rr_quantum(mut settings: CellSettings, setups: &[ThreadSetup]) -> CellSettings {
+    settings.common_mut().rr_interval_ns = setups
+        .iter()
+        .find_map(|s| s.rr_interval_ns)
+        .map(latscope_model::Nanos);
+    settings
 }
 
 fn timer_api(api: TimerApi) -> TimerApiName {
@@ -113,6 +142,7 @@ mod tests {
             period: Nanos::from_micros(100),
             policy: SchedPolicy::Rr,
             priority: 50,
+            nice: None,
             api: TimerApi::PosixTimer,
             phase: Phase::Random,
             threshold: Some(Nanos::from_micros(80)),

@@ -5,7 +5,6 @@
 //! change that.
 
 use latscope_model::TimerSlack;
-use latscope_platform::SchedPolicy;
 use latscope_probes::ThreadSetup;
 
 use crate::config::ProbeSpec;
@@ -29,7 +28,7 @@ pub(crate) fn note(probe: &ProbeSpec, setups: &[ThreadSetup]) -> Option<String> 
     let ProbeSpec::Timer(t) = probe else {
         return None;
     };
-    let real_time = t.policy != SchedPolicy::Other;
+    let real_time = t.policy.is_real_time();
     let granted = setups.iter().all(|s| s.scheduler.is_ok());
     if t.timer_slack == TimerSlack::MINIMUM || !real_time || !granted {
         return None;
@@ -47,6 +46,7 @@ pub(crate) fn note(probe: &ProbeSpec, setups: &[ThreadSetup]) -> Option<String> 
 mod tests {
     use super::*;
     use latscope_model::{CpuId, Nanos};
+    use latscope_platform::SchedPolicy;
     use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
 
     fn setup(slack: Option<u64>, granted: bool) -> ThreadSetup {
@@ -55,6 +55,7 @@ mod tests {
             tid: 1,
             scheduler: if granted { Ok(()) } else { Err("EPERM".into()) },
             timer_slack_ns: slack,
+            rr_interval_ns: None,
         }
     }
 
@@ -64,6 +65,7 @@ mod tests {
             period: Nanos::from_millis(1),
             policy,
             priority: 95,
+            nice: None,
             api: TimerApi::ClockNanosleep,
             phase: Phase::Fixed,
             threshold: None,

@@ -99,13 +99,16 @@ pub fn parse_probes(list: &str) -> Result<Vec<SuiteProbe>, SuiteError> {
     Ok(out)
 }
 
-/// `95` → FIFO 95, `other` → SCHED_OTHER (priority 0), `rr:50` → RR 50,
-/// `fifo:50` → FIFO 50; a setting named twice runs once.
+/// `95` → FIFO 95, `other` → SCHED_OTHER (priority 0), `batch` and
+/// `idle` likewise, `rr:50` → RR 50, `fifo:50` → FIFO 50; a setting named
+/// twice runs once.
 pub fn parse_priorities(list: &str) -> Result<Vec<(SchedPolicy, u32)>, SuiteError> {
     let mut out = Vec::new();
     for item in list.split(',').map(str::trim) {
         let parsed = match item {
             "other" => Some((SchedPolicy::Other, 0)),
+            "batch" => Some((SchedPolicy::Batch, 0)),
+            "idle" => Some((SchedPolicy::Idle, 0)),
             _ => {
                 let (policy, n) = match item.split_once(':') {
                     Some(("fifo", n)) => (SchedPolicy::Fifo, n),
@@ -320,6 +323,7 @@ mod tests {
             period: Nanos::from_millis(1),
             policy: SchedPolicy::Fifo,
             priority: 95,
+            nice: None,
             api: TimerApi::ClockNanosleep,
             phase: Phase::Fixed,
             threshold: None,

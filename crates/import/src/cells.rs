@@ -117,7 +117,7 @@ pub(crate) fn scheduling(
         (default.1, default.2),
         notes,
     )?;
-    Ok((policy, if policy == Policy::Other { 0 } else { priority }))
+    Ok((policy, if policy.has_priority() { priority } else { 0 }))
 }
 
 /// A timer cell's period and scheduling: the file's, else the user's, else

@@ -229,6 +229,8 @@ impl CyclictestArgs {
         let mut note = None;
         let policy = match named {
             Some(p @ (Policy::Fifo | Policy::Rr)) => p,
+            // Not parsed from cyclictest's options (recorded as other).
+            Some(p @ (Policy::Batch | Policy::Idle | Policy::Deadline)) => p,
             Some(Policy::Other) if priority > 0 => Policy::Fifo,
             Some(Policy::Other) => {
                 if let Some(p) = self

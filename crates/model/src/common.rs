@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::Nanos;
 
-/// A scheduling policy as the settings record it (`fifo`, `rr`, `other`).
+/// A scheduling policy as the settings record it (`fifo`, `rr`, `other`,
+/// `batch`, `idle`, `deadline`).
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
@@ -20,6 +21,9 @@ pub enum Policy {
     Fifo,
     Rr,
     Other,
+    Batch,
+    Idle,
+    Deadline,
 }
 
 impl Policy {
@@ -28,8 +32,25 @@ impl Policy {
             Policy::Fifo => "fifo",
             Policy::Rr => "rr",
             Policy::Other => "other",
+            Policy::Batch => "batch",
+            Policy::Idle => "idle",
+            Policy::Deadline => "deadline",
         }
     }
+
+    /// FIFO and RR: the policies with a real-time priority.
+    pub fn has_priority(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr)
+    }
+}
+
+/// A `SCHED_DEADLINE` reservation as recorded: `runtime_ns` of CPU every
+/// `period_ns`, within `deadline_ns` of each period's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DeadlineSettings {
+    pub runtime_ns: Nanos,
+    pub deadline_ns: Nanos,
+    pub period_ns: Nanos,
 }
 
 impl fmt::Display for Policy {
@@ -50,9 +71,21 @@ fn default_priority() -> u32 {
 pub struct CommonSettings {
     #[serde(default)]
     pub policy: Policy,
-    /// The priority applied: 0 for `other` whatever was asked.
+    /// The priority applied: 0 for `other`, `batch`, `idle` and
+    /// `deadline` whatever was asked.
     #[serde(default = "default_priority")]
     pub priority: u32,
+    /// The nice value asked for under `other` or `batch` (absent: the one
+    /// inherited, 0 unless latscope itself was niced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nice: Option<i32>,
+    /// Under `rr`: the round-robin quantum the kernel reported
+    /// (`sched_rr_get_interval`) for the measuring threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr_interval_ns: Option<Nanos>,
+    /// Under `deadline`: the reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DeadlineSettings>,
     /// The measured CPUs as `--cpus` reads them ("0-1,3").
     #[serde(default)]
     pub cpus: String,
@@ -78,6 +111,9 @@ impl Default for CommonSettings {
         CommonSettings {
             policy: Policy::Fifo,
             priority: DEFAULT_PRIORITY,
+            nice: None,
+            rr_interval_ns: None,
+            deadline: None,
             cpus: String::new(),
             duration_ns: None,
             threshold_ns: None,

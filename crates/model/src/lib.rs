@@ -25,7 +25,7 @@ mod timer;
 mod udp;
 mod workload;
 
-pub use common::{CommonSettings, Policy, DEFAULT_PRIORITY};
+pub use common::{CommonSettings, DeadlineSettings, Policy, DEFAULT_PRIORITY};
 pub use cpu::{CpuId, CpuSet, CpuSetError};
 pub use episode::RecurringCause;
 pub use episode::StealSource;

@@ -429,18 +429,24 @@ impl CellSettings {
     /// The priority applied: 0 under `other`, even if a record says more.
     pub fn priority(&self) -> u32 {
         let c = self.common();
-        if c.policy == Policy::Other {
-            0
-        } else {
+        if c.policy.has_priority() {
             c.priority
+        } else {
+            0
         }
     }
 
-    /// "fifo 95" or "other": the scheduling part, for matrix rows.
+    /// "fifo 95", "other", "other nice 5", "idle" or "deadline
+    /// 100us/1.00ms" (runtime/period): the scheduling part, for matrix rows.
     pub fn sched_label(&self) -> String {
-        match self.policy() {
-            Policy::Other => "other".to_string(),
-            p => format!("{p} {}", self.priority()),
+        let c = self.common();
+        match (self.policy(), c.nice, c.deadline) {
+            (p, _, _) if p.has_priority() => format!("{p} {}", self.priority()),
+            (Policy::Deadline, _, Some(d)) => {
+                format!("deadline {}/{}", d.runtime_ns, d.period_ns)
+            }
+            (p, Some(n), _) if n != 0 => format!("{p} nice {n}"),
+            (p, _, _) => p.to_string(),
         }
     }
 
@@ -469,6 +475,7 @@ impl CellSettings {
         let c = s.common_mut();
         c.clock_read_ns = 0;
         c.duration_ns = None;
+        c.rr_interval_ns = None;
         s
     }
 
@@ -509,6 +516,9 @@ mod tests {
             common: CommonSettings {
                 policy: Policy::Fifo,
                 priority: 95,
+                nice: None,
+                rr_interval_ns: None,
+                deadline: None,
                 cpus: "0".into(),
                 duration_ns: Some(Nanos::from_secs(3)),
                 threshold_ns: None,
@@ -559,6 +569,9 @@ mod tests {
             common: CommonSettings {
                 policy: Policy::Other,
                 priority: 0,
+                nice: None,
+                rr_interval_ns: None,
+                deadline: None,
                 cpus: "0-1".into(),
                 duration_ns: None,
                 threshold_ns: Some(Nanos(10_000)),

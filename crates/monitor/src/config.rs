@@ -339,7 +339,7 @@ impl Settings {
             cpus: self.cpus.clone(),
             period: Some(self.period),
             duration: None,
-            priority: self.priority,
+            priority: Some(self.priority),
             threshold: Some(self.threshold),
             timer: TimerOptions {
                 noise_duty: self.noise,
@@ -503,7 +503,7 @@ mod tests {
         let r = Settings::resolve(&layer).unwrap().request();
         assert_eq!(r.duration, None);
         assert_eq!(r.period(), Nanos::from_millis(2));
-        assert_eq!(r.priority, 80);
+        assert_eq!(r.priority, Some(80));
         assert_eq!(r.threshold, Some(Nanos::from_micros(500)));
         assert!(r.timer.noise_duty.is_some() && r.trace.on);
         let online: latscope_model::CpuSet = [latscope_model::CpuId(0)].into_iter().collect();

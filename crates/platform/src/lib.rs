@@ -31,6 +31,7 @@ pub mod process;
 pub mod procstat;
 pub mod pthread_mutex;
 mod sched;
+mod sched_class;
 mod signals;
 mod sysfs;
 pub mod sysinfo;
@@ -47,4 +48,5 @@ pub use sched::{
     block_signals_in_this_thread, current_tid, lock_memory, one_heap, online_cpus, set_affinity,
     set_affinity_set, set_scheduler, set_timer_slack, timer_slack, SchedPolicy,
 };
+pub use sched_class::{rr_interval, set_nice, DeadlineParams};
 pub use signals::StopSignals;

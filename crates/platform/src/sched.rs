@@ -4,6 +4,7 @@ use std::mem;
 use latscope_model::{CpuId, CpuSet};
 
 use crate::error::PlatformError;
+use crate::sched_class::DeadlineParams;
 
 /// A scheduling policy for measuring threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +15,15 @@ pub enum SchedPolicy {
     Rr,
     /// `SCHED_OTHER`: the normal, fair-share class (priority must be 0).
     Other,
+    /// `SCHED_BATCH`: fair-share, but treated as CPU-bound (no wake-up
+    /// preemption of others).
+    Batch,
+    /// `SCHED_IDLE`: runs only when nothing else in the fair class wants
+    /// the CPU (a weight below nice 19).
+    Idle,
+    /// `SCHED_DEADLINE`: earliest deadline first with a reserved runtime
+    /// every period (set with `sched_setattr`).
+    Deadline(DeadlineParams),
 }
 
 impl SchedPolicy {
@@ -22,13 +32,40 @@ impl SchedPolicy {
             SchedPolicy::Fifo => "fifo",
             SchedPolicy::Rr => "rr",
             SchedPolicy::Other => "other",
+            SchedPolicy::Batch => "batch",
+            SchedPolicy::Idle => "idle",
+            SchedPolicy::Deadline(_) => "deadline",
         }
     }
+
+    /// FIFO and RR: the policies with a real-time priority (1-99).
+    pub fn has_priority(self) -> bool {
+        matches!(self, SchedPolicy::Fifo | SchedPolicy::Rr)
+    }
+
+    /// The policies above every fair-share thread: FIFO, RR and DEADLINE
+    /// (the kernel clears their timer slack).
+    pub fn is_real_time(self) -> bool {
+        matches!(
+            self,
+            SchedPolicy::Fifo | SchedPolicy::Rr | SchedPolicy::Deadline(_)
+        )
+    }
+
+    /// The fair-share policies, which take a nice value: OTHER and BATCH
+    /// (IDLE ignores nice).
+    pub fn takes_nice(self) -> bool {
+        matches!(self, SchedPolicy::Other | SchedPolicy::Batch)
+    }
+
     fn raw(self) -> libc::c_int {
         match self {
             SchedPolicy::Fifo => libc::SCHED_FIFO,
             SchedPolicy::Rr => libc::SCHED_RR,
             SchedPolicy::Other => libc::SCHED_OTHER,
+            SchedPolicy::Batch => libc::SCHED_BATCH,
+            SchedPolicy::Idle => libc::SCHED_IDLE,
+            SchedPolicy::Deadline(_) => crate::sched_class::SCHED_DEADLINE,
         }
     }
 }
@@ -78,10 +115,14 @@ pub fn set_affinity_set(cpus: &[CpuId]) -> Result<(), PlatformError> {
     Ok(())
 }
 
-/// Sets the calling thread's policy and priority (`priority` is ignored for
-/// [`SchedPolicy::Other`]).
+/// Sets the calling thread's policy and priority (`priority` is ignored
+/// unless the policy [has one](SchedPolicy::has_priority)). DEADLINE goes
+/// through `sched_setattr` and its error names the kernel's reason.
 pub fn set_scheduler(policy: SchedPolicy, priority: u32) -> Result<(), PlatformError> {
-    let prio = if policy == SchedPolicy::Other {
+    if let SchedPolicy::Deadline(params) = policy {
+        return crate::sched_class::set_deadline(params);
+    }
+    let prio = if !policy.has_priority() {
         0
     } else {
         libc::c_int::try_from(priority)

@@ -19,6 +19,9 @@ pub struct ThreadSetup {
     /// kernel reports it (0 under a real-time policy); `None` when it could
     /// not be set as asked or read back.
     pub timer_slack_ns: Option<u64>,
+    /// Under SCHED_RR: the round-robin quantum the kernel reported for
+    /// this thread (`sched_rr_get_interval`), ns.
+    pub rr_interval_ns: Option<u64>,
 }
 
 /// A cheap view of progress for the progress bar.
@@ -34,6 +37,10 @@ pub struct Progress {
 pub enum ProbeError {
     #[error("invalid settings: {0}")]
     Config(#[from] SettingError),
+    /// A policy the kernel refused where falling back to SCHED_OTHER would
+    /// measure something else than asked (SCHED_DEADLINE): its reason.
+    #[error("{0}")]
+    Scheduler(String),
     #[error("cannot pin the measuring thread to CPU {cpu}: {reason}")]
     Affinity { cpu: CpuId, reason: String },
     #[error("cannot start measuring thread: {0}")]

@@ -13,13 +13,13 @@ use latscope_platform::SchedPolicy;
 
 use crate::{ProbeError, ThreadSetup};
 
-/// The priority actually applied: SCHED_OTHER has no real-time priority,
-/// whatever was asked for.
+/// The priority actually applied: only FIFO and RR have a real-time
+/// priority, whatever was asked for.
 pub fn effective_priority(policy: SchedPolicy, priority: u32) -> u32 {
-    if policy == SchedPolicy::Other {
-        0
-    } else {
+    if policy.has_priority() {
         priority
+    } else {
+        0
     }
 }
 
@@ -28,6 +28,8 @@ pub fn effective_priority(policy: SchedPolicy, priority: u32) -> u32 {
 pub(crate) struct Sched {
     pub policy: SchedPolicy,
     pub priority: u32,
+    /// Under OTHER or BATCH: the nice value each thread takes.
+    pub nice: Option<i32>,
     /// The timer slack each thread sets before taking its policy.
     pub slack: TimerSlack,
 }
@@ -36,12 +38,18 @@ pub(crate) fn set_up_thread(cpu: CpuId, sched: Sched) -> Result<ThreadSetup, Pro
     let Sched {
         policy,
         priority,
+        nice,
         slack,
     } = sched;
-    latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
-        cpu,
-        reason: e.to_string(),
-    })?;
+    // The kernel refuses SCHED_DEADLINE to a thread that cannot run on
+    // every CPU of its root domain: a DEADLINE thread stays unpinned.
+    let deadline = matches!(policy, SchedPolicy::Deadline(_));
+    if !deadline {
+        latscope_platform::set_affinity(cpu).map_err(|e| ProbeError::Affinity {
+            cpu,
+            reason: e.to_string(),
+        })?;
+    }
     // Stop signals go to the housekeeping thread, never into a measurement.
     let _ = latscope_platform::block_signals_in_this_thread();
     // `default` leaves the slack this thread inherited alone.
@@ -50,15 +58,28 @@ pub(crate) fn set_up_thread(cpu: CpuId, sched: Sched) -> Result<ThreadSetup, Pro
         TimerSlack::KernelDefault => true,
     };
     let priority = effective_priority(policy, priority);
-    let scheduler = latscope_platform::set_scheduler(policy, priority).map_err(|e| e.to_string());
-    if scheduler.is_err() && policy != SchedPolicy::Other {
-        let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
+    let scheduler = latscope_platform::set_scheduler(policy, priority)
+        .and_then(|()| nice.map_or(Ok(()), latscope_platform::set_nice))
+        .map_err(|e| e.to_string());
+    match &scheduler {
+        // A DEADLINE reservation refused (admission control above all) is
+        // the answer the user asked for: the probe does not start.
+        Err(reason) if deadline => return Err(ProbeError::Scheduler(reason.clone())),
+        Err(_) if policy != SchedPolicy::Other => {
+            let _ = latscope_platform::set_scheduler(SchedPolicy::Other, 0);
+        }
+        _ => {}
     }
+    let rr = policy == SchedPolicy::Rr && scheduler.is_ok();
     Ok(ThreadSetup {
         cpu,
         tid: latscope_platform::current_tid(),
         scheduler,
         timer_slack_ns: latscope_platform::timer_slack().ok().filter(|_| slack_set),
+        rr_interval_ns: rr
+            .then(|| latscope_platform::rr_interval().ok())
+            .flatten()
+            .map(|n| n.0),
     })
 }
 
@@ -90,6 +111,7 @@ mod tests {
         let sched = Sched {
             policy,
             priority: effective_priority(policy, 10),
+            nice: None,
             slack,
         };
         std::thread::spawn(move || {
@@ -129,5 +151,45 @@ mod tests {
         assert_eq!(effective_priority(SchedPolicy::Other, 95), 0);
         assert_eq!(effective_priority(SchedPolicy::Fifo, 95), 95);
         assert_eq!(effective_priority(SchedPolicy::Rr, 10), 10);
+        assert_eq!(effective_priority(SchedPolicy::Batch, 10), 0);
+        assert_eq!(effective_priority(SchedPolicy::Idle, 10), 0);
+    }
+
+    /// Under RR the thread records the quantum the kernel reports; a
+    /// refused DEADLINE reservation stops the set-up with the kernel's
+    /// reason instead of falling back to SCHED_OTHER.
+    #[test]
+    fn rr_records_its_quantum_and_a_refused_deadline_is_an_error() {
+        let cpu = latscope_platform::online_cpus()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        let sched = |policy| Sched {
+            policy,
+            priority: 10,
+            nice: None,
+            slack: TimerSlack::MINIMUM,
+        };
+        let rr = sched(SchedPolicy::Rr);
+        let setup = std::thread::spawn(move || set_up_thread(cpu, rr).unwrap())
+            .join()
+            .unwrap();
+        match setup.scheduler {
+            Ok(()) => assert!(setup.rr_interval_ns.is_some_and(|ns| ns > 0)),
+            Err(_) => println!("skipped: needs SCHED_RR (root or CAP_SYS_NICE)"),
+        }
+        // EINVAL whatever the privileges: runtime above the period.
+        let bad = sched(SchedPolicy::Deadline(latscope_platform::DeadlineParams {
+            runtime: Nanos::from_millis(2),
+            deadline: Nanos::from_millis(1),
+            period: Nanos::from_millis(1),
+        }));
+        let err = std::thread::spawn(move || set_up_thread(cpu, bad))
+            .join()
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(err, ProbeError::Scheduler(_)), "{err}");
+        assert!(err.to_string().contains("SCHED_DEADLINE"), "{err}");
     }
 }

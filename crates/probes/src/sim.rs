@@ -147,6 +147,7 @@ impl SimProbe {
                 tid,
                 scheduler: Ok(()),
                 timer_slack_ns: Some(1),
+                rr_interval_ns: None,
             })
             .collect();
         let start_ns = config.clock.monotonic_ns();

@@ -217,6 +217,7 @@ mod tests {
         Sched {
             policy: SchedPolicy::Other,
             priority: 0,
+            nice: None,
             slack: TimerSlack::MINIMUM,
         }
     }

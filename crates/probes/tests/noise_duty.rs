@@ -26,6 +26,7 @@ fn config(cpu: u32, duty: Option<NoiseDuty>, root: bool) -> TimerConfig {
             SchedPolicy::Other
         },
         priority: if root { 95 } else { 0 },
+        nice: None,
         api: TimerApi::ClockNanosleep,
         phase: Phase::Fixed,
         threshold: None,

@@ -1492,6 +1492,9 @@ fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
             common: CommonSettings {
                 policy: Policy::Rr,
                 priority: 50,
+                nice: None,
+                rr_interval_ns: None,
+                deadline: None,
                 cpus: "0".into(),
                 duration_ns: Some(Nanos::from_secs(3)),
                 threshold_ns: None,
@@ -1512,6 +1515,9 @@ fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
             common: CommonSettings {
                 policy: Policy::Other,
                 priority: 0,
+                nice: None,
+                rr_interval_ns: None,
+                deadline: None,
                 cpus: "0-1".into(),
                 duration_ns: Some(Nanos::from_secs(10)),
                 threshold_ns: Some(Nanos(10_000)),
@@ -1532,6 +1538,9 @@ fn a_version_5_store_migrates_its_settings_to_the_typed_form() {
             common: CommonSettings {
                 policy: Policy::Fifo,
                 priority: 95,
+                nice: None,
+                rr_interval_ns: None,
+                deadline: None,
                 cpus: "0-1".into(),
                 duration_ns: Some(Nanos::from_secs(5)),
                 threshold_ns: None,

@@ -1,7 +1,7 @@
 //! Why a request cannot be run: one variant per rule, naming settings
 //! (never a command-line option: the CLI words each for its options).
 
-use latscope_model::Nanos;
+use latscope_model::{Nanos, Policy};
 use latscope_probes::SettingError;
 use latscope_workloads::WorkloadError;
 
@@ -78,4 +78,39 @@ pub enum RequestError {
     Workload(WorkloadError),
     #[error("load level: {0}")]
     LoadLevel(WorkloadError),
+    /// A priority given with a policy that has none.
+    #[error("a priority needs fifo or rr: {0} threads have no real-time priority")]
+    PriorityWithoutRealTime(Policy),
+    /// A nice value given with a policy it does not weigh.
+    #[error("a nice value needs other or batch: {0} threads {reason}", reason = nice_reason(*.0))]
+    NiceWithPolicy(Policy),
+    #[error("nice {0} is outside -20..19")]
+    NiceOutOfRange(i32),
+    #[error("runtime and deadline need the deadline policy")]
+    DeadlineOptionsWithoutDeadline,
+    /// batch, idle, deadline and nice are the timer probe's.
+    #[error("the {0} policy and a nice value need the timer probe")]
+    PolicyNeedsTimer(Policy),
+    #[error("deadline runtime {0} is below the kernel's least, 1.02us (1024ns)")]
+    DeadlineRuntimeTooShort(Nanos),
+    /// The kernel refuses (EINVAL) a reservation out of this order.
+    #[error("the kernel wants runtime <= deadline <= period: runtime {runtime}, deadline {deadline}, period {period}")]
+    DeadlineOrder {
+        runtime: Nanos,
+        deadline: Nanos,
+        period: Nanos,
+    },
+    /// The kernel refuses (EPERM) SCHED_DEADLINE to a pinned thread.
+    #[error("deadline threads cannot be pinned: the kernel admits SCHED_DEADLINE only for a thread free to run on every CPU of its root domain (online: {online}), not on cpus {cpus}")]
+    DeadlineCpus { cpus: String, online: String },
+}
+
+/// Why a policy takes no nice value.
+pub fn nice_reason(p: Policy) -> &'static str {
+    match p {
+        Policy::Fifo | Policy::Rr => "take a real-time priority instead",
+        Policy::Idle => "run below every nice value",
+        Policy::Deadline => "are scheduled by their reservation",
+        Policy::Other | Policy::Batch => "take one",
+    }
 }

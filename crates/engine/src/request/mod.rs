@@ -10,18 +10,19 @@
 mod error;
 mod plan;
 mod probe;
+mod sched;
 #[cfg(test)]
 mod tests;
 
-use latscope_model::{CpuSet, Nanos, NoiseDuty, TimerSlack, UdpPath};
-use latscope_platform::SchedPolicy;
+use latscope_model::{CpuSet, Nanos, NoiseDuty, Policy, TimerSlack, UdpPath};
 use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
 use latscope_workloads::LoadLevel;
 
 use crate::actions::{Action, Limit};
 use crate::config::{CellSpec, ProbeSpec, TraceBackend, TracePlan};
 
-pub use error::{Bound, RequestError};
+pub use error::{nice_reason, Bound, RequestError};
+pub use sched::MIN_DEADLINE_RUNTIME;
 
 /// The probe a run measures with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +43,20 @@ pub struct TimerOptions {
     pub slack: Option<TimerSlack>,
     /// The noise probe's duty cycle run beside the timer (the monitor).
     pub noise_duty: Option<NoiseDuty>,
+}
+
+/// The settings of the policies beyond FIFO and RR, for the timer probe
+/// (`None`: the default). The DEADLINE period is the probe's period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedOptions {
+    /// Under `other` or `batch`: the measuring threads' nice value,
+    /// -20..19 (`None`: the one inherited).
+    pub nice: Option<i32>,
+    /// Under `deadline`: the runtime reserved every period (`None`:
+    /// [`RunRequest::DEFAULT_RUNTIME_SHARE`] of the period).
+    pub runtime: Option<Nanos>,
+    /// Under `deadline`: the relative deadline (`None`: the period).
+    pub deadline: Option<Nanos>,
 }
 
 /// The noise probe's own settings (`None`: the default).
@@ -95,8 +110,12 @@ pub struct RunRequest {
     pub period: Option<Nanos>,
     /// `None`: until stopped (the monitor's epochs).
     pub duration: Option<Nanos>,
-    pub policy: SchedPolicy,
-    pub priority: u32,
+    pub policy: Policy,
+    /// `None`: [`RunRequest::DEFAULT_PRIORITY`] under `fifo` and `rr`;
+    /// refused under the other policies, which have none.
+    pub priority: Option<u32>,
+    /// Nice value and DEADLINE reservation.
+    pub sched: SchedOptions,
     /// Samples above it are counted (and with tracing become episodes).
     pub threshold: Option<Nanos>,
     pub timer: TimerOptions,
@@ -124,6 +143,9 @@ impl RunRequest {
     pub const DEFAULT_UDP_PERIOD: Nanos = Nanos::from_millis(10);
     pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(30);
     pub const DEFAULT_PRIORITY: u32 = 95;
+    /// Under `deadline` without a runtime: this fraction (1/N) of the
+    /// period is reserved.
+    pub const DEFAULT_RUNTIME_SHARE: u64 = 10;
     pub const DEFAULT_CHECKPOINT: Nanos = Nanos::from_secs(10);
     /// The shortest checkpoint interval.
     pub const MIN_CHECKPOINT: Nanos = Nanos::from_millis(100);
@@ -157,8 +179,9 @@ impl Default for RunRequest {
             cpus: None,
             period: None,
             duration: Some(Self::DEFAULT_DURATION),
-            policy: SchedPolicy::Fifo,
-            priority: Self::DEFAULT_PRIORITY,
+            policy: Policy::Fifo,
+            priority: None,
+            sched: SchedOptions::default(),
             threshold: None,
             timer: TimerOptions {
                 api: TimerApi::ClockNanosleep,

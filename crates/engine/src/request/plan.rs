@@ -22,6 +22,7 @@ impl RunRequest {
             None => self.threshold,
         };
         let cpus = self.cpu_set(online)?;
+        self.check_deadline_cpus(&cpus, online)?;
         let timer = self.timer_config(&cpus, threshold, trace.as_ref())?;
         let probe = match self.probe {
             ProbeKind::Timer => ProbeSpec::Timer(timer.clone()),
@@ -77,6 +78,7 @@ impl RunRequest {
             return Err(RequestError::CheckpointTooShort);
         }
         self.check_probe_options()?;
+        self.check_sched()?;
         if self.duration.is_none() {
             let (min, max) = Self::UNBOUNDED_PERIODS;
             let period = self.period();
@@ -158,8 +160,9 @@ impl RunRequest {
         let timer = TimerConfig {
             cpus: cpus.iter().collect(),
             period,
-            policy: self.policy,
-            priority: self.priority,
+            policy: self.sched_policy(period),
+            priority: self.priority(),
+            nice: self.sched.nice,
             api: self.timer.api,
             phase: self.timer.phase,
             threshold,

@@ -113,6 +113,7 @@ impl Probe for AppProbe {
         let sched = threads::Sched {
             policy: config.policy,
             priority: config.priority,
+            nice: None,
             slack: latscope_model::TimerSlack::MINIMUM,
         };
         let mut threads = threads::start(specs, sched)?;

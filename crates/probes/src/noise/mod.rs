@@ -305,6 +305,7 @@ impl NoiseProbe {
         let sched = threads::Sched {
             policy: self.config.policy,
             priority: self.config.priority,
+            nice: None,
             slack: latscope_model::TimerSlack::MINIMUM,
         };
         let mut threads = threads::start(specs, sched)?;

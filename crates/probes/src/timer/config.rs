@@ -21,6 +21,9 @@ pub struct TimerConfig {
     pub period: Nanos,
     pub policy: SchedPolicy,
     pub priority: u32,
+    /// Under OTHER or BATCH: the measuring threads' nice value (`None`:
+    /// the one inherited).
+    pub nice: Option<i32>,
     pub api: TimerApi,
     pub phase: Phase,
     pub threshold: Option<Nanos>,
@@ -60,17 +63,13 @@ impl TimerConfig {
         if self.phase == Phase::Random && !self.api.is_relative() {
             return Err(SettingError::PhaseRandom(self.api));
         }
-        match self.policy {
-            SchedPolicy::Other if self.priority != 0 => {
-                // Accepted but meaningless: SCHED_OTHER has no RT priority.
-            }
-            SchedPolicy::Fifo | SchedPolicy::Rr if !(1..=99).contains(&self.priority) => {
-                return Err(SettingError::PriorityForPolicy {
-                    priority: self.priority,
-                    policy: self.policy.as_str(),
-                });
-            }
-            _ => {}
+        // Without a real-time priority (OTHER, BATCH, IDLE, DEADLINE) the
+        // priority is not applied; the request refuses one given.
+        if self.policy.has_priority() && !(1..=99).contains(&self.priority) {
+            return Err(SettingError::PriorityForPolicy {
+                priority: self.priority,
+                policy: self.policy.as_str(),
+            });
         }
         if let Some(duty) = &self.noise_duty {
             duty.validate().map_err(SettingError::NoiseDuty)?;
@@ -89,7 +88,7 @@ impl TimerConfig {
         Ok(())
     }
 
-    /// The priority actually applied (0 for SCHED_OTHER).
+    /// The priority actually applied (0 without FIFO or RR).
     pub fn effective_priority(&self) -> u32 {
         crate::setup::effective_priority(self.policy, self.priority)
     }

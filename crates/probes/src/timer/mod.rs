@@ -133,6 +133,7 @@ impl TimerProbe {
         let sched = threads::Sched {
             policy: self.config.policy,
             priority: self.config.priority,
+            nice: self.config.nice,
             slack: self.config.timer_slack,
         };
         // The noise threads first: they sleep until their first active

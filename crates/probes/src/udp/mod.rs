@@ -253,6 +253,7 @@ impl UdpProbe {
         let sched = threads::Sched {
             policy: cfg.policy,
             priority: cfg.priority,
+            nice: None,
             slack: latscope_model::TimerSlack::MINIMUM,
         };
         let threads = threads::start(specs, sched)?;
