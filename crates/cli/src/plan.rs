@@ -319,7 +319,7 @@ fn sched_line(e: &RequestError) -> String {
             "the kernel wants --sched-runtime <= --sched-deadline <= --period: got {runtime}, {deadline}, {period}"
         ),
         RequestError::DeadlineCpus { cpus, online } => format!(
-            "--policy deadline with --cpus {cpus}: the kernel admits SCHED_DEADLINE only for threads free to run on every CPU of their root domain (online: {online}); leave --cpus out"
+            "--policy deadline threads cannot be pinned (--cpus {cpus}): the kernel admits SCHED_DEADLINE only for threads free to run on every CPU of their root domain (online: {online}); leave --cpus out"
         ),
         other => other.to_string(),
     }

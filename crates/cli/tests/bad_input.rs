@@ -45,7 +45,7 @@ fn bad_run_arguments_fail_cleanly_and_keep_stored_runs() {
         (&["--cpus", "x"], "invalid CPU list"),
         (&["--priority", "0"], "out of range"),
         (&["--priority", "100"], "out of range"),
-        (&["--policy", "batch"], "invalid value"),
+        (&["--policy", "sporadic"], "invalid value"),
         (&["--timer-api", "select"], "invalid value"),
         (&["--phase", "random"], "relative timers"),
         (&["--threshold", "fast"], "invalid duration"),

@@ -123,3 +123,68 @@ impl Default for CommonSettings {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::CellSettings;
+
+    /// Settings stored before the policies beyond FIFO, RR and OTHER read
+    /// back with no nice value, quantum or reservation; the new fields are
+    /// written only when set, so a FIFO cell's JSON is as it was.
+    #[test]
+    fn old_settings_read_and_new_fields_appear_only_when_set() {
+        let old = json!({
+            "probe": "timer", "period_ns": 1000000, "policy": "rr", "priority": 50,
+            "cpus": "0-1", "clock_read_ns": 20, "timer_api": "clock_nanosleep"
+        });
+        let s: CellSettings = serde_json::from_value(old).unwrap();
+        let c = s.common();
+        assert_eq!((c.policy, c.priority), (Policy::Rr, 50));
+        assert_eq!((c.nice, c.rr_interval_ns, c.deadline), (None, None, None));
+        let v = serde_json::to_value(&s).unwrap();
+        for key in ["nice", "rr_interval_ns", "deadline"] {
+            assert!(v.get(key).is_none(), "{key} written: {v}");
+        }
+    }
+
+    #[test]
+    fn the_new_policies_round_trip_with_their_parameters() {
+        let mut s: CellSettings =
+            serde_json::from_value(json!({"probe": "timer", "period_ns": 1000000})).unwrap();
+        let c = s.common_mut();
+        c.policy = Policy::Deadline;
+        c.priority = 0;
+        c.deadline = Some(DeadlineSettings {
+            runtime_ns: Nanos::from_micros(100),
+            deadline_ns: Nanos::from_micros(500),
+            period_ns: Nanos::from_millis(1),
+        });
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["policy"], "deadline");
+        assert_eq!(v["deadline"]["runtime_ns"], 100_000);
+        assert_eq!(v["deadline"]["deadline_ns"], 500_000);
+        assert_eq!(v["deadline"]["period_ns"], 1_000_000);
+        assert_eq!(serde_json::from_value::<CellSettings>(v).unwrap(), s);
+        assert!(
+            s.sched_label().starts_with("deadline "),
+            "{}",
+            s.sched_label()
+        );
+        assert_eq!(s.priority(), 0);
+        let c = s.common_mut();
+        (c.policy, c.deadline, c.nice) = (Policy::Batch, None, Some(5));
+        assert_eq!(s.sched_label(), "batch nice 5");
+        let c = s.common_mut();
+        (c.policy, c.nice, c.rr_interval_ns) = (Policy::Rr, None, Some(Nanos::from_millis(100)));
+        c.priority = 10;
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["rr_interval_ns"], 100_000_000);
+        assert_eq!(s.sched_label(), "rr 10");
+        // The quantum is measured, not configured: not part of the cell.
+        assert_eq!(s.cell_identity().common().rr_interval_ns, None);
+    }
+}

@@ -645,8 +645,8 @@ mod tests {
         assert!(matches!(e, SettingsError::ProbeMismatch { .. }), "{e}");
         let e = CellSettings::from_json("warp", json!({})).unwrap_err();
         assert!(e.to_string().contains("warp"), "{e}");
-        let e = CellSettings::from_json("timer", json!({ "policy": "batch" })).unwrap_err();
-        assert!(e.to_string().contains("batch"), "{e}");
+        let e = CellSettings::from_json("timer", json!({ "policy": "sporadic" })).unwrap_err();
+        assert!(e.to_string().contains("sporadic"), "{e}");
     }
 
     #[test]
