@@ -93,10 +93,11 @@ pub(crate) fn deadline_refusal(p: DeadlineParams, err: &io::Error) -> String {
 /// Sets the calling thread's nice value (-20..19), which weighs it among
 /// `SCHED_OTHER` and `SCHED_BATCH` threads.
 pub fn set_nice(nice: i32) -> Result<(), PlatformError> {
-    let tid = crate::current_tid();
-    // SAFETY: setpriority takes its arguments by value; PRIO_PROCESS with a
-    // thread id applies to that one thread on Linux.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS as _, tid as libc::id_t, nice) };
+    // SAFETY: gettid and setpriority take their arguments by value and
+    // touch no user memory; PRIO_PROCESS with a thread id applies to that
+    // one thread on Linux.
+    let rc =
+        unsafe { libc::setpriority(libc::PRIO_PROCESS as _, libc::gettid() as libc::id_t, nice) };
     if rc != 0 {
         return Err(PlatformError::last_os(format!("cannot set nice {nice}")));
     }
