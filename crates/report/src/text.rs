@@ -142,10 +142,7 @@ fn cell_title(cell: &CellResult) -> String {
     if let Some(p) = s.period() {
         inner.push(format!("{p} period"));
     }
-    inner.push(match s.priority() {
-        0 => s.policy().to_string(),
-        p => format!("{} {p}", s.policy()),
-    });
+    inner.push(sched_part(s));
     match s {
         CellSettings::Timer(t) if t.phase == PhaseName::Random => {
             inner.push("random phase".to_string());
@@ -165,6 +162,30 @@ fn cell_title(cell: &CellResult) -> String {
     parts.push(format!("workload {}", cell.meta.workload));
     parts.push(format!("{} measured", cell.meta.duration_ns));
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))
+}
+
+/// The scheduling of a cell's threads: "fifo 95", "rr 20, quantum
+/// 100ms" (the quantum the kernel reported), "other", "batch nice 5",
+/// "deadline runtime 100us deadline 500us period 1.00ms".
+fn sched_part(s: &CellSettings) -> String {
+    let c = s.common();
+    if let (latscope_model::Policy::Deadline, Some(d)) = (s.policy(), c.deadline) {
+        return format!(
+            "deadline runtime {} deadline {} period {}",
+            d.runtime_ns, d.deadline_ns, d.period_ns
+        );
+    }
+    let mut text = match s.priority() {
+        0 => s.policy().to_string(),
+        p => format!("{} {p}", s.policy()),
+    };
+    if let Some(n) = c.nice {
+        text.push_str(&format!(" nice {n}"));
+    }
+    if let Some(q) = c.rr_interval_ns {
+        text.push_str(&format!(", quantum {q}"));
+    }
+    text
 }
 
 /// Metrics of a cell grouped by name, in the order they first appear. The
