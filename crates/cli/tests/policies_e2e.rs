@@ -143,3 +143,48 @@ fn a_deadline_probe_is_stored_with_its_reservation_and_oversubscription_is_refus
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("admission control (EBUSY)"), "{err}");
 }
+
+#[test]
+fn an_rr_cell_records_the_quantum_the_kernel_reported_and_show_prints_it() {
+    let _g = serial();
+    if !is_root() {
+        println!("skipped: SCHED_RR needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let s = store.to_str().unwrap();
+    let json = dir.path().join("run.json");
+    let o = latscope(&[
+        "run",
+        "--policy",
+        "rr",
+        "--priority",
+        "20",
+        "--duration",
+        "1s",
+        "--store",
+        s,
+        "--json",
+        json.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let settings = read_json(&json)["cells"][0]["settings"].clone();
+    let quantum = settings["rr_interval_ns"].as_u64().unwrap_or(0);
+    let timeslice_ms: u64 = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    println!("rr 20: quantum recorded {quantum} ns; sched_rr_timeslice_ms {timeslice_ms}");
+    assert_eq!(settings["policy"], "rr");
+    if timeslice_ms > 0 {
+        // The kernel keeps the quantum in ticks: within one (<= 10 ms).
+        let want = timeslice_ms * 1_000_000;
+        assert!(quantum.abs_diff(want) <= 10_000_000, "{settings}");
+    } else {
+        assert!(quantum > 0, "{settings}");
+    }
+    let shown = stdout(&latscope(&["show", "--store", s]));
+    assert!(shown.contains("rr 20, quantum "), "show: {shown}");
+}

@@ -78,7 +78,7 @@ pub(crate) fn deadline_refusal(p: DeadlineParams, err: &io::Error) -> String {
     );
     match err.raw_os_error() {
         Some(libc::EBUSY) => format!(
-            "{what} refused by the kernel's admission control (EBUSY): the deadline bandwidth left on these CPUs (sched_rt_runtime_us per sched_rt_period_us on each) is less than runtime/period"
+            "{what} refused by the kernel's admission control (EBUSY): runtime/period is more than the deadline bandwidth left on these CPUs (sched_rt_runtime_us/sched_rt_period_us of each, less the fair server's share and other deadline tasks)"
         ),
         Some(libc::EPERM) => format!(
             "{what} not permitted (EPERM): it needs root or CAP_SYS_NICE and a thread allowed on every CPU of its root domain"
