@@ -308,6 +308,7 @@ fn sched_line(e: &RequestError) -> String {
         RequestError::PolicyNeedsTimer(_) => {
             "--policy batch, idle or deadline and --nice need --probe timer".into()
         }
+        RequestError::DeadlineWithTrace => "--trace cannot follow --policy deadline threads: they are not pinned, and tracing reads each measured CPU's events".into(),
         RequestError::DeadlineRuntimeTooShort(r) => {
             format!("--sched-runtime {r} is below the kernel's least, 1024ns")
         }

@@ -42,6 +42,12 @@ impl Policy {
     pub fn has_priority(self) -> bool {
         matches!(self, Policy::Fifo | Policy::Rr)
     }
+
+    /// FIFO, RR and DEADLINE: above every fair-share thread, and given no
+    /// timer slack by the kernel.
+    pub fn is_real_time(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
+    }
 }
 
 /// A `SCHED_DEADLINE` reservation as recorded: `runtime_ns` of CPU every

@@ -3,7 +3,7 @@
 //! of `timer.interval` (wake-ups late by a tick or by the slack), found by
 //! [`latscope_stats::late_mode`].
 
-use latscope_model::{metric, CellSettings, CpuId, Nanos, PhaseName, Policy, SystemInfo};
+use latscope_model::{metric, CellSettings, CpuId, Nanos, PhaseName, SystemInfo};
 use latscope_stats::{late_mode, CellResult, LateBy, LateMode, RunResult, Spacing};
 use serde::Serialize;
 
@@ -75,7 +75,7 @@ pub fn cell_spacing(system: &SystemInfo, rt_granted: bool, cell: &CellResult) ->
     if t.phase == PhaseName::Random {
         return None;
     }
-    let real_time = t.common.policy != Policy::Other && rt_granted;
+    let real_time = t.common.policy.is_real_time() && rt_granted;
     let g = &system.granularity;
     Some(Spacing {
         period: t.period_ns,
@@ -177,6 +177,7 @@ pub fn late_mode_json(m: &LateMode) -> LateModeJson {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use latscope_model::Policy;
     use latscope_model::{
         Capabilities, CellMeta, RunId, RunMeta, RunStatus, TimerGranularity, TimerSettings,
         TimerSlack,

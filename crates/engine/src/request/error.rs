@@ -100,6 +100,10 @@ pub enum RequestError {
         deadline: Nanos,
         period: Nanos,
     },
+    /// Tracing reads the measured CPUs' events per CPU; DEADLINE threads
+    /// move between CPUs.
+    #[error("tracing cannot follow deadline threads: they are not pinned, and tracing reads each measured CPU's events")]
+    DeadlineWithTrace,
     /// The kernel refuses (EPERM) SCHED_DEADLINE to a pinned thread.
     #[error("deadline threads cannot be pinned: the kernel admits SCHED_DEADLINE only for a thread free to run on every CPU of its root domain (online: {online}), not on cpus {cpus}")]
     DeadlineCpus { cpus: String, online: String },

@@ -72,6 +72,9 @@ impl RunRequest {
             return Err(RequestError::PolicyNeedsTimer(policy));
         }
         if policy == Policy::Deadline {
+            if self.trace.on {
+                return Err(RequestError::DeadlineWithTrace);
+            }
             check_order(self.deadline_params(self.period()))?;
         }
         Ok(())
@@ -228,6 +231,8 @@ mod tests {
         assert!(matches!(e, RequestError::DeadlineOrder { .. }), "{e}");
         let e = err(|r| r.sched.runtime = Some(Nanos(1000)));
         assert!(matches!(e, RequestError::DeadlineRuntimeTooShort(_)), "{e}");
+        let e = err(|r| r.trace.on = true);
+        assert!(matches!(e, RequestError::DeadlineWithTrace), "{e}");
         // runtime = deadline = period is in order (admission may refuse it).
         let full = with(Policy::Deadline, |r| {
             r.sched.runtime = Some(Nanos::from_millis(1));

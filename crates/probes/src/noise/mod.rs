@@ -94,7 +94,7 @@ impl NoiseConfig {
         if self.gap_ratio < 2 {
             return Err(SettingError::GapRatio);
         }
-        if self.policy != SchedPolicy::Other && !(1..=99).contains(&self.priority) {
+        if self.policy.has_priority() && !(1..=99).contains(&self.priority) {
             return Err(SettingError::Priority(self.priority));
         }
         if self.cpus.is_empty() {

@@ -90,7 +90,7 @@ impl UdpConfig {
                 max: MAX_PAYLOAD,
             });
         }
-        if self.policy != SchedPolicy::Other && !(1..=99).contains(&self.priority) {
+        if self.policy.has_priority() && !(1..=99).contains(&self.priority) {
             return Err(SettingError::Priority(self.priority));
         }
         if let Some(d) = self.duration {

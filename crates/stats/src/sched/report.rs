@@ -78,8 +78,9 @@ impl PseudoSource {
 
 fn policy_label(policy: &str, priority: u32) -> String {
     match policy {
-        "other" => "other".to_string(),
-        p => format!("{} {priority}", p.to_uppercase()),
+        "fifo" | "rr" => format!("{} {priority}", policy.to_uppercase()),
+        // other, batch, idle, deadline: no real-time priority.
+        p => p.to_string(),
     }
 }
 
