@@ -684,7 +684,8 @@ pub struct SuiteArgs {
         value_name = "DURATION"
     )]
     pub cell_duration: Option<String>,
-    /// Priorities to compare, e.g. `95,50,other` (overrides the preset).
+    /// Priorities to compare, e.g. `95,50,other` (overrides the preset);
+    /// `rr:N`, `fifo:N`, `batch` and `idle` also work.
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
     /// The timer cells' timer slack (see `run --timer-slack`).

@@ -286,7 +286,15 @@ fn request_line(e: &RequestError) -> String {
         RequestError::Calibrate(why) => format!("cannot calibrate --compute: {why}"),
         RequestError::Workload(w) => format!("--workload: {w}"),
         RequestError::LoadLevel(w) => format!("--load-level: {w}"),
-        other => sched_line(other),
+        RequestError::PriorityWithoutRealTime(_)
+        | RequestError::NiceWithPolicy(_)
+        | RequestError::NiceOutOfRange(_)
+        | RequestError::DeadlineOptionsWithoutDeadline
+        | RequestError::PolicyNeedsTimer(_)
+        | RequestError::DeadlineWithTrace
+        | RequestError::DeadlineRuntimeTooShort(_)
+        | RequestError::DeadlineOrder { .. }
+        | RequestError::DeadlineCpus { .. } => sched_line(e),
     }
 }
 

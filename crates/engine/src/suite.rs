@@ -72,7 +72,7 @@ pub enum SuiteError {
     #[error(transparent)]
     Workloads(#[from] WorkloadListError),
     /// An item of the priority list.
-    #[error("'{0}' is not a priority 1-99, rr:N, fifo:N or other")]
+    #[error("'{0}' is not a priority 1-99, rr:N, fifo:N, other, batch or idle")]
     Priority(String),
     /// The base has no settings for a probe of the matrix.
     #[error("no {0} plan")]
@@ -305,6 +305,10 @@ mod tests {
         assert_eq!(
             parse_priorities("rr:10").unwrap_or_default(),
             vec![(SchedPolicy::Rr, 10)]
+        );
+        assert_eq!(
+            parse_priorities("batch,idle,batch").unwrap_or_default(),
+            vec![(SchedPolicy::Batch, 0), (SchedPolicy::Idle, 0)]
         );
         assert!(matches!(
             parse_priorities("95,0"),
