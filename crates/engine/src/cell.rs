@@ -286,6 +286,16 @@ fn open_trace(
     }
 }
 
+/// What a refused policy means: a real-time one falls back to SCHED_OTHER;
+/// under a fair-share one only the nice value can be refused.
+fn refusal_line(cell: &CellSpec, first: &str) -> String {
+    if cell.probe.policy().0.is_real_time() {
+        format!("no real-time priority ({first}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time")
+    } else {
+        format!("nice value refused ({first}; a negative one needs root or CAP_SYS_NICE): measuring threads keep the nice value they inherited")
+    }
+}
+
 /// What the threads actually obtained (real-time priority, timer slack),
 /// recorded in the capabilities and told once, at the run's first cell.
 fn tell_capabilities(
@@ -308,10 +318,7 @@ fn tell_capabilities(
     if !ctx.told {
         ctx.capabilities.rt_priority = refused.is_empty();
         if !refused.is_empty() {
-            ctx.capabilities.missing.push(format!(
-                "no real-time priority ({}; needs root or CAP_SYS_NICE): measuring threads run as SCHED_OTHER, results are not real-time",
-                refused[0]
-            ));
+            ctx.capabilities.missing.push(refusal_line(cell, &refused[0]));
         }
         ctx.capabilities.timer_slack_ns = crate::slack::in_force(running.setups());
     }

@@ -58,9 +58,7 @@ pub(crate) fn set_up_thread(cpu: CpuId, sched: Sched) -> Result<ThreadSetup, Pro
         TimerSlack::KernelDefault => true,
     };
     let priority = effective_priority(policy, priority);
-    let scheduler = latscope_platform::set_scheduler(policy, priority)
-        .and_then(|()| nice.map_or(Ok(()), latscope_platform::set_nice))
-        .map_err(|e| e.to_string());
+    let scheduler = latscope_platform::set_scheduler(policy, priority).map_err(|e| e.to_string());
     match &scheduler {
         // A DEADLINE reservation refused (admission control above all) is
         // the answer the user asked for: the probe does not start.
@@ -70,6 +68,12 @@ pub(crate) fn set_up_thread(cpu: CpuId, sched: Sched) -> Result<ThreadSetup, Pro
         }
         _ => {}
     }
+    // A refused nice value (a negative one needs CAP_SYS_NICE) leaves the
+    // policy and the inherited nice value: reported, not fatal.
+    let scheduler = match (scheduler, nice) {
+        (Ok(()), Some(n)) => latscope_platform::set_nice(n).map_err(|e| e.to_string()),
+        (s, _) => s,
+    };
     let rr = policy == SchedPolicy::Rr && scheduler.is_ok();
     Ok(ThreadSetup {
         cpu,
