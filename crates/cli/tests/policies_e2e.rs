@@ -199,3 +199,42 @@ fn an_rr_cell_records_the_quantum_the_kernel_reported_and_show_prints_it() {
     let shown = stdout(&latscope(&["show", "--store", s]));
     assert!(shown.contains("rr 20, quantum "), "show: {shown}");
 }
+
+/// Without privileges the fair-share policies run as asked; a negative
+/// nice value (which needs CAP_SYS_NICE) is refused by the kernel, and
+/// the run says so instead of claiming a missing real-time priority.
+#[test]
+fn unprivileged_fair_share_policies_run_and_a_refused_nice_is_said() {
+    let _g = serial();
+    let Some((dir, copy)) = unprivileged_dir() else {
+        return;
+    };
+    let store = store_in(dir.path());
+    let run = |name: &str, extra: &[&str]| {
+        let json = dir.path().join(format!("{name}.json"));
+        let o = as_nobody(&copy)
+            .args(["run", "--duration", "1s", "--quiet"])
+            .args(["--store", store.to_str().unwrap()])
+            .args(["--json", json.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        read_json(&json)
+    };
+    let batch = run("batch", &["--policy", "batch", "--nice", "5"]);
+    let s = &batch["cells"][0]["settings"];
+    assert_eq!((s["policy"].as_str(), s["nice"].as_i64()), (Some("batch"), Some(5)));
+    // (memory locking and the DMA latency hold may be missing unprivileged.)
+    let missing = batch["capabilities"]["missing"].to_string();
+    assert!(!missing.contains("nice value refused"), "{missing}");
+    assert!(!missing.contains("real-time priority"), "{missing}");
+    assert_eq!(batch["capabilities"]["rt_priority"], true);
+    let idle = run("idle", &["--policy", "idle"]);
+    assert_eq!(idle["cells"][0]["settings"]["policy"], "idle");
+    let niced = run("niced", &["--policy", "other", "--nice", "-5"]);
+    let missing = niced["capabilities"]["missing"].to_string();
+    println!("unprivileged nice -5: {missing}");
+    assert!(missing.contains("nice value refused"), "{missing}");
+    assert!(!missing.contains("no real-time priority"), "{missing}");
+}
