@@ -128,8 +128,8 @@ fn a_deadline_probe_is_stored_with_its_reservation_and_oversubscription_is_refus
     assert!(shown.contains("deadline"), "show: {shown}");
     // Every CPU's whole time: beyond what sched_rt_runtime_us leaves
     // (unless it is -1, which turns admission control off).
-    let rt_runtime = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
-        .unwrap_or_default();
+    let rt_runtime =
+        std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap_or_default();
     if rt_runtime.trim() == "-1" {
         println!("skipped over-subscription: sched_rt_runtime_us is -1 (no admission control)");
         return;
@@ -224,7 +224,10 @@ fn unprivileged_fair_share_policies_run_and_a_refused_nice_is_said() {
     };
     let batch = run("batch", &["--policy", "batch", "--nice", "5"]);
     let s = &batch["cells"][0]["settings"];
-    assert_eq!((s["policy"].as_str(), s["nice"].as_i64()), (Some("batch"), Some(5)));
+    assert_eq!(
+        (s["policy"].as_str(), s["nice"].as_i64()),
+        (Some("batch"), Some(5))
+    );
     // (memory locking and the DMA latency hold may be missing unprivileged.)
     let missing = batch["capabilities"]["missing"].to_string();
     assert!(!missing.contains("nice value refused"), "{missing}");

@@ -318,7 +318,9 @@ fn tell_capabilities(
     if !ctx.told {
         ctx.capabilities.rt_priority = refused.is_empty();
         if !refused.is_empty() {
-            ctx.capabilities.missing.push(refusal_line(cell, &refused[0]));
+            ctx.capabilities
+                .missing
+                .push(refusal_line(cell, &refused[0]));
         }
         ctx.capabilities.timer_slack_ns = crate::slack::in_force(running.setups());
     }

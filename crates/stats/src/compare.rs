@@ -82,9 +82,7 @@ impl fmt::Display for CellKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut text = format!("{}/{}", self.probe, self.workload);
         match (&self.policy, self.priority) {
-            (Some(p), Some(n)) if p == "fifo" || p == "rr" => {
-                text.push_str(&format!("/{p}:{n}"))
-            }
+            (Some(p), Some(n)) if p == "fifo" || p == "rr" => text.push_str(&format!("/{p}:{n}")),
             (Some(p), _) => text.push_str(&format!("/{p}")),
             (None, Some(n)) => text.push_str(&format!("/prio:{n}")),
             (None, None) => {}
