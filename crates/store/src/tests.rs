@@ -1593,7 +1593,7 @@ fn corrupt_settings_give_a_clear_error_and_leave_the_store_usable() {
     for (bad, says) in [
         (r#"[1,2]"#, "not a JSON object"),
         (r#"{"period_ns":"fast"}"#, "invalid type"),
-        (r#"{"policy":"batch"}"#, "batch"),
+        (r#"{"policy":"sporadic"}"#, "sporadic"),
         (r#"{"probe":"udp"}"#, "'udp'"),
     ] {
         let dir = tempfile::tempdir().unwrap();
