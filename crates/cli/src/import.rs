@@ -54,9 +54,12 @@ fn options(args: &ImportArgs) -> Result<Options, Exit> {
         None => None,
         Some(p @ 1..=99) => u32::try_from(p).ok(),
         Some(0) if policy.is_some_and(|p| !p.has_priority()) => Some(0),
-        Some(p) => return Err(Exit::usage(format!(
-            "--priority {p} is outside 1-99 (0 only with --policy other, batch, idle or deadline)"
-        ))),
+        Some(p) => {
+            let zero = "0 only with --policy other, batch, idle or deadline";
+            return Err(Exit::usage(format!(
+                "--priority {p} is outside 1-99 ({zero})"
+            )));
+        }
     };
     Ok(Options {
         period,
