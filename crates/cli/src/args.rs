@@ -366,6 +366,13 @@ pub struct RunArgs {
     /// --policy fifo or rr only).
     #[arg(long, value_name = "N")]
     pub priority: Option<u32>,
+    /// Timer probe: several priorities measured at once, e.g. `95,50,1`
+    /// or `90,rr:50,other` (`fifo:N`, `batch` and `idle` too): one thread
+    /// per priority and CPU, all woken for the same expiries; each
+    /// priority is stored as a cell of its own (in place of --policy,
+    /// --priority and --nice; not with --trace).
+    #[arg(long, value_name = "LIST")]
+    pub priorities: Option<String>,
     /// Timer probe, --policy other or batch: the measuring threads' nice
     /// value, -20..19 (default: the one inherited).
     #[arg(long, allow_hyphen_values = true, value_name = "N")]

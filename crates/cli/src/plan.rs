@@ -6,8 +6,8 @@
 use latscope_engine::actions::{Action, ActionError, Limit};
 use latscope_engine::probes::{Field, Phase, SettingError, TimerApi};
 use latscope_engine::request::{
-    nice_reason, AppOptions, Bound, NoiseOptions, ProbeKind, SchedOptions, TimerOptions,
-    TraceOptions, UdpOptions,
+    nice_reason, parse_priority_list, AppOptions, Bound, NoiseOptions, ProbeKind, SchedOptions,
+    TimerOptions, TraceOptions, UdpOptions,
 };
 use latscope_engine::workloads::{split_workloads, LoadLevel};
 use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
@@ -41,6 +41,10 @@ pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
         duration: Some(duration("duration", &args.duration)?),
         policy: policy(args.policy),
         priority: args.priority,
+        priorities: match &args.priorities {
+            Some(list) => parse_priority_list(list).map_err(request_error)?,
+            None => Vec::new(),
+        },
         sched: SchedOptions {
             nice: args.nice,
             runtime: optional("sched-runtime", args.sched_runtime.as_deref())?,
@@ -295,6 +299,27 @@ fn request_line(e: &RequestError) -> String {
         | RequestError::DeadlineRuntimeTooShort(_)
         | RequestError::DeadlineOrder { .. }
         | RequestError::DeadlineCpus { .. } => sched_line(e),
+        RequestError::PriorityItem(_)
+        | RequestError::PrioritiesTooFew
+        | RequestError::PriorityTwice(_)
+        | RequestError::PrioritiesNeedTimer
+        | RequestError::PrioritiesWithPolicy
+        | RequestError::PrioritiesWithTrace
+        | RequestError::PrioritiesWithRandomPhase
+        | RequestError::PrioritiesWithDuty
+        | RequestError::NotTogether => priorities_line(e),
+    }
+}
+
+/// The rules of several priorities at once, naming --priorities and the
+/// options it cannot go with.
+fn priorities_line(e: &RequestError) -> String {
+    match e {
+        RequestError::PrioritiesNeedTimer => "--priorities needs --probe timer".into(),
+        RequestError::PrioritiesWithPolicy => "--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list".into(),
+        RequestError::PrioritiesWithTrace => "--priorities cannot go with --trace: tracing follows one measuring thread per CPU".into(),
+        RequestError::PrioritiesWithRandomPhase => "--priorities needs --phase fixed: a random phase gives each thread its own expiries".into(),
+        other => format!("--priorities: {other}"),
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use latscope_model::{
     metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, TraceSummary,
-    UdpStats,
+    UdpStats, WorkloadStats,
 };
 use latscope_probes::{ProbeSnapshot, RunningProbe};
 use latscope_record::{MetricResult, TimelineChunk};
@@ -158,37 +158,138 @@ fn analysis_mode(probe: &ProbeSpec) -> AnalysisMode {
     }
 }
 
-pub(crate) fn run_cell(
-    ctx: &mut RunCtx<'_, '_>,
-    cell: &CellSpec,
-) -> Result<CellOutcome, EngineError> {
-    let mut notes = Vec::new();
-    let label = if cell.of > 1 {
+/// One cell of a group measured at once: its running probe, where its
+/// checkpoints go, the label of its notes.
+struct Member<'c> {
+    cell: &'c CellSpec,
+    running: Box<dyn RunningProbe>,
+    sinks: CellSinks,
+    label: String,
+}
+
+fn note_label(cell: &CellSpec) -> String {
+    if cell.of > 1 {
         format!("cell {} ({}): ", cell.index, cell.label())
     } else {
         String::new()
-    };
-    let measured_cpus = cell.probe.cpus();
-    let mut load = load::start(cell, &ctx.stop, ctx.clock.as_ref()).map_err(|reason| {
+    }
+}
+
+/// Cells measured at the same time under one workload (see
+/// [`crate::together`]); most often one. `cells` is not empty. Tracing
+/// follows one cell only (the request refuses it for a group).
+pub(crate) fn run_together(
+    ctx: &mut RunCtx<'_, '_>,
+    cells: &[CellSpec],
+) -> Result<CellOutcome, EngineError> {
+    let lead = &cells[0];
+    let mut notes = Vec::new();
+    let measured_cpus = lead.probe.cpus();
+    let mut load = load::start(lead, &ctx.stop, ctx.clock.as_ref()).map_err(|reason| {
         EngineError::Workload {
-            workload: cell.workload.clone(),
+            workload: lead.workload.clone(),
             reason,
         }
     })?;
 
     // The tracer is opened and enabled before the measuring threads start,
     // so that their first samples have their events.
-    let trace_open = open_trace(ctx, cell, &measured_cpus);
+    let trace_open = match cells.len() {
+        1 => open_trace(ctx, lead, &measured_cpus),
+        _ => None,
+    };
     let steal_before = trace_session::read_steal(&measured_cpus);
-    let running = match cell.probe.build().and_then(|p| p.start(ctx.stop.flag())) {
+    let running = match crate::together::start(cells, ctx.stop.flag()) {
         Ok(r) => r,
         Err(e) => {
             let _ = load.stop();
             return Err(e.into());
         }
     };
-    tell_capabilities(ctx, cell, running.as_ref(), &label, &mut notes);
+    let mut members = Vec::with_capacity(cells.len());
+    for (cell, running) in cells.iter().zip(running) {
+        members.push(add_member(ctx, cell, running, &mut notes)?);
+    }
+    let session = match members.as_slice() {
+        [m] => start_session(ctx, lead, trace_open, m.running.as_ref()),
+        _ => None,
+    };
 
+    ctx.observer.cell_started(lead);
+    housekeep(&mut members, ctx, session.as_ref(), &mut load);
+    let mut finished = Vec::with_capacity(members.len());
+    for m in members {
+        // The threads have ended: their final maximum.
+        ctx.max_latency = ctx.max_latency.max(m.running.progress().max_latency);
+        let start_ns = m.running.start_ns();
+        finished.push((m.cell, m.sinks, m.label, start_ns, m.running.finish()));
+    }
+    let mut trace_final = session.map(TraceSession::finish);
+    let died = load.died();
+    let (workload, mut load_note) = load.finish(ctx.clock.as_ref());
+    let mut status = RunStatus::Complete;
+    for (cell, mut sinks, label, start_ns, fin) in finished {
+        let duration = measured(ctx, cell, start_ns);
+        let s = end_status(ctx, fin.error.as_ref(), duration, &label, &mut notes);
+        status = worse(status, s);
+        if let Some(d) = &died {
+            notes.push(format!(
+                "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
+                cell.workload
+            ));
+        }
+        if fin.lost_timeline_seconds > 0 {
+            notes.push(format!(
+                "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
+                fin.lost_timeline_seconds
+            ));
+        }
+        let ends = CellEnd {
+            snapshot: fin.snapshot,
+            timeline: fin.timeline,
+            trace: trace_final.take(),
+            duration,
+            steal_before: steal_before.clone(),
+            workload: workload.clone(),
+            load_note: load_note.take(),
+        };
+        let cp = final_checkpoint(ctx, cell, ends, &label, &mut notes);
+        let stored = sinks.write(ctx, cell, cp);
+        notes.extend(sinks.dropped_note(&label));
+        if sinks.stored.is_some() && !stored {
+            notes.push(format!(
+                "{label}the final results of the cell could not be stored"
+            ));
+        }
+    }
+    ctx.observer.cell_finished(lead);
+    Ok(CellOutcome { status, notes })
+}
+
+/// The worse of two statuses: failed, then interrupted, then complete.
+fn worse(a: RunStatus, b: RunStatus) -> RunStatus {
+    let rank = |s: RunStatus| match s {
+        RunStatus::Failed => 2,
+        RunStatus::Interrupted => 1,
+        _ => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// A started cell told and added to the run: what its threads obtained,
+/// its settings as applied, its place in the sink and the mirror.
+fn add_member<'c>(
+    ctx: &mut RunCtx<'_, '_>,
+    cell: &'c CellSpec,
+    running: Box<dyn RunningProbe>,
+    notes: &mut Vec<String>,
+) -> Result<Member<'c>, EngineError> {
+    let label = note_label(cell);
+    tell_capabilities(ctx, cell, running.as_ref(), &label, notes);
     let cell_meta = CellMeta {
         index: cell.index,
         probe: cell.probe.name().into(),
@@ -201,53 +302,12 @@ pub(crate) fn run_cell(
         monotonic_start_ns: Nanos(running.start_ns()),
     };
     let (stored, mirror) = ctx.add_cell(&cell_meta)?;
-    let mut sinks = CellSinks::new(stored, mirror);
-    let session = start_session(ctx, cell, trace_open, running.as_ref());
-
-    ctx.observer.cell_started(cell);
-    housekeep(
-        running.as_ref(),
-        ctx,
-        &mut sinks,
+    Ok(Member {
         cell,
-        session.as_ref(),
-        &mut load,
-    );
-    // The threads have ended: their final maximum.
-    ctx.max_latency = ctx.max_latency.max(running.progress().max_latency);
-    let finished = running.finish();
-    let trace_final = session.map(TraceSession::finish);
-    let duration = measured(ctx, cell, cell_meta.monotonic_start_ns.0);
-    let status = end_status(ctx, finished.error.as_ref(), duration, &label, &mut notes);
-    if let Some(d) = load.died() {
-        notes.push(format!(
-            "{label}the workload {} died during the cell: {d}; the cell measured a partly unloaded system",
-            cell.workload
-        ));
-    }
-    if finished.lost_timeline_seconds > 0 {
-        notes.push(format!(
-            "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
-            finished.lost_timeline_seconds
-        ));
-    }
-    let ends = CellEnd {
-        snapshot: finished.snapshot,
-        timeline: finished.timeline,
-        trace: trace_final,
-        duration,
-        steal_before,
-    };
-    let cp = final_checkpoint(ctx, cell, ends, load, &label, &mut notes);
-    let stored = sinks.write(ctx, cell, cp);
-    notes.extend(sinks.dropped_note(&label));
-    if sinks.stored.is_some() && !stored {
-        notes.push(format!(
-            "{label}the final results of the cell could not be stored"
-        ));
-    }
-    ctx.observer.cell_finished(cell);
-    Ok(CellOutcome { status, notes })
+        running,
+        sinks: CellSinks::new(stored, mirror),
+        label,
+    })
 }
 
 /// Opens the tracer when the run traces; a tracer that cannot open is a
@@ -403,6 +463,10 @@ struct CellEnd {
     trace: Option<TraceFinal>,
     duration: Nanos,
     steal_before: Vec<(CpuId, u64)>,
+    /// The workload's final characterization, and its line when it did not
+    /// end cleanly (told with one cell of a group).
+    workload: Option<WorkloadStats>,
+    load_note: Option<String>,
 }
 
 /// The cell's final checkpoint: the probe's exact figures with the
@@ -412,7 +476,6 @@ fn final_checkpoint(
     ctx: &RunCtx<'_, '_>,
     cell: &CellSpec,
     end: CellEnd,
-    load: CellLoad,
     label: &str,
     notes: &mut Vec<String>,
 ) -> Checkpoint {
@@ -455,8 +518,8 @@ fn final_checkpoint(
     if let Some(u) = &stats.udp {
         notes.extend(udp_notes(u, label));
     }
-    let (workload, load_note) = load.finish(ctx.clock.as_ref());
-    if let Some(line) = load_note {
+    let workload = end.workload;
+    if let Some(line) = end.load_note {
         notes.push(format!("{label}{line}"));
     }
     let (episodes, windows) = split_episodes(episodes);
@@ -535,22 +598,26 @@ fn measured(ctx: &RunCtx<'_, '_>, cell: &CellSpec, start_ns: u64) -> Nanos {
 }
 
 /// The housekeeping loop: progress, checkpoints, the workload's
-/// characterization once a second, until the threads end. A checkpoint
-/// the sink refuses is kept and sent again with the next one.
+/// characterization once a second, until the threads of every cell of the
+/// group end. A checkpoint the sink refuses is kept and sent again with
+/// the next one.
 fn housekeep(
-    probe: &dyn RunningProbe,
+    members: &mut [Member<'_>],
     ctx: &mut RunCtx<'_, '_>,
-    sinks: &mut CellSinks,
-    cell: &CellSpec,
     session: Option<&TraceSession>,
     load: &mut CellLoad,
 ) {
+    let Some(lead) = members.first().map(|m| m.cell) else {
+        return;
+    };
+    let finished = |members: &[Member<'_>]| members.iter().all(|m| m.running.finished());
+    let start_ns = members[0].running.start_ns();
     let checkpoint = ctx.config.checkpoint.0;
     let mut last_checkpoint = ctx.clock.monotonic_ns();
     let mut last_sample = last_checkpoint;
-    while !probe.finished() {
+    while !finished(members) {
         ctx.clock.sleep(TICK);
-        if probe.finished() {
+        if finished(members) {
             // The final figures follow at once: no checkpoint of the end.
             break;
         }
@@ -559,8 +626,8 @@ fn housekeep(
             last_sample = now;
             load.tick();
         }
-        let elapsed = measured(ctx, cell, probe.start_ns());
-        let progress = probe.progress();
+        let elapsed = measured(ctx, lead, start_ns);
+        let progress = crate::together::progress(members.iter().map(|m| m.running.as_ref()));
         ctx.max_latency = ctx.max_latency.max(progress.max_latency);
         if let Some(limit) = ctx.config.stop_above {
             if progress.max_latency > limit && !ctx.stop.stopped() {
@@ -568,12 +635,14 @@ fn housekeep(
                 ctx.stop.request(0);
             }
         }
-        ctx.observer.progress(cell, elapsed, progress);
+        ctx.observer.progress(lead, elapsed, progress);
         if now.saturating_sub(last_checkpoint) >= checkpoint {
             last_checkpoint = now;
-            let cp = snapshot(ctx, probe, cell, session, load);
-            let stored = sinks.write(ctx, cell, cp);
-            ctx.observer.checkpoint(cell, elapsed, stored);
+            for m in members.iter_mut() {
+                let cp = snapshot(ctx, m.running.as_ref(), m.cell, session, load);
+                let stored = m.sinks.write(ctx, m.cell, cp);
+                ctx.observer.checkpoint(m.cell, elapsed, stored);
+            }
         }
     }
 }

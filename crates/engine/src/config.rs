@@ -313,6 +313,11 @@ pub struct CellSpec {
     pub warmup: Nanos,
     /// The CPUs as the user gave them (recorded with the settings).
     pub cpus: CpuSet,
+    /// The cells (indices in the run) measured at the same time as this
+    /// one, this one included: consecutive timer cells at several
+    /// priorities on one shared expiry grid under one workload (`run
+    /// --priorities`). Empty: measured alone.
+    pub together: Vec<u32>,
 }
 
 impl CellSpec {

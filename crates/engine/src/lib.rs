@@ -39,6 +39,7 @@ mod sink;
 mod slack;
 mod stop;
 pub mod suite;
+mod together;
 mod trace_bpf;
 mod trace_session;
 mod workload_list;

@@ -35,6 +35,7 @@ fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
             _ => None,
         },
         rr_interval_ns: None,
+        together: (!cell.together.is_empty()).then(|| cell.together.clone()),
         deadline: match sched {
             SchedPolicy::Deadline(d) => Some(DeadlineSettings {
                 runtime_ns: d.runtime,
@@ -162,6 +163,7 @@ mod tests {
             load_level: "heavy".into(),
             warmup: Nanos::from_secs(2),
             cpus: [CpuId(0), CpuId(1)].into_iter().collect::<CpuSet>(),
+            together: Vec::new(),
         }
     }
 

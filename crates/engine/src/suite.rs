@@ -103,29 +103,14 @@ pub fn parse_probes(list: &str) -> Result<Vec<SuiteProbe>, SuiteError> {
 /// `idle` likewise, `rr:50` → RR 50, `fifo:50` → FIFO 50; a setting named
 /// twice runs once.
 pub fn parse_priorities(list: &str) -> Result<Vec<(SchedPolicy, u32)>, SuiteError> {
-    let mut out = Vec::new();
-    for item in list.split(',').map(str::trim) {
-        let parsed = match item {
-            "other" => Some((SchedPolicy::Other, 0)),
-            "batch" => Some((SchedPolicy::Batch, 0)),
-            "idle" => Some((SchedPolicy::Idle, 0)),
-            _ => {
-                let (policy, n) = match item.split_once(':') {
-                    Some(("fifo", n)) => (SchedPolicy::Fifo, n),
-                    Some(("rr", n)) => (SchedPolicy::Rr, n),
-                    Some(_) => (SchedPolicy::Fifo, ""),
-                    None => (SchedPolicy::Fifo, item),
-                };
-                n.parse::<u32>()
-                    .ok()
-                    .filter(|p| (1..=99).contains(p))
-                    .map(|p| (policy, p))
-            }
-        };
-        match parsed {
-            Some(p) if !out.contains(&p) => out.push(p),
-            Some(_) => {}
-            None => return Err(SuiteError::Priority(item.to_string())),
+    let items = crate::request::parse_priority_list(list).map_err(|e| match e {
+        RequestError::PriorityItem(item) => SuiteError::Priority(item),
+        other => SuiteError::Request(other),
+    })?;
+    let mut out = Vec::with_capacity(items.len());
+    for p in items {
+        if !out.contains(&p) {
+            out.push(p);
         }
     }
     Ok(out)
@@ -255,6 +240,7 @@ impl SuiteMatrix {
                         load_level: base.load_level.clone(),
                         warmup: base.warmup,
                         cpus: base.cpus.clone(),
+                        together: Vec::new(),
                     });
                 }
             }

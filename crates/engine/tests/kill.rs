@@ -148,6 +148,7 @@ fn sim_cell(clock: &Arc<dyn Clock>, index: u32, duration: u64) -> CellSpec {
         load_level: "medium".into(),
         warmup: Nanos::ZERO,
         cpus: CPUS.iter().map(|&c| CpuId(c)).collect(),
+        together: Vec::new(),
     }
 }
 

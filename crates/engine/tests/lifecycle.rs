@@ -69,6 +69,7 @@ fn sim_cell(
         load_level: "medium".into(),
         warmup: Nanos::ZERO,
         cpus: online(),
+        together: Vec::new(),
     }
 }
 

@@ -89,6 +89,11 @@ pub struct CommonSettings {
     /// (`sched_rr_get_interval`) for the measuring threads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr_interval_ns: Option<Nanos>,
+    /// The cells (indices in the run) measured at the same time as this
+    /// one, on one shared expiry grid under one workload, this one included
+    /// (`run --priorities`); absent: measured alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub together: Option<Vec<u32>>,
     /// Under `deadline`: the reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DeadlineSettings>,
@@ -119,6 +124,7 @@ impl Default for CommonSettings {
             priority: DEFAULT_PRIORITY,
             nice: None,
             rr_interval_ns: None,
+            together: None,
             deadline: None,
             cpus: String::new(),
             duration_ns: None,

@@ -476,6 +476,11 @@ impl CellSettings {
         c.clock_read_ns = 0;
         c.duration_ns = None;
         c.rr_interval_ns = None;
+        // Measured together with others is part of the cell; which cells
+        // of its run they were is not.
+        if let Some(t) = c.together.as_mut() {
+            t.clear();
+        }
         s
     }
 
@@ -518,6 +523,7 @@ mod tests {
                 priority: 95,
                 nice: None,
                 rr_interval_ns: None,
+                together: None,
                 deadline: None,
                 cpus: "0".into(),
                 duration_ns: Some(Nanos::from_secs(3)),
@@ -571,6 +577,7 @@ mod tests {
                 priority: 0,
                 nice: None,
                 rr_interval_ns: None,
+                together: None,
                 deadline: None,
                 cpus: "0-1".into(),
                 duration_ns: None,

@@ -147,6 +147,7 @@ fn cell(plan: &RunPlan, online: &CpuSet, epoch: u32) -> CellSpec {
         load_level: "normal".into(),
         warmup: Nanos::ZERO,
         cpus: online.clone(),
+        together: Vec::new(),
     }
 }
 

@@ -148,6 +148,9 @@ pub enum SettingError {
     DutyFit { on: Nanos, every: Nanos },
     #[error("a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {0}")]
     DutyTimer(TimerApi),
+    /// Timer probes started together that would not share one expiry grid.
+    #[error("timer probes measured together must share CPUs, period, timer service, phase and duration, without a noise duty cycle")]
+    NotTogether,
 }
 
 impl SettingError {
@@ -174,7 +177,8 @@ impl SettingError {
             | SettingError::RuntimePauseTooLong
             | SettingError::NoiseDuty(_)
             | SettingError::DutyFit { .. }
-            | SettingError::DutyTimer(_) => return None,
+            | SettingError::DutyTimer(_)
+            | SettingError::NotTogether => return None,
         })
     }
 

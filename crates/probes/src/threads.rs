@@ -98,6 +98,16 @@ where
     T: Send + 'static,
     F: FnOnce(u64) -> T + Send + 'static,
 {
+    start_each(specs.into_iter().map(|s| (s, sched)).collect())
+}
+
+/// [`start`] with a policy per thread: threads at several priorities on
+/// one CPU, released by the one barrier with the one time zero.
+pub(crate) fn start_each<T, F>(specs: Vec<(Spec<F>, Sched)>) -> Result<PinnedThreads<T>, ProbeError>
+where
+    T: Send + 'static,
+    F: FnOnce(u64) -> T + Send + 'static,
+{
     let n = specs.len();
     let go = Arc::new(GoBarrier::new());
     let (setup_tx, setup_rx) = mpsc::channel::<(usize, Result<ThreadSetup, ProbeError>)>();
@@ -108,7 +118,7 @@ where
             let _ = h.join();
         }
     };
-    for (index, spec) in specs.into_iter().enumerate() {
+    for (index, (spec, sched)) in specs.into_iter().enumerate() {
         let cpu = spec.cpu;
         let body = spec.body;
         let tx = setup_tx.clone();
@@ -172,6 +182,21 @@ where
 }
 
 impl<T> PinnedThreads<T> {
+    /// Splits the threads, in the order given, into groups of `sizes`
+    /// threads (which sum to their number), each with the common time zero.
+    pub fn split(self, sizes: &[usize]) -> Vec<PinnedThreads<T>> {
+        let mut handles = self.handles.into_iter();
+        let mut setups = self.setups.into_iter();
+        sizes
+            .iter()
+            .map(|&n| PinnedThreads {
+                handles: handles.by_ref().take(n).collect(),
+                setups: setups.by_ref().take(n).collect(),
+                start_ns: self.start_ns,
+            })
+            .collect()
+    }
+
     /// The hand-over of the thread measuring `cpu`: its tid and `ring`,
     /// when the probe keeps one for the trace analysis.
     pub fn handoff(&self, cpu: CpuId, ring: Option<&Arc<SampleRing>>) -> Option<Handoff> {

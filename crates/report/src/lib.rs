@@ -30,6 +30,7 @@ mod steal;
 mod table;
 mod text;
 mod time;
+mod together;
 mod udp;
 mod workload;
 

@@ -63,6 +63,7 @@ fn opt(n: Option<Nanos>) -> String {
 pub fn run_summary(run: &RunResult, histogram: bool) -> String {
     let mut out = run_header(run);
     out.push_str(&summary_tables(run));
+    out.push_str(&crate::together::together_tables(&run.cells));
     if histogram {
         out.push_str(&histogram_tables(run));
     }
@@ -160,6 +161,14 @@ fn cell_title(cell: &CellResult) -> String {
     }
     parts[0] = format!("{} ({})", parts[0], inner.join(", "));
     parts.push(format!("workload {}", cell.meta.workload));
+    if let Some(list) = s.common().together.as_ref().filter(|l| l.len() > 1) {
+        let others: Vec<String> = list
+            .iter()
+            .filter(|&&i| i != cell.meta.index)
+            .map(u32::to_string)
+            .collect();
+        parts.push(format!("same expiries as cell {}", others.join(", ")));
+    }
     parts.push(format!("{} measured", cell.meta.duration_ns));
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))
 }

@@ -104,6 +104,32 @@ pub enum RequestError {
     /// move between CPUs.
     #[error("tracing cannot follow deadline threads: they are not pinned, and tracing reads each measured CPU's events")]
     DeadlineWithTrace,
+    /// An item of a priority list that is none of its forms.
+    #[error("'{0}' is not a priority 1-99, rr:N, fifo:N, other, batch or idle")]
+    PriorityItem(String),
+    #[error(
+        "several priorities at once need at least two (one is a plain run's policy and priority)"
+    )]
+    PrioritiesTooFew,
+    #[error("{0} is listed twice: each priority is measured once, by its own thread")]
+    PriorityTwice(String),
+    #[error("several priorities at once need the timer probe")]
+    PrioritiesNeedTimer,
+    #[error("several priorities at once replace the policy, priority, nice value and reservation: give each in the list")]
+    PrioritiesWithPolicy,
+    /// The analysis follows one measuring thread per CPU.
+    #[error(
+        "tracing follows one measuring thread per CPU: several priorities at once cannot be traced"
+    )]
+    PrioritiesWithTrace,
+    #[error("a random phase gives each thread its own expiries: several priorities at once need the fixed phase")]
+    PrioritiesWithRandomPhase,
+    /// Cells marked as measured together that are not a group of timer
+    /// cells under one workload (a caller's plan, not a user's request).
+    #[error("cells measured together must be the consecutive timer cells their lists name, under one workload")]
+    NotTogether,
+    #[error("a noise duty cycle pauses the threads off their grid: several priorities at once cannot have one")]
+    PrioritiesWithDuty,
     /// The kernel refuses (EPERM) SCHED_DEADLINE to a pinned thread.
     #[error("deadline threads cannot be pinned: the kernel admits SCHED_DEADLINE only for a thread free to run on every CPU of its root domain (online: {online}), not on cpus {cpus}")]
     DeadlineCpus { cpus: String, online: String },

@@ -9,12 +9,14 @@
 
 mod error;
 mod plan;
+mod priorities;
 mod probe;
 mod sched;
 #[cfg(test)]
 mod tests;
 
 use latscope_model::{CpuSet, Nanos, NoiseDuty, Policy, TimerSlack, UdpPath};
+use latscope_platform::SchedPolicy;
 use latscope_probes::timer::{Phase, TimerApi, TimerConfig};
 use latscope_workloads::LoadLevel;
 
@@ -22,6 +24,7 @@ use crate::actions::{Action, Limit};
 use crate::config::{CellSpec, ProbeSpec, TraceBackend, TracePlan};
 
 pub use error::{nice_reason, Bound, RequestError};
+pub use priorities::{parse_priority_list, priority_label};
 pub use sched::MIN_DEADLINE_RUNTIME;
 
 /// The probe a run measures with.
@@ -116,6 +119,10 @@ pub struct RunRequest {
     pub priority: Option<u32>,
     /// Nice value and DEADLINE reservation.
     pub sched: SchedOptions,
+    /// Several priorities measured at once, one timer thread per priority
+    /// and CPU on one shared expiry grid (in place of `policy`,
+    /// `priority` and `sched`); empty: one, `policy` at `priority`.
+    pub priorities: Vec<(SchedPolicy, u32)>,
     /// Samples above it are counted (and with tracing become episodes).
     pub threshold: Option<Nanos>,
     pub timer: TimerOptions,
@@ -182,6 +189,7 @@ impl Default for RunRequest {
             policy: Policy::Fifo,
             priority: None,
             sched: SchedOptions::default(),
+            priorities: Vec::new(),
             threshold: None,
             timer: TimerOptions {
                 api: TimerApi::ClockNanosleep,
@@ -225,6 +233,9 @@ pub struct RunPlan {
     pub trace: Option<TracePlan>,
     /// The probe with its own configuration.
     pub probe: ProbeSpec,
+    /// With several priorities at once: the timer probe at each, measured
+    /// together in every workload's cells (`probe` is the first).
+    pub together: Vec<ProbeSpec>,
     /// One cell per workload (`none` when none was asked for).
     pub workloads: Vec<String>,
     pub load_level: String,
@@ -236,21 +247,35 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    /// The probe once per workload, in the order given.
+    /// The probe once per workload, in the order given; with several
+    /// priorities, per workload one cell per priority, measured together.
     pub fn cells(&self) -> Vec<CellSpec> {
-        let of = self.workloads.len() as u32;
-        self.workloads
-            .iter()
-            .enumerate()
-            .map(|(i, w)| CellSpec {
-                index: i as u32,
-                of,
-                probe: self.probe.clone(),
-                workload: w.clone(),
-                load_level: self.load_level.clone(),
-                warmup: self.warmup,
-                cpus: self.cpus.clone(),
-            })
-            .collect()
+        let probes = match self.together.is_empty() {
+            true => std::slice::from_ref(&self.probe),
+            false => self.together.as_slice(),
+        };
+        let k = probes.len();
+        let of = (self.workloads.len() * k) as u32;
+        let mut cells = Vec::with_capacity(of as usize);
+        for (w, workload) in self.workloads.iter().enumerate() {
+            let first = (w * k) as u32;
+            let together: Vec<u32> = match k > 1 {
+                true => (first..first + k as u32).collect(),
+                false => Vec::new(),
+            };
+            for (i, probe) in probes.iter().enumerate() {
+                cells.push(CellSpec {
+                    index: first + i as u32,
+                    of,
+                    probe: probe.clone(),
+                    workload: workload.clone(),
+                    load_level: self.load_level.clone(),
+                    warmup: self.warmup,
+                    cpus: self.cpus.clone(),
+                    together: together.clone(),
+                });
+            }
+        }
+        cells
     }
 }

@@ -30,12 +30,15 @@ impl RunRequest {
             ProbeKind::Udp => ProbeSpec::Udp(self.udp_config(&cpus, &timer, trace.as_ref())?),
             ProbeKind::App => ProbeSpec::App(self.app_config(&timer)?),
         };
+        let together = super::priorities::level_probes(&timer, &self.priorities);
+        let probe = together.first().cloned().unwrap_or(probe);
         Ok(RunPlan {
             timer,
             checkpoint: self.checkpoint,
             cpus,
             trace,
             probe,
+            together,
             workloads: if self.workloads.is_empty() {
                 vec!["none".to_string()]
             } else {
@@ -78,6 +81,7 @@ impl RunRequest {
             return Err(RequestError::CheckpointTooShort);
         }
         self.check_probe_options()?;
+        self.check_priorities()?;
         self.check_sched()?;
         if self.duration.is_none() {
             let (min, max) = Self::UNBOUNDED_PERIODS;

@@ -23,6 +23,7 @@ mod config;
 mod cpu;
 pub(crate) mod measure;
 mod schedule;
+mod together;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,6 +37,7 @@ pub use config::{Phase, TimerConfig, MAX_PERIOD};
 pub(crate) use cpu::LoopError;
 pub use cpu::TimerCpu;
 pub use schedule::{Schedule, Wake};
+pub use together::start_together;
 
 use crate::noise::{DutyCycle, NoiseConfig, NoiseProbe, RunningNoiseProbe};
 use crate::threads::{self, PinnedThreads};
@@ -114,35 +116,15 @@ impl TimerProbe {
     /// Starts one measuring thread per CPU and returns once all are set up
     /// and measuring. `stop` ends the loops early (within one period).
     pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningTimerProbe, ProbeError> {
-        let specs = self
-            .cpus
-            .iter()
-            .map(|cpu| {
-                let ctx = measure::ThreadCtx {
-                    state: Arc::clone(cpu),
-                    config: self.config.clone(),
-                    stop: Arc::clone(&stop),
-                };
-                threads::Spec {
-                    name: format!("lat-timer/{}", cpu.cpu),
-                    cpu: cpu.cpu,
-                    body: move |start: u64| measure::run_thread(ctx, start),
-                }
-            })
-            .collect();
-        let sched = threads::Sched {
-            policy: self.config.policy,
-            priority: self.config.priority,
-            nice: self.config.nice,
-            slack: self.config.timer_slack,
-        };
+        let specs = self.specs(&stop);
+        let sched = self.sched();
         // The noise threads first: they sleep until their first active
         // period, well after the timer threads are up.
         let noise = match self.noise {
             Some(n) => Some(n.start(Arc::clone(&stop))?),
             None => None,
         };
-        let mut threads = match threads::start(specs, sched) {
+        let threads = match threads::start(specs, sched) {
             Ok(t) => t,
             Err(e) => {
                 if let Some(n) = noise {
@@ -152,13 +134,43 @@ impl TimerProbe {
                 return Err(e);
             }
         };
-        threads.setups.sort_by_key(|s| s.cpu);
-        Ok(RunningTimerProbe {
-            config: self.config,
-            cpus: self.cpus,
+        Ok(RunningTimerProbe::new(
+            self.config,
+            self.cpus,
             threads,
             noise,
-        })
+        ))
+    }
+
+    /// The measuring threads to start, one per CPU.
+    fn specs(
+        &self,
+        stop: &Arc<AtomicBool>,
+    ) -> Vec<threads::Spec<impl FnOnce(u64) -> Result<(), LoopError> + Send + 'static>> {
+        self.cpus
+            .iter()
+            .map(|cpu| {
+                let ctx = measure::ThreadCtx {
+                    state: Arc::clone(cpu),
+                    config: self.config.clone(),
+                    stop: Arc::clone(stop),
+                };
+                threads::Spec {
+                    name: format!("lat-timer/{}", cpu.cpu),
+                    cpu: cpu.cpu,
+                    body: move |start: u64| measure::run_thread(ctx, start),
+                }
+            })
+            .collect()
+    }
+
+    fn sched(&self) -> threads::Sched {
+        threads::Sched {
+            policy: self.config.policy,
+            priority: self.config.priority,
+            nice: self.config.nice,
+            slack: self.config.timer_slack,
+        }
     }
 }
 
@@ -185,6 +197,21 @@ pub struct RunningTimerProbe {
 }
 
 impl RunningTimerProbe {
+    fn new(
+        config: TimerConfig,
+        cpus: Vec<Arc<TimerCpu>>,
+        mut threads: PinnedThreads<Result<(), LoopError>>,
+        noise: Option<RunningNoiseProbe>,
+    ) -> RunningTimerProbe {
+        threads.setups.sort_by_key(|s| s.cpu);
+        RunningTimerProbe {
+            config,
+            cpus,
+            threads,
+            noise,
+        }
+    }
+
     pub fn config(&self) -> &TimerConfig {
         &self.config
     }
