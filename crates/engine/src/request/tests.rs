@@ -321,3 +321,146 @@ fn a_run_without_end_takes_its_period_range() {
         Err(RequestError::UnboundedPeriod(p)) if p == Nanos::from_secs(2)
     ));
 }
+
+#[test]
+fn several_priorities_become_cells_measured_together_per_workload() {
+    let r = RunRequest {
+        priorities: parse_priority_list("95, rr:50 ,other").unwrap(),
+        workloads: vec!["idle".into(), "cpu".into()],
+        ..RunRequest::default()
+    };
+    let p = plan(&r).unwrap();
+    let cells = p.cells();
+    let labels: Vec<String> = cells.iter().map(|c| c.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "timer, fifo 95, idle",
+            "timer, rr 50, idle",
+            "timer, other, idle",
+            "timer, fifo 95, cpu",
+            "timer, rr 50, cpu",
+            "timer, other, cpu",
+        ]
+    );
+    assert!(cells.iter().all(|c| c.of == 6));
+    assert_eq!(cells[1].together, [0, 1, 2]);
+    assert_eq!(cells[5].together, [3, 4, 5]);
+    // One grid: the same CPUs, period and duration for every priority.
+    let grid = |c: &crate::CellSpec| match &c.probe {
+        ProbeSpec::Timer(t) => (t.cpus.clone(), t.period, t.duration, t.nice),
+        other => panic!("not a timer: {other:?}"),
+    };
+    assert!(cells.iter().all(|c| grid(c) == grid(&cells[0])));
+    let s = cells[2].settings(20);
+    assert_eq!(s.common().together, Some(vec![0, 1, 2]));
+    assert_eq!((s.common().policy, s.priority()), (Policy::Other, 0));
+    // Without the list: one cell per workload, alone.
+    let alone = plan(&RunRequest::default()).unwrap().cells();
+    assert!(alone[0].together.is_empty());
+    assert_eq!(alone[0].settings(20).common().together, None);
+}
+
+#[test]
+fn priority_lists_read_every_form_and_refuse_the_rest() {
+    assert_eq!(
+        parse_priority_list("1,fifo:99,rr:2,other,batch,idle").unwrap(),
+        [
+            (SchedPolicy::Fifo, 1),
+            (SchedPolicy::Fifo, 99),
+            (SchedPolicy::Rr, 2),
+            (SchedPolicy::Other, 0),
+            (SchedPolicy::Batch, 0),
+            (SchedPolicy::Idle, 0),
+        ]
+    );
+    for bad in [
+        "0", "100", "rr:0", "deadline", "fifo:", "x:5", "", "95,,50", "-1",
+    ] {
+        assert!(
+            matches!(parse_priority_list(bad), Err(RequestError::PriorityItem(_))),
+            "{bad}"
+        );
+    }
+    // Duplicates are kept by the parser and refused by the request.
+    assert_eq!(parse_priority_list("95,fifo:95").unwrap().len(), 2);
+}
+
+#[test]
+fn several_priorities_refuse_what_would_break_the_shared_grid() {
+    let with = |list: &str| RunRequest {
+        priorities: parse_priority_list(list).unwrap(),
+        ..RunRequest::default()
+    };
+    let err = |r: RunRequest| plan(&r).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(matches!(
+        plan(&with("95")),
+        Err(RequestError::PrioritiesTooFew)
+    ));
+    match plan(&with("95,50,fifo:95")) {
+        Err(RequestError::PriorityTwice(p)) => assert_eq!(p, "fifo 95"),
+        other => panic!("{other:?}"),
+    }
+    let cases = [
+        (
+            RunRequest {
+                probe: ProbeKind::Udp,
+                ..with("95,50")
+            },
+            "need the timer probe",
+        ),
+        (
+            RunRequest {
+                priority: Some(80),
+                ..with("95,50")
+            },
+            "replace the policy",
+        ),
+        (
+            RunRequest {
+                policy: Policy::Rr,
+                ..with("95,50")
+            },
+            "replace the policy",
+        ),
+        (
+            RunRequest {
+                sched: SchedOptions {
+                    nice: Some(5),
+                    ..SchedOptions::default()
+                },
+                ..with("95,other")
+            },
+            "replace the policy",
+        ),
+        (
+            RunRequest {
+                trace: TraceOptions {
+                    on: true,
+                    ..RunRequest::default().trace
+                },
+                ..with("95,50")
+            },
+            "cannot be traced",
+        ),
+        (
+            RunRequest {
+                timer: TimerOptions {
+                    api: TimerApi::Nanosleep,
+                    phase: Phase::Random,
+                    ..RunRequest::default().timer
+                },
+                ..with("95,50")
+            },
+            "fixed phase",
+        ),
+    ];
+    for (r, want) in cases {
+        let line = err(r);
+        assert!(line.contains(want), "want '{want}': {line}");
+        assert!(
+            !line.contains("--"),
+            "no option names in the engine: {line}"
+        );
+    }
+}
