@@ -7,7 +7,9 @@
 //!
 //! A run is **prepared** (capabilities detected; guards held: `mlockall`,
 //! `/dev/cpu_dma_latency` at 0, the housekeeping thread kept off the
-//! measured CPUs), **executes** its cells one after the other (workload
+//! measured CPUs), **executes** its cells one after the other (cells
+//! measured together, several priorities on one expiry grid, as one group;
+//! for each: workload
 //! started and warmed up → tracer opened → probe threads started behind one
 //! barrier → housekeeping: progress, a checkpoint into the [`Sink`] every
 //! few seconds → final figures), and **stops** at the end, on a stop request
