@@ -98,6 +98,11 @@ impl fmt::Display for CellKey {
         {
             text.push_str(&format!("/{p}"));
         }
+        // Measured at once with other priorities (`run --priorities`):
+        // another cell than the same priority measured alone.
+        if self.settings.common().together.is_some() {
+            text.push_str("/together");
+        }
         f.pad(&text)
     }
 }
@@ -727,5 +732,26 @@ mod tests {
         assert_eq!(key.settings.common().clock_read_ns, 0);
         assert_eq!(key.settings.period(), Some(ms));
         assert_eq!(key.to_string(), "timer/idle/fifo:95");
+    }
+
+    #[test]
+    fn cells_measured_together_match_one_another_not_cells_measured_alone() {
+        let ms = Nanos::from_millis(1);
+        let together = |id: i64, cells: Vec<u32>| {
+            let mut c = timer_cell("idle", ms, 20, 10);
+            c.meta.settings.common_mut().together = Some(cells);
+            run_of(id, vec![c])
+        };
+        // Cell 0 of [0, 1] in one run, cell 0 of [0, 1, 2] in the other:
+        // which cells they ran with is not part of the cell.
+        let a = together(1, vec![0, 1]);
+        let b = together(2, vec![0, 1, 2]);
+        assert!(compare_runs(&a, &[&b]).rows[0].versus[0].is_some());
+        let alone = run_of(3, vec![timer_cell("idle", ms, 20, 10)]);
+        assert!(compare_runs(&a, &[&alone]).rows[0].versus[0].is_none());
+        assert_eq!(
+            CellKey::of(&a.cells[0]).to_string(),
+            "timer/idle/fifo:95/together"
+        );
     }
 }
