@@ -6,6 +6,7 @@
 use latscope_model::MicroResult;
 use latscope_studies::Study;
 
+use crate::design::MicroDesign;
 use crate::figures::RunFigures;
 use crate::paired::{in_unit, Measured, PairedRow, PairedTable, MISSING};
 
@@ -28,22 +29,29 @@ const PRIMITIVES: [(&str, &str); 6] = [
     ),
 ];
 
-pub(crate) fn pair(study: &Study, f: &RunFigures) -> Vec<PairedTable> {
-    let mut out = vec![primitives(f)];
+pub(crate) fn pair(study: &Study, design: &MicroDesign, f: &RunFigures) -> Vec<PairedTable> {
+    let mut out = vec![primitives(design, f)];
     for table in &study.tables {
         let why = match table.number.as_str() {
             "III" => "latscope's Exec children are its own trivial programs; their size is not recorded",
             "VI" | "VIII" => "the Pentium's write-stall and segment-load counters have no counterpart in the kernel's generic perf counters",
             "VII" => "the application workloads (Wish, Ghostscript, a web server) are not run by latscope",
-            _ => "no counterpart",
+            _ => "latscope runs no web server (a workload's interrupts are in its characterization: latscope show)",
         };
-        let mut t = PairedTable::from_published(table, "interrupts", why);
+        let mut t = PairedTable::from_published(table, "—", why);
         let bench = match table.number.as_str() {
             "IV" => Some(("fs.read_8K_files_cold", 8192)),
             "V" => Some(("fs.create_fsync_delete", 128)),
             _ => None,
         };
-        if let Some((bench, files)) = bench {
+        if let Some((bench, _)) = bench.filter(|(b, _)| !design.benches.contains(b)) {
+            let why = format!("not in the quick design: {bench} drops the page cache first, which can take tens of seconds (the full design runs it)");
+            for i in 0..t.rows.len() {
+                t.set(i, bench, Measured::NoCounterpart(why.clone()));
+            }
+        } else if let Some((bench, files)) = bench {
+            t.measured_unit =
+                "interrupts per file, and for the paper's number of files".to_string();
             t.measured_columns = vec![
                 "Linux: per file".to_string(),
                 format!("Linux: x {files} files"),
@@ -72,11 +80,14 @@ fn non_clock_per_op(r: &MicroResult) -> Option<f64> {
     Some(r.non_timer_interrupts_per_iteration? / r.ops_per_iteration as f64)
 }
 
-fn primitives(f: &RunFigures) -> PairedTable {
+fn primitives(design: &MicroDesign, f: &RunFigures) -> PairedTable {
     let rows = PRIMITIVES
         .iter()
         .map(|(label, bench)| {
             let measured = match f.micro(bench) {
+                None if !design.benches.contains(bench) => Measured::NoCounterpart(
+                    "not in the quick design (the full design runs it)".to_string(),
+                ),
                 Some(r) => match &r.skipped {
                     Some(why) => Measured::NoCounterpart(format!("skipped here: {why}")),
                     None => Measured::Figures(vec![in_unit(r.median_ns.round() as u64, "µs")]),

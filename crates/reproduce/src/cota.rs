@@ -38,21 +38,28 @@ fn table_3(t: &mut PairedTable, design: &ProbeDesign, f: &RunFigures) {
     for (w, workload) in design.workloads.iter().enumerate() {
         let seconds = cell(w, 0).map(|c| c.duration.0 as f64 / 1e9).unwrap_or(0.0);
         t.measured_columns.extend([
-            format!("{workload}: max in {seconds:.0} s (measured)"),
-            format!("{workload}: per hour (forecast)"),
-            format!("{workload}: per day (forecast)"),
-            format!("{workload}: per week (forecast)"),
+            format!("{workload}: max in {seconds:.0} s"),
+            format!("{workload}: hour (fc)"),
+            format!("{workload}: day (fc)"),
+            format!("{workload}: week (fc)"),
         ]);
         let both: Vec<&CellFigures> = (0..kinds).filter_map(|k| cell(w, k)).collect();
         rows[0].extend(measured_only(max_merged(&both, metric::TIMER_IRQ)));
         rows[1].extend(measured_only(worst_softirq(&both)));
-        for (k, (sched_row, latency_row)) in [(3, 4), (5, 6)].into_iter().enumerate() {
+        for (k, (sched_row, latency_row, prio)) in [(3, 4, "fifo 95"), (5, 6, "fifo 50")]
+            .into_iter()
+            .enumerate()
+        {
             let one: Vec<&CellFigures> = cell(w, k).into_iter().collect();
             rows[sched_row].extend(measured_only(max_merged(&one, metric::TIMER_SCHED)));
             rows[latency_row].push(max_merged(&one, metric::TIMER_LATENCY));
             let fc = one.first().and_then(|c| c.forecast(metric::TIMER_LATENCY));
             for h in [fc.map(|f| &f.hour), fc.map(|f| &f.day), fc.map(|f| &f.week)] {
-                rows[latency_row].push(forecast_cell(h, &mut notes, workload));
+                rows[latency_row].push(forecast_cell(
+                    h,
+                    &mut notes,
+                    &format!("{workload}, {prio}"),
+                ));
             }
         }
     }
@@ -73,7 +80,7 @@ fn table_3(t: &mut PairedTable, design: &ProbeDesign, f: &RunFigures) {
         };
         t.set(i, names[i], measured);
     }
-    t.notes.push("This machine: the largest value measured over each cell (the paper's \"per hour\" becomes the run's maximum when the run is shorter than an hour), then latscope's forecast of the worst case per hour, day and week of continuous use for the thread latency (obs: read from the data, fit: extrapolated from the fitted tail). The paper's high (28) and medium (24) real-time priorities are FIFO 95 and FIFO 50; its workloads have no equivalent here, the design's are named in the columns.".to_string());
+    t.notes.push("This machine: the largest value measured over each cell, \"max in N s\" (measured: the paper's \"per hour\" becomes the run's maximum when the run is shorter than an hour), then \"(fc)\": latscope's forecast of the worst case per hour, day and week of continuous use for the thread latency (obs: read from the data, fit: extrapolated from the fitted tail). The paper's high (28) and medium (24) real-time priorities are FIFO 95 and FIFO 50; its workloads have no equivalent here, the design's are named in the columns.".to_string());
     t.notes.extend(notes);
 }
 
@@ -101,7 +108,7 @@ fn worst_softirq(cells: &[&CellFigures]) -> String {
         .unwrap_or_else(|| MISSING.to_string())
 }
 
-fn forecast_cell(h: Option<&HorizonFigure>, notes: &mut Vec<String>, workload: &str) -> String {
+fn forecast_cell(h: Option<&HorizonFigure>, notes: &mut Vec<String>, cell: &str) -> String {
     match h {
         None => MISSING.to_string(),
         Some(Ok((ns, p))) => {
@@ -112,7 +119,8 @@ fn forecast_cell(h: Option<&HorizonFigure>, notes: &mut Vec<String>, workload: &
             format!("{} ({how})", in_unit(*ns, UNIT))
         }
         Some(Err(why)) => {
-            let note = format!("No forecast ({workload}): {why}");
+            let why = why.strip_prefix("no forecast: ").unwrap_or(why);
+            let note = format!("Forecast refused ({cell}): {why}");
             if !notes.contains(&note) {
                 notes.push(note);
             }

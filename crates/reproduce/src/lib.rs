@@ -49,7 +49,7 @@ pub fn reproduce(
         ("cota-robles-held", Design::Probe(p)) => cota::pair(study, p, figures),
         ("jones-regehr", Design::Probe(_)) => jones::pair(study, figures),
         ("bernadat", Design::Probe(p)) => bernadat::pair(study, p, figures),
-        ("chen-et-al", Design::Micro(_)) => chen::pair(study, figures),
+        ("chen-et-al", Design::Micro(m)) => chen::pair(study, m, figures),
         _ => return Err(wrong()),
     };
     Ok(Reproduction {

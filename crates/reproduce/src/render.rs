@@ -35,7 +35,12 @@ fn split(column: &str) -> (&str, &str) {
 /// published and the measured columns, one line per row, the notes.
 pub fn table(t: &PairedTable) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "Table {}: {}", t.number, t.caption);
+    let name = if t.number.starts_with("Fig") {
+        ""
+    } else {
+        "Table "
+    };
+    let _ = writeln!(out, "{name}{}: {}", t.number, t.caption);
     let _ = writeln!(out, "  ({})", t.source);
     let _ = writeln!(
         out,
@@ -58,6 +63,12 @@ pub fn table(t: &PairedTable) -> String {
                 widths[np + i] = widths[np + i].max(width(cell));
             }
         }
+    }
+    // The published columns at least as wide as their title.
+    let title_w = "published (paper)".len();
+    let wide: usize = widths[..np].iter().map(|w| w + 2).sum();
+    if np > 0 && wide < title_w + 2 {
+        widths[np - 1] += title_w + 2 - wide;
     }
     let label_w = t
         .rows
@@ -97,6 +108,7 @@ pub fn table(t: &PairedTable) -> String {
     }
     let labels: Vec<String> = columns.iter().map(|c| split(c).1.to_string()).collect();
     let _ = writeln!(out, "{}", line("", &labels, "latscope"));
+    let mut previous: Option<&String> = None;
     for row in &t.rows {
         let mut cells = row.published.clone();
         let tail = match &row.measured {
@@ -104,7 +116,14 @@ pub fn table(t: &PairedTable) -> String {
                 cells.extend(m.iter().cloned());
                 row.latscope.clone()
             }
+            Measured::NoCounterpart(why) if previous == Some(why) => {
+                "no counterpart (as above)".to_string()
+            }
             Measured::NoCounterpart(why) => format!("no counterpart: {why}"),
+        };
+        previous = match &row.measured {
+            Measured::NoCounterpart(why) => Some(why),
+            Measured::Figures(_) => None,
         };
         cells.resize(
             match row.measured {

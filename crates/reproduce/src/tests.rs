@@ -186,7 +186,7 @@ fn cota_robles_held_gives_the_maxima_per_workload_and_the_forecast() {
     let r = reproduce("cota-robles-held", &d, &figures_for("", &d)).unwrap();
     let t = r.tables.iter().find(|t| t.number == "3").unwrap();
     assert_eq!(t.measured_columns.len(), 8);
-    assert!(t.measured_columns[0].starts_with("idle: max in 3 s"));
+    assert_eq!(t.measured_columns[0], "idle: max in 3 s");
     let text = crate::table(t);
     // Cells 0 and 1 (idle, fifo 95 and 50): the irq row is the larger,
     // 11,000 ns = 0.011 ms; cpu (cells 2, 3): 13,000 ns.
@@ -202,7 +202,7 @@ fn cota_robles_held_gives_the_maxima_per_workload_and_the_forecast() {
         "{med}"
     );
     assert!(line_of(&text, "H/W Interrupt to DPC").contains("no counterpart:"));
-    assert!(text.contains("No forecast (idle): the horizon is too far"));
+    assert!(text.contains("Forecast refused (idle, fifo 95): the horizon is too far"));
     let t1 = crate::table(r.tables.iter().find(|t| t.number == "1").unwrap());
     assert!(line_of(&t1, "ADSL").contains("no counterpart:"));
 }
@@ -258,7 +258,11 @@ fn bernadat_marks_what_the_quick_design_leaves_out() {
 
 #[test]
 fn chen_gives_the_primitives_and_the_nonclock_interrupts_per_file() {
-    let d = design("chen-et-al", true).unwrap();
+    let quick = design("chen-et-al", true).unwrap();
+    let r = reproduce("chen-et-al", &quick, &figures_for("", &quick)).unwrap();
+    let t4 = crate::table(r.tables.iter().find(|t| t.number == "IV").unwrap());
+    assert!(line_of(&t4, "(all)").contains("no counterpart: not in the quick design"));
+    let d = design("chen-et-al", false).unwrap();
     let r = reproduce("chen-et-al", &d, &figures_for("", &d)).unwrap();
     let text = render(&r);
     assert!(
