@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::{online_cpus, StopSignals};
-use latscope_engine::{Env, Quiet, Stop};
+use latscope_engine::{Env, Quiet, RunOutcome, Stop};
 use latscope_model::MicroResult;
 use latscope_reproduce::{Design, MicroDesign, ProbeDesign, ReproduceError, RunFigures};
 use latscope_stats::RunResult;
@@ -89,17 +89,23 @@ fn micro(d: &MicroDesign, args: &StudyArgs) -> Result<(RunResult, Vec<MicroResul
         .map_err(|e| Exit::from(anyhow::anyhow!("{e}")))?;
     let mut store = Store::open(&args.store.store)?;
     let signals = StopSignals::install().context("cannot install signal handlers")?;
+    // A store that fails on the way: the micro run's document goes to a
+    // rescue file beside it, as `latscope micro` does.
+    let rescue = |o: &RunOutcome| {
+        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
+        output::write_rescue_doc(&o.result, &doc, &args.store.store).map_err(|e| format!("{e:#}"))
+    };
     let env = Env {
         clock: Arc::new(RealClock),
         stop: Stop::from_signals(&signals),
         observer: &mut Quiet,
         system: None,
-        rescue: None,
+        rescue: Some(&rescue),
     };
     let outcome =
         latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if let Some(e) = &outcome.sink_error {
-        return Err(Exit::from(anyhow::anyhow!("{}", e.0)));
+    if outcome.sink_error.is_some() {
+        return Err(crate::run::rescued(&outcome, |_| Ok(())));
     }
     let stored = store.load_run(outcome.run_id)?;
     let results = store
