@@ -2,8 +2,8 @@
 //! (this crate is optimised in every build, so each test binary of its own
 //! cost seconds of optimising the same code again), run with the tests of
 //! every file side by side. Those that attach to the live kernel take
-//! [`kernel`] so that they run one at a time, as they did in binaries of
-//! their own; the others (decoders, fixtures, replays) run beside them.
+//! [`kernel`] so that they run one at a time (in binaries of their own,
+//! the files never overlapped); the others (decoders, fixtures, replays) run beside them.
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Mutex, MutexGuard};
