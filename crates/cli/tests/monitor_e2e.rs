@@ -631,6 +631,9 @@ fn abused_daemon(store: &Path) -> Option<(Daemon, Sink)> {
     Some((d, sink))
 }
 
+/// A phase: whether it was abused, and its monotonic span in ns.
+type Phase = (bool, (u64, u64));
+
 /// `n` phases of `phase` each, C A A C repeated (ABBA): the abused ones
 /// against the daemon's endpoint, the others against the control server.
 /// Returns each phase (abused?, monotonic span) and the rounds of abuse.
@@ -639,7 +642,7 @@ fn abuse_phases(
     sink: &Sink,
     n: usize,
     phase: Duration,
-) -> (Vec<(bool, (u64, u64))>, u64) {
+) -> (Vec<Phase>, u64) {
     let mut phases = Vec::new();
     let mut rounds = 0;
     for i in 0..n {
