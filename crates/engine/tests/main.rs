@@ -5,3 +5,4 @@
 mod kill;
 mod lifecycle;
 mod micro_lifecycle;
+mod together;

@@ -3,7 +3,6 @@
 //! which is the CLI's known-answer test): one run, one cell per priority,
 //! one time zero, each cell stored with its policy and the list of the
 //! cells it ran with, its own samples on the shared grid.
-#![allow(clippy::unwrap_used)]
 
 use std::sync::Arc;
 

@@ -262,6 +262,7 @@ impl ProbeDesign {
                     load_level: plan.load_level.clone(),
                     warmup: plan.warmup,
                     cpus: plan.cpus.clone(),
+                    together: Vec::new(),
                 });
             }
         }
