@@ -27,7 +27,7 @@ pub(crate) fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
 }
 
-fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
+pub(crate) fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
     text.map(|t| duration(flag, t)).transpose()
 }
 
