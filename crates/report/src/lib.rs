@@ -21,6 +21,7 @@ mod json;
 mod list;
 mod matrix;
 mod micro;
+mod micro_compare;
 mod noise;
 mod pairing;
 pub mod perfetto;
@@ -55,6 +56,7 @@ pub use matrix::suite_matrix;
 pub use micro::{
     micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
 };
+pub use micro_compare::{MicroAgainst, MicroComparison};
 pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
 pub use sched::{interval_text, sched_json, sched_text};
