@@ -28,6 +28,7 @@ pub mod perfetto;
 mod recurring;
 mod sched;
 mod steal;
+pub mod stored;
 mod table;
 mod text;
 mod time;

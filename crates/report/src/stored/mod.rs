@@ -1,0 +1,32 @@
+//! What the pages and the forecast read from a store: the forecast's input
+//! (a long monitor's cells cut where their timeline is kept), a monitor's
+//! observed blocks, and the whole HTML page of a stored run. The only part
+//! of this crate that reads; it never writes.
+
+mod forecast;
+mod input;
+mod observed;
+mod page;
+
+pub use forecast::{stored_forecast, StoredForecast};
+pub use input::{forecast_input, ForecastInput};
+pub use observed::{observed, observed_text};
+pub use page::html_page;
+
+use latscope_stats::forecast::ForecastError;
+use latscope_store::StoreError;
+
+/// Why a stored run could not be read for a page or a forecast.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read the timeline of {metric}")]
+    Timeline {
+        metric: String,
+        #[source]
+        source: StoreError,
+    },
+    #[error("cannot forecast")]
+    Forecast(#[source] ForecastError),
+}
