@@ -46,8 +46,7 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let mut observer = MicroLines { quiet: args.quiet };
     let rescue = |o: &RunOutcome| {
         let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        crate::output::write_rescue_doc(&o.result, &doc, &args.store.store)
-            .map_err(|e| format!("{e:#}"))
+        crate::output::rescue_json(o, &doc, &args.store.store)
     };
     let env = Env {
         clock: Arc::new(RealClock),

@@ -135,7 +135,8 @@ pub fn run_cells(
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
     let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
-    let rescue = |o: &RunOutcome| rescue_file(o, opts.store);
+    let rescue =
+        |o: &RunOutcome| output::rescue_json(o, &latscope_report::run_json(&o.result), opts.store);
     let env = Env {
         clock: Arc::new(RealClock),
         stop: Stop::from_signals(&signals),
@@ -189,12 +190,6 @@ pub fn engine_error(e: EngineError) -> Exit {
         }
         other => Exit::from(anyhow::Error::from(other)),
     }
-}
-
-/// The rescue file of a run whose store failed (the run's JSON, as `--json`
-/// writes it, beside the store): the engine writes it through this.
-fn rescue_file(o: &RunOutcome, store: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    output::write_rescue(&o.result, store).map_err(|e| format!("{e:#}"))
 }
 
 /// The error of a run whose store failed: measured data outlives the
