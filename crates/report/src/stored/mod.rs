@@ -1,19 +1,24 @@
 //! What the pages and the forecast read from a store: the forecast's input
 //! (a long monitor's cells cut where their timeline is kept), a monitor's
-//! observed blocks, and the whole HTML page of a stored run. The only part
+//! observed blocks, the whole HTML page of a stored run, and a stored run
+//! exported. The only part
 //! of this crate that reads; it never writes.
 
+mod export;
 mod forecast;
 mod input;
 mod observed;
 mod page;
 
+pub use export::{export_run, Exported};
 pub use forecast::{stored_forecast, StoredForecast};
 pub use input::{forecast_input, ForecastInput};
 pub use observed::{observed, observed_text};
 pub use page::html_page;
 
 use latscope_stats::forecast::ForecastError;
+
+use crate::exports::ExportError;
 use latscope_store::StoreError;
 
 /// Why a stored run could not be read for a page or a forecast.
@@ -29,4 +34,6 @@ pub enum StoredError {
     },
     #[error("cannot forecast")]
     Forecast(#[source] ForecastError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
 }
