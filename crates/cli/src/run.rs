@@ -15,7 +15,7 @@ use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
-use crate::args::RunArgs;
+use crate::args::{RunArgs, RunOutputArgs};
 use crate::exit::{self, Exit};
 use crate::observer::CliObserver;
 use crate::output;
@@ -28,16 +28,14 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let cells = plan.cells();
     let opts = RunOptions {
         store: &args.store.store,
-        json: args.json.as_deref(),
-        no_dma_latency: args.no_dma_latency,
-        quiet: args.quiet,
+        output: &args.output,
         histogram: args.histogram,
     };
     let ran = run_cells(&opts, &plan, &cells, &online)?;
-    if let Some(path) = opts.json {
+    if let Some(path) = &args.output.json {
         output::write_json(&ran.stored, path)?;
     }
-    if !opts.quiet {
+    if !args.output.quiet {
         crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
     }
     Ok(exit_code(&ran, &plan))
@@ -46,9 +44,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
 /// Options of `run` (and `suite`) that are not about what to measure.
 pub struct RunOptions<'a> {
     pub store: &'a std::path::Path,
-    pub json: Option<&'a std::path::Path>,
-    pub no_dma_latency: bool,
-    pub quiet: bool,
+    pub output: &'a RunOutputArgs,
     pub histogram: bool,
 }
 
@@ -119,14 +115,14 @@ pub fn run_cells(
     // Open the store before measuring: an unusable path must fail now, not
     // after the user waited for the measurement.
     let mut store = Store::open(opts.store)?;
-    if let Some(path) = opts.json {
+    if let Some(path) = &opts.output.json {
         output::check_writable(path)?;
     }
     let config = RunConfig {
         checkpoint: plan.checkpoint,
         trace: plan.trace.clone(),
         guards: Guards {
-            dma_latency: !opts.no_dma_latency,
+            dma_latency: !opts.output.no_dma_latency,
             ..Guards::ALL
         },
         command_line: crate::args::recorded_command_line(),
@@ -134,7 +130,7 @@ pub fn run_cells(
         unbounded: false,
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
-    let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
+    let mut observer = CliObserver::new(!opts.output.quiet && std::io::stderr().is_terminal());
     let rescue =
         |o: &RunOutcome| output::rescue_json(o, &latscope_report::run_json(&o.result), opts.store);
     let env = Env {
@@ -163,10 +159,10 @@ pub fn run_cells(
     let outcome = outcome.map_err(engine_error)?;
     if outcome.sink_error.is_some() {
         return Err(rescued(&outcome, |o| {
-            if let Some(path) = opts.json {
+            if let Some(path) = &opts.output.json {
                 output::write_json(&o.result, path)?;
             }
-            if !opts.quiet {
+            if !opts.output.quiet {
                 output::print(&latscope_report::run_summary(&o.result, opts.histogram));
             }
             Ok(())
