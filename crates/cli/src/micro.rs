@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use latscope_engine::probes::RealClock;
-use latscope_engine::system::{cpus_in_order, online_cpus, StopSignals};
+use latscope_engine::system::{measuring_pair, online_cpus, PairError, StopSignals};
 use latscope_engine::{Env, MicroPlan, Observer, RunOutcome, Stop};
 use latscope_micro::session::{select, SessionOptions};
-use latscope_model::{CpuId, MicroContext, MicroResult};
+use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -113,26 +113,11 @@ impl Observer for MicroLines {
 /// and the one before it.
 fn choose_cpus(text: Option<&str>) -> Result<(u32, Option<u32>), Exit> {
     let online = online_cpus().context("cannot read the online CPUs")?;
-    let chosen: Vec<CpuId> = match text {
-        Some(t) => {
-            let v = cpus_in_order(t).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
-            if v.is_empty() || v.len() > 2 {
-                return Err(Exit::usage(format!(
-                    "--cpus wants the measuring CPU and at most one partner (e.g. 1,0), not '{t}'"
-                )));
-            }
-            if let Some(c) = v.iter().find(|c| !online.contains(**c)) {
-                return Err(Exit::usage(format!(
-                    "--cpus: CPU {} is not online (online CPUs: {online})",
-                    c.0
-                )));
-            }
-            v
-        }
-        None => {
-            let all: Vec<CpuId> = online.iter().collect();
-            all.into_iter().rev().take(2).collect()
-        }
-    };
-    Ok((chosen[0].0, chosen.get(1).map(|c| c.0)))
+    let (cpu, other) = measuring_pair(text, &online).map_err(|e| match e {
+        PairError::Count(t) => Exit::usage(format!(
+            "--cpus wants the measuring CPU and at most one partner (e.g. 1,0), not '{t}'"
+        )),
+        PairError::Choice(e) => Exit::usage(format!("--cpus: {e}")),
+    })?;
+    Ok((cpu.0, other.map(|c| c.0)))
 }

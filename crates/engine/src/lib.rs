@@ -70,7 +70,9 @@ pub mod probes {
 /// What a caller needs of the machine to plan a run, and the checks of the
 /// CPUs it names.
 pub mod system {
-    pub use crate::cpus::{cpus_in_order, select_cpus, udp_cpus, CpuChoiceError};
+    pub use crate::cpus::{
+        cpus_in_order, measuring_pair, select_cpus, udp_cpus, CpuChoiceError, PairError,
+    };
     pub use latscope_platform::{
         caps, monotonic_ns, online_cpus, procstat, realtime_ns, set_affinity_set, sysinfo,
         PlatformError, SchedPolicy, StopSignals,
