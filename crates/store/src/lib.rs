@@ -74,7 +74,7 @@ use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunSt
 use latscope_record::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
 
 pub use checkpoint::Checkpoint;
-pub use copy::Copied;
+pub use copy::{Copied, CopyEvent};
 pub use db::DbError;
 pub use db::Dialect;
 pub use error::StoreError;
