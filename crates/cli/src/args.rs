@@ -869,46 +869,7 @@ pub struct ReportArgs {
 }
 
 /// The command line as a run records it: every argument, with the password
-/// of a PostgreSQL store URL replaced by `***` (runs are shown and copied to
-/// shared stores; credentials must not travel with them).
+/// of a PostgreSQL store URL replaced by `***`.
 pub fn recorded_command_line() -> Vec<String> {
-    recorded(std::env::args_os())
-}
-
-fn recorded(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
-    args.map(|a| latscope_store::redact_arg(&a.to_string_lossy()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A password holding any of the characters the PostgreSQL client reads
-    /// into it (it reads up to the `@`) is stored as `***`, in a `--store`
-    /// argument and inside any other one (a command, a note).
-    #[test]
-    fn the_recorded_command_line_never_holds_a_password() {
-        for password in ["Qz/7k", "Qz?7k", "Qz#7k", "Qz 7k", "Qz@7k", "Qz:7k"] {
-            let url = format!("postgres://ada:{password}@db.lab:5432/fleet");
-            let line = recorded(
-                [
-                    "latscope".to_string(),
-                    "run".into(),
-                    format!("--store={url}"),
-                    "--store".into(),
-                    url.clone(),
-                    format!("exec:psql {url} -c select"),
-                ]
-                .into_iter()
-                .map(std::ffi::OsString::from),
-            );
-            assert_eq!(line[2], "--store=postgres://ada:***@db.lab:5432/fleet");
-            assert_eq!(line[4], "postgres://ada:***@db.lab:5432/fleet");
-            assert!(
-                line.iter().all(|a| !a.contains("Qz") && !a.contains("7k")),
-                "{password:?}: {line:?}"
-            );
-        }
-    }
+    latscope_store::redact_args(std::env::args_os())
 }
