@@ -58,19 +58,14 @@ fn json_text<T: serde::Serialize>(doc: &T) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n")
 }
 
-/// Fails now, before measuring, if `path`'s directory cannot take a file
-/// later (a new file of an unguessable name is created there and removed).
+/// Fails now, before measuring, if `path` (not `-`) cannot be written
+/// later.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        return Ok(());
+    match destination(Some(path)) {
+        Some(p) => latscope_platform::files::check_writable(p)
+            .with_context(|| format!("cannot write {}", path.display())),
+        None => Ok(()),
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 /// The rescue file of a run whose store failed (its JSON, as `--json`

@@ -31,6 +31,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> 
     Ok(())
 }
 
+/// Fails now if `path`'s directory cannot take a file later (a new file
+/// of an unguessable name is created there and removed): checked before a
+/// long measurement whose result goes there.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir).map(drop)
+}
+
 /// Why a directory is not this user's alone, if it is not: owned by
 /// another user (root's own directories excepted, which only root
 /// controls), or writable by others, or a symbolic link.
