@@ -25,6 +25,7 @@ mod micro_compare;
 mod noise;
 mod pairing;
 pub mod perfetto;
+mod progress;
 mod recurring;
 mod sched;
 mod steal;
@@ -60,6 +61,7 @@ pub use micro::{
 pub use micro_compare::{MicroAgainst, MicroComparison};
 pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
+pub use progress::progress_line;
 pub use sched::{interval_text, sched_json, sched_text};
 pub use steal::run_steal_note;
 pub use table::Table;
