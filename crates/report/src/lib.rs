@@ -63,7 +63,7 @@ pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
 pub use progress::progress_line;
 pub use sched::{interval_text, sched_json, sched_text};
-pub use steal::run_steal_note;
+pub use steal::{quote_run_steal, run_steal_note};
 pub use table::Table;
 pub use text::{histogram_tables, run_header, run_summary, summary_tables};
 pub use time::format_utc;
