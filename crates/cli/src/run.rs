@@ -10,7 +10,7 @@ use anyhow::Context;
 use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
-use latscope_engine::{EngineError, Env, Guards, RunConfig, RunOutcome, Stop};
+use latscope_engine::{EngineError, Env, Guards, RunConfig, RunOutcome, SinkFailure, Stop};
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
@@ -196,27 +196,15 @@ pub fn rescued(
     outcome: &RunOutcome,
     report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
 ) -> Exit {
-    let e = outcome.sink_error.clone().map(|e| e.0).unwrap_or_default();
-    let rescue = match &outcome.rescued {
-        Some(Ok(path)) => path.clone(),
-        Some(Err(why)) => {
-            return Exit::from(anyhow::anyhow!(
-                "{e}; the run could not be written anywhere else either: {why}"
-            ))
-        }
-        None => {
-            return Exit::from(anyhow::anyhow!(
-                "{e}; the run could not be written anywhere else either"
-            ))
-        }
+    let Some(failure) = outcome.sink_failure() else {
+        return Exit::from(anyhow::anyhow!("the store failed"));
     };
-    if let Err(err) = report(outcome)
-        .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))
-    {
-        return Exit::from(err);
+    if let SinkFailure::Rescued { error, path } = &failure {
+        if let Err(err) = report(outcome)
+            .with_context(|| format!("{error}; the whole run is in {}, but", path.display()))
+        {
+            return Exit::from(err);
+        }
     }
-    Exit::from(anyhow::anyhow!(
-        "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",
-        rescue.display()
-    ))
+    Exit::from(anyhow::Error::from(failure))
 }

@@ -38,6 +38,40 @@ pub struct RunOutcome {
     pub stopped_above: Option<Nanos>,
 }
 
+/// A run whose sink failed, as the one line a user reads: the sink's
+/// error, and where the whole run went.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkFailure {
+    /// In the rescue file at `path`.
+    #[error("{error}; the store keeps the run up to its last good checkpoint, and the whole run is in {}", path.display())]
+    Rescued { error: SinkError, path: PathBuf },
+    /// Nowhere else: the rescue could not be written (`why`), or none was
+    /// asked for.
+    #[error("{error}; the run could not be written anywhere else either{}", why.as_ref().map(|w| format!(": {w}")).unwrap_or_default())]
+    NotRescued {
+        error: SinkError,
+        why: Option<String>,
+    },
+}
+
+impl RunOutcome {
+    /// When the sink failed: what of the run it lost, and where it is.
+    pub fn sink_failure(&self) -> Option<SinkFailure> {
+        let error = self.sink_error.clone()?;
+        Some(match &self.rescued {
+            Some(Ok(path)) => SinkFailure::Rescued {
+                error,
+                path: path.clone(),
+            },
+            Some(Err(why)) => SinkFailure::NotRescued {
+                error,
+                why: Some(why.clone()),
+            },
+            None => SinkFailure::NotRescued { error, why: None },
+        })
+    }
+}
+
 /// Writes the whole run somewhere else when the sink failed (the CLI: a
 /// rescue file of the run's JSON beside the store); returns where.
 pub type Rescue<'a> = &'a dyn Fn(&RunOutcome) -> Result<PathBuf, String>;
