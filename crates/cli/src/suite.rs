@@ -96,17 +96,8 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         output::write_json(stored, path)?;
     }
     if !args.output.quiet {
-        crate::output::print(&latscope_report::run_header(stored));
-        crate::output::print(&latscope_report::suite_matrix(&stored.cells));
-        let workloads = latscope_report::workload_table(stored);
-        if !workloads.is_empty() {
-            crate::output::print(&format!("\n{workloads}"));
-        }
-        crate::output::print(&format!(
-            "\nEvery cell's tables: latscope show {} --store {}\n",
-            stored.meta.id,
-            latscope_store::redact_arg(&args.store.store.display().to_string())
-        ));
+        let store = latscope_store::redact_arg(&args.store.store.display().to_string());
+        crate::output::print(&latscope_report::suite_summary(stored, &store));
     }
     Ok(exit_code(&ran, &base))
 }
