@@ -110,7 +110,7 @@ fn read_timelines(
             .load_timeline_from(cell_id, &m.name, m.cpu, from_second)
             .map_err(|source| StoredError::Timeline {
                 metric: m.name.clone(),
-                source,
+                source: Box::new(source),
             })?;
         if !seconds.is_empty() {
             out.push(Timeline {

@@ -30,7 +30,7 @@ pub enum StoredError {
     Timeline {
         metric: String,
         #[source]
-        source: StoreError,
+        source: Box<StoreError>,
     },
     #[error("cannot forecast")]
     Forecast(#[source] ForecastError),
