@@ -122,6 +122,14 @@ mod tests {
     use super::*;
 
     #[test]
+    fn writability_is_checked_in_the_files_directory_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(&dir.path().join("run.json")).unwrap();
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(check_writable(&dir.path().join("missing/run.json")).is_err());
+    }
+
+    #[test]
     fn a_link_at_the_name_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim");
