@@ -10,8 +10,10 @@ use anyhow::Context;
 use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
 use latscope_engine::system::StopSignals;
-use latscope_engine::{EngineError, Env, Guards, RunConfig, RunOutcome, SinkFailure, Stop};
-use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
+use latscope_engine::{
+    EngineError, Env, Guards, LimitExceeded, RunConfig, RunOutcome, SinkFailure, Stop,
+};
+use latscope_model::{CpuId, CpuSet, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -38,7 +40,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     if !args.output.quiet {
         crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
     }
-    Ok(exit_code(&ran, &plan))
+    Ok(exit_code(&ran))
 }
 
 /// Options of `run` (and `suite`) that are not about what to measure.
@@ -57,44 +59,29 @@ pub fn status_code(status: RunStatus) -> i32 {
     }
 }
 
-/// What a run gave back: the run as stored, its status, and what the
-/// limits need.
+/// What a run gave back: the run as stored, its status, and the limit
+/// it exceeded.
 pub struct Ran {
     pub stored: RunResult,
     pub status: RunStatus,
-    /// The largest value of the probes' main figure.
-    pub max_latency: Nanos,
-    /// The value that made `--stop-above` end the run.
-    pub stopped_above: Option<Nanos>,
+    pub exceeded: Option<LimitExceeded>,
 }
 
 /// The exit code, with the line that explains a 3 printed on stderr:
 /// a failure is 1; a signal is 130; a value above `--stop-above` or
 /// `--fail-above` is 3 (DESIGN.md's "threshold exceeded").
-pub fn exit_code(ran: &Ran, plan: &RunPlan) -> i32 {
+pub fn exit_code(ran: &Ran) -> i32 {
     let id = ran.stored.meta.id;
-    if ran.status == RunStatus::Failed || ran.stopped_above.is_none() {
-        let code = status_code(ran.status);
-        if code != exit::OK {
-            return code;
-        }
-    }
-    if let (Some(value), Some(limit)) = (ran.stopped_above, plan.stop_above) {
-        eprintln!(
+    match ran.exceeded {
+        None => return status_code(ran.status),
+        Some(LimitExceeded::Stopped { value, limit }) => eprintln!(
             "latscope: stopped: a value of {value} exceeded --stop-above {limit} (run {id} stored)"
-        );
-        return exit::THRESHOLD;
+        ),
+        Some(LimitExceeded::Failed { max, limit }) => eprintln!(
+            "latscope: the largest value, {max}, exceeded --fail-above {limit} (run {id} stored)"
+        ),
     }
-    if let Some(limit) = plan.fail_above {
-        if ran.max_latency > limit {
-            eprintln!(
-                "latscope: the largest value, {}, exceeded --fail-above {limit} (run {id} stored)",
-                ran.max_latency
-            );
-            return exit::THRESHOLD;
-        }
-    }
-    exit::OK
+    exit::THRESHOLD
 }
 
 /// The online CPUs no cell measures: where the threshold actions run.
@@ -172,8 +159,7 @@ pub fn run_cells(
     Ok(Ran {
         stored,
         status: outcome.status,
-        max_latency: outcome.max_latency,
-        stopped_above: outcome.stopped_above,
+        exceeded: outcome.limit_exceeded(plan.stop_above, plan.fail_above),
     })
 }
 

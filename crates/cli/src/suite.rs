@@ -99,5 +99,5 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         let store = latscope_store::redact_arg(&args.store.store.display().to_string());
         crate::output::print(&latscope_report::suite_summary(stored, &store));
     }
-    Ok(exit_code(&ran, &base))
+    Ok(exit_code(&ran))
 }

@@ -51,7 +51,7 @@ pub use error::EngineError;
 pub use lifecycle::running_meta;
 pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
-pub use outcome::{Env, Rescue, RunOutcome, SinkFailure};
+pub use outcome::{Env, LimitExceeded, Rescue, RunOutcome, SinkFailure};
 pub use request::{RequestError, RunPlan, RunRequest};
 pub use rescue::write_rescue;
 pub use run::run;
