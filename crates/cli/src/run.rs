@@ -9,11 +9,11 @@ use std::sync::Arc;
 use anyhow::Context;
 use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
-use latscope_engine::system::StopSignals;
+use latscope_engine::system::{housekeeping_cpus, StopSignals};
 use latscope_engine::{
     EngineError, Env, Guards, LimitExceeded, RunConfig, RunOutcome, SinkFailure, Stop,
 };
-use latscope_model::{CpuId, CpuSet, RunStatus};
+use latscope_model::{CpuSet, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
@@ -84,12 +84,6 @@ pub fn exit_code(ran: &Ran) -> i32 {
     exit::THRESHOLD
 }
 
-/// The online CPUs no cell measures: where the threshold actions run.
-fn housekeeping_cpus(cells: &[CellPlan], online: &CpuSet) -> Vec<CpuId> {
-    let measured: CpuSet = cells.iter().flat_map(|c| c.probe.cpus()).collect();
-    online.iter().filter(|c| !measured.contains(*c)).collect()
-}
-
 /// Runs the cells one after the other in one stored run; returns the run
 /// as stored and its status. Stops early on a signal or a failed cell:
 /// every finished cell, and the partial one, stay stored.
@@ -135,7 +129,7 @@ pub fn run_cells(
         let actions = Actions::start(
             plan.actions.clone(),
             plan.action_limit,
-            housekeeping_cpus(cells, online),
+            housekeeping_cpus(online, &cells.iter().flat_map(|c| c.probe.cpus()).collect()),
             Arc::new(|line: &str| eprintln!("latscope: {line}")),
             latscope_report::perfetto_trace,
         )

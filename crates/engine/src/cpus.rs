@@ -81,6 +81,12 @@ pub fn measuring_pair(
     }
 }
 
+/// The online CPUs not `measured` (none when every CPU is): where the
+/// threshold actions and a monitor's endpoint run.
+pub fn housekeeping_cpus(online: &CpuSet, measured: &CpuSet) -> Vec<CpuId> {
+    online.iter().filter(|c| !measured.contains(*c)).collect()
+}
+
 /// The udp probe's (sender, receiver) CPUs: one CPU for both, or two in
 /// that order; `None` for any other number.
 pub fn udp_cpus(cpus: &[CpuId]) -> Option<(CpuId, CpuId)> {

@@ -71,7 +71,8 @@ pub mod probes {
 /// CPUs it names.
 pub mod system {
     pub use crate::cpus::{
-        cpus_in_order, measuring_pair, select_cpus, udp_cpus, CpuChoiceError, PairError,
+        cpus_in_order, housekeeping_cpus, measuring_pair, select_cpus, udp_cpus, CpuChoiceError,
+        PairError,
     };
     pub use latscope_platform::{
         caps, monotonic_ns, online_cpus, procstat, realtime_ns, set_affinity_set, sysinfo,
