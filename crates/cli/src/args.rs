@@ -57,6 +57,9 @@ pub enum Command {
     /// Copy runs from another store into this one: each run once, whole or
     /// not at all.
     Pull(PullArgs),
+    /// Reproduce a study's headline table on this machine: run its design,
+    /// store it as a run, print the paper's figures beside the measured ones.
+    Study(Box<StudyArgs>),
 }
 
 /// `latscope monitor`: every option also has a key in the --config file
@@ -872,4 +875,27 @@ pub struct ReportArgs {
 /// of a PostgreSQL store URL replaced by `***`.
 pub fn recorded_command_line() -> Vec<String> {
     latscope_store::redact_args(std::env::args_os())
+}
+
+/// `latscope study`: one of the four studies reproduced on this machine.
+#[derive(Args, Debug)]
+pub struct StudyArgs {
+    /// The study: cota-robles-held, jones-regehr, bernadat or chen-et-al.
+    #[arg(value_name = "NAME", required_unless_present = "list")]
+    pub name: Option<String>,
+    /// The short design (seconds of measuring, for CI) instead of the
+    /// study's own scale (docs/studies.md gives each one's duration).
+    #[arg(long)]
+    pub quick: bool,
+    /// List the studies with their quick and full designs, and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Also write the paired tables as JSON to FILE (`-`: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Print only errors (the run is still stored).
+    #[arg(long, short)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub store: StoreArg,
 }

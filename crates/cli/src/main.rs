@@ -24,6 +24,7 @@ mod report;
 mod run;
 mod sched;
 mod show;
+mod study;
 mod suite;
 
 use clap::Parser;
@@ -68,6 +69,7 @@ fn main() {
         Command::Monitor(a) => monitor::monitor(a),
         Command::Push(a) => push::push(a),
         Command::Pull(a) => push::pull(a),
+        Command::Study(a) => study::study(a),
     };
     let code = match result {
         Ok(code) => code,

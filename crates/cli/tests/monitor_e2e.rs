@@ -605,16 +605,14 @@ impl Seconds {
     }
 }
 
-#[test]
-fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond_the_control() {
-    let _g = serial();
+/// The daemon measuring CPU 1 with its endpoint, abusive clients and a
+/// control server on CPU 0; `None` (and a skip notice) on one CPU.
+fn abused_daemon(store: &Path) -> Option<(Daemon, Sink)> {
     if online().len() < 2 {
         eprintln!("skipped: needs 2 CPUs (the endpoint runs on the one not measured)");
-        return;
+        return None;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let store = store_in(dir.path());
-    let mut d = Daemon::start(&[
+    let d = Daemon::start(&[
         "--cpus",
         "1",
         "--persist",
@@ -630,6 +628,123 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
     latscope_platform::set_affinity_set(&[latscope_model::CpuId(0)]).unwrap();
     let sink = Sink::start();
     sleep(Duration::from_secs(2));
+    Some((d, sink))
+}
+
+/// A phase: whether it was abused, and its monotonic span in ns.
+type Phase = (bool, (u64, u64));
+
+/// `n` phases of `phase` each, C A A C repeated (ABBA): the abused ones
+/// against the daemon's endpoint, the others against the control server.
+/// Returns each phase (abused?, monotonic span) and the rounds of abuse.
+fn abuse_phases(
+    d: &Daemon,
+    sink: &Sink,
+    n: usize,
+    phase: Duration,
+) -> (Vec<Phase>, u64) {
+    let mut phases = Vec::new();
+    let mut rounds = 0;
+    for i in 0..n {
+        let abused = matches!(i % 4, 1 | 2);
+        let target = if abused { d.addr } else { sink.addr };
+        let from = latscope_platform::monotonic_ns();
+        let until = Instant::now() + phase;
+        let r = abuse(target, until);
+        if abused {
+            rounds += r;
+        }
+        sleep(until.saturating_duration_since(Instant::now()));
+        let to = latscope_platform::monotonic_ns();
+        println!(
+            "phase {i}: {} for {:.1} s, {r} rounds",
+            if abused { "abuse" } else { "control" },
+            (to - from) as f64 / 1e9
+        );
+        phases.push((abused, (from, to)));
+    }
+    (phases, rounds)
+}
+
+/// Stops the daemon after abuse (it must still answer and exit cleanly)
+/// and returns CPU 1's timer timeline and the cell's start.
+fn stop_and_load(mut d: Daemon, store: &Path) -> (Vec<latscope_stats::SecondStats>, u64) {
+    let (hs, _, hb) = get(d.addr, "/healthz");
+    assert_eq!(hs, 200, "{hb}");
+    d.signal("TERM");
+    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
+    let st = latscope_store::Store::open_existing(store).unwrap();
+    let id = st.resolve("latest").unwrap();
+    let run = st.load_run(id).unwrap();
+    let cell = st.cell_ids(id).unwrap()[0];
+    let timeline = st
+        .load_timeline(
+            cell,
+            latscope_model::metric::TIMER_LATENCY,
+            Some(latscope_model::CpuId(1)),
+        )
+        .unwrap();
+    (timeline, run.cells[0].meta.monotonic_start_ns.0)
+}
+
+/// What CI runs: two abused phases between two control ones (16 s). The
+/// daemon keeps serving, exits cleanly, and its measuring thread keeps its
+/// pace under abuse. Whether the abuse delays that thread beyond the host's
+/// own scatter takes eight ABBA pairs to tell: `endpoint_abuse_ab`, run by
+/// bench/endpoint-abuse.sh.
+#[test]
+fn abusive_clients_neither_stop_the_daemon_nor_stall_its_measuring_thread() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let Some((d, sink)) = abused_daemon(&store) else {
+        return;
+    };
+    let (phases, rounds) = abuse_phases(&d, &sink, 4, Duration::from_secs(4));
+    drop(sink);
+    let (timeline, start) = stop_and_load(d, &store);
+    assert!(rounds >= 2, "{rounds} rounds of abuse");
+    let (mut control, mut abused) = (Seconds::default(), Seconds::default());
+    for (is_abused, span) in &phases {
+        let s = if *is_abused {
+            &mut abused
+        } else {
+            &mut control
+        };
+        s.add(&timeline, start, *span);
+    }
+    println!(
+        "endpoint abuse: {} s abused: {:.0} samples/s, median per-second max {:.1} us; \
+         {} s control: {:.0} samples/s, median per-second max {:.1} us",
+        abused.n(),
+        abused.rate(),
+        abused.median(),
+        control.n(),
+        control.rate(),
+        control.median()
+    );
+    assert!(abused.n() >= 4 && control.n() >= 4, "whole seconds judged");
+    // A stalled thread loses its wake-ups; a host stall of a few hundred
+    // milliseconds in one phase costs a few per cent, so the bound is 10 %.
+    assert!(
+        abused.rate() >= 0.9 * control.rate(),
+        "{:.0} samples/s under abuse against {:.0}",
+        abused.rate(),
+        control.rate()
+    );
+}
+
+/// The latency verdict, 16 phases of 5 s (80 s): run by
+/// bench/endpoint-abuse.sh, quoted in docs/monitor.md.
+#[test]
+#[ignore = "an 80 s ABBA measurement; bench/endpoint-abuse.sh runs it"]
+fn endpoint_abuse_ab() {
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_in(dir.path());
+    let Some((d, sink)) = abused_daemon(&store) else {
+        return;
+    };
     // The control is the same clients against a plain server (`Sink`), so
     // that CPU 0's load and the loopback's traffic weigh on both phases and
     // only the endpoint differs: with an idle CPU 0 as the control, a busy
@@ -651,46 +766,9 @@ fn abusive_clients_neither_stop_the_daemon_nor_delay_its_measuring_thread_beyond
     // the host is quieter than that. Catching it at this VM's usual noise
     // would take a tighter margin, and so more pairs to keep the agreement
     // rule from failing on chance.
-    const PHASES: usize = 16;
-    const PHASE: Duration = Duration::from_secs(5);
-    let mut phases = Vec::new();
-    let mut rounds = 0;
-    for i in 0..PHASES {
-        let abused = matches!(i % 4, 1 | 2);
-        let target = if abused { d.addr } else { sink.addr };
-        let from = latscope_platform::monotonic_ns();
-        let until = Instant::now() + PHASE;
-        let r = abuse(target, until);
-        if abused {
-            rounds += r;
-        }
-        sleep(until.saturating_duration_since(Instant::now()));
-        let to = latscope_platform::monotonic_ns();
-        println!(
-            "phase {i}: {} for {:.1} s, {r} rounds",
-            if abused { "abuse" } else { "control" },
-            (to - from) as f64 / 1e9
-        );
-        phases.push((abused, (from, to)));
-    }
+    let (phases, rounds) = abuse_phases(&d, &sink, 16, Duration::from_secs(5));
     drop(sink);
-    let (hs, _, hb) = get(d.addr, "/healthz");
-    assert_eq!(hs, 200, "{hb}");
-    d.signal("TERM");
-    assert_eq!(d.wait(Duration::from_secs(15)), Some(0));
-
-    let st = latscope_store::Store::open_existing(&store).unwrap();
-    let id = st.resolve("latest").unwrap();
-    let run = st.load_run(id).unwrap();
-    let cell = st.cell_ids(id).unwrap()[0];
-    let timeline = st
-        .load_timeline(
-            cell,
-            latscope_model::metric::TIMER_LATENCY,
-            Some(latscope_model::CpuId(1)),
-        )
-        .unwrap();
-    let start = run.cells[0].meta.monotonic_start_ns.0;
+    let (timeline, start) = stop_and_load(d, &store);
     assert!(rounds >= 8, "{rounds} rounds of abuse");
     let (mut control, mut abused) = (Seconds::default(), Seconds::default());
     let (mut judged, mut higher) = (0, 0);

@@ -711,7 +711,13 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         let link = dir.path().join("latscope-kill-child");
         std::os::unix::fs::symlink(&exe, &link).unwrap();
         let mut child = Command::new(&link)
-            .args(["--exact", "child_run", "--nocapture", "--test-threads", "1"])
+            .args([
+                "--exact",
+                "kill::child_run",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
             .env(CHILD_ENV, &path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

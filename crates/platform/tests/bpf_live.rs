@@ -104,6 +104,7 @@ fn sleeper_every(
 
 #[test]
 fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
+    let _kernel = crate::kernel();
     recorder_histograms_and_counters(bpf::DEFAULT_HIST_ROWS);
 }
 
@@ -112,6 +113,7 @@ fn the_recorder_histograms_and_counters_see_a_sleeping_thread_on_cpu0() {
 /// must add up the same.
 #[test]
 fn histogram_counts_that_overflow_the_rows_are_kept_in_the_hashed_maps() {
+    let _kernel = crate::kernel();
     recorder_histograms_and_counters(1);
 }
 
@@ -392,6 +394,7 @@ fn recorder_histograms_and_counters(hist_rows: u32) {
 /// reaches before the ring's oldest record is not complete.
 #[test]
 fn a_small_ring_reports_its_losses() {
+    let _kernel = crate::kernel();
     let _cpu0 = cpu0();
     if !can_run() {
         return;
@@ -447,6 +450,7 @@ fn a_small_ring_reports_its_losses() {
 /// counts the rest as dropped.
 #[test]
 fn an_unread_sample_ring_keeps_the_newest_and_counts_the_rest() {
+    let _kernel = crate::kernel();
     let _cpu0 = cpu0();
     if !can_run() {
         return;

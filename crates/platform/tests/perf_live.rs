@@ -23,6 +23,7 @@ fn tracepoint_id(event: &str) -> Option<u64> {
 
 #[test]
 fn tracepoints_share_one_ring() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         eprintln!("skipped: needs root");
         return;
@@ -100,6 +101,7 @@ fn tracepoints_share_one_ring() {
 
 #[test]
 fn bad_tracepoint_is_not_a_permission_error() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         eprintln!("skipped: needs root");
         return;
@@ -119,6 +121,7 @@ fn bad_tracepoint_is_not_a_permission_error() {
 
 #[test]
 fn tracefs_mount_is_undone_on_drop() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         eprintln!("skipped: needs root");
         return;

@@ -28,6 +28,7 @@ fn spinner(cpu: CpuId, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn a_busy_cpu_shows_user_time() {
+    let _kernel = crate::kernel();
     let cpu = last_cpu();
     let set: CpuSet = [cpu].into_iter().collect();
     let mut sampler = Sampler::new(&set);
@@ -64,6 +65,7 @@ fn a_busy_cpu_shows_user_time() {
 
 #[test]
 fn system_calls_are_counted_when_allowed() {
+    let _kernel = crate::kernel();
     let mut sampler = Sampler::new(&CpuSet::new());
     if !sampler.counts_syscalls() {
         assert!(sampler
@@ -95,6 +97,7 @@ fn system_calls_are_counted_when_allowed() {
 
 #[test]
 fn a_ping_pong_shows_context_switches() {
+    let _kernel = crate::kernel();
     let cpu = last_cpu();
     let mut sampler = Sampler::new(&CpuSet::new());
     let rounds = 20_000u64;

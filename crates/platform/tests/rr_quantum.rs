@@ -96,6 +96,7 @@ fn ms(ns: u64) -> f64 {
 
 #[test]
 fn rr_threads_take_turns_of_the_quantum_and_fifo_threads_do_not() {
+    let _kernel = crate::kernel();
     let cpu = online_cpus().unwrap().iter().last().unwrap();
     // RR: both spin until a common end, 1.2 s from now.
     let end = monotonic_ns() + 1_200_000_000;

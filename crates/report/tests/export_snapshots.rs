@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 use common::promtool_check;
 
 use base64::Engine as _;

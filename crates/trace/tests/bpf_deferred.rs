@@ -98,6 +98,7 @@ fn sum(work: &HashMap<WorkKey, Histogram>, pick: impl Fn(&WorkKey) -> bool) -> (
 
 #[test]
 fn deferred_work_is_split_by_function_and_device() {
+    let _kernel = crate::kernel();
     let Some(mut tracer) = open() else {
         return;
     };

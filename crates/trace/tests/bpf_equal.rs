@@ -108,6 +108,7 @@ fn percentile(v: &mut [u64], q: f64) -> u64 {
 
 #[test]
 fn both_backends_decompose_and_explain_the_same_samples_alike() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         println!("skipped: needs root (BPF, perf tracepoints and SCHED_FIFO)");
         return;

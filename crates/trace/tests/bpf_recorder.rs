@@ -245,6 +245,7 @@ fn matched(
 
 #[test]
 fn the_recorder_sees_what_perf_sees() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         println!("skipped: needs root (BPF and perf tracepoints)");
         return;

@@ -46,6 +46,7 @@ fn sleeper(ready: std::sync::mpsc::Sender<i32>, go: std::sync::mpsc::Receiver<()
 
 #[test]
 fn the_steal_in_the_records_is_at_most_what_proc_stat_counted() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         println!("skipped: needs root (BPF)");
         return;

@@ -48,6 +48,7 @@ fn sleeper(ready: std::sync::mpsc::Sender<i32>, go: std::sync::mpsc::Receiver<()
 
 #[test]
 fn the_kernel_decomposition_equals_the_perf_backends() {
+    let _kernel = crate::kernel();
     if !latscope_platform::caps::detect().root {
         println!("skipped: needs root (BPF and perf tracepoints)");
         return;

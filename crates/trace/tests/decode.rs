@@ -1,7 +1,7 @@
 //! Decoding synthetic perf records built from the captured formats.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{lost, stack_sample, tp_sample, Fixture, V};
 use latscope_platform::perf::{PERF_RECORD_LOST_SAMPLES, PERF_RECORD_THROTTLE};

@@ -3,7 +3,7 @@
 //! they are.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{all_fixture_events, format, format_text};
 use latscope_trace::decode::check_format;

@@ -286,6 +286,7 @@ fn check_chains(k: &Kallsyms, chains: &[(TraceEvent, Vec<u64>)]) {
 /// (confirmed with ftrace), which the notice names.
 #[test]
 fn live_trace_of_a_sleeping_thread() {
+    let _kernel = crate::kernel();
     if !root() {
         eprintln!("skipped: needs root");
         return;
@@ -309,6 +310,7 @@ fn live_trace_of_a_sleeping_thread() {
 #[test]
 #[ignore]
 fn decode_cost_per_record() {
+    let _kernel = crate::kernel();
     if !root() {
         eprintln!("skipped: needs root");
         return;

@@ -1,7 +1,7 @@
 //! Recordings: written, read back and decoded through the same decoder.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{lost, stack_sample, Fixture, V};
 use latscope_trace::recording::{Recording, RecordingWriter};

@@ -2,7 +2,7 @@
 //! ring come out whole, a full ring drops records and says how many.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use common::{Fixture, V};
 use latscope_trace::ring::{build_record, ring_segments, Records, SimRing};

@@ -32,7 +32,7 @@
 //! its case count and time to standard error (`--nocapture`).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
