@@ -3,6 +3,7 @@
 //! measured (so Ctrl-C keeps every finished one), then printed in the
 //! study's style.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -12,7 +13,7 @@ use latscope_engine::{Env, MicroPlan, Observer, RunOutcome, Stop};
 use latscope_micro::session::{select, SessionOptions};
 use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::RunResult;
-use latscope_store::Store;
+use latscope_store::{MicroRun, Store};
 
 use crate::args::MicroArgs;
 use crate::exit::{self, Exit};
@@ -32,44 +33,63 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
         options.iterations = n as usize;
     }
 
-    // The store and the JSON file must be usable before anything runs.
-    let mut store = Store::open(&args.store.store)?;
-    if let Some(path) = &args.json {
-        crate::output::check_writable(path)?;
-    }
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
     let plan = MicroPlan {
         benchmarks,
         options,
         command_line: crate::args::recorded_command_line(),
     };
     let mut observer = MicroLines { quiet: args.quiet };
-    let rescue = |o: &RunOutcome| {
-        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        crate::output::rescue_json(o, &doc, &args.store.store)
-    };
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
-        observer: &mut observer,
-        system: None,
-        rescue: Some(&rescue),
-    };
-    let outcome =
-        latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(crate::run::rescued(&outcome, |o| {
-            write(args, &o.result, o.micro_context.as_ref(), &o.micro)
-        }));
-    }
-    let stored = store.load_run(outcome.run_id)?;
-    let micro = store.load_micro(outcome.run_id)?;
+    let (stored, micro, code) = run_stored(
+        &plan,
+        &args.store.store,
+        args.json.as_deref(),
+        &mut observer,
+        |o| write(args, &o.result, o.micro_context.as_ref(), &o.micro),
+    )?;
     let (context, results): (_, Vec<MicroResult>) = match &micro {
         Some(m) => (m.context.as_ref(), m.results()),
         None => (None, Vec::new()),
     };
     write(args, &stored, context, &results)?;
-    Ok(crate::run::status_code(outcome.status))
+    Ok(code)
+}
+
+/// Runs `plan` into the store at `store_path` (opened, and `json` checked,
+/// before anything runs); when the store fails on the way, the run's
+/// document goes to a rescue file beside it and `report` writes what the
+/// user asked for. Returns the run as stored, its benchmarks and the exit
+/// code of its status.
+pub fn run_stored(
+    plan: &MicroPlan,
+    store_path: &Path,
+    json: Option<&Path>,
+    observer: &mut dyn Observer,
+    report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
+) -> Result<(RunResult, Option<MicroRun>, i32), Exit> {
+    let mut store = Store::open(store_path)?;
+    if let Some(path) = json {
+        crate::output::check_writable(path)?;
+    }
+    let signals = StopSignals::install().context("cannot install signal handlers")?;
+    let rescue = |o: &RunOutcome| {
+        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
+        crate::output::rescue_json(o, &doc, store_path)
+    };
+    let env = Env {
+        clock: Arc::new(RealClock),
+        stop: Stop::from_signals(&signals),
+        observer,
+        system: None,
+        rescue: Some(&rescue),
+    };
+    let outcome =
+        latscope_engine::run_micro(plan, &mut store, env).map_err(crate::run::engine_error)?;
+    if outcome.sink_error.is_some() {
+        return Err(crate::run::rescued(&outcome, report));
+    }
+    let stored = store.load_run(outcome.run_id)?;
+    let micro = store.load_micro(outcome.run_id)?;
+    Ok((stored, micro, crate::run::status_code(outcome.status)))
 }
 
 /// The JSON file when asked for, and the table unless `--quiet`.

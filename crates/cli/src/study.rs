@@ -3,21 +3,17 @@
 //! machine's figures. Glue only: the designs, the pairing and the
 //! rendering are `latscope_reproduce`'s.
 
-use std::sync::Arc;
-
 use anyhow::Context;
-use latscope_engine::probes::RealClock;
-use latscope_engine::system::{measuring_pair, online_cpus, StopSignals};
-use latscope_engine::{Env, Quiet, RunOutcome, Stop};
+use latscope_engine::system::{measuring_pair, online_cpus};
+use latscope_engine::Quiet;
 use latscope_model::MicroResult;
 use latscope_reproduce::{Design, MicroDesign, ProbeDesign, ReproduceError, RunFigures};
 use latscope_stats::RunResult;
-use latscope_store::Store;
 
 use crate::args::{RunOutputArgs, StudyArgs};
 use crate::exit::{self, Exit};
 use crate::output;
-use crate::run::{exit_code, run_cells, status_code, RunOptions};
+use crate::run::{exit_code, run_cells, RunOptions};
 
 pub fn study(args: &StudyArgs) -> Result<i32, Exit> {
     let Some(name) = args.name.as_deref().filter(|_| !args.list) else {
@@ -93,30 +89,8 @@ fn micro(d: &MicroDesign, args: &StudyArgs) -> Result<(RunResult, Vec<MicroResul
             crate::args::recorded_command_line(),
         )
         .map_err(|e| Exit::from(anyhow::anyhow!("{e}")))?;
-    let mut store = Store::open(&args.store.store)?;
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
-    // A store that fails on the way: the micro run's document goes to a
-    // rescue file beside it, as `latscope micro` does.
-    let rescue = |o: &RunOutcome| {
-        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        output::rescue_json(o, &doc, &args.store.store)
-    };
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
-        observer: &mut Quiet,
-        system: None,
-        rescue: Some(&rescue),
-    };
-    let outcome =
-        latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(crate::run::rescued(&outcome, |_| Ok(())));
-    }
-    let stored = store.load_run(outcome.run_id)?;
-    let results = store
-        .load_micro(outcome.run_id)?
-        .map(|m| m.results())
-        .unwrap_or_default();
-    Ok((stored, results, status_code(outcome.status)))
+    let (stored, micro, code) =
+        crate::micro::run_stored(&plan, &args.store.store, None, &mut Quiet, |_| Ok(()))?;
+    let results = micro.map(|m| m.results()).unwrap_or_default();
+    Ok((stored, results, code))
 }
