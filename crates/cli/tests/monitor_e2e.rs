@@ -637,12 +637,7 @@ type Phase = (bool, (u64, u64));
 /// `n` phases of `phase` each, C A A C repeated (ABBA): the abused ones
 /// against the daemon's endpoint, the others against the control server.
 /// Returns each phase (abused?, monotonic span) and the rounds of abuse.
-fn abuse_phases(
-    d: &Daemon,
-    sink: &Sink,
-    n: usize,
-    phase: Duration,
-) -> (Vec<Phase>, u64) {
+fn abuse_phases(d: &Daemon, sink: &Sink, n: usize, phase: Duration) -> (Vec<Phase>, u64) {
     let mut phases = Vec::new();
     let mut rounds = 0;
     for i in 0..n {
