@@ -199,6 +199,60 @@ pub struct LimitArgs {
     pub fail_above: Option<String>,
 }
 
+/// Kernel tracing of `run` and `suite`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TraceArgs {
+    /// Read kernel tracepoints: decompose every sample into timer.irq /
+    /// timer.sched / timer.return, keep interrupt and deferred-work
+    /// statistics, and explain every sample above --threshold (default
+    /// 100us with --trace) as an episode.
+    #[arg(long)]
+    pub trace: bool,
+    /// With --trace: which tracer reads the kernel's events (auto: BPF
+    /// where its programs load, perf otherwise; docs/tracing.md).
+    #[arg(
+        long = "trace-backend",
+        value_enum,
+        default_value_t,
+        value_name = "BACKEND"
+    )]
+    pub trace_backend: TraceBackendArg,
+    /// With --trace: sample kernel call chains (cpu-clock) on the measured
+    /// CPUs and list the functions sampled during each episode.
+    #[arg(long)]
+    pub stacks: bool,
+}
+
+/// The background load of `run` and `suite`.
+#[derive(Args, Debug, Clone)]
+pub struct LoadArgs {
+    /// Intensity of the workloads.
+    #[arg(long = "load-level", value_enum, default_value = "normal")]
+    pub load_level: LoadLevelArg,
+    /// How long each workload runs before its cell starts measuring.
+    #[arg(
+        long,
+        allow_hyphen_values = true,
+        value_name = "DURATION",
+        default_value = "2s"
+    )]
+    pub warmup: String,
+}
+
+/// What `run` and `suite` write and hold besides the store.
+#[derive(Args, Debug, Clone)]
+pub struct RunOutputArgs {
+    /// Write the run as JSON to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Do not hold /dev/cpu_dma_latency at 0 while measuring.
+    #[arg(long)]
+    pub no_dma_latency: bool,
+    /// No progress bar and no summary on the terminal.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct StoreArg {
     /// The store holding results: a SQLite file or
@@ -411,15 +465,11 @@ pub struct RunArgs {
     /// Count samples above this latency, per second and in total (e.g. `100us`).
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub threshold: Option<String>,
-    /// Write the run as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: RunOutputArgs,
     /// Add log-scale count tables (1–2, 2–4, 4–8 µs ...) to the summary.
     #[arg(long)]
     pub histogram: bool,
-    /// Do not hold /dev/cpu_dma_latency at 0 during the run.
-    #[arg(long)]
-    pub no_dma_latency: bool,
     /// How often to write results to the store while measuring.
     #[arg(
         long,
@@ -428,26 +478,14 @@ pub struct RunArgs {
         default_value = "10s"
     )]
     pub checkpoint: String,
-    /// No progress bar and no summary on the terminal.
-    #[arg(long)]
-    pub quiet: bool,
     /// Background load(s): one cell per workload, e.g. `cpu`,
     /// `idle,cpu,net`, `hackbench`, `rt:90,500us/10ms,x2,cpu1` (SCHED_FIFO
     /// threads busy 500 µs every 10 ms), `custom:CMD ARGS` (see
     /// docs/workloads.md).
     #[arg(long, value_name = "NAME[,NAME...]")]
     pub workload: Option<String>,
-    /// Intensity of the workloads.
-    #[arg(long = "load-level", value_enum, default_value = "normal")]
-    pub load_level: LoadLevelArg,
-    /// How long each workload runs before measuring starts.
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "DURATION",
-        default_value = "2s"
-    )]
-    pub warmup: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// Noise probe: length of each active (spinning) period.
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub runtime: Option<String>,
@@ -464,25 +502,8 @@ pub struct RunArgs {
     /// Noise probe: floating-point work in every iteration.
     #[arg(long)]
     pub fp: bool,
-    /// Read kernel tracepoints: decompose every sample into timer.irq /
-    /// timer.sched / timer.return, keep interrupt and deferred-work
-    /// statistics, and explain every sample above --threshold (default
-    /// 100us with --trace) as an episode.
-    #[arg(long)]
-    pub trace: bool,
-    /// With --trace: which tracer reads the kernel's events (auto: BPF
-    /// where its programs load, perf otherwise; docs/tracing.md).
-    #[arg(
-        long = "trace-backend",
-        value_enum,
-        default_value_t,
-        value_name = "BACKEND"
-    )]
-    pub trace_backend: TraceBackendArg,
-    /// With --trace: sample kernel call chains (cpu-clock) on the measured
-    /// CPUs and list the functions sampled during each episode.
-    #[arg(long)]
-    pub stacks: bool,
+    #[command(flatten)]
+    pub trace: TraceArgs,
     /// With --stacks: the sampling period.
     #[arg(
         long = "stack-period",
@@ -704,43 +725,15 @@ pub struct SuiteArgs {
     /// CPUs to measure (default: every online CPU).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Intensity of the workloads.
-    #[arg(long = "load-level", value_enum, default_value = "normal")]
-    pub load_level: LoadLevelArg,
-    /// How long each workload runs before its cell starts measuring.
-    #[arg(
-        long,
-        allow_hyphen_values = true,
-        value_name = "DURATION",
-        default_value = "2s"
-    )]
-    pub warmup: String,
+    #[command(flatten)]
+    pub load: LoadArgs,
     /// Count samples above this latency (episodes with --trace).
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub threshold: Option<String>,
-    /// Read kernel tracepoints in every cell (see `run --trace`).
-    #[arg(long)]
-    pub trace: bool,
-    /// With --trace: which tracer (see `run --trace-backend`).
-    #[arg(
-        long = "trace-backend",
-        value_enum,
-        default_value_t,
-        value_name = "BACKEND"
-    )]
-    pub trace_backend: TraceBackendArg,
-    /// With --trace: kernel stacks in every cell (see `run --stacks`).
-    #[arg(long)]
-    pub stacks: bool,
-    /// Write the whole run as JSON to FILE (`-` for standard output).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Do not hold /dev/cpu_dma_latency at 0 during the suite.
-    #[arg(long)]
-    pub no_dma_latency: bool,
-    /// No progress bar and no summary on the terminal.
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub trace: TraceArgs,
+    #[command(flatten)]
+    pub output: RunOutputArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
     #[command(flatten)]
@@ -886,15 +879,9 @@ pub struct ReportArgs {
 }
 
 /// The command line as a run records it: every argument, with the password
-/// of a PostgreSQL store URL replaced by `***` (runs are shown and copied to
-/// shared stores; credentials must not travel with them).
+/// of a PostgreSQL store URL replaced by `***`.
 pub fn recorded_command_line() -> Vec<String> {
-    recorded(std::env::args_os())
-}
-
-fn recorded(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
-    args.map(|a| latscope_store::redact_arg(&a.to_string_lossy()))
-        .collect()
+    latscope_store::redact_args(std::env::args_os())
 }
 
 /// `latscope study`: one of the four studies reproduced on this machine.
@@ -918,37 +905,4 @@ pub struct StudyArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub store: StoreArg,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A password holding any of the characters the PostgreSQL client reads
-    /// into it (it reads up to the `@`) is stored as `***`, in a `--store`
-    /// argument and inside any other one (a command, a note).
-    #[test]
-    fn the_recorded_command_line_never_holds_a_password() {
-        for password in ["Qz/7k", "Qz?7k", "Qz#7k", "Qz 7k", "Qz@7k", "Qz:7k"] {
-            let url = format!("postgres://ada:{password}@db.lab:5432/fleet");
-            let line = recorded(
-                [
-                    "latscope".to_string(),
-                    "run".into(),
-                    format!("--store={url}"),
-                    "--store".into(),
-                    url.clone(),
-                    format!("exec:psql {url} -c select"),
-                ]
-                .into_iter()
-                .map(std::ffi::OsString::from),
-            );
-            assert_eq!(line[2], "--store=postgres://ada:***@db.lab:5432/fleet");
-            assert_eq!(line[4], "postgres://ada:***@db.lab:5432/fleet");
-            assert!(
-                line.iter().all(|a| !a.contains("Qz") && !a.contains("7k")),
-                "{password:?}: {line:?}"
-            );
-        }
-    }
 }

@@ -19,9 +19,7 @@ pub fn check(args: &CheckArgs) -> Result<i32, Exit> {
     if let Some(run) = &args.run {
         let store = latscope_store::Store::open_existing(&args.store.store)?;
         let run = store.load_run(store.resolve(run)?)?;
-        if let Some(note) = latscope_report::run_steal_note(&run) {
-            quote_run(&mut info.hazards, &note);
-        }
+        latscope_report::quote_run_steal(&mut info.hazards, &run);
     }
     let findings = &info.hazards;
     let text = if args.json {
@@ -46,15 +44,4 @@ pub fn check(args: &CheckArgs) -> Result<i32, Exit> {
         eprintln!("latscope: {hazards} {noun} found (--strict)");
     }
     Ok(code)
-}
-
-/// The steal findings say what they read: /proc/stat since boot (the
-/// snapshot's figure), then what the given run measured.
-fn quote_run(findings: &mut [latscope_model::Hazard], note: &str) {
-    for h in findings
-        .iter_mut()
-        .filter(|h| h.id == "steal" || h.id == "virtualization")
-    {
-        h.detail.push_str(&format!("; {note}"));
-    }
 }

@@ -3,12 +3,14 @@
 //! checkpoint where the store kept them); and
 //! `latscope export RUN --episode K --format perfetto`: one episode of a
 //! traced run, with the kernel events around it, as a file a trace viewer
-//! opens. Reads the store, never writes it: `latscope_report::exports`
-//! writes the bytes, [`crate::output::write`] puts them in the file.
+//! opens. Reads the store, never writes it: `latscope_report::stored`
+//! reads and exports the run, [`crate::output::write`] puts the bytes in
+//! the file.
 
 use anyhow::anyhow;
 use latscope_report::exports::RtTestsUnit;
-use latscope_report::exports::{self, ExportError, ExportInput, Format, HdrUnit, MicroInput};
+use latscope_report::exports::{ExportError, Format, HdrUnit};
+use latscope_report::stored::{export_run, StoredError};
 use latscope_store::Store;
 
 use crate::args::{ExportArgs, ExportFormat, HdrUnitArg, UnitArg};
@@ -18,40 +20,19 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
     let format = format(args)?;
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
-    let run = store.load_run(id)?;
-    let micro = store.load_micro(id)?;
-    let results = micro.as_ref().map(|m| m.results());
-    let mut input = ExportInput::run(&run);
-    input.micro = micro
-        .as_ref()
-        .zip(results.as_deref())
-        .map(|(m, results)| MicroInput {
-            context: m.context.as_ref(),
-            results,
-        });
-    let intervals;
-    let window;
-    match format {
-        Format::Hdr(_) if input.micro.is_none() => {
-            intervals = store.load_run_intervals(id)?;
-            if intervals.is_none() {
-                eprintln!(
-                    "note: run {id} was stored without checkpoint intervals (by a latscope before them, or imported): the log has one interval per cell and metric"
-                );
-            }
-            input.intervals = intervals.as_deref();
-        }
-        Format::Perfetto { episode } => {
-            window = store.load_episode_window(id, episode)?;
-            input.episode_window = window.as_ref();
-        }
-        _ => {}
+    let exported = match export_run(&store, id, format) {
+        Ok(e) => e,
+        Err(StoredError::Export(e)) => return Err(refusal(e, id)),
+        Err(e) => return Err(anyhow::Error::from(e).into()),
+    };
+    if exported.without_intervals {
+        eprintln!(
+            "note: run {id} was stored without checkpoint intervals (by a latscope before them, or imported): the log has one interval per cell and metric"
+        );
     }
-    let mut bytes = Vec::new();
-    exports::export(format, &input, &mut bytes).map_err(|e| refusal(e, id))?;
     crate::output::write(
         crate::output::destination(args.output.as_deref()),
-        &bytes,
+        &exported.bytes,
         crate::output::PUBLIC,
     )?;
     Ok(exit::OK)

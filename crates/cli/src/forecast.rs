@@ -5,18 +5,12 @@
 //! buffer sizes and counts), and verdicts for application presets.
 //!
 //! Glue only: the arguments become [`ForecastOptions`] (checked by
-//! [`ForecastOptions::from_request`]), the run, its timelines and the
-//! histograms kept at its checkpoints come from
-//! the store, `latscope_stats` computes the
-//! [`latscope_stats::forecast::ForecastReport`] (the CPUs of a cell pooled
-//! as one longer run of one CPU, the same report the HTML page shows) and
-//! `latscope_report` renders it.
+//! [`ForecastOptions::from_request`]), [`stored_forecast`] reads the run
+//! and computes its forecast, `latscope_report` renders it.
 
 use anyhow::Context;
-use latscope_stats::forecast::{
-    forecast_report, is_forecast_metric, CpuTimeline, ForecastOptions, ForecastRequest,
-    ForecastRequestError,
-};
+use latscope_report::stored::{stored_forecast, StoredForecast};
+use latscope_stats::forecast::{ForecastOptions, ForecastRequest, ForecastRequestError};
 
 use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
@@ -46,32 +40,11 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
 
     let store = latscope_store::Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
-    let run = store.load_run(id)?;
-    let input = crate::forecast_input::load(
-        &store,
-        id,
-        run,
-        options.cells.as_deref(),
-        is_forecast_metric,
-    )?;
-    let timelines: Vec<CpuTimeline<'_>> = input
-        .timelines
-        .iter()
-        .map(|t| CpuTimeline {
-            cell: t.cell,
-            metric: &t.metric,
-            cpu: t.cpu,
-            seconds: &t.seconds,
-        })
-        .collect();
-    let mut report = forecast_report(&input.run, &timelines, &input.snapshots, &options)
-        .context("cannot forecast")?;
-    // A monitor's real hours, days and weeks replace the model where they
-    // cover a horizon, and are listed after the forecast.
-    let observed = crate::observed::observed(&store, id)?;
-    if let Some(o) = &observed {
-        report.observe(latscope_model::metric::TIMER_LATENCY, o);
-    }
+    let StoredForecast {
+        report,
+        observed,
+        cuts,
+    } = stored_forecast(&store, id, &options).map_err(anyhow::Error::from)?;
     // Only the one application asked for decides the exit code, and only
     // on the wake-up latency (noise gaps are no deadline).
     let any_fail = args.app.is_some() && report.wakeup_verdict_failed();
@@ -83,7 +56,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
         )?;
     }
     let text = if args.json {
-        let doc = latscope_report::forecast_document(&report, observed.as_ref(), &input.cuts)
+        let doc = latscope_report::forecast_document(&report, observed.as_ref(), &cuts)
             .context("cannot write JSON")?;
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
@@ -91,7 +64,7 @@ pub fn forecast(args: &ForecastArgs) -> Result<i32, Exit> {
             &report,
             args.grid_csv.is_some(),
             observed.as_ref(),
-            &input.cuts,
+            &cuts,
         ))
     };
     crate::output::print(&text);

@@ -7,54 +7,39 @@
 //! when any forecast is refuted.
 
 use anyhow::Context;
-use latscope_stats::forecast::pairing::{pairs, PairingError};
-use latscope_stats::{CellResult, RunResult};
+use latscope_report::stored::{stored_pairing, StoredError};
+use latscope_stats::forecast::pairing::PairingError;
 
 use crate::args::ForecastArgs;
 use crate::exit::{self, Exit};
 
 pub fn against(args: &ForecastArgs, app_runs: &str) -> Result<i32, Exit> {
     let store = latscope_store::Store::open_existing(&args.store.store)?;
-    let timers = load_runs(&store, &args.run)?;
-    let apps = load_runs(&store, app_runs)?;
-    let names = |runs: &[RunResult]| {
-        let ids: Vec<String> = runs.iter().map(|r| r.meta.id.0.to_string()).collect();
-        ids.join(",")
-    };
-    let pairs = pairs(
-        &cells(&timers).collect::<Vec<_>>(),
-        &cells(&apps).collect::<Vec<_>>(),
-    )
-    .map_err(|e| refusal(e, &names(&timers), &names(&apps)))?;
-    let refuted = pairs.iter().any(|p| p.comparison.refuted);
-    let ids = |runs: &[RunResult]| runs.iter().map(|r| r.meta.id.0).collect::<Vec<_>>();
+    let paired = stored_pairing(&store, &args.run, app_runs).map_err(|e| match e {
+        StoredError::NamedTwice { .. } => Exit::usage(e),
+        StoredError::Pairing {
+            error,
+            timer_runs,
+            app_runs,
+        } => refusal(*error, &names(&timer_runs), &names(&app_runs)),
+        e => Exit::from(anyhow::Error::from(e)),
+    })?;
+    let refuted = paired.pairs.iter().any(|p| p.comparison.refuted);
     let text = if args.json {
-        let doc = latscope_report::pairing_json(&ids(&timers), &ids(&apps), &pairs);
+        let doc =
+            latscope_report::pairing_json(&paired.timer_runs, &paired.app_runs, &paired.pairs);
         serde_json::to_string_pretty(&doc).context("cannot write JSON")? + "\n"
     } else {
-        crate::colour::verdicts(&latscope_report::pairing_text(&pairs))
+        crate::colour::verdicts(&latscope_report::pairing_text(&paired.pairs))
     };
     crate::output::print(&text);
     Ok(if refuted { exit::THRESHOLD } else { exit::OK })
 }
 
-/// The runs `spec` names: one (an id, `latest`, `HOST:N`) or several
-/// separated by commas, each once.
-fn load_runs(store: &latscope_store::Store, spec: &str) -> Result<Vec<RunResult>, Exit> {
-    let mut ids = Vec::new();
-    for part in spec.split(',') {
-        let id = store.resolve(part)?;
-        if ids.contains(&id) {
-            return Err(Exit::usage(format!(
-                "run {} is named twice in '{spec}'",
-                id.0
-            )));
-        }
-        ids.push(id);
-    }
-    ids.into_iter()
-        .map(|id| store.load_run(id).map_err(Exit::from))
-        .collect()
+/// Run ids as the user lists them: `1,3`.
+fn names(ids: &[i64]) -> String {
+    let ids: Vec<String> = ids.iter().map(i64::to_string).collect();
+    ids.join(",")
 }
 
 /// A pairing refused, as one line naming the runs ("run 1,3 has no timer
@@ -68,11 +53,6 @@ fn refusal(e: PairingError, timer_runs: &str, app_runs: &str) -> Exit {
         PairingError::Scheme { .. } => Exit::usage(e),
         PairingError::Forecast(_) => Exit::from(anyhow::Error::from(e)),
     }
-}
-
-fn cells(runs: &[RunResult]) -> impl Iterator<Item = (i64, &CellResult)> {
-    runs.iter()
-        .flat_map(|r| r.cells.iter().map(move |c| (r.meta.id.0, c)))
 }
 
 #[cfg(test)]

@@ -3,16 +3,17 @@
 //! measured (so Ctrl-C keeps every finished one), then printed in the
 //! study's style.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
 use latscope_engine::probes::RealClock;
-use latscope_engine::system::{cpus_in_order, online_cpus, StopSignals};
+use latscope_engine::system::{measuring_pair, online_cpus, PairError, StopSignals};
 use latscope_engine::{Env, MicroPlan, Observer, RunOutcome, Stop};
 use latscope_micro::session::{select, SessionOptions};
-use latscope_model::{CpuId, MicroContext, MicroResult};
+use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::RunResult;
-use latscope_store::Store;
+use latscope_store::{MicroRun, Store};
 
 use crate::args::MicroArgs;
 use crate::exit::{self, Exit};
@@ -32,45 +33,63 @@ pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
         options.iterations = n as usize;
     }
 
-    // The store and the JSON file must be usable before anything runs.
-    let mut store = Store::open(&args.store.store)?;
-    if let Some(path) = &args.json {
-        crate::output::check_writable(path)?;
-    }
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
     let plan = MicroPlan {
         benchmarks,
         options,
         command_line: crate::args::recorded_command_line(),
     };
     let mut observer = MicroLines { quiet: args.quiet };
-    let rescue = |o: &RunOutcome| {
-        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        crate::output::write_rescue_doc(&o.result, &doc, &args.store.store)
-            .map_err(|e| format!("{e:#}"))
-    };
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
-        observer: &mut observer,
-        system: None,
-        rescue: Some(&rescue),
-    };
-    let outcome =
-        latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(crate::run::rescued(&outcome, |o| {
-            write(args, &o.result, o.micro_context.as_ref(), &o.micro)
-        }));
-    }
-    let stored = store.load_run(outcome.run_id)?;
-    let micro = store.load_micro(outcome.run_id)?;
+    let (stored, micro, code) = run_stored(
+        &plan,
+        &args.store.store,
+        args.json.as_deref(),
+        &mut observer,
+        |o| write(args, &o.result, o.micro_context.as_ref(), &o.micro),
+    )?;
     let (context, results): (_, Vec<MicroResult>) = match &micro {
         Some(m) => (m.context.as_ref(), m.results()),
         None => (None, Vec::new()),
     };
     write(args, &stored, context, &results)?;
-    Ok(crate::run::status_code(outcome.status))
+    Ok(code)
+}
+
+/// Runs `plan` into the store at `store_path` (opened, and `json` checked,
+/// before anything runs); when the store fails on the way, the run's
+/// document goes to a rescue file beside it and `report` writes what the
+/// user asked for. Returns the run as stored, its benchmarks and the exit
+/// code of its status.
+pub fn run_stored(
+    plan: &MicroPlan,
+    store_path: &Path,
+    json: Option<&Path>,
+    observer: &mut dyn Observer,
+    report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
+) -> Result<(RunResult, Option<MicroRun>, i32), Exit> {
+    let mut store = Store::open(store_path)?;
+    if let Some(path) = json {
+        crate::output::check_writable(path)?;
+    }
+    let signals = StopSignals::install().context("cannot install signal handlers")?;
+    let rescue = |o: &RunOutcome| {
+        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
+        crate::output::rescue_json(o, &doc, store_path)
+    };
+    let env = Env {
+        clock: Arc::new(RealClock),
+        stop: Stop::from_signals(&signals),
+        observer,
+        system: None,
+        rescue: Some(&rescue),
+    };
+    let outcome =
+        latscope_engine::run_micro(plan, &mut store, env).map_err(crate::run::engine_error)?;
+    if outcome.sink_error.is_some() {
+        return Err(crate::run::rescued(&outcome, report));
+    }
+    let stored = store.load_run(outcome.run_id)?;
+    let micro = store.load_micro(outcome.run_id)?;
+    Ok((stored, micro, crate::run::status_code(outcome.status)))
 }
 
 /// The JSON file when asked for, and the table unless `--quiet`.
@@ -114,26 +133,11 @@ impl Observer for MicroLines {
 /// and the one before it.
 fn choose_cpus(text: Option<&str>) -> Result<(u32, Option<u32>), Exit> {
     let online = online_cpus().context("cannot read the online CPUs")?;
-    let chosen: Vec<CpuId> = match text {
-        Some(t) => {
-            let v = cpus_in_order(t).map_err(|e| Exit::usage(format!("--cpus: {e}")))?;
-            if v.is_empty() || v.len() > 2 {
-                return Err(Exit::usage(format!(
-                    "--cpus wants the measuring CPU and at most one partner (e.g. 1,0), not '{t}'"
-                )));
-            }
-            if let Some(c) = v.iter().find(|c| !online.contains(**c)) {
-                return Err(Exit::usage(format!(
-                    "--cpus: CPU {} is not online (online CPUs: {online})",
-                    c.0
-                )));
-            }
-            v
-        }
-        None => {
-            let all: Vec<CpuId> = online.iter().collect();
-            all.into_iter().rev().take(2).collect()
-        }
-    };
-    Ok((chosen[0].0, chosen.get(1).map(|c| c.0)))
+    let (cpu, other) = measuring_pair(text, &online).map_err(|e| match e {
+        PairError::Count(t) => Exit::usage(format!(
+            "--cpus wants the measuring CPU and at most one partner (e.g. 1,0), not '{t}'"
+        )),
+        PairError::Choice(e) => Exit::usage(format!("--cpus: {e}")),
+    })?;
+    Ok((cpu.0, other.map(|c| c.0)))
 }

@@ -1,30 +1,12 @@
 //! `latscope compare` of micro runs: every benchmark of each run against
-//! the baseline's, by the ratio of medians with a bootstrap interval and a
-//! verdict (see `latscope_stats::micro::compare`).
+//! the baseline's ([`latscope_report::MicroComparison`]).
 
 use latscope_model::MicroResult;
-use latscope_stats::micro::compare::{compare_runs, slower_than, BenchComparison};
+use latscope_report::MicroComparison;
 use latscope_store::Store;
-use serde::Serialize;
 
 use crate::args::CompareArgs;
 use crate::exit::{self, Exit};
-
-/// One compared run in `--json`.
-#[derive(Serialize)]
-struct Against {
-    run: i64,
-    benchmarks: Vec<BenchComparison>,
-}
-
-/// `--json`'s document.
-#[derive(Serialize)]
-struct Doc {
-    schema: &'static str,
-    baseline: i64,
-    fail_if_slower: Option<f64>,
-    runs: Vec<Against>,
-}
 
 /// Compares when the baseline is a micro run; `None` when it is not (the
 /// latency comparison then runs). A micro run against a latency run is a
@@ -50,42 +32,26 @@ pub fn compare_micro(args: &CompareArgs, store: &Store) -> Result<Option<i32>, E
             "micro runs compare with --fail-if-slower and --json (--fail-if-worse and --html are for latency runs)",
         ));
     }
-    let (base_id, base) = &runs[0];
-    let base = base.as_deref().unwrap_or_default();
-    let mut doc = Doc {
-        schema: "latscope-micro-compare/1",
-        baseline: *base_id,
-        fail_if_slower: args.fail_if_slower,
-        runs: Vec::new(),
-    };
-    for (id, new) in &runs[1..] {
-        let rows = compare_runs(base, new.as_deref().unwrap_or_default());
-        if !args.json {
-            crate::output::print(&latscope_report::micro_compare_text(*base_id, *id, &rows));
-        }
-        doc.runs.push(Against {
-            run: *id,
-            benchmarks: rows,
-        });
-    }
+    let runs: Vec<(i64, &[MicroResult])> = runs
+        .iter()
+        .map(|(id, m)| (*id, m.as_deref().unwrap_or_default()))
+        .collect();
+    let doc = MicroComparison::new(&runs, args.fail_if_slower);
     if args.json {
         crate::output::write_json_doc(&doc, std::path::Path::new("-"))?;
+    } else {
+        crate::output::print(&doc.text());
     }
     let Some(pct) = args.fail_if_slower else {
         return Ok(Some(exit::OK));
     };
-    let mut tripped = false;
-    for against in &doc.runs {
-        for r in slower_than(&against.benchmarks, pct) {
-            tripped = true;
-            eprintln!(
-                "latscope: run {}: {} is SLOWER than run {}'s by {:.1}% (more than {pct}%)",
-                against.run,
-                r.bench,
-                doc.baseline,
-                (r.ratio - 1.0) * 100.0
-            );
-        }
+    let tripped = doc.slower_lines(pct);
+    for line in &tripped {
+        eprintln!("latscope: {line}");
     }
-    Ok(Some(if tripped { exit::THRESHOLD } else { exit::OK }))
+    Ok(Some(if tripped.is_empty() {
+        exit::OK
+    } else {
+        exit::THRESHOLD
+    }))
 }

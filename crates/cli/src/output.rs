@@ -1,6 +1,6 @@
 //! Writing what the report crate renders, through one writer ([`write`]):
-//! exports, pages, the run's JSON, and the rescue file of a run the store
-//! could not take.
+//! exports, pages, the run's JSON; and the JSON of the rescue file of a
+//! run the store could not take, which the engine writes.
 
 use std::io::Write;
 use std::path::Path;
@@ -34,8 +34,6 @@ pub fn write(path: Option<&Path>, bytes: &[u8], mode: u32) -> anyhow::Result<()>
 
 /// An output file's mode: readable by all (0644).
 pub const PUBLIC: u32 = 0o644;
-/// A file that holds a run's command line: this user's only (0600).
-pub const PRIVATE: u32 = 0o600;
 
 /// Writes the run's JSON to `path` (`-`: standard output).
 pub fn write_json(run: &RunResult, path: &Path) -> anyhow::Result<()> {
@@ -60,64 +58,25 @@ fn json_text<T: serde::Serialize>(doc: &T) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(doc).context("cannot encode JSON")? + "\n")
 }
 
-/// Fails now, before measuring, if `path`'s directory cannot take a file
-/// later (a new file of an unguessable name is created there and removed).
+/// Fails now, before measuring, if `path` (not `-`) cannot be written
+/// later.
 pub fn check_writable(path: &Path) -> anyhow::Result<()> {
-    if path == Path::new("-") {
-        return Ok(());
+    match destination(Some(path)) {
+        Some(p) => latscope_platform::files::check_writable(p)
+            .with_context(|| format!("cannot write {}", path.display())),
+        None => Ok(()),
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    tempfile::NamedTempFile::new_in(dir)
-        .map(drop)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// Writes a run the store could not take to a rescue file (its JSON, as
-/// `--json` writes it): beside the store, else in the current directory,
-/// else in the temporary directory. Returns the path written.
-pub fn write_rescue(run: &RunResult, store: &Path) -> anyhow::Result<std::path::PathBuf> {
-    write_rescue_doc(run, &latscope_report::run_json(run), store)
-}
-
-/// Writes `doc`, the whole of `run` (a microbenchmark run's document), as
-/// [`write_rescue`] does.
-pub fn write_rescue_doc<T: serde::Serialize>(
-    run: &RunResult,
+/// The rescue file of a run whose store failed (its JSON, as `--json`
+/// writes it, beside the store): the engine writes it through this.
+pub fn rescue_json<T: serde::Serialize>(
+    o: &latscope_engine::RunOutcome,
     doc: &T,
     store: &Path,
-) -> anyhow::Result<std::path::PathBuf> {
-    let name = format!(
-        "latscope-rescue-{}-{}.json",
-        run.meta.started_unix_ns.0 / 1_000_000_000,
-        run.meta.pid
-    );
-    let mut dirs = Vec::new();
-    if let Some(d) = store.parent() {
-        dirs.push(if d.as_os_str().is_empty() {
-            Path::new(".").to_path_buf()
-        } else {
-            d.to_path_buf()
-        });
-    }
-    dirs.push(Path::new(".").to_path_buf());
-    dirs.push(std::env::temp_dir());
-    // The rescue holds the run's command line and measurements: for this
-    // user only (0600), wherever it lands.
-    let text = json_text(doc)?;
-    let mut last = None;
-    for d in dirs {
-        // The error line names the file: absolute, so that it can be found
-        // from any directory.
-        let path = std::path::absolute(d.join(&name)).unwrap_or_else(|_| d.join(&name));
-        match write(Some(&path), text.as_bytes(), PRIVATE) {
-            Ok(()) => return Ok(path),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| anyhow::anyhow!("no directory to write the rescue file in")))
+) -> Result<std::path::PathBuf, String> {
+    let text = json_text(doc).map_err(|e| format!("{e:#}"))?;
+    latscope_engine::write_rescue(o, text.as_bytes(), store)
 }
 
 /// Writes `text` to standard output. A reader that stopped early

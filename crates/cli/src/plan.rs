@@ -14,7 +14,9 @@ use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
 use latscope_model::{CpuSet, Nanos, Policy, TimerSlack, UdpPath};
 use latscope_stats::forecast::{AppPreset, APP_PRESETS};
 
-use crate::args::{LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, UdpPathArg};
+use crate::args::{
+    LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, TraceArgs, UdpPathArg,
+};
 use crate::exit::Exit;
 
 /// Checks `args` against the online CPUs: the plan, or one line naming
@@ -27,7 +29,7 @@ pub(crate) fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
 }
 
-fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
+pub(crate) fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
     text.map(|t| duration(flag, t)).transpose()
 }
 
@@ -62,15 +64,13 @@ pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
         },
         app,
         trace: TraceOptions {
-            on: args.trace,
-            backend: args.trace_backend.into(),
-            stacks: args.stacks,
             // Parsed only when used, as before.
-            stack_period: match args.stacks {
+            stack_period: match args.trace.stacks {
                 true => duration("stack-period", &args.stack_period)?,
                 false => latscope_engine::TracePlan::DEFAULT_STACK_PERIOD,
             },
             episode_cap: args.episode_cap,
+            ..trace_options(&args.trace)
         },
         workloads: match &args.workload {
             None => Vec::new(),
@@ -78,14 +78,24 @@ pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
                 split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?
             }
         },
-        load_level: load_level(args.load_level),
-        warmup: duration("warmup", &args.warmup)?,
+        load_level: load_level(args.load.load_level),
+        warmup: duration("warmup", &args.load.warmup)?,
         checkpoint: duration("checkpoint", &args.checkpoint)?,
         stop_above: optional("stop-above", args.limits.stop_above.as_deref())?,
         fail_above: optional("fail-above", args.limits.fail_above.as_deref())?,
         actions: actions(&args.actions.on_threshold)?,
         action_limit: action_limit(args.actions.action_limit.as_deref())?,
     })
+}
+
+/// `--trace`, `--trace-backend` and `--stacks`; the rest as by default.
+pub fn trace_options(t: &TraceArgs) -> TraceOptions {
+    TraceOptions {
+        on: t.trace,
+        backend: t.trace_backend.into(),
+        stacks: t.stacks,
+        ..RunRequest::default().trace
+    }
 }
 
 /// `--on-threshold`, each parsed.

@@ -4,8 +4,7 @@
 //! once. Machines that measure offline push later; a shared store is
 //! pulled from.
 
-use latscope_model::RunStatus;
-use latscope_store::{Copied, Store};
+use latscope_store::{Copied, CopyEvent, Store};
 
 use crate::args::{PullArgs, PushArgs};
 use crate::exit::{self, Exit};
@@ -25,38 +24,19 @@ pub fn pull(args: &PullArgs) -> Result<i32, Exit> {
 }
 
 /// Copies the runs named (all finished runs when none is), one line each.
-/// A run still being measured is skipped with a line when it was not named
-/// and refused when it was.
 fn copy(from: &Store, to: &mut Store, named: &[String], target: &str) -> Result<i32, Exit> {
-    let runs = if named.is_empty() {
-        let mut ids = Vec::new();
-        for r in from.list_runs()? {
-            if r.meta.status == RunStatus::Running {
-                println!("run {}: still being measured, not copied", r.meta.id);
-            } else {
-                ids.push(r.meta.id);
-            }
-        }
-        ids
-    } else {
-        named
-            .iter()
-            .map(|spec| from.resolve(spec))
-            .collect::<Result<Vec<_>, _>>()?
-    };
     let (mut stored, mut present) = (0, 0);
-    for id in runs {
-        match from.copy_run(id, to)? {
-            Copied::Stored(new) => {
-                stored += 1;
-                println!("run {id} → {target} run {new}");
-            }
-            Copied::Present(there) => {
-                present += 1;
-                println!("run {id}: already in {target} as run {there}");
-            }
+    from.copy_runs(named, to, |event| match event {
+        CopyEvent::StillRunning(id) => println!("run {id}: still being measured, not copied"),
+        CopyEvent::Copied(id, Copied::Stored(new)) => {
+            stored += 1;
+            println!("run {id} → {target} run {new}");
         }
-    }
+        CopyEvent::Copied(id, Copied::Present(there)) => {
+            present += 1;
+            println!("run {id}: already in {target} as run {there}");
+        }
+    })?;
     println!("{stored} copied, {present} already there");
     Ok(exit::OK)
 }

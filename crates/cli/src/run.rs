@@ -9,13 +9,15 @@ use std::sync::Arc;
 use anyhow::Context;
 use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
-use latscope_engine::system::StopSignals;
-use latscope_engine::{EngineError, Env, Guards, RunConfig, RunOutcome, Stop};
-use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
+use latscope_engine::system::{housekeeping_cpus, StopSignals};
+use latscope_engine::{
+    EngineError, Env, Guards, LimitExceeded, RunConfig, RunOutcome, SinkFailure, Stop,
+};
+use latscope_model::{CpuSet, RunStatus};
 use latscope_stats::RunResult;
 use latscope_store::Store;
 
-use crate::args::RunArgs;
+use crate::args::{RunArgs, RunOutputArgs};
 use crate::exit::{self, Exit};
 use crate::observer::CliObserver;
 use crate::output;
@@ -28,27 +30,23 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
     let cells = plan.cells();
     let opts = RunOptions {
         store: &args.store.store,
-        json: args.json.as_deref(),
-        no_dma_latency: args.no_dma_latency,
-        quiet: args.quiet,
+        output: &args.output,
         histogram: args.histogram,
     };
     let ran = run_cells(&opts, &plan, &cells, &online)?;
-    if let Some(path) = opts.json {
+    if let Some(path) = &args.output.json {
         output::write_json(&ran.stored, path)?;
     }
-    if !opts.quiet {
+    if !args.output.quiet {
         crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
     }
-    Ok(exit_code(&ran, &plan))
+    Ok(exit_code(&ran))
 }
 
 /// Options of `run` (and `suite`) that are not about what to measure.
 pub struct RunOptions<'a> {
     pub store: &'a std::path::Path,
-    pub json: Option<&'a std::path::Path>,
-    pub no_dma_latency: bool,
-    pub quiet: bool,
+    pub output: &'a RunOutputArgs,
     pub histogram: bool,
 }
 
@@ -61,50 +59,29 @@ pub fn status_code(status: RunStatus) -> i32 {
     }
 }
 
-/// What a run gave back: the run as stored, its status, and what the
-/// limits need.
+/// What a run gave back: the run as stored, its status, and the limit
+/// it exceeded.
 pub struct Ran {
     pub stored: RunResult,
     pub status: RunStatus,
-    /// The largest value of the probes' main figure.
-    pub max_latency: Nanos,
-    /// The value that made `--stop-above` end the run.
-    pub stopped_above: Option<Nanos>,
+    pub exceeded: Option<LimitExceeded>,
 }
 
 /// The exit code, with the line that explains a 3 printed on stderr:
 /// a failure is 1; a signal is 130; a value above `--stop-above` or
 /// `--fail-above` is 3 (DESIGN.md's "threshold exceeded").
-pub fn exit_code(ran: &Ran, plan: &RunPlan) -> i32 {
+pub fn exit_code(ran: &Ran) -> i32 {
     let id = ran.stored.meta.id;
-    if ran.status == RunStatus::Failed || ran.stopped_above.is_none() {
-        let code = status_code(ran.status);
-        if code != exit::OK {
-            return code;
-        }
-    }
-    if let (Some(value), Some(limit)) = (ran.stopped_above, plan.stop_above) {
-        eprintln!(
+    match ran.exceeded {
+        None => return status_code(ran.status),
+        Some(LimitExceeded::Stopped { value, limit }) => eprintln!(
             "latscope: stopped: a value of {value} exceeded --stop-above {limit} (run {id} stored)"
-        );
-        return exit::THRESHOLD;
+        ),
+        Some(LimitExceeded::Failed { max, limit }) => eprintln!(
+            "latscope: the largest value, {max}, exceeded --fail-above {limit} (run {id} stored)"
+        ),
     }
-    if let Some(limit) = plan.fail_above {
-        if ran.max_latency > limit {
-            eprintln!(
-                "latscope: the largest value, {}, exceeded --fail-above {limit} (run {id} stored)",
-                ran.max_latency
-            );
-            return exit::THRESHOLD;
-        }
-    }
-    exit::OK
-}
-
-/// The online CPUs no cell measures: where the threshold actions run.
-fn housekeeping_cpus(cells: &[CellPlan], online: &CpuSet) -> Vec<CpuId> {
-    let measured: CpuSet = cells.iter().flat_map(|c| c.probe.cpus()).collect();
-    online.iter().filter(|c| !measured.contains(*c)).collect()
+    exit::THRESHOLD
 }
 
 /// Runs the cells one after the other in one stored run; returns the run
@@ -119,14 +96,14 @@ pub fn run_cells(
     // Open the store before measuring: an unusable path must fail now, not
     // after the user waited for the measurement.
     let mut store = Store::open(opts.store)?;
-    if let Some(path) = opts.json {
+    if let Some(path) = &opts.output.json {
         output::check_writable(path)?;
     }
     let config = RunConfig {
         checkpoint: plan.checkpoint,
         trace: plan.trace.clone(),
         guards: Guards {
-            dma_latency: !opts.no_dma_latency,
+            dma_latency: !opts.output.no_dma_latency,
             ..Guards::ALL
         },
         command_line: crate::args::recorded_command_line(),
@@ -134,8 +111,9 @@ pub fn run_cells(
         unbounded: false,
     };
     let signals = StopSignals::install().context("cannot install signal handlers")?;
-    let mut observer = CliObserver::new(!opts.quiet && std::io::stderr().is_terminal());
-    let rescue = |o: &RunOutcome| rescue_file(o, opts.store);
+    let mut observer = CliObserver::new(!opts.output.quiet && std::io::stderr().is_terminal());
+    let rescue =
+        |o: &RunOutcome| output::rescue_json(o, &latscope_report::run_json(&o.result), opts.store);
     let env = Env {
         clock: Arc::new(RealClock),
         stop: Stop::from_signals(&signals),
@@ -151,7 +129,7 @@ pub fn run_cells(
         let actions = Actions::start(
             plan.actions.clone(),
             plan.action_limit,
-            housekeeping_cpus(cells, online),
+            housekeeping_cpus(online, &cells.iter().flat_map(|c| c.probe.cpus()).collect()),
             Arc::new(|line: &str| eprintln!("latscope: {line}")),
             latscope_report::perfetto_trace,
         )
@@ -162,10 +140,10 @@ pub fn run_cells(
     let outcome = outcome.map_err(engine_error)?;
     if outcome.sink_error.is_some() {
         return Err(rescued(&outcome, |o| {
-            if let Some(path) = opts.json {
+            if let Some(path) = &opts.output.json {
                 output::write_json(&o.result, path)?;
             }
-            if !opts.quiet {
+            if !opts.output.quiet {
                 output::print(&latscope_report::run_summary(&o.result, opts.histogram));
             }
             Ok(())
@@ -175,8 +153,7 @@ pub fn run_cells(
     Ok(Ran {
         stored,
         status: outcome.status,
-        max_latency: outcome.max_latency,
-        stopped_above: outcome.stopped_above,
+        exceeded: outcome.limit_exceeded(plan.stop_above, plan.fail_above),
     })
 }
 
@@ -191,12 +168,6 @@ pub fn engine_error(e: EngineError) -> Exit {
     }
 }
 
-/// The rescue file of a run whose store failed (the run's JSON, as `--json`
-/// writes it, beside the store): the engine writes it through this.
-fn rescue_file(o: &RunOutcome, store: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    output::write_rescue(&o.result, store).map_err(|e| format!("{e:#}"))
-}
-
 /// The error of a run whose store failed: measured data outlives the
 /// store, so the whole run is in the rescue file the engine wrote, and
 /// the user gets one line saying where. The JSON the user asked for and
@@ -205,27 +176,15 @@ pub fn rescued(
     outcome: &RunOutcome,
     report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
 ) -> Exit {
-    let e = outcome.sink_error.clone().map(|e| e.0).unwrap_or_default();
-    let rescue = match &outcome.rescued {
-        Some(Ok(path)) => path.clone(),
-        Some(Err(why)) => {
-            return Exit::from(anyhow::anyhow!(
-                "{e}; the run could not be written anywhere else either: {why}"
-            ))
-        }
-        None => {
-            return Exit::from(anyhow::anyhow!(
-                "{e}; the run could not be written anywhere else either"
-            ))
-        }
+    let Some(failure) = outcome.sink_failure() else {
+        return Exit::from(anyhow::anyhow!("the store failed"));
     };
-    if let Err(err) = report(outcome)
-        .with_context(|| format!("{e}; the whole run is in {}, but", rescue.display()))
-    {
-        return Exit::from(err);
+    if let SinkFailure::Rescued { error, path } = &failure {
+        if let Err(err) = report(outcome)
+            .with_context(|| format!("{error}; the whole run is in {}, but", path.display()))
+        {
+            return Exit::from(err);
+        }
     }
-    Exit::from(anyhow::anyhow!(
-        "{e}; the store keeps the run up to its last good checkpoint, and the whole run is in {}",
-        rescue.display()
-    ))
+    Exit::from(anyhow::Error::from(failure))
 }

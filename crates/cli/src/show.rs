@@ -75,7 +75,7 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
         output::write_json(&run, std::path::Path::new("-"))?;
     } else {
         let mut text = latscope_report::run_summary(&run, args.histogram);
-        text.push_str(&crate::observed::observed_text(&store, id)?);
+        text.push_str(&latscope_report::stored::observed_text(&store, id)?);
         if args.episodes {
             text.push_str(&latscope_report::episodes_text(&run));
         }

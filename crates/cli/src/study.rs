@@ -3,21 +3,17 @@
 //! machine's figures. Glue only: the designs, the pairing and the
 //! rendering are `latscope_reproduce`'s.
 
-use std::sync::Arc;
-
 use anyhow::Context;
-use latscope_engine::probes::RealClock;
-use latscope_engine::system::{online_cpus, StopSignals};
-use latscope_engine::{Env, Quiet, RunOutcome, Stop};
+use latscope_engine::system::{measuring_pair, online_cpus};
+use latscope_engine::Quiet;
 use latscope_model::MicroResult;
 use latscope_reproduce::{Design, MicroDesign, ProbeDesign, ReproduceError, RunFigures};
 use latscope_stats::RunResult;
-use latscope_store::Store;
 
-use crate::args::StudyArgs;
+use crate::args::{RunOutputArgs, StudyArgs};
 use crate::exit::{self, Exit};
 use crate::output;
-use crate::run::{exit_code, run_cells, status_code, RunOptions};
+use crate::run::{exit_code, run_cells, RunOptions};
 
 pub fn study(args: &StudyArgs) -> Result<i32, Exit> {
     let Some(name) = args.name.as_deref().filter(|_| !args.list) else {
@@ -65,15 +61,18 @@ fn list() -> Result<i32, Exit> {
 fn probe(d: &ProbeDesign, args: &StudyArgs) -> Result<(RunResult, Vec<MicroResult>, i32), Exit> {
     let online = online_cpus().context("cannot read the online CPUs")?;
     let (plan, cells) = d.plan(&online).map_err(crate::plan::request_error)?;
-    let opts = RunOptions {
-        store: &args.store.store,
+    let output = RunOutputArgs {
         json: None,
         no_dma_latency: false,
         quiet: args.quiet,
+    };
+    let opts = RunOptions {
+        store: &args.store.store,
+        output: &output,
         histogram: false,
     };
     let ran = run_cells(&opts, &plan, &cells, &online)?;
-    let code = exit_code(&ran, &plan);
+    let code = exit_code(&ran);
     Ok((ran.stored, Vec::new(), code))
 }
 
@@ -81,36 +80,17 @@ fn probe(d: &ProbeDesign, args: &StudyArgs) -> Result<(RunResult, Vec<MicroResul
 /// CPU with the one before it as partner (as `latscope micro`).
 fn micro(d: &MicroDesign, args: &StudyArgs) -> Result<(RunResult, Vec<MicroResult>, i32), Exit> {
     let online = online_cpus().context("cannot read the online CPUs")?;
-    let all: Vec<u32> = online.iter().map(|c| c.0).collect();
-    let mut cpus = all.into_iter().rev();
-    let (cpu, other) = (cpus.next().unwrap_or(0), cpus.next());
+    let (cpu, other) =
+        measuring_pair(None, &online).map_err(|e| Exit::from(anyhow::anyhow!("{e}")))?;
     let plan = d
-        .plan(cpu, other, crate::args::recorded_command_line())
+        .plan(
+            cpu.0,
+            other.map(|c| c.0),
+            crate::args::recorded_command_line(),
+        )
         .map_err(|e| Exit::from(anyhow::anyhow!("{e}")))?;
-    let mut store = Store::open(&args.store.store)?;
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
-    // A store that fails on the way: the micro run's document goes to a
-    // rescue file beside it, as `latscope micro` does.
-    let rescue = |o: &RunOutcome| {
-        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        output::write_rescue_doc(&o.result, &doc, &args.store.store).map_err(|e| format!("{e:#}"))
-    };
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
-        observer: &mut Quiet,
-        system: None,
-        rescue: Some(&rescue),
-    };
-    let outcome =
-        latscope_engine::run_micro(&plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(crate::run::rescued(&outcome, |_| Ok(())));
-    }
-    let stored = store.load_run(outcome.run_id)?;
-    let results = store
-        .load_micro(outcome.run_id)?
-        .map(|m| m.results())
-        .unwrap_or_default();
-    Ok((stored, results, status_code(outcome.status)))
+    let (stored, micro, code) =
+        crate::micro::run_stored(&plan, &args.store.store, None, &mut Quiet, |_| Ok(()))?;
+    let results = micro.map(|m| m.results()).unwrap_or_default();
+    Ok((stored, results, code))
 }

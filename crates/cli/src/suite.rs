@@ -7,7 +7,6 @@
 //! arguments into the base request, runs the cells and prints.
 
 use anyhow::Context;
-use latscope_engine::request::TraceOptions;
 use latscope_engine::suite::{Preset, SuiteError, SuiteMatrix};
 use latscope_engine::RunRequest;
 use latscope_model::Nanos;
@@ -36,35 +35,16 @@ fn base_request(args: &SuiteArgs, cell_duration: Nanos) -> Result<RunRequest, Ex
     Ok(RunRequest {
         cpus: args.cpus.clone(),
         duration: Some(cell_duration),
-        threshold: args
-            .threshold
-            .as_deref()
-            .map(|t| duration("threshold", t))
-            .transpose()?,
+        threshold: plan::optional("threshold", args.threshold.as_deref())?,
         timer: latscope_engine::request::TimerOptions {
             slack: plan::timer_slack(args.timer_slack.as_deref(), ProbeName::Timer)?,
             ..d.timer.clone()
         },
-        trace: TraceOptions {
-            on: args.trace,
-            backend: args.trace_backend.into(),
-            stacks: args.stacks,
-            ..d.trace.clone()
-        },
-        load_level: plan::load_level(args.load_level),
-        warmup: duration("warmup", &args.warmup)?,
-        stop_above: args
-            .limits
-            .stop_above
-            .as_deref()
-            .map(|t| duration("stop-above", t))
-            .transpose()?,
-        fail_above: args
-            .limits
-            .fail_above
-            .as_deref()
-            .map(|t| duration("fail-above", t))
-            .transpose()?,
+        trace: plan::trace_options(&args.trace),
+        load_level: plan::load_level(args.load.load_level),
+        warmup: duration("warmup", &args.load.warmup)?,
+        stop_above: plan::optional("stop-above", args.limits.stop_above.as_deref())?,
+        fail_above: plan::optional("fail-above", args.limits.fail_above.as_deref())?,
         actions: plan::actions(&args.actions.on_threshold)?,
         action_limit: plan::action_limit(args.actions.action_limit.as_deref())?,
         ..d
@@ -96,7 +76,7 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
         .plan(&base_request(args, per_cell)?, &online)
         .map_err(suite_error)?;
     let n = cells.len() as u32;
-    if !args.quiet {
+    if !args.output.quiet {
         let total = Nanos((per_cell.0 + base.warmup.0).saturating_mul(u64::from(n)));
         eprintln!(
             "latscope suite: {n} cells ({} probe(s) x {} workload(s) x {} setting(s)), about {total} in all",
@@ -107,28 +87,17 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     }
     let opts = RunOptions {
         store: &args.store.store,
-        json: args.json.as_deref(),
-        no_dma_latency: args.no_dma_latency,
-        quiet: args.quiet,
+        output: &args.output,
         histogram: false,
     };
     let ran = run_cells(&opts, &base, &cells, &online)?;
     let stored = &ran.stored;
-    if let Some(path) = opts.json {
+    if let Some(path) = &args.output.json {
         output::write_json(stored, path)?;
     }
-    if !args.quiet {
-        crate::output::print(&latscope_report::run_header(stored));
-        crate::output::print(&latscope_report::suite_matrix(&stored.cells));
-        let workloads = latscope_report::workload_table(stored);
-        if !workloads.is_empty() {
-            crate::output::print(&format!("\n{workloads}"));
-        }
-        crate::output::print(&format!(
-            "\nEvery cell's tables: latscope show {} --store {}\n",
-            stored.meta.id,
-            latscope_store::redact_arg(&args.store.store.display().to_string())
-        ));
+    if !args.output.quiet {
+        let store = latscope_store::redact_arg(&args.store.store.display().to_string());
+        crate::output::print(&latscope_report::suite_summary(stored, &store));
     }
-    Ok(exit_code(&ran, &base))
+    Ok(exit_code(&ran))
 }

@@ -36,6 +36,57 @@ pub fn cpus_in_order(text: &str) -> Result<Vec<CpuId>, CpuSetError> {
     Ok(v)
 }
 
+/// Why a measuring CPU and its partner could not be chosen.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairError {
+    #[error(transparent)]
+    Choice(#[from] CpuChoiceError),
+    /// Not one or two CPUs.
+    #[error("the measuring CPU and at most one partner (e.g. 1,0), not '{0}'")]
+    Count(String),
+}
+
+/// A measuring CPU and its partner (the microbenchmarks across two CPUs):
+/// `text` in the order written, one or two CPUs, all online; by default
+/// the last online CPU and the one before it.
+pub fn measuring_pair(
+    text: Option<&str>,
+    online: &CpuSet,
+) -> Result<(CpuId, Option<CpuId>), PairError> {
+    let chosen: Vec<CpuId> = match text {
+        Some(t) => {
+            let v = cpus_in_order(t).map_err(CpuChoiceError::List)?;
+            if v.is_empty() || v.len() > 2 {
+                return Err(PairError::Count(t.to_string()));
+            }
+            if let Some(c) = v.iter().find(|c| !online.contains(**c)) {
+                return Err(PairError::Choice(CpuChoiceError::Offline {
+                    offline: std::iter::once(*c).collect(),
+                    online: online.clone(),
+                }));
+            }
+            v
+        }
+        None => online
+            .iter()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .take(2)
+            .collect(),
+    };
+    match chosen[..] {
+        [cpu, ..] => Ok((cpu, chosen.get(1).copied())),
+        [] => Err(PairError::Count(String::new())),
+    }
+}
+
+/// The online CPUs not `measured` (none when every CPU is): where the
+/// threshold actions and a monitor's endpoint run.
+pub fn housekeeping_cpus(online: &CpuSet, measured: &CpuSet) -> Vec<CpuId> {
+    online.iter().filter(|c| !measured.contains(*c)).collect()
+}
+
 /// The udp probe's (sender, receiver) CPUs: one CPU for both, or two in
 /// that order; `None` for any other number.
 pub fn udp_cpus(cpus: &[CpuId]) -> Option<(CpuId, CpuId)> {
@@ -60,6 +111,18 @@ mod tests {
             select_cpus("x", &online),
             Err(CpuChoiceError::List(_))
         ));
+    }
+
+    #[test]
+    fn the_measuring_pair_is_in_the_order_written_or_the_last_two_online() {
+        let online = CpuSet::parse("0-3").unwrap();
+        let pair = |t| measuring_pair(t, &online);
+        assert_eq!(pair(None), Ok((CpuId(3), Some(CpuId(2)))));
+        assert_eq!(pair(Some("1,0")), Ok((CpuId(1), Some(CpuId(0)))));
+        assert_eq!(pair(Some("2")), Ok((CpuId(2), None)));
+        assert_eq!(pair(Some("0-2")), Err(PairError::Count("0-2".into())));
+        let e = pair(Some("1,7")).unwrap_err();
+        assert_eq!(e.to_string(), "CPU 7 is not online (online CPUs: 0-3)");
     }
 
     #[test]

@@ -35,6 +35,7 @@ mod micro;
 mod observer;
 mod outcome;
 pub mod request;
+mod rescue;
 mod run;
 mod settings;
 mod sink;
@@ -53,8 +54,9 @@ pub use error::EngineError;
 pub use lifecycle::running_meta;
 pub use micro::{run_micro, MicroPlan};
 pub use observer::{Observer, Quiet};
-pub use outcome::{Env, Rescue, RunOutcome};
+pub use outcome::{Env, LimitExceeded, Rescue, RunOutcome, SinkFailure};
 pub use request::{RequestError, RunPlan, RunRequest};
+pub use rescue::write_rescue;
 pub use run::run;
 pub use sink::{CellKey, Checkpoint, MemorySink, Sink, SinkError};
 pub use stop::Stop;
@@ -71,7 +73,10 @@ pub mod probes {
 /// What a caller needs of the machine to plan a run, and the checks of the
 /// CPUs it names.
 pub mod system {
-    pub use crate::cpus::{cpus_in_order, select_cpus, udp_cpus, CpuChoiceError};
+    pub use crate::cpus::{
+        cpus_in_order, housekeeping_cpus, measuring_pair, select_cpus, udp_cpus, CpuChoiceError,
+        PairError,
+    };
     pub use latscope_platform::{
         caps, monotonic_ns, online_cpus, procstat, realtime_ns, set_affinity_set, sysinfo,
         PlatformError, SchedPolicy, StopSignals,

@@ -38,6 +38,73 @@ pub struct RunOutcome {
     pub stopped_above: Option<Nanos>,
 }
 
+/// A limit a run exceeded (`--stop-above`, `--fail-above`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitExceeded {
+    /// The stop limit ended the run at `value`.
+    Stopped { value: Nanos, limit: Nanos },
+    /// The largest value, `max`, is above the fail limit.
+    Failed { max: Nanos, limit: Nanos },
+}
+
+impl RunOutcome {
+    /// The limit this run exceeded, if any, for a run that measured to its
+    /// end or was ended by its stop limit (a failed or otherwise
+    /// interrupted run exceeded none: its status says what happened).
+    pub fn limit_exceeded(
+        &self,
+        stop_above: Option<Nanos>,
+        fail_above: Option<Nanos>,
+    ) -> Option<LimitExceeded> {
+        if self.status == RunStatus::Failed
+            || (self.stopped_above.is_none() && self.status == RunStatus::Interrupted)
+        {
+            return None;
+        }
+        if let (Some(value), Some(limit)) = (self.stopped_above, stop_above) {
+            return Some(LimitExceeded::Stopped { value, limit });
+        }
+        let max = self.max_latency;
+        fail_above
+            .filter(|limit| max > *limit)
+            .map(|limit| LimitExceeded::Failed { max, limit })
+    }
+}
+
+/// A run whose sink failed, as the one line a user reads: the sink's
+/// error, and where the whole run went.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SinkFailure {
+    /// In the rescue file at `path`.
+    #[error("{error}; the store keeps the run up to its last good checkpoint, and the whole run is in {}", path.display())]
+    Rescued { error: SinkError, path: PathBuf },
+    /// Nowhere else: the rescue could not be written (`why`), or none was
+    /// asked for.
+    #[error("{error}; the run could not be written anywhere else either{}", why.as_ref().map(|w| format!(": {w}")).unwrap_or_default())]
+    NotRescued {
+        error: SinkError,
+        why: Option<String>,
+    },
+}
+
+impl RunOutcome {
+    /// When the sink failed: what of the run it lost, and where it is.
+    pub fn sink_failure(&self) -> Option<SinkFailure> {
+        let error = self.sink_error.clone()?;
+        Some(match &self.rescued {
+            Some(Ok(path)) => SinkFailure::Rescued {
+                error,
+                path: path.clone(),
+            },
+            Some(Err(why)) => SinkFailure::NotRescued {
+                error,
+                why: Some(why.clone()),
+            },
+            None => SinkFailure::NotRescued { error, why: None },
+        })
+    }
+}
+
 /// Writes the whole run somewhere else when the sink failed (the CLI: a
 /// rescue file of the run's JSON beside the store); returns where.
 pub type Rescue<'a> = &'a dyn Fn(&RunOutcome) -> Result<PathBuf, String>;
@@ -52,4 +119,62 @@ pub struct Env<'a> {
     /// Where the whole run goes when the sink fails (`None`: only into the
     /// outcome).
     pub rescue: Option<Rescue<'a>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(status: RunStatus, stopped_above: Option<Nanos>, max: u64) -> RunOutcome {
+        RunOutcome {
+            run_id: RunId(1),
+            status,
+            result: RunResult {
+                meta: latscope_model::RunMeta::new(RunId(1), Nanos(0)),
+                system: SystemInfo::default(),
+                capabilities: Default::default(),
+                cells: Vec::new(),
+            },
+            micro_context: None,
+            micro: Vec::new(),
+            sink_error: None,
+            rescued: None,
+            max_latency: Nanos(max),
+            stopped_above,
+        }
+    }
+
+    #[test]
+    fn the_limit_exceeded_is_the_stop_then_the_fail_limit() {
+        let (stop, fail) = (Some(Nanos(500)), Some(Nanos(100)));
+        let stopped = outcome(RunStatus::Interrupted, Some(Nanos(600)), 600);
+        assert_eq!(
+            stopped.limit_exceeded(stop, fail),
+            Some(LimitExceeded::Stopped {
+                value: Nanos(600),
+                limit: Nanos(500)
+            })
+        );
+        let over = outcome(RunStatus::Complete, None, 150);
+        assert_eq!(
+            over.limit_exceeded(None, fail),
+            Some(LimitExceeded::Failed {
+                max: Nanos(150),
+                limit: Nanos(100)
+            })
+        );
+        assert_eq!(
+            outcome(RunStatus::Complete, None, 100).limit_exceeded(None, fail),
+            None
+        );
+        // A signal or a failure is the status's to tell, whatever was measured.
+        assert_eq!(
+            outcome(RunStatus::Interrupted, None, 900).limit_exceeded(stop, fail),
+            None
+        );
+        assert_eq!(
+            outcome(RunStatus::Failed, Some(Nanos(600)), 900).limit_exceeded(stop, fail),
+            None
+        );
+    }
 }

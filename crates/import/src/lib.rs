@@ -4,7 +4,9 @@
 //! latscope runs, so that `compare`, `report`, `forecast` and `show` work
 //! on them beside latscope's own.
 //!
-//! Pure: text in, a [`RunResult`] out; the caller stores it. Each format
+//! Text in, a [`RunResult`] out; the caller stores it ([`import_file`]
+//! reads the file itself, through a size limit, and checks what the user
+//! says of it). Each format
 //! has its module; [`buckets`] rebuilds another tool's histogram as
 //! latscope's (each bucket's count at the value the tool gives the bucket,
 //! samples beyond the tool's range kept with the file's maximum and a
@@ -20,6 +22,7 @@ mod cyclictest_args;
 mod cyclictest_hist;
 mod cyclictest_json;
 mod error;
+mod file;
 mod format;
 mod imported;
 mod oslat_json;
@@ -28,6 +31,7 @@ mod rtla_hist;
 mod time;
 
 pub use error::ImportError;
+pub use file::{import_file, FileError, FileRequest, ImportedFile, Statement, MAX_FILE_BYTES};
 pub use format::{Format, Options, Unit};
 pub use imported::{Imported, Origin};
 

@@ -15,7 +15,7 @@ use std::thread;
 use std::time::Duration;
 
 use latscope_engine::probes::{Progress, RealClock};
-use latscope_engine::system::select_cpus;
+use latscope_engine::system::{housekeeping_cpus, select_cpus};
 use latscope_engine::{CellSpec, Env, Guards, Observer, RunConfig, RunPlan, SinkError, Stop};
 use latscope_model::{CpuId, CpuSet, Nanos, RunStatus};
 use latscope_store::Store;
@@ -158,11 +158,6 @@ fn measured_cpus(settings: &Settings, online: &CpuSet) -> Result<CpuSet, Monitor
     }
 }
 
-/// The online CPUs not measured (none when every CPU is).
-fn housekeeping(online: &CpuSet, measured: &CpuSet) -> Vec<CpuId> {
-    online.iter().filter(|c| !measured.contains(*c)).collect()
-}
-
 /// Starts the endpoint on the CPUs not measured (all when every CPU is),
 /// with the TLS and authentication of the web configuration.
 fn serve(
@@ -172,7 +167,7 @@ fn serve(
     measured: &CpuSet,
     online: &CpuSet,
 ) -> Result<Server, MonitorError> {
-    let housekeeping = housekeeping(online, measured);
+    let housekeeping = housekeeping_cpus(online, measured);
     let pin: Box<dyn FnOnce() + Send> = Box::new(move || {
         if !housekeeping.is_empty() {
             let _ = latscope_engine::system::set_affinity_set(&housekeeping);
@@ -299,7 +294,7 @@ pub fn run(start: Start) -> Result<RunStatus, MonitorError> {
     };
     // The run is closed on every path out of the epochs, an error's
     // included (as failed, with the error in its notes).
-    let cpus = housekeeping(&online, &measured);
+    let cpus = housekeeping_cpus(&online, &measured);
     let result = start_actions(&mut sink, &settings, cpus, &shared, &start.say)
         .and_then(|()| daemon.epochs(&mut sink, &mut settings, &mut measured, &mut server));
     server.shutdown();
@@ -470,7 +465,7 @@ impl Daemon<'_> {
         };
         if new.actions != settings.actions || new.action_limit != settings.action_limit {
             let old = sink.actions.take();
-            let cpus = housekeeping(self.online, &new_measured);
+            let cpus = housekeeping_cpus(self.online, &new_measured);
             if let Err(e) = start_actions(sink, &new, cpus, self.shared, &self.start.say) {
                 sink.actions = old;
                 if let Some(s) = new_server {
@@ -494,7 +489,7 @@ impl Daemon<'_> {
             ));
         }
         if let Some(a) = &sink.actions {
-            a.move_to(housekeeping(self.online, &new_measured));
+            a.move_to(housekeeping_cpus(self.online, &new_measured));
         }
         sink.retain(&new);
         *measured = new_measured;

@@ -31,6 +31,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> 
     Ok(())
 }
 
+/// Fails now if `path`'s directory cannot take a file later (a new file
+/// of an unguessable name is created there and removed): checked before a
+/// long measurement whose result goes there.
+pub fn check_writable(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(dir).map(drop)
+}
+
 /// Why a directory is not this user's alone, if it is not: owned by
 /// another user (root's own directories excepted, which only root
 /// controls), or writable by others, or a symbolic link.
@@ -109,6 +120,14 @@ mod tests {
     use std::os::unix::fs::symlink;
 
     use super::*;
+
+    #[test]
+    fn writability_is_checked_in_the_files_directory_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        check_writable(&dir.path().join("run.json")).unwrap();
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert!(check_writable(&dir.path().join("missing/run.json")).is_err());
+    }
 
     #[test]
     fn a_link_at_the_name_is_replaced_not_followed() {

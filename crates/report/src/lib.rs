@@ -21,12 +21,15 @@ mod json;
 mod list;
 mod matrix;
 mod micro;
+mod micro_compare;
 mod noise;
 mod pairing;
 pub mod perfetto;
+mod progress;
 mod recurring;
 mod sched;
 mod steal;
+pub mod stored;
 mod table;
 mod text;
 mod time;
@@ -52,14 +55,16 @@ pub use html::{
 pub use imported::import_summary;
 pub use json::{run_json, RunJson, JSON_SCHEMA};
 pub use list::{list_json, list_table, RunListRow};
-pub use matrix::suite_matrix;
+pub use matrix::{suite_matrix, suite_summary};
 pub use micro::{
     micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
 };
+pub use micro_compare::{MicroAgainst, MicroComparison};
 pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
+pub use progress::progress_line;
 pub use sched::{interval_text, sched_json, sched_text};
-pub use steal::run_steal_note;
+pub use steal::{quote_run_steal, run_steal_note};
 pub use table::Table;
 pub use text::{histogram_tables, run_header, run_summary, summary_tables};
 pub use time::format_utc;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use latscope_model::{metric, Nanos};
-use latscope_stats::{CellResult, Histogram};
+use latscope_stats::{CellResult, Histogram, RunResult};
 
 use crate::table::Table;
 
@@ -25,6 +25,24 @@ fn matrix_metrics(probe: &str) -> &'static [&'static str] {
         "udp" => &[metric::UDP_RECV, metric::UDP_SEND, metric::UDP_PATH],
         _ => &[],
     }
+}
+
+/// What `suite` prints at its end: the run's header, the matrix, the
+/// workload table (when there is one) and the command that shows every
+/// cell's tables (`store` as the user should type it, without a password).
+pub fn suite_summary(run: &RunResult, store: &str) -> String {
+    let mut out = crate::text::run_header(run);
+    out.push_str(&suite_matrix(&run.cells));
+    let workloads = crate::workload::workload_table(run);
+    if !workloads.is_empty() {
+        out.push('\n');
+        out.push_str(&workloads);
+    }
+    out.push_str(&format!(
+        "\nEvery cell's tables: latscope show {} --store {store}\n",
+        run.meta.id
+    ));
+    out
 }
 
 /// Worst case (p99.9) per probe metric and workload; then, for noise cells,

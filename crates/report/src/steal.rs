@@ -89,6 +89,21 @@ pub fn steal_args(b: &Breakdown, args: &mut serde_json::Value) {
     }
 }
 
+/// `check --run`: the steal findings (`steal`, `virtualization`) say what
+/// they read, /proc/stat since boot (the snapshot's figure), then what
+/// `run` measured of the hypervisor, when it did ([`run_steal_note`]).
+pub fn quote_run_steal(findings: &mut [latscope_model::Hazard], run: &RunResult) {
+    let Some(note) = run_steal_note(run) else {
+        return;
+    };
+    for h in findings
+        .iter_mut()
+        .filter(|h| h.id == "steal" || h.id == "virtualization")
+    {
+        h.detail.push_str(&format!("; {note}"));
+    }
+}
+
 /// What run `run` measured of the hypervisor, for `check --run`: the
 /// hypervisor's share of its episodes' time where the steal clock was read
 /// per wake-up, and /proc/stat's steal over its traced cells. `None` when

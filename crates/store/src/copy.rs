@@ -26,6 +26,14 @@ pub enum Copied {
     Present(RunId),
 }
 
+/// What became of one run of [`Store::copy_runs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyEvent {
+    /// Still being measured, not named: left.
+    StillRunning(RunId),
+    Copied(RunId, Copied),
+}
+
 /// A table of a run's rows and how it hangs off the run.
 struct Table {
     name: String,
@@ -146,6 +154,37 @@ impl Store {
             |r| (0..n).map(|i| r.get::<Value>(i)).collect(),
         )
         .map_err(|e| self.sql("reading a run to copy", e))
+    }
+
+    /// Copies the runs `named` (ids, `latest`, `HOST:latest`; every
+    /// finished run when none is) into `target`, each in its own
+    /// transaction, telling `each` what became of it. A run still being
+    /// measured is left when it was not named and refused when it was.
+    pub fn copy_runs(
+        &self,
+        named: &[String],
+        target: &mut Store,
+        mut each: impl FnMut(CopyEvent),
+    ) -> Result<()> {
+        let runs = if named.is_empty() {
+            let mut ids = Vec::new();
+            for r in self.list_runs()? {
+                match r.meta.status {
+                    RunStatus::Running => each(CopyEvent::StillRunning(r.meta.id)),
+                    _ => ids.push(r.meta.id),
+                }
+            }
+            ids
+        } else {
+            named
+                .iter()
+                .map(|spec| self.resolve(spec))
+                .collect::<Result<Vec<_>>>()?
+        };
+        for id in runs {
+            each(CopyEvent::Copied(id, self.copy_run(id, target)?));
+        }
+        Ok(())
     }
 
     /// Copies run `id` of this store into `target` (both at this build's

@@ -74,7 +74,7 @@ use latscope_model::{Capabilities, CellMeta, CpuId, Nanos, RunId, RunMeta, RunSt
 use latscope_record::{CellResult, Histogram, MetricResult, RunResult, SecondStats, TimelineChunk};
 
 pub use checkpoint::Checkpoint;
-pub use copy::Copied;
+pub use copy::{Copied, CopyEvent};
 pub use db::DbError;
 pub use db::Dialect;
 pub use error::StoreError;
@@ -85,7 +85,7 @@ pub use latscope_record::{CellKey, Sink, SinkError};
 pub use liveness::{effective_status, process_is_alive, INTERRUPTED_NOTE};
 pub use micro::MicroRun;
 pub use monitor::{Span, Window};
-pub use postgres::{is_postgres_url, redact, redact_arg};
+pub use postgres::{is_postgres_url, redact, redact_arg, redact_args};
 pub use schema::{APPLICATION_ID, SCHEMA_VERSION};
 pub use snapshots::{Snapshot, MAX_SNAPSHOTS};
 

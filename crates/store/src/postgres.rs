@@ -52,6 +52,13 @@ pub fn redact_arg(arg: &str) -> String {
     redact_urls(arg, true)
 }
 
+/// A command line as a run records it: every argument through
+/// [`redact_arg`] (runs are shown and copied to shared stores; credentials
+/// must not travel with them), arguments that are not UTF-8 made lossy.
+pub fn redact_args(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<String> {
+    args.map(|a| redact_arg(&a.to_string_lossy())).collect()
+}
+
 /// The PostgreSQL client (`tokio-postgres`' URL parser) reads the
 /// credentials from the scheme to the first `@` of the URL, whatever
 /// stands between (`/`, `?`, `#` and `:` included), and the password from
@@ -437,6 +444,34 @@ mod tests {
         );
         assert_eq!(redact("/tmp/latscope.db"), "/tmp/latscope.db");
         assert_eq!(redact("postgres://db.lab/fleet"), "postgres://db.lab/fleet");
+    }
+
+    /// A password holding any of the characters the PostgreSQL client reads
+    /// into it (it reads up to the `@`) is recorded as `***`, in a
+    /// `--store` argument and inside any other one (a command, a note).
+    #[test]
+    fn a_recorded_command_line_never_holds_a_password() {
+        for password in ["Qz/7k", "Qz?7k", "Qz#7k", "Qz 7k", "Qz@7k", "Qz:7k"] {
+            let url = format!("postgres://ada:{password}@db.lab:5432/fleet");
+            let line = redact_args(
+                [
+                    "latscope".to_string(),
+                    "run".into(),
+                    format!("--store={url}"),
+                    "--store".into(),
+                    url.clone(),
+                    format!("exec:psql {url} -c select"),
+                ]
+                .into_iter()
+                .map(std::ffi::OsString::from),
+            );
+            assert_eq!(line[2], "--store=postgres://ada:***@db.lab:5432/fleet");
+            assert_eq!(line[4], "postgres://ada:***@db.lab:5432/fleet");
+            assert!(
+                line.iter().all(|a| !a.contains("Qz") && !a.contains("7k")),
+                "{password:?}: {line:?}"
+            );
+        }
     }
 
     /// Every character a password may hold, as the client reads it: the

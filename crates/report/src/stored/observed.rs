@@ -6,16 +6,14 @@
 
 use latscope_model::{metric, Nanos, RunId};
 use latscope_stats::blocks::{hour_maxima, observed_blocks, HourMax, ObservedBlocks};
-use latscope_store::{Span, Store};
-
-use crate::exit::Exit;
+use latscope_store::{Span, Store, StoreError};
 
 /// The blocks of `id`'s hour windows of `timer.latency`, or `None` when
 /// the run has none (not a monitor). Only windows the run measured whole
 /// count: a monitor started at 07:19 and stopped at 08:21 has measured no
 /// whole hour (its 07:00 and 08:00 windows hold 41 and 21 minutes), nor
 /// its first and last minute.
-pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, Exit> {
+pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, StoreError> {
     let meta = store.load_meta(id)?;
     let from = meta.started_unix_ns;
     let to = meta
@@ -42,8 +40,8 @@ pub fn observed(store: &Store, id: RunId) -> Result<Option<ObservedBlocks>, Exit
 }
 
 /// The table of [`observed`], or nothing.
-pub fn observed_text(store: &Store, id: RunId) -> Result<String, Exit> {
+pub fn observed_text(store: &Store, id: RunId) -> Result<String, StoreError> {
     Ok(observed(store, id)?
-        .map(|o| latscope_report::observed_blocks_text(metric::TIMER_LATENCY, &o))
+        .map(|o| crate::blocks::observed_blocks_text(metric::TIMER_LATENCY, &o))
         .unwrap_or_default())
 }

@@ -7,16 +7,15 @@
 //! fitted to that part, whose timeline and histogram describe the same
 //! seconds, and only that part's timeline is read. The whole run's
 //! observed worst cases come from the monitor's windows
-//! ([`crate::observed`]). Any other cell is read whole, as before.
+//! ([`super::observed`]). Any other cell is read whole, as before.
 
-use anyhow::Context;
 use latscope_model::{Nanos, RunId};
-use latscope_report::Timeline;
 use latscope_stats::forecast::{cell_since, is_forecast_metric, CellSnapshot};
 use latscope_stats::RunResult;
 use latscope_store::{CellId, Store};
 
-use crate::exit::Exit;
+use super::StoredError;
+use crate::html::Timeline;
 
 /// A run ready for its forecast.
 pub struct ForecastInput {
@@ -38,13 +37,13 @@ pub struct ForecastInput {
 /// (`None`: all), with the timelines of the metrics `wanted` accepts.
 /// Unreadable timelines and checkpoints only lose the checks that need
 /// them.
-pub fn load(
+pub fn forecast_input(
     store: &Store,
     id: RunId,
     whole: RunResult,
     cells: Option<&[u32]>,
     wanted: impl Fn(&str) -> bool,
-) -> Result<ForecastInput, Exit> {
+) -> Result<ForecastInput, StoredError> {
     let cell_ids = store.cell_ids(id)?;
     let mut run = whole.clone();
     let mut timelines = Vec::new();
@@ -104,12 +103,15 @@ fn read_timelines(
     cell: &latscope_stats::CellResult,
     from_second: u64,
     wanted: &impl Fn(&str) -> bool,
-) -> Result<Vec<Timeline>, Exit> {
+) -> Result<Vec<Timeline>, StoredError> {
     let mut out = Vec::new();
     for m in cell.metrics.iter().filter(|m| wanted(&m.name)) {
         let seconds = store
             .load_timeline_from(cell_id, &m.name, m.cpu, from_second)
-            .with_context(|| format!("cannot read the timeline of {}", m.name))?;
+            .map_err(|source| StoredError::Timeline {
+                metric: m.name.clone(),
+                source: Box::new(source),
+            })?;
         if !seconds.is_empty() {
             out.push(Timeline {
                 cell: cell.meta.index,

@@ -1,0 +1,52 @@
+//! What the pages and the forecast read from a store: the forecast's input
+//! (a long monitor's cells cut where their timeline is kept), a monitor's
+//! observed blocks, the whole HTML page of a stored run, a stored run
+//! exported, and the runs of `forecast --against` paired. The only part
+//! of this crate that reads; it never writes.
+
+mod export;
+mod forecast;
+mod input;
+mod observed;
+mod page;
+mod pairing;
+
+pub use export::{export_run, Exported};
+pub use forecast::{stored_forecast, StoredForecast};
+pub use input::{forecast_input, ForecastInput};
+pub use observed::{observed, observed_text};
+pub use page::html_page;
+pub use pairing::{stored_pairing, StoredPairing};
+
+use latscope_stats::forecast::pairing::PairingError;
+use latscope_stats::forecast::ForecastError;
+
+use crate::exports::ExportError;
+use latscope_store::StoreError;
+
+/// Why a stored run could not be read for a page or a forecast.
+#[derive(Debug, thiserror::Error)]
+pub enum StoredError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read the timeline of {metric}")]
+    Timeline {
+        metric: String,
+        #[source]
+        source: Box<StoreError>,
+    },
+    #[error("cannot forecast")]
+    Forecast(#[source] ForecastError),
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// A run named twice in one list of runs.
+    #[error("run {run} is named twice in '{spec}'")]
+    NamedTwice { run: i64, spec: String },
+    /// The cells of the timer runs and the app runs could not be paired.
+    #[error("{error}")]
+    Pairing {
+        error: Box<PairingError>,
+        timer_runs: Vec<i64>,
+        app_runs: Vec<i64>,
+    },
+}
