@@ -53,6 +53,10 @@ fn sleep_loop(cpu: CpuId) -> Sleeper {
     }
 }
 
+/// Wake-ups of one traced loop whose records the kernel may withhold on a
+/// CPU that otherwise shows the whole wake-up path.
+const MAY_MISS: usize = 3;
+
 /// What one traced sleep loop on `cpu` showed beyond the checks that must
 /// hold everywhere.
 struct Seen {
@@ -233,11 +237,14 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
         rec.chunks.len()
     );
 
-    // One of the ~49 wake-ups may miss its events even on a good CPU: on
-    // this VM 99.8-100 % of CPU 0's samples decompose, not always all
-    // (docs/tracing.md, "What the development VM taught us"; this test
-    // failed once for that), while CPU 1 loses nearly all.
-    let complete = fired + 1 >= n && switched_in + 1 >= n;
+    // A few of the ~49 wake-ups may miss their events even on a good CPU:
+    // on this VM 99.8-100 % of CPU 0's samples decompose, not always all,
+    // and the kernel writes no record for two or three wake-ups in a row
+    // while the VM's agent runs (docs/tracing.md, "What the development VM
+    // taught us"; this test failed for that with one allowed), while CPU 1
+    // loses nearly all. A tracer that drops or misdecodes events loses
+    // far more than three.
+    let complete = fired + MAY_MISS >= n && switched_in + MAY_MISS >= n;
     if !complete {
         eprintln!(
             "NOTICE: on CPU {cpu} the kernel delivered {fired}/{n} hrtimer_expire_entry and \
@@ -284,6 +291,10 @@ fn check_chains(k: &Kallsyms, chains: &[(TraceEvent, Vec<u64>)]) {
 /// wake-up, on at least one:
 /// this VM's kernel emits no tracepoints from the idle task of CPU 1
 /// (confirmed with ftrace), which the notice names.
+///
+/// The host can withhold a burst of records on any CPU (see `MAY_MISS`), so
+/// the round over the CPUs is tried up to three times (50 ms each); every
+/// round still asserts what must hold everywhere.
 #[test]
 fn live_trace_of_a_sleeping_thread() {
     let _kernel = crate::kernel();
@@ -292,15 +303,21 @@ fn live_trace_of_a_sleeping_thread() {
         return;
     }
     let cpus: Vec<CpuId> = online_cpus().unwrap().iter().collect();
-    let complete: Vec<CpuId> = cpus
-        .iter()
-        .copied()
-        .filter(|&cpu| trace_sleeper_on(cpu, &cpus).wake_path_complete)
-        .collect();
-    eprintln!("wake-up path complete on CPUs {complete:?}");
+    let mut complete: Vec<CpuId> = Vec::new();
+    for round in 1..=3 {
+        complete = cpus
+            .iter()
+            .copied()
+            .filter(|&cpu| trace_sleeper_on(cpu, &cpus).wake_path_complete)
+            .collect();
+        eprintln!("round {round}: wake-up path complete on CPUs {complete:?}");
+        if !complete.is_empty() {
+            break;
+        }
+    }
     assert!(
         !complete.is_empty(),
-        "no CPU showed the complete wake-up path"
+        "no CPU showed the complete wake-up path in three rounds"
     );
 }
 
