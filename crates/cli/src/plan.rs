@@ -314,7 +314,6 @@ fn request_line(e: &RequestError) -> String {
         | RequestError::PriorityTwice(_)
         | RequestError::PrioritiesNeedTimer
         | RequestError::PrioritiesWithPolicy
-        | RequestError::PrioritiesWithTrace
         | RequestError::PrioritiesWithRandomPhase
         | RequestError::PrioritiesWithDuty
         | RequestError::NotTogether => priorities_line(e),
@@ -327,7 +326,6 @@ fn priorities_line(e: &RequestError) -> String {
     match e {
         RequestError::PrioritiesNeedTimer => "--priorities needs --probe timer".into(),
         RequestError::PrioritiesWithPolicy => "--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list".into(),
-        RequestError::PrioritiesWithTrace => "--priorities cannot go with --trace: tracing follows one measuring thread per CPU".into(),
         RequestError::PrioritiesWithRandomPhase => "--priorities needs --phase fixed: a random phase gives each thread its own expiries".into(),
         other => format!("--priorities: {other}"),
     }

@@ -176,8 +176,9 @@ fn note_label(cell: &CellSpec) -> String {
 }
 
 /// Cells measured at the same time under one workload (see
-/// [`crate::together`]); most often one. `cells` is not empty. Tracing
-/// follows one cell only (the request refuses it for a group).
+/// [`crate::together`]); most often one. `cells` is not empty. With
+/// `--trace` the group has one tracer and one analysis per cell, each
+/// following that cell's measuring threads.
 pub(crate) fn run_together(
     ctx: &mut RunCtx<'_, '_>,
     cells: &[CellSpec],
@@ -194,10 +195,7 @@ pub(crate) fn run_together(
 
     // The tracer is opened and enabled before the measuring threads start,
     // so that their first samples have their events.
-    let trace_open = match cells.len() {
-        1 => open_trace(ctx, lead, &measured_cpus),
-        _ => None,
-    };
+    let trace_open = open_trace(ctx, lead, &measured_cpus);
     let steal_before = trace_session::read_steal(&measured_cpus);
     let running = match crate::together::start(cells, ctx.stop.flag()) {
         Ok(r) => r,
@@ -210,10 +208,7 @@ pub(crate) fn run_together(
     for (cell, running) in cells.iter().zip(running) {
         members.push(add_member(ctx, cell, running, &mut notes)?);
     }
-    let session = match members.as_slice() {
-        [m] => start_session(ctx, lead, trace_open, m.running.as_ref()),
-        _ => None,
-    };
+    let session = start_session(ctx, lead, trace_open, &members);
 
     ctx.observer.cell_started(lead);
     housekeep(&mut members, ctx, session.as_ref(), &mut load);
@@ -224,7 +219,10 @@ pub(crate) fn run_together(
         let start_ns = m.running.start_ns();
         finished.push((m.cell, m.sinks, m.label, start_ns, m.running.finish()));
     }
-    let mut trace_final = session.map(TraceSession::finish);
+    let mut trace_final = session
+        .map(TraceSession::finish)
+        .unwrap_or_default()
+        .into_iter();
     let died = load.died();
     let (workload, mut load_note) = load.finish(ctx.clock.as_ref());
     let mut status = RunStatus::Complete;
@@ -247,7 +245,7 @@ pub(crate) fn run_together(
         let ends = CellEnd {
             snapshot: fin.snapshot,
             timeline: fin.timeline,
-            trace: trace_final.take(),
+            trace: trace_final.next(),
             duration,
             steal_before: steal_before.clone(),
             workload: workload.clone(),
@@ -401,20 +399,22 @@ fn tell_capabilities(
     }
 }
 
-/// The tracer's thread over the probe's hand-offs, when the tracer opened.
+/// The tracer's thread over the probes' hand-offs (one analysis per cell
+/// of the group), when the tracer opened.
 fn start_session(
     ctx: &mut RunCtx<'_, '_>,
     cell: &CellSpec,
     open: Option<TraceOpen>,
-    running: &dyn RunningProbe,
+    members: &[Member<'_>],
 ) -> Option<TraceSession> {
     let (open, tp) = (open?, ctx.config.trace.as_ref()?);
+    let groups = members.iter().map(|m| m.running.handoffs()).collect();
     match TraceSession::start(
         open,
-        running.handoffs(),
+        groups,
         tp.threshold,
         tp.episode_cap,
-        running.start_ns(),
+        members.first()?.running.start_ns(),
         ctx.config.checkpoint,
         analysis_mode(&cell.probe),
     ) {
@@ -638,8 +638,9 @@ fn housekeep(
         ctx.observer.progress(lead, elapsed, progress);
         if now.saturating_sub(last_checkpoint) >= checkpoint {
             last_checkpoint = now;
-            for m in members.iter_mut() {
-                let cp = snapshot(ctx, m.running.as_ref(), m.cell, session, load);
+            for (i, m) in members.iter_mut().enumerate() {
+                let traced = session.map(|s| s.checkpoint(i));
+                let cp = snapshot(ctx, m.running.as_ref(), m.cell, traced, load);
                 let stored = m.sinks.write(ctx, m.cell, cp);
                 ctx.observer.checkpoint(m.cell, elapsed, stored);
             }
@@ -652,7 +653,7 @@ fn snapshot(
     ctx: &RunCtx<'_, '_>,
     probe: &dyn RunningProbe,
     cell: &CellSpec,
-    session: Option<&TraceSession>,
+    traced: Option<trace_session::TraceCheckpoint>,
     load: &CellLoad,
 ) -> Checkpoint {
     // The timeline first: every second it holds is then in the histograms
@@ -661,8 +662,7 @@ fn snapshot(
     let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
     let mut summary: Option<TraceSummary> = None;
     let mut episodes = Vec::new();
-    if let Some(s) = session {
-        let (m, sum, eps, seconds) = s.checkpoint();
+    if let Some((m, sum, eps, seconds)) = traced {
         metrics.extend(m);
         summary = sum;
         episodes = eps;

@@ -44,6 +44,7 @@ mod stop;
 pub mod suite;
 mod together;
 mod trace_bpf;
+mod trace_group;
 mod trace_session;
 mod workload_list;
 

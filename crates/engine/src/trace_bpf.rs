@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use latscope_model::{CpuId, TraceSummary};
 use latscope_probes::Handoff;
-use latscope_trace::analysis::Analyzer;
-use latscope_trace::bpf::{BpfTracer, KernelFeed};
+use latscope_trace::bpf::{BpfTracer, KernelFeed, KernelRecord};
 use latscope_trace::{Decoded, Names, Tracer};
 
 use crate::config::AnalysisMode;
+use crate::trace_group::Traced;
 
 /// The reader's pause between reads: it starts at the perf reader's
 /// 10 ms and adapts to the busiest ring. Longer pauses cost the tracer
@@ -49,30 +49,41 @@ pub(crate) struct BpfReader {
     /// `--stacks`: perf `cpu-clock` sampling beside BPF.
     stacks: Option<Box<Tracer>>,
     mode: AnalysisMode,
-    feed: KernelFeed,
+    /// One per analysis (per cell), in the order of the groups.
+    feeds: Vec<KernelFeed>,
+    records: Vec<KernelRecord>,
     stack_buf: Vec<Decoded>,
     pause: Duration,
 }
 
 impl BpfReader {
-    /// Follows the measuring threads of `handoffs` (timer mode: the kernel
-    /// pairs their wake-ups from now on).
+    /// Follows the measuring threads of every group's `handoffs` (timer
+    /// mode: the kernel pairs their wake-ups from now on, several threads
+    /// per CPU with `run --priorities`).
     pub(crate) fn start(
         mut bpf: Box<BpfTracer>,
         stacks: Option<Box<Tracer>>,
         mode: AnalysisMode,
-        handoffs: &[Handoff],
+        groups: &[&[Handoff]],
     ) -> Result<BpfReader, String> {
-        let threads: Vec<(CpuId, i32)> = handoffs.iter().map(|h| (h.cpu, h.tid)).collect();
+        let threads =
+            |h: &[Handoff]| -> Vec<(CpuId, i32)> { h.iter().map(|h| (h.cpu, h.tid)).collect() };
         if mode == AnalysisMode::Timer {
-            let tids: Vec<i32> = threads.iter().map(|t| t.1).collect();
+            let tids: Vec<i32> = groups
+                .iter()
+                .flat_map(|g| g.iter().map(|h| h.tid))
+                .collect();
             bpf.watch(&tids).map_err(|e| e.to_string())?;
         }
         Ok(BpfReader {
             bpf,
             stacks,
             mode,
-            feed: KernelFeed::new(&threads),
+            feeds: groups
+                .iter()
+                .map(|g| KernelFeed::new(&threads(g)))
+                .collect(),
+            records: Vec::with_capacity(4096),
             stack_buf: Vec::with_capacity(1024),
             pause: PAUSE_START,
         })
@@ -82,14 +93,10 @@ impl BpfReader {
         self.bpf.names()
     }
 
-    /// One read: `samples` (taken from the hand-over rings before it) are
-    /// analysed with the kernel's records or the recorder's events.
-    pub(crate) fn step(
-        &mut self,
-        analyzer: &mut Analyzer,
-        samples: &mut Vec<(CpuId, u64, u64)>,
-        read_at: u64,
-    ) -> Result<(), String> {
+    /// One read: each group's samples (taken from the hand-over rings
+    /// before it) are analysed with the kernel's records of its threads,
+    /// or (noise and UDP probes, one group) with the recorder's events.
+    pub(crate) fn step(&mut self, groups: &mut [Traced], read_at: u64) -> Result<(), String> {
         let mut error = None;
         if let Some(t) = &mut self.stacks {
             self.stack_buf.clear();
@@ -97,32 +104,49 @@ impl BpfReader {
             if let Err(e) = t.read(&mut |d| buf.push(d)) {
                 error = Some(format!("stack sampling stopped early: {e}"));
             }
-            for d in &self.stack_buf {
-                analyzer.on_decoded(d, self.bpf.names());
+            for g in groups.iter_mut() {
+                for d in &self.stack_buf {
+                    g.analyzer.on_decoded(d, self.bpf.names());
+                }
             }
         }
         if self.mode == AnalysisMode::Timer {
-            self.feed.timer(&mut self.bpf, analyzer, samples);
-        } else {
-            self.feed
-                .recorded(&mut self.bpf, analyzer, samples, read_at);
+            self.records.clear();
+            self.bpf.drain(&mut self.records);
+            for (feed, g) in self.feeds.iter_mut().zip(groups.iter_mut()) {
+                feed.timer_from(
+                    &self.records,
+                    &mut self.bpf,
+                    &mut g.analyzer,
+                    &mut g.samples,
+                );
+            }
+        } else if let (Some(feed), Some(g)) = (self.feeds.first_mut(), groups.first_mut()) {
+            feed.recorded(&mut self.bpf, &mut g.analyzer, &mut g.samples, read_at);
         }
         self.pause = next_pause(self.pause, self.bpf.fill_since_last());
         error.map_or(Ok(()), Err)
     }
 
-    /// Before publishing: the kernel's interrupt and work histograms.
-    pub(crate) fn publish(&mut self, analyzer: &mut Analyzer) {
+    /// Before publishing: the kernel's interrupt and work histograms (the
+    /// same system-wide ones for every group).
+    pub(crate) fn publish(&mut self, groups: &mut [Traced]) {
         if self.mode == AnalysisMode::Timer {
-            analyzer.set_work_histograms(self.bpf.work_histograms());
+            let hist = self.bpf.work_histograms();
+            for g in groups {
+                g.analyzer.set_work_histograms(hist.clone());
+            }
         }
     }
 
     /// At the end: all of the kernel's histograms; a line for the run's
     /// notes if some of them could not be read.
-    pub(crate) fn publish_final(&mut self, analyzer: &mut Analyzer) -> Option<String> {
+    pub(crate) fn publish_final(&mut self, groups: &mut [Traced]) -> Option<String> {
         if self.mode == AnalysisMode::Timer {
-            analyzer.set_work_histograms(self.bpf.final_work_histograms());
+            let hist = self.bpf.final_work_histograms();
+            for g in groups {
+                g.analyzer.set_work_histograms(hist.clone());
+            }
         }
         let n = self.bpf.drain_errors();
         (n > 0).then(|| {
@@ -140,10 +164,10 @@ impl BpfReader {
         }
     }
 
-    /// The backend's part of the summary.
-    pub(crate) fn summarize(&self, s: &mut TraceSummary) {
+    /// The backend's part of group `group`'s summary.
+    pub(crate) fn summarize(&self, group: usize, s: &mut TraceSummary) {
         s.backend = "bpf".into();
-        s.events += self.feed.received();
+        s.events += self.feeds.get(group).map_or(0, KernelFeed::received);
         s.lost_records += self.bpf.lost();
         s.missing_events = self.bpf.missing_events().to_vec();
         s.bpf_prog_ns = self.bpf.prog_ns();

@@ -3,6 +3,9 @@
 //! rings, runs the analysis, and publishes what the housekeeping thread
 //! stores at each checkpoint. It is an ordinary thread kept off the measured
 //! CPUs when others exist (it inherits the housekeeping thread's affinity).
+//! The cells of `run --priorities` share one session: one tracer, one
+//! recording, one analysis per cell ([`Traced`]) over the same events, each
+//! following its own measuring threads, each publishing its own figures.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -22,6 +25,7 @@ use latscope_trace::{Decoded, Kallsyms, Tracer, TracerConfig};
 pub use crate::config::AnalysisMode;
 use crate::config::TraceBackend;
 use crate::trace_bpf::BpfReader;
+use crate::trace_group::Traced;
 
 /// How long the thread sleeps between reads of perf's rings when they stay
 /// below their wake-up watermark. Short, so samples wait little for their
@@ -71,9 +75,10 @@ pub struct TraceFinal {
 }
 
 pub struct TraceSession {
-    shared: Arc<Mutex<Shared>>,
+    /// One per group (cell), in the order given to [`TraceSession::start`].
+    shared: Arc<Mutex<Vec<Shared>>>,
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<TraceFinal>,
+    handle: JoinHandle<Vec<TraceFinal>>,
 }
 
 /// The tracer that reads the kernel's events.
@@ -228,49 +233,81 @@ fn open_bpf(
     Ok(Source::Bpf(Box::new(bpf), stacks))
 }
 
+/// The analysis of one group's measuring threads.
+fn analyzer(
+    handoffs: &[Handoff],
+    threshold: Nanos,
+    episode_cap: usize,
+    cell_start_ns: u64,
+    mode: AnalysisMode,
+    symbols: Option<Arc<Kallsyms>>,
+) -> Analyzer {
+    let measured = handoffs
+        .iter()
+        .map(|h| Measured {
+            cpu: h.cpu,
+            tid: h.tid,
+        })
+        .collect();
+    let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
+    cfg.episode_cap = episode_cap;
+    cfg.noise = mode == AnalysisMode::Noise;
+    if mode == AnalysisMode::Udp {
+        cfg.udp = true;
+        cfg.udp_receiver = handoffs.first().map(|h| Measured {
+            cpu: h.cpu,
+            tid: h.tid,
+        });
+    }
+    let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(symbols));
+    Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols)
+}
+
 impl TraceSession {
-    /// Starts the tracer thread for the running probe.
+    /// Starts the tracer thread for the running probes: `groups` holds
+    /// each cell's hand-overs (one cell, or the cells of `run
+    /// --priorities`, whose threads share CPUs and expiries).
     pub fn start(
         open: TraceOpen,
-        handoffs: Vec<Handoff>,
+        groups: Vec<Vec<Handoff>>,
         threshold: Nanos,
         episode_cap: usize,
         cell_start_ns: u64,
         publish_every: Nanos,
         mode: AnalysisMode,
     ) -> std::io::Result<TraceSession> {
-        let measured = handoffs
-            .iter()
-            .map(|h| Measured {
-                cpu: h.cpu,
-                tid: h.tid,
-            })
-            .collect();
-        let mut cfg = AnalyzerConfig::new(measured, threshold, cell_start_ns);
-        cfg.episode_cap = episode_cap;
-        cfg.noise = mode == AnalysisMode::Noise;
-        if mode == AnalysisMode::Udp {
-            cfg.udp = true;
-            cfg.udp_receiver = handoffs.first().map(|h| Measured {
-                cpu: h.cpu,
-                tid: h.tid,
-            });
-        }
         let enabled_at_ns = open.enabled_at_ns;
-        let symbols: Box<dyn Symbolize + Send> = Box::new(Symbols(open.symbols));
-        let analyzer = Analyzer::new(cfg, Box::new(ProcEnvironment::default()), symbols);
-        let shared = Arc::new(Mutex::new(Shared::default()));
-        let stop = Arc::new(AtomicBool::new(false));
+        let symbols = open.symbols.map(Arc::new);
         let reader = match open.source {
             Source::Perf(t) => Reader::Perf(t),
-            Source::Bpf(b, stacks) => Reader::Bpf(Box::new(
-                BpfReader::start(b, stacks, mode, &handoffs).map_err(std::io::Error::other)?,
-            )),
+            Source::Bpf(b, stacks) => {
+                let handoffs: Vec<&[Handoff]> = groups.iter().map(Vec::as_slice).collect();
+                Reader::Bpf(Box::new(
+                    BpfReader::start(b, stacks, mode, &handoffs).map_err(std::io::Error::other)?,
+                ))
+            }
         };
+        let groups: Vec<Traced> = groups
+            .into_iter()
+            .map(|h| {
+                let a = analyzer(
+                    &h,
+                    threshold,
+                    episode_cap,
+                    cell_start_ns,
+                    mode,
+                    symbols.clone(),
+                );
+                Traced::new(a, h)
+            })
+            .collect();
+        let shared = Arc::new(Mutex::new(
+            groups.iter().map(|_| Shared::default()).collect(),
+        ));
+        let stop = Arc::new(AtomicBool::new(false));
         let worker = Worker {
             reader,
-            analyzer,
-            handoffs,
+            groups,
             shared: Arc::clone(&shared),
             stop: Arc::clone(&stop),
             publish_every: publish_every.0.max(100_000_000),
@@ -287,10 +324,13 @@ impl TraceSession {
         })
     }
 
-    /// The latest published metrics and summary, and the episodes found
-    /// since the last call (for a checkpoint).
-    pub fn checkpoint(&self) -> TraceCheckpoint {
-        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+    /// Group `group`'s latest published metrics and summary, and the
+    /// episodes found since the last call (for a checkpoint).
+    pub fn checkpoint(&self, group: usize) -> TraceCheckpoint {
+        let mut all = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(s) = all.get_mut(group) else {
+            return (Vec::new(), None, Vec::new(), Vec::new());
+        };
         (
             s.metrics.clone(),
             s.summary.clone(),
@@ -300,23 +340,34 @@ impl TraceSession {
     }
 
     /// Ends the session once the measuring threads have stopped: a last
-    /// read, the remaining samples, the final figures.
-    pub fn finish(self) -> TraceFinal {
+    /// read, the remaining samples, the final figures, one per group.
+    pub fn finish(self) -> Vec<TraceFinal> {
         self.stop.store(true, Ordering::Release);
-        let mut fin = self.handle.join().unwrap_or_else(|_| TraceFinal {
-            metrics: Vec::new(),
-            timeline: Vec::new(),
-            summary: TraceSummary::default(),
-            episodes: Vec::new(),
-            error: Some("the tracer thread panicked".into()),
-            noise_classes: BTreeMap::new(),
+        let groups = self
+            .shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        let mut fins = self.handle.join().unwrap_or_else(|_| {
+            (0..groups)
+                .map(|_| TraceFinal {
+                    metrics: Vec::new(),
+                    timeline: Vec::new(),
+                    summary: TraceSummary::default(),
+                    episodes: Vec::new(),
+                    error: Some("the tracer thread panicked".into()),
+                    noise_classes: BTreeMap::new(),
+                })
+                .collect()
         });
         // Episodes published but not yet taken by a checkpoint.
-        let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut pending = std::mem::take(&mut s.episodes);
-        pending.append(&mut fin.episodes);
-        fin.episodes = pending;
-        fin
+        let mut all = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        for (s, fin) in all.iter_mut().zip(fins.iter_mut()) {
+            let mut pending = std::mem::take(&mut s.episodes);
+            pending.append(&mut fin.episodes);
+            fin.episodes = pending;
+        }
+        fins
     }
 }
 
@@ -327,9 +378,9 @@ enum Reader {
 
 struct Worker {
     reader: Reader,
-    analyzer: Analyzer,
-    handoffs: Vec<Handoff>,
-    shared: Arc<Mutex<Shared>>,
+    /// One analysis per cell (one, but for `run --priorities`).
+    groups: Vec<Traced>,
+    shared: Arc<Mutex<Vec<Shared>>>,
     stop: Arc<AtomicBool>,
     publish_every: u64,
     /// From the tracer's enabling to its last read (to its disabling at
@@ -341,69 +392,53 @@ struct Worker {
 }
 
 impl Worker {
-    fn run(mut self) -> TraceFinal {
+    fn run(mut self) -> Vec<TraceFinal> {
         let cpu_start = thread_cpu_ns();
         let mut buf: Vec<Decoded> = Vec::with_capacity(1 << 16);
-        let mut samples: Vec<(CpuId, u64, u64)> = Vec::with_capacity(1 << 14);
         let mut last_steal = 0u64;
         let mut steal_reader = StealReader::default();
         let mut last_publish = monotonic_ns();
         let mut error = None;
-        let cpus: Vec<CpuId> = self.handoffs.iter().map(|h| h.cpu).collect();
+        let mut cpus: Vec<CpuId> = self
+            .groups
+            .iter()
+            .flat_map(|g| g.handoffs.iter().map(|h| h.cpu))
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
         loop {
             let finishing = self.stop.load(Ordering::Acquire);
             // Samples first, then the rings: every event up to a sample's
             // wake-up is then in this read (see analysis::Analyzer).
-            for Handoff { cpu, ring, .. } in &self.handoffs {
-                ring.drain(|d, u| samples.push((*cpu, d, u)));
+            for g in &mut self.groups {
+                g.take_samples();
             }
             let read_at = monotonic_ns();
             self.span.1 = read_at;
-            match &mut self.reader {
-                Reader::Perf(tracer) => {
-                    buf.clear();
-                    if let Err(e) = tracer.read(&mut |d| buf.push(d)) {
-                        error = Some(format!("tracing stopped early: {e}"));
-                    }
-                    let names = tracer.names();
-                    for (cpu, d, u) in samples.drain(..) {
-                        self.analyzer.on_sample(cpu, d, u, names);
-                    }
-                    for d in &buf {
-                        self.analyzer.on_decoded(d, names);
-                    }
-                    self.analyzer.flush(read_at, names);
-                }
-                Reader::Bpf(r) => {
-                    if let Err(e) = r.step(&mut self.analyzer, &mut samples, read_at) {
-                        error = Some(format!("tracing stopped early: {e}"));
-                    }
-                }
+            if let Err(e) = self.read(&mut buf, read_at) {
+                error = Some(format!("tracing stopped early: {e}"));
             }
             let now = monotonic_ns();
             if now.saturating_sub(last_steal) >= STEAL_EVERY_NS {
                 last_steal = now;
                 for (cpu, steal) in steal_reader.read(&cpus) {
-                    self.analyzer.on_steal(cpu, now, steal);
+                    for g in &mut self.groups {
+                        g.analyzer.on_steal(cpu, now, steal);
+                    }
                     self.steal_span.entry(cpu).or_insert((steal, steal)).1 = steal;
                 }
-                self.analyzer.trim();
-            }
-            let episodes = self.analyzer.take_episodes();
-            let publish = now.saturating_sub(last_publish) >= self.publish_every;
-            if !episodes.is_empty() || publish {
-                let mut s = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-                s.episodes.extend(episodes);
-                if publish {
-                    last_publish = now;
-                    if let Reader::Bpf(r) = &mut self.reader {
-                        r.publish(&mut self.analyzer);
-                    }
-                    s.metrics = self.analyzer.metrics(self.names());
-                    s.timeline.extend(self.analyzer.drain_timeline(false));
-                    s.summary = Some(self.summary(cpu_start));
+                for g in &mut self.groups {
+                    g.analyzer.trim();
                 }
             }
+            let publish = now.saturating_sub(last_publish) >= self.publish_every;
+            if publish {
+                last_publish = now;
+                if let Reader::Bpf(r) = &mut self.reader {
+                    r.publish(&mut self.groups);
+                }
+            }
+            self.hand_over(publish, cpu_start);
             if finishing || error.is_some() {
                 break;
             }
@@ -414,42 +449,106 @@ impl Worker {
                 Reader::Bpf(r) => r.wait(),
             }
         }
+        self.end(error, cpu_start)
+    }
+
+    /// One read of the rings, analysed by every group.
+    fn read(&mut self, buf: &mut Vec<Decoded>, read_at: u64) -> Result<(), String> {
+        match &mut self.reader {
+            Reader::Perf(tracer) => {
+                buf.clear();
+                let res = tracer
+                    .read(&mut |d| buf.push(d))
+                    .map(|_| ())
+                    .map_err(|e| e.to_string());
+                let names = tracer.names();
+                for g in &mut self.groups {
+                    for (cpu, d, u) in g.samples.drain(..) {
+                        g.analyzer.on_sample(cpu, d, u, names);
+                    }
+                    for d in buf.iter() {
+                        g.analyzer.on_decoded(d, names);
+                    }
+                    g.analyzer.flush(read_at, names);
+                }
+                res
+            }
+            Reader::Bpf(r) => r.step(&mut self.groups, read_at),
+        }
+    }
+
+    /// Episodes found, and at a publication each group's figures, to the
+    /// housekeeping thread.
+    fn hand_over(&mut self, publish: bool, cpu_start: u64) {
+        let mut out: Vec<(Vec<(Episode, Option<EpisodeWindow>)>, Option<Published>)> =
+            Vec::with_capacity(self.groups.len());
+        for i in 0..self.groups.len() {
+            let episodes = self.groups[i].analyzer.take_episodes();
+            let published = publish.then(|| Published {
+                metrics: self.groups[i].analyzer.metrics(self.names()),
+                timeline: self.groups[i].analyzer.drain_timeline(false),
+                summary: self.summary(i, cpu_start),
+            });
+            out.push((episodes, published));
+        }
+        if out.iter().all(|(e, p)| e.is_empty() && p.is_none()) {
+            return;
+        }
+        let mut all = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        for (s, (episodes, published)) in all.iter_mut().zip(out) {
+            s.episodes.extend(episodes);
+            if let Some(p) = published {
+                s.metrics = p.metrics;
+                s.timeline.extend(p.timeline);
+                s.summary = Some(p.summary);
+            }
+        }
+    }
+
+    /// The last read done: the tracer disabled, every group's final
+    /// figures.
+    fn end(mut self, mut error: Option<String>, cpu_start: u64) -> Vec<TraceFinal> {
         match &mut self.reader {
             Reader::Perf(t) => {
                 let _ = t.disable();
             }
             Reader::Bpf(r) => {
                 r.disable();
-                if let Some(note) = r.publish_final(&mut self.analyzer) {
+                if let Some(note) = r.publish_final(&mut self.groups) {
                     error.get_or_insert(note);
                 }
             }
         }
         self.span.1 = monotonic_ns();
-        let names = match &self.reader {
-            Reader::Perf(t) => t.names(),
-            Reader::Bpf(r) => r.names(),
-        };
-        self.analyzer.finish(names);
-        for Handoff { cpu, ring, .. } in &self.handoffs {
-            self.analyzer.add_undecomposed(*cpu, ring.dropped());
+        let mut out = Vec::with_capacity(self.groups.len());
+        for i in 0..self.groups.len() {
+            let names = match &self.reader {
+                Reader::Perf(t) => t.names(),
+                Reader::Bpf(r) => r.names(),
+            };
+            let g = &mut self.groups[i];
+            g.analyzer.finish(names);
+            for Handoff { cpu, ring, .. } in &g.handoffs {
+                g.analyzer.add_undecomposed(*cpu, ring.dropped());
+            }
+            let mut timeline = std::mem::take(
+                &mut self.shared.lock().unwrap_or_else(PoisonError::into_inner)[i].timeline,
+            );
+            let g = &mut self.groups[i];
+            timeline.extend(g.analyzer.drain_timeline(true));
+            let metrics = g.analyzer.metrics(names);
+            let episodes = g.analyzer.take_episodes();
+            let noise_classes = g.analyzer.noise_classes().clone();
+            out.push(TraceFinal {
+                metrics,
+                timeline,
+                summary: self.summary(i, cpu_start),
+                episodes,
+                error: error.clone(),
+                noise_classes,
+            });
         }
-        let mut timeline = std::mem::take(
-            &mut self
-                .shared
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .timeline,
-        );
-        timeline.extend(self.analyzer.drain_timeline(true));
-        TraceFinal {
-            metrics: self.analyzer.metrics(names),
-            timeline,
-            summary: self.summary(cpu_start),
-            episodes: self.analyzer.take_episodes(),
-            error,
-            noise_classes: self.analyzer.noise_classes().clone(),
-        }
+        out
     }
 
     fn names(&self) -> &latscope_trace::Names {
@@ -459,8 +558,14 @@ impl Worker {
         }
     }
 
-    fn summary(&self, cpu_start: u64) -> TraceSummary {
-        let mut s = self.analyzer.summary();
+    /// Group `group`'s summary: its analysis's account with the session's
+    /// (the tracer thread's CPU time and span are the whole session's).
+    fn summary(&self, group: usize, cpu_start: u64) -> TraceSummary {
+        let mut s = self
+            .groups
+            .get(group)
+            .map(|g| g.analyzer.summary())
+            .unwrap_or_default();
         s.tracer_cpu_ns = thread_cpu_ns().saturating_sub(cpu_start);
         (s.traced_from_ns, s.traced_to_ns) = self.span;
         match &self.reader {
@@ -469,7 +574,7 @@ impl Worker {
                 s.missing_events = t.missing_events().to_vec();
                 s.steal_source = Some(StealSource::ProcStat);
             }
-            Reader::Bpf(r) => r.summarize(&mut s),
+            Reader::Bpf(r) => r.summarize(group, &mut s),
         }
         s.proc_stat_steal_ns = (!self.steal_span.is_empty()).then(|| {
             Nanos(
@@ -481,6 +586,13 @@ impl Worker {
         });
         s
     }
+}
+
+/// A group's figures at a publication.
+struct Published {
+    metrics: Vec<MetricResult>,
+    timeline: Vec<TimelineChunk>,
+    summary: TraceSummary,
 }
 
 /// Cumulative steal time per CPU from /proc/stat (in USER_HZ ticks,
@@ -594,7 +706,7 @@ fn policy_from_stat(stat: &str) -> Option<String> {
     )
 }
 
-struct Symbols(Option<Kallsyms>);
+struct Symbols(Option<Arc<Kallsyms>>);
 
 impl Symbolize for Symbols {
     fn symbol(&self, addr: u64) -> Option<(String, Option<String>)> {

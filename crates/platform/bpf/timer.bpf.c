@@ -234,28 +234,59 @@ struct {
     __type(value, __u32);
 } watched SEC(".maps");
 
-/* Per CPU: the watched thread that last armed an hrtimer there, that
- * hrtimer, and what has happened since. A measuring thread is pinned, so
+/* Per CPU: the watched threads that armed an hrtimer there (up to
+ * TIMER_SLOTS, one per priority of `run --priorities`), each with that
+ * hrtimer and what has happened since. A measuring thread is pinned, so
  * its hrtimer is armed, expires and wakes it on one CPU, and each program
  * finds the state with an array lookup the verifier inlines, not a hash
  * lookup (a hash lookup here, on every switch and every hrtimer, cost
- * 100-300 ns a run on the VMs latscope was built on). `not_tid` caches the
- * last thread found not watched, so a CPU's other hrtimer users skip the
- * `watched` hash too. A thread that arms on one CPU and wakes on another,
- * or two watched threads on one CPU, lose those records: their samples are
- * counted as not decomposed, never misattributed. */
-struct cpu_timer {
-    __u32 tid;     /* watched thread, 0: none yet */
-    __u32 not_tid; /* last thread seen not watched (0: none) */
-    __u64 not_gen; /* `watch_gen` when not_tid was seen */
+ * 100-300 ns a run on the VMs latscope was built on); the slots are then
+ * compared in an unrolled loop. `not_tid` caches the last thread found not
+ * watched, so a CPU's other hrtimer users skip the `watched` hash too. A
+ * thread that arms on one CPU and wakes on another, or more watched
+ * threads on one CPU than there are slots, lose those records: their
+ * samples are counted as not decomposed, never misattributed. */
+#define TIMER_SLOTS 4
+struct thread_timer {
+    __u32 tid; /* watched thread, 0: a free slot */
+    __u32 pad;
     __u64 hrtimer; /* its armed hrtimer, 0: none */
     __u64 expires;
     __u64 callback_now;
     __u64 callback_time;
-    __u64 steal_addr; /* this CPU's steal counter, 0: not known yet */
-    __u64 steal_arm;  /* the counter when the thread armed its hrtimer */
-    __u64 steal_cb;   /* ... and in its callback */
+    __u64 steal_arm; /* the steal counter when the thread armed its hrtimer */
+    __u64 steal_cb;  /* ... and in its callback */
 };
+
+struct cpu_timer {
+    __u32 not_tid; /* last thread seen not watched (0: none) */
+    __u32 pad;
+    __u64 not_gen;    /* `watch_gen` when not_tid was seen */
+    __u64 steal_addr; /* this CPU's steal counter, 0: not known yet */
+    struct thread_timer t[TIMER_SLOTS];
+};
+
+/* The slot of watched thread `tid` (0: a free slot), NULL: none. */
+static __always_inline struct thread_timer *slot_of(struct cpu_timer *s, __u32 tid)
+{
+#pragma unroll
+    for (int i = 0; i < TIMER_SLOTS; i++) {
+        if (s->t[i].tid == tid)
+            return &s->t[i];
+    }
+    return NULL;
+}
+
+/* The slot whose armed hrtimer is `timer`, NULL: none. */
+static __always_inline struct thread_timer *slot_of_timer(struct cpu_timer *s, __u64 timer)
+{
+#pragma unroll
+    for (int i = 0; i < TIMER_SLOTS; i++) {
+        if (s->t[i].hrtimer == timer && timer != 0)
+            return &s->t[i];
+    }
+    return NULL;
+}
 
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -1160,7 +1191,8 @@ static __always_inline struct timer_record *sample_next(__u32 cpu, struct rec_he
 }
 
 /* The wake-up's record into the CPU's sample ring (sched_switch only). */
-static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 now)
+static __always_inline void sample_write(struct cpu_timer *s, struct thread_timer *w, __u32 cpu,
+                                         __u64 now)
 {
     struct rec_head *h = NULL;
     struct timer_record *t = sample_next(cpu, &h);
@@ -1169,16 +1201,16 @@ static __always_inline void sample_write(struct cpu_timer *s, __u32 cpu, __u64 n
     __u64 n = h->head;
     t->seq = 0;
     barrier();
-    t->expires = s->expires;
-    t->callback_now = s->callback_now;
-    t->callback_time = s->callback_time;
+    t->expires = w->expires;
+    t->callback_now = w->callback_now;
+    t->callback_time = w->callback_time;
     t->switch_in = now;
-    t->tid = s->tid;
+    t->tid = w->tid;
     t->cpu = cpu;
     if (steal_on) {
         __u64 in = steal_read(s);
-        t->steal_irq = steal_span(s->steal_arm, s->steal_cb);
-        t->steal_sched = steal_span(s->steal_cb, in);
+        t->steal_irq = steal_span(w->steal_arm, w->steal_cb);
+        t->steal_sched = steal_span(w->steal_cb, in);
     }
     barrier();
     t->seq = n + 1;
@@ -1278,9 +1310,11 @@ struct {
     __type(value, struct cpu_held);
 } cpu_held SEC(".maps");
 
+/* By CPU, watched thread and expiry: the threads of `run --priorities`
+ * share their CPU's expiries. */
 struct held_key {
     __u32 cpu;
-    __u32 pad;
+    __u32 tid;
     __u64 expires;
 };
 
@@ -1320,7 +1354,7 @@ static __always_inline __s32 held_stack(void *ctx)
 }
 
 /* In the watched hrtimer's callback (`now`: its expire_entry's now). */
-static __always_inline void held_at_callback(void *ctx, struct cpu_timer *s, __u64 now)
+static __always_inline void held_at_callback(void *ctx, struct thread_timer *s, __u64 now)
 {
     __u32 zero = 0;
     struct cpu_held *h = bpf_map_lookup_elem(&cpu_held, &zero);
@@ -1337,12 +1371,12 @@ static __always_inline void held_at_callback(void *ctx, struct cpu_timer *s, __u
 }
 
 /* At the watched thread's switch-in (sched_switch, prev -> it). */
-static __always_inline void held_at_switch_in(void *ctx, struct cpu_timer *s,
+static __always_inline void held_at_switch_in(void *ctx, struct thread_timer *s,
                                               struct task_struct *prev, __u32 cpu, __u64 now)
 {
     if (now <= s->expires || now - s->expires <= stack_threshold)
         return;
-    struct held_key k = {.cpu = cpu, .pad = 0, .expires = s->expires};
+    struct held_key k = {.cpu = cpu, .tid = s->tid, .expires = s->expires};
     struct held_record r = {};
     r.expires = s->expires;
     r.switch_in = now;
@@ -1411,22 +1445,23 @@ int BPF_PROG(on_sched_switch, bool preempt, struct task_struct *prev, struct tas
 
     /* The timer decomposition: our thread's switch-in after its callback. */
     struct cpu_timer *s = timer_state();
-    if (!s || s->tid != (__u32)next_pid) {
+    struct thread_timer *w = (s && next_pid != 0) ? slot_of(s, (__u32)next_pid) : NULL;
+    if (!w) {
         flush_pending();
         if (diag_level == 0 && warm_on)
             warm_rings(ring, cpu);
     }
     /* Only the switch-in after our callback: a thread preempted between
      * arming its timer and sleeping is switched in before it. */
-    if (!s || s->callback_time == 0 || s->tid != (__u32)next_pid || s->hrtimer == 0)
+    if (!s || !w || w->callback_time == 0 || w->hrtimer == 0)
         return 0;
-    sample_write(s, cpu, now);
+    sample_write(s, w, cpu, now);
     if (stack_threshold)
-        held_at_switch_in(ctx, s, prev, cpu, now);
+        held_at_switch_in(ctx, w, prev, cpu, now);
     /* One record per arming: the next wake-up needs a new hrtimer_start. */
-    s->hrtimer = 0;
-    s->callback_now = 0;
-    s->callback_time = 0;
+    w->hrtimer = 0;
+    w->callback_now = 0;
+    w->callback_time = 0;
     return 0;
 }
 
@@ -1440,7 +1475,7 @@ int BPF_PROG(on_sched_waking, struct task_struct *p)
         return 0;
     if (elide_own) {
         struct cpu_timer *s = timer_state();
-        if (s && s->tid == (__u32)p->pid)
+        if (s && p->pid != 0 && slot_of(s, (__u32)p->pid))
             return 0;
     }
     __u64 seq;
@@ -1483,22 +1518,28 @@ int BPF_PROG(on_hrtimer_start, struct hrtimer *timer, int mode, bool was_armed)
         return 0;
     if (tid == s->not_tid && s->not_gen == *gen)
         return 0;
-    if (tid != s->tid) {
+    struct thread_timer *w = slot_of(s, tid);
+    if (!w) {
         if (!bpf_map_lookup_elem(&watched, &tid)) {
             s->not_tid = tid;
             s->not_gen = *gen;
             return 0;
         }
-        s->tid = tid;
+        /* A free slot, or (more watched threads than slots, or those of
+         * an earlier cell) the one this tid hashes to. */
+        w = slot_of(s, 0);
+        if (!w)
+            w = &s->t[tid & (TIMER_SLOTS - 1)];
+        w->tid = tid;
     }
-    s->hrtimer = (__u64)timer;
-    s->expires = (__u64)expires;
-    s->callback_now = 0;
-    s->callback_time = 0;
+    w->hrtimer = (__u64)timer;
+    w->expires = (__u64)expires;
+    w->callback_now = 0;
+    w->callback_time = 0;
     if (steal_on) {
         steal_addr_of(s, timer, cpu);
-        s->steal_arm = steal_read(s);
-        s->steal_cb = s->steal_arm;
+        w->steal_arm = steal_read(s);
+        w->steal_cb = w->steal_arm;
     }
     return 0;
 }
@@ -1515,7 +1556,7 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     __u32 ring = traced_ring;
     if (elide_own) {
         struct cpu_timer *o = timer_state();
-        if (o && o->hrtimer == (__u64)timer)
+        if (o && slot_of_timer(o, (__u64)timer))
             ring = 0;
     }
     if (traced_ring) {
@@ -1541,14 +1582,15 @@ int BPF_PROG(on_hrtimer_expire_entry, struct hrtimer *timer, ktime_t *now)
     }
 
     struct cpu_timer *s = timer_state();
-    if (!s || s->hrtimer != (__u64)timer)
+    struct thread_timer *w = s ? slot_of_timer(s, (__u64)timer) : NULL;
+    if (!s || !w)
         return 0;
-    s->callback_now = (__u64)n;
-    s->callback_time = time;
+    w->callback_now = (__u64)n;
+    w->callback_time = time;
     if (stack_threshold)
-        held_at_callback(ctx, s, (__u64)n);
+        held_at_callback(ctx, w, (__u64)n);
     if (steal_on)
-        s->steal_cb = steal_read(s);
+        w->steal_cb = steal_read(s);
     return 0;
 }
 
@@ -1567,7 +1609,7 @@ int BPF_PROG(on_hrtimer_expire_exit, struct hrtimer *timer)
                      (__u64)timer, now);
     if (elide_own) {
         struct cpu_timer *s = timer_state();
-        if (s && s->hrtimer == (__u64)timer)
+        if (s && slot_of_timer(s, (__u64)timer))
             return 0;
     }
     __u64 seq;

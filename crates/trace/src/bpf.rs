@@ -191,11 +191,12 @@ impl BpfTracer {
         })
     }
 
-    /// The kernel's stacks for `cpu`'s wake-up from the hrtimer expiry
-    /// `expires`, when it was later than the stack threshold: taken out of
-    /// the kernel's map (a second call finds nothing).
-    pub fn held(&mut self, cpu: u32, expires: u64) -> Option<RawHeld> {
-        let r = self.bpf.take_held(cpu, expires)?;
+    /// The kernel's stacks for the wake-up of `cpu`'s measuring thread
+    /// `tid` from the hrtimer expiry `expires`, when it was later than the
+    /// stack threshold: taken out of the kernel's map (a second call finds
+    /// nothing).
+    pub fn held(&mut self, cpu: u32, tid: i32, expires: u64) -> Option<RawHeld> {
+        let r = self.bpf.take_held(cpu, u32::try_from(tid).ok()?, expires)?;
         let irq_ips = r.irq_stack.and_then(|id| self.bpf.stack(id));
         let yield_ips = r.yield_stack.and_then(|id| self.bpf.stack(id));
         // The kernel takes prev's stack for every task but idle: none means

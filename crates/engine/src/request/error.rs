@@ -117,11 +117,6 @@ pub enum RequestError {
     PrioritiesNeedTimer,
     #[error("several priorities at once replace the policy, priority, nice value and reservation: give each in the list")]
     PrioritiesWithPolicy,
-    /// The analysis follows one measuring thread per CPU.
-    #[error(
-        "tracing follows one measuring thread per CPU: several priorities at once cannot be traced"
-    )]
-    PrioritiesWithTrace,
     #[error("a random phase gives each thread its own expiries: several priorities at once need the fixed phase")]
     PrioritiesWithRandomPhase,
     /// Cells marked as measured together that are not a group of timer

@@ -52,7 +52,7 @@ pub fn priority_label((policy, priority): (SchedPolicy, u32)) -> String {
 impl RunRequest {
     /// The rules of several priorities at once: at least two, each once,
     /// the timer probe on a fixed grid, the list in place of the policy
-    /// options, no tracing (it follows one thread per CPU).
+    /// options.
     pub(super) fn check_priorities(&self) -> Result<(), RequestError> {
         let list = &self.priorities;
         if list.is_empty() {
@@ -74,9 +74,6 @@ impl RunRequest {
             || self.sched != SchedOptions::default()
         {
             return Err(RequestError::PrioritiesWithPolicy);
-        }
-        if self.trace.on {
-            return Err(RequestError::PrioritiesWithTrace);
         }
         if self.timer.phase == Phase::Random {
             return Err(RequestError::PrioritiesWithRandomPhase);

@@ -76,7 +76,7 @@ impl TraceBpf {
     pub fn napi_name(&self, _napi: u64) -> Option<String> {
         None
     }
-    pub fn take_held(&mut self, _cpu: u32, _expires: u64) -> Option<super::HeldRecord> {
+    pub fn take_held(&mut self, _cpu: u32, _tid: u32, _expires: u64) -> Option<super::HeldRecord> {
         None
     }
     pub fn stack(&self, _id: u32) -> Option<Vec<u64>> {

@@ -102,7 +102,7 @@ mod kernel {
     #[derive(Clone, Copy, Debug)]
     struct HeldKey {
         cpu: u32,
-        pad: u32,
+        tid: u32,
         expires: u64,
     }
 
@@ -118,15 +118,15 @@ mod kernel {
     unsafe impl aya::Pod for HeldBytes {}
 
     impl TraceBpf {
-        /// Takes (reads and deletes) the kernel's record of `cpu`'s wake-up
-        /// for the hrtimer expiry `expires`, if it made one (the wake-up was
-        /// later than the stack threshold).
-        pub fn take_held(&mut self, cpu: u32, expires: u64) -> Option<HeldRecord> {
+        /// Takes (reads and deletes) the kernel's record of the wake-up of
+        /// `cpu`'s measuring thread `tid` for the hrtimer expiry `expires`,
+        /// if it made one (the wake-up was later than the stack threshold).
+        pub fn take_held(&mut self, cpu: u32, tid: u32, expires: u64) -> Option<HeldRecord> {
             let map = self.ebpf.map_mut("held")?;
             let mut held: HashMap<_, HeldKey, HeldBytes> = HashMap::try_from(map).ok()?;
             let key = HeldKey {
                 cpu,
-                pad: 0,
+                tid,
                 expires,
             };
             let bytes = held.get(&key, 0).ok()?;

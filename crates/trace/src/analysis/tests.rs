@@ -1159,4 +1159,5 @@ fn an_incomplete_recorder_window_marks_the_episode_incomplete() {
 
 mod deferred;
 mod held_perf;
+mod priorities;
 mod steal;

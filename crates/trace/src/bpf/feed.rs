@@ -57,23 +57,42 @@ impl KernelFeed {
         analyzer: &mut Analyzer,
         samples: &mut Vec<(CpuId, u64, u64)>,
     ) {
-        self.records.clear();
-        bpf.drain(&mut self.records);
-        self.received += self.records.len() as u64;
-        for r in &self.records {
-            self.queued.entry(r.tid).or_default().push_back(r.sample);
+        let mut records = std::mem::take(&mut self.records);
+        records.clear();
+        bpf.drain(&mut records);
+        self.timer_from(&records, bpf, analyzer, samples);
+        self.records = records;
+    }
+
+    /// [`Self::timer`] with records the caller drained from `bpf` itself:
+    /// with several measuring threads per CPU (`run --priorities`) one
+    /// read serves one feed and one analysis per priority, each taking the
+    /// records of its own threads.
+    pub fn timer_from(
+        &mut self,
+        records: &[KernelRecord],
+        bpf: &mut BpfTracer,
+        analyzer: &mut Analyzer,
+        samples: &mut Vec<(CpuId, u64, u64)>,
+    ) {
+        for r in records {
+            // Records of threads another feed follows are not this one's.
+            if self.tid_of.get(&r.cpu) == Some(&r.tid) || self.tid_of.values().any(|&t| t == r.tid)
+            {
+                self.received += 1;
+                self.queued.entry(r.tid).or_default().push_back(r.sample);
+            }
         }
         for (cpu, d, u) in samples.drain(..) {
-            let found = self
-                .tid_of
-                .get(&cpu.0)
-                .and_then(|tid| self.queued.get_mut(tid))
+            let tid = self.tid_of.get(&cpu.0).copied();
+            let found = tid
+                .and_then(|tid| self.queued.get_mut(&tid))
                 .and_then(|q| take_match(q, d, u));
             if analyzer.above_threshold(u.saturating_sub(d)) {
                 let from = d.saturating_sub(Analyzer::replay_ns());
                 // The code that held the CPU, by the kernel's expiry.
                 let held = found.and_then(|k| u64::try_from(k.expires).ok());
-                let held = held.and_then(|e| bpf.held(cpu.0, e));
+                let held = held.and_then(|e| bpf.held(cpu.0, tid?, e));
                 analyzer.set_held(held);
                 // The analysis reads the window up to the wake-up only.
                 let (events, complete, names) = bpf.window(cpu.0, from, u);
