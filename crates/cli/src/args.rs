@@ -427,7 +427,8 @@ pub struct RunArgs {
     /// or `90,rr:50,other` (`fifo:N`, `batch` and `idle` too): one thread
     /// per priority and CPU, all woken for the same expiries; each
     /// priority is stored as a cell of its own (in place of --policy,
-    /// --priority and --nice; not with --trace).
+    /// --priority and --nice; with --trace, each with its own
+    /// decomposition).
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
     /// Timer probe, --policy other or batch: the measuring threads' nice

@@ -480,8 +480,7 @@ impl Worker {
     /// Episodes found, and at a publication each group's figures, to the
     /// housekeeping thread.
     fn hand_over(&mut self, publish: bool, cpu_start: u64) {
-        let mut out: Vec<(Vec<(Episode, Option<EpisodeWindow>)>, Option<Published>)> =
-            Vec::with_capacity(self.groups.len());
+        let mut out: Vec<(Found, Option<Published>)> = Vec::with_capacity(self.groups.len());
         for i in 0..self.groups.len() {
             let episodes = self.groups[i].analyzer.take_episodes();
             let published = publish.then(|| Published {
@@ -587,6 +586,9 @@ impl Worker {
         s
     }
 }
+
+/// A group's episodes found since the last hand-over.
+type Found = Vec<(Episode, Option<EpisodeWindow>)>;
 
 /// A group's figures at a publication.
 struct Published {
