@@ -393,6 +393,15 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
         ..RunRequest::default()
     };
     let err = |r: RunRequest| plan(&r).err().map(|e| e.to_string()).unwrap_or_default();
+    // Traced: one tracer for the group, one analysis per priority.
+    let traced = RunRequest {
+        trace: TraceOptions {
+            on: true,
+            ..RunRequest::default().trace
+        },
+        ..with("95,50")
+    };
+    assert!(plan(&traced).unwrap().trace.is_some());
     assert!(matches!(
         plan(&with("95")),
         Err(RequestError::PrioritiesTooFew)
@@ -432,16 +441,6 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
                 ..with("95,other")
             },
             "replace the policy",
-        ),
-        (
-            RunRequest {
-                trace: TraceOptions {
-                    on: true,
-                    ..RunRequest::default().trace
-                },
-                ..with("95,50")
-            },
-            "cannot be traced",
         ),
         (
             RunRequest {
