@@ -124,11 +124,7 @@ mod kernel {
         pub fn take_held(&mut self, cpu: u32, tid: u32, expires: u64) -> Option<HeldRecord> {
             let map = self.ebpf.map_mut("held")?;
             let mut held: HashMap<_, HeldKey, HeldBytes> = HashMap::try_from(map).ok()?;
-            let key = HeldKey {
-                cpu,
-                tid,
-                expires,
-            };
+            let key = HeldKey { cpu, tid, expires };
             let bytes = held.get(&key, 0).ok()?;
             let _ = held.remove(&key);
             HeldRecord::parse(&bytes.0)
