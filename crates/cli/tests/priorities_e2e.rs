@@ -253,8 +253,16 @@ fn traced_priorities_each_store_their_decomposition_and_the_load_is_in_the_lower
     let load = "rt:50,300us/2100us,cpu0";
     let dir = tempfile::tempdir().unwrap();
     for backend in ["bpf", "perf"] {
+        if backend == "bpf" && !latscope_platform::bpf::built() {
+            eprintln!("skipped (bpf): needs the BPF backend (built without clang)");
+            continue;
+        }
         let more = ["--trace", "--trace-backend", backend];
         let control = measure_with(dir.path(), 0, None, &more);
+        if control["capabilities"]["tracepoints"] != Value::Bool(true) {
+            eprintln!("skipped ({backend}): needs kernel tracepoints");
+            continue;
+        }
         let loaded = measure_with(dir.path(), 0, Some(load), &more);
         for doc in [&control, &loaded] {
             let cells = doc["cells"].as_array().unwrap();
