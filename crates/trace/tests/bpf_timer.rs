@@ -232,7 +232,7 @@ fn three_threads_sharing_a_cpu_and_its_expiries_each_get_their_records() {
         .collect();
     // Highest priority first.
     let mut ready: Vec<(u32, i32)> = (0..3).map(|_| ready_rx.recv().unwrap()).collect();
-    ready.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+    ready.sort_unstable_by_key(|r| std::cmp::Reverse(r.0));
     let tids: Vec<i32> = ready.iter().map(|r| r.1).collect();
     kernel
         .watch(
