@@ -639,7 +639,7 @@ fn housekeep(
         if now.saturating_sub(last_checkpoint) >= checkpoint {
             last_checkpoint = now;
             for (i, m) in members.iter_mut().enumerate() {
-                let traced = session.map(|s| s.checkpoint(i));
+                let traced = session.map(|s| (s, i));
                 let cp = snapshot(ctx, m.running.as_ref(), m.cell, traced, load);
                 let stored = m.sinks.write(ctx, m.cell, cp);
                 ctx.observer.checkpoint(m.cell, elapsed, stored);
@@ -648,12 +648,13 @@ fn housekeep(
     }
 }
 
-/// A checkpoint of a running cell.
+/// A checkpoint of a running cell (with its group's analysis, when
+/// traced).
 fn snapshot(
     ctx: &RunCtx<'_, '_>,
     probe: &dyn RunningProbe,
     cell: &CellSpec,
-    traced: Option<trace_session::TraceCheckpoint>,
+    traced: Option<(&TraceSession, usize)>,
     load: &CellLoad,
 ) -> Checkpoint {
     // The timeline first: every second it holds is then in the histograms
@@ -662,7 +663,8 @@ fn snapshot(
     let ProbeSnapshot { mut metrics, stats } = probe.snapshot();
     let mut summary: Option<TraceSummary> = None;
     let mut episodes = Vec::new();
-    if let Some((m, sum, eps, seconds)) = traced {
+    if let Some((s, group)) = traced {
+        let (m, sum, eps, seconds) = s.checkpoint(group);
         metrics.extend(m);
         summary = sum;
         episodes = eps;
