@@ -144,11 +144,11 @@ fn a_timer_runs_forecast_is_tested_against_the_pipelines_underruns() {
         &cpu.to_string(),
         "--period",
         "1ms",
-        // 10 s a side: what this proves is the pairing of the stored runs
+        // 4 s a side: what this proves is the pairing of the stored runs
         // and the test's arithmetic, not the verdict (bench/app-forecast.sh
         // measures that, interleaved, at length).
         "--duration",
-        "10s",
+        "4s",
         "--store",
         s,
         "--json",
@@ -162,7 +162,7 @@ fn a_timer_runs_forecast_is_tested_against_the_pipelines_underruns() {
         cpu,
         s,
         app_json.to_str().unwrap(),
-        &["--buffers", "2", "--compute", "600us", "--duration", "10s"],
+        &["--buffers", "2", "--compute", "600us", "--duration", "4s"],
     );
     let underruns = count(&app, "app.underrun");
     let buffers = count(&app, "app.response");
