@@ -4,6 +4,32 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use latscope_engine::probes::{Phase, TimerApi};
+use latscope_engine::request::ProbeKind;
+use latscope_engine::workloads::LoadLevel;
+use latscope_engine::TraceBackend;
+use latscope_model::{Policy, UdpPath};
+
+/// Each value of a clap enum as the library's value of the same name.
+macro_rules! into_library {
+    ($($arg:ident => $lib:ident { $($v:ident),* })*) => {$(
+        impl From<$arg> for $lib {
+            fn from(a: $arg) -> $lib {
+                match a { $($arg::$v => $lib::$v),* }
+            }
+        }
+    )*};
+}
+
+into_library! {
+    ProbeName => ProbeKind { Timer, Noise, Udp, App }
+    PolicyArg => Policy { Fifo, Rr, Other, Batch, Idle, Deadline }
+    LoadLevelArg => LoadLevel { Light, Normal, Heavy }
+    TimerApiArg => TimerApi { ClockNanosleep, Nanosleep, Timerfd, PosixTimer, Epoll }
+    PhaseArg => Phase { Fixed, Random }
+    UdpPathArg => UdpPath { Loopback, Veth }
+    TraceBackendArg => TraceBackend { Auto, Bpf, Perf }
+}
 
 /// Measure how well this machine meets real-time deadlines, explain the
 /// misses, and keep every result in a store.
@@ -317,16 +343,6 @@ pub enum TraceBackendArg {
     Bpf,
     /// Every tracepoint record through perf rings.
     Perf,
-}
-
-impl From<TraceBackendArg> for latscope_engine::TraceBackend {
-    fn from(a: TraceBackendArg) -> Self {
-        match a {
-            TraceBackendArg::Auto => latscope_engine::TraceBackend::Auto,
-            TraceBackendArg::Bpf => latscope_engine::TraceBackend::Bpf,
-            TraceBackendArg::Perf => latscope_engine::TraceBackend::Perf,
-        }
-    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
