@@ -68,15 +68,9 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     let (base, cells) = matrix
         .plan(&base_request(args, per_cell)?, &online)
         .map_err(suite_error)?;
-    let n = cells.len() as u32;
     if !args.output.quiet {
-        let total = Nanos((per_cell.0 + base.warmup.0).saturating_mul(u64::from(n)));
-        eprintln!(
-            "latscope suite: {n} cells ({} probe(s) x {} workload(s) x {} setting(s)), about {total} in all",
-            matrix.probes.len(),
-            matrix.workloads.len(),
-            matrix.priorities.len()
-        );
+        let grid = matrix.describe(cells.len(), per_cell, base.warmup);
+        eprintln!("latscope suite: {grid}");
     }
     let opts = RunOptions {
         store: &args.store.store,

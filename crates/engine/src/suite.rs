@@ -270,6 +270,20 @@ pub struct SuiteBase {
     pub cpus: CpuSet,
 }
 
+impl SuiteMatrix {
+    /// The grid in one line: `cells` cells of `per_cell` measuring, each
+    /// after `warmup`.
+    pub fn describe(&self, cells: usize, per_cell: Nanos, warmup: Nanos) -> String {
+        let total = Nanos((per_cell.0 + warmup.0).saturating_mul(cells as u64));
+        format!(
+            "{cells} cells ({} probe(s) x {} workload(s) x {} setting(s)), about {total} in all",
+            self.probes.len(),
+            self.workloads.len(),
+            self.priorities.len()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use latscope_model::CpuId;
