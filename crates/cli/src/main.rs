@@ -19,7 +19,6 @@ mod monitor;
 mod observer;
 mod output;
 mod plan;
-mod progress;
 mod push;
 mod report;
 mod run;

@@ -19,10 +19,7 @@ use crate::exit::{self, Exit};
 pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let benchmarks = select(&args.bench, args.quick).map_err(Exit::usage)?;
     if args.list {
-        for b in &benchmarks {
-            let two = if b.two_cpus { " (two CPUs)" } else { "" };
-            crate::output::print(&format!("{:<28} {}{two}\n", b.id(), b.operation));
-        }
+        crate::output::print(&latscope_micro::session::list_text(&benchmarks));
         return Ok(exit::OK);
     }
     let (cpu, other) = choose_cpus(args.cpus.as_deref())?;
@@ -107,12 +104,8 @@ impl Observer for MicroLines {
     }
 
     fn micro_result(&mut self, r: &MicroResult) {
-        if self.quiet {
-            return;
-        }
-        match &r.skipped {
-            Some(why) => eprintln!("{:<28} skipped: {why}", r.bench),
-            None => eprintln!("{:<28} {}", r.bench, latscope_report::op_time(r.median_ns)),
+        if !self.quiet {
+            eprintln!("{}", latscope_report::micro_line(r));
         }
     }
 }
