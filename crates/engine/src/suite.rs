@@ -292,6 +292,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_grid_is_described_in_one_line() {
+        let m = SuiteMatrix::parse("timer,noise,udp", "idle,cpu", "95,other")
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            m.map(|m| m.describe(12, Nanos::from_secs(10), Nanos::from_secs(2))),
+            Ok(
+                "12 cells (3 probe(s) x 2 workload(s) x 2 setting(s)), about 144s in all"
+                    .to_string()
+            )
+        );
+    }
+
+    #[test]
     fn priorities_read_like_the_studies_compared_them() {
         let p = parse_priorities("95,50,other").unwrap_or_default();
         assert_eq!(
