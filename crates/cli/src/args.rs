@@ -9,6 +9,7 @@ use latscope_engine::request::ProbeKind;
 use latscope_engine::workloads::LoadLevel;
 use latscope_engine::TraceBackend;
 use latscope_model::{Policy, UdpPath};
+use latscope_report::exports::FormatName;
 
 /// Each value of a clap enum as the library's value of the same name.
 macro_rules! into_library {
@@ -29,6 +30,9 @@ into_library! {
     PhaseArg => Phase { Fixed, Random }
     UdpPathArg => UdpPath { Loopback, Veth }
     TraceBackendArg => TraceBackend { Auto, Bpf, Perf }
+    ExportFormat => FormatName {
+        Json, Csv, CsvBuckets, Hdr, Cyclictest, RtTestsJson, Prometheus, Perfetto
+    }
 }
 
 /// Measure how well this machine meets real-time deadlines, explain the
