@@ -34,12 +34,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         histogram: args.histogram,
     };
     let ran = run_cells(&opts, &plan, &cells, &online)?;
-    if let Some(path) = &args.output.json {
-        output::write_json(&ran.stored, path)?;
-    }
-    if !args.output.quiet {
-        crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
-    }
+    opts.write(&ran.stored)?;
     Ok(exit_code(&ran))
 }
 
@@ -48,6 +43,19 @@ pub struct RunOptions<'a> {
     pub store: &'a std::path::Path,
     pub output: &'a RunOutputArgs,
     pub histogram: bool,
+}
+
+impl RunOptions<'_> {
+    /// The run's JSON file when asked for, and its summary unless quiet.
+    fn write(&self, run: &RunResult) -> anyhow::Result<()> {
+        if let Some(path) = &self.output.json {
+            output::write_json(run, path)?;
+        }
+        if !self.output.quiet {
+            output::print(&latscope_report::run_summary(run, self.histogram));
+        }
+        Ok(())
+    }
 }
 
 /// The exit code of a run's status alone: 1 failed, 130 interrupted.
@@ -108,15 +116,7 @@ pub fn run_cells(
         &mut observer,
         |o, p| output::rescue_json(o, &latscope_report::run_json(&o.result), p),
         |store, env| latscope_engine::run_plan(plan, cells, online, store, env, how),
-        |o| {
-            if let Some(path) = &opts.output.json {
-                output::write_json(&o.result, path)?;
-            }
-            if !opts.output.quiet {
-                output::print(&latscope_report::run_summary(&o.result, opts.histogram));
-            }
-            Ok(())
-        },
+        |o| opts.write(&o.result),
     )?;
     Ok(Ran {
         stored: store.load_run(outcome.run_id)?,
