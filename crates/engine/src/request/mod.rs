@@ -14,6 +14,7 @@ mod probe;
 mod sched;
 #[cfg(test)]
 mod tests;
+mod text;
 
 use latscope_model::{CpuSet, Nanos, NoiseDuty, Policy, TimerSlack, UdpPath};
 use latscope_platform::SchedPolicy;
@@ -26,6 +27,7 @@ use crate::config::{CellSpec, ProbeSpec, TraceBackend, TracePlan};
 pub use error::{nice_reason, Bound, RequestError};
 pub use priorities::{parse_priority_list, priority_label};
 pub use sched::MIN_DEADLINE_RUNTIME;
+pub use text::{duration, AppScheme, RequestText, TextError, TextSetting};
 
 /// The probe a run measures with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
