@@ -423,10 +423,13 @@ pub struct RunArgs {
     /// --policy fifo or rr only).
     #[arg(long, value_name = "N")]
     pub priority: Option<u32>,
-    /// Timer probe: several priorities measured at once, e.g. `95,50,1`
-    /// or `90,rr:50,other` (`fifo:N`, `batch` and `idle` too): one thread
-    /// per priority and CPU, all woken for the same expiries; each
-    /// priority is stored as a cell of its own (in place of --policy,
+    /// Timer or noise probe: several priorities measured at once, e.g.
+    /// `95,50,1` or `90,rr:50,other` (`fifo:N`, `batch` and `idle` too):
+    /// one thread per item and CPU, timer threads woken for the same
+    /// expiries, noise threads spinning from the same instant (without
+    /// pause unless --pause); a fifo or rr priority may be listed twice
+    /// (`rr:50,rr:50`: the second is `rr 50 #2`); each item is stored as
+    /// a cell of its own (in place of --policy,
     /// --priority and --nice; not with --trace).
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,

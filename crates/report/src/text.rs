@@ -167,7 +167,11 @@ fn cell_title(cell: &CellResult) -> String {
             .filter(|&&i| i != cell.meta.index)
             .map(u32::to_string)
             .collect();
-        parts.push(format!("same expiries as cell {}", others.join(", ")));
+        let with = match cell.meta.probe.as_str() {
+            "noise" => "spinning at once with cell",
+            _ => "same expiries as cell",
+        };
+        parts.push(format!("{with} {}", others.join(", ")));
     }
     parts.push(format!("{} measured", cell.meta.duration_ns));
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))

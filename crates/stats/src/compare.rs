@@ -87,6 +87,11 @@ impl fmt::Display for CellKey {
             (None, Some(n)) => text.push_str(&format!("/prio:{n}")),
             (None, None) => {}
         }
+        // The n-th thread at a priority shared in one group: paired with
+        // the n-th of the other run.
+        if let Some(n) = self.settings.common().instance {
+            text.push_str(&format!("#{n}"));
+        }
         // A period other than the probe's default tells apart cells that
         // would otherwise read the same (a 1 ms and a 100 µs timer cell).
         let default_period =
