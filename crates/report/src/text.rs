@@ -195,6 +195,9 @@ fn sched_part(s: &CellSettings) -> String {
     if let Some(n) = c.nice {
         text.push_str(&format!(" nice {n}"));
     }
+    if let Some(n) = c.instance {
+        text.push_str(&format!(" #{n}"));
+    }
     if let Some(q) = c.rr_interval_ns {
         text.push_str(&format!(", quantum {q}"));
     }

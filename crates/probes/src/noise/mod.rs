@@ -689,6 +689,19 @@ mod tests {
         assert!(
             rt_throttling_finding(&h, Nanos::from_secs(10), Some(-1), Some(1_000_000)).is_none()
         );
+        // Turns of another thread at the same rr priority (100 ms, five a
+        // second) are the quantum, not throttling.
+        let mut turns = Histogram::new();
+        for _ in 0..50 {
+            turns.record(100_000_000);
+        }
+        assert!(rt_throttling_finding(
+            &turns,
+            Nanos::from_secs(10),
+            Some(950_000),
+            Some(1_000_000)
+        )
+        .is_none());
         let mut few = Histogram::new();
         few.record(20_000);
         assert!(
