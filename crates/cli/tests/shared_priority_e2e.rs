@@ -210,12 +210,14 @@ fn threads_sharing_one_priority_take_turns_by_the_quantum_under_rr_only() {
         );
     }
     // FIFO at one priority: no turns, so no preemption of a slice's
-    // length (beyond the host's, one more than the control's allowed);
+    // length (beyond the host's: two more than the control's allowed, as
+    // RT throttling now and then takes 80-130 ms at once here, against
+    // about 14 quantum-long ones per thread under rr);
     // together they ran about the whole cell, so the one that held the
     // CPU longer held it at least half of it.
     for (c, n) in fifo_quantum.iter().enumerate() {
         assert!(
-            *n <= control_quantum + 1,
+            *n <= control_quantum + 2,
             "fifo thread {c}: {n} quantum-long preemptions, control {control_quantum}"
         );
     }
@@ -224,7 +226,7 @@ fn threads_sharing_one_priority_take_turns_by_the_quantum_under_rr_only() {
     // FIFO 60 over FIFO 50: no quantum-long preemption of the higher, the
     // lower hardly runs (only while the higher would be blocked).
     assert!(
-        two_quantum <= control_quantum + 1,
+        two_quantum <= control_quantum + 2,
         "fifo 60: {two_quantum} quantum-long preemptions"
     );
     assert!(ran(&two, 0) > 2_000_000_000);
