@@ -638,10 +638,11 @@ pub fn rt_throttling_finding(
     }
     let lost_us = u64::try_from(period - runtime).ok()?;
     let lost_ns = lost_us * 1_000;
-    // Gaps of 80% to 175% of the throttled time (this VM throttles now and
-    // then for up to 88 ms at once), about once per period; longer ones
-    // are something else: the quantum of another thread at the same RR
-    // priority, 100 ms by default, is not throttling.
+    // Gaps of 80% to 175% of the throttled time (this VM now and then
+    // throttles for 84 or 88 ms at once, and once 124 ms in 15 s), about
+    // once per period; longer ones are mostly something else: the quantum
+    // of another thread at the same RR priority, 100 ms by default, is not
+    // throttling.
     let n = gaps
         .count_above(lost_ns * 8 / 10)
         .saturating_sub(gaps.count_above(lost_ns * 7 / 4));
