@@ -225,7 +225,9 @@ fn request_line(e: &RequestError) -> String {
 /// options it cannot go with.
 fn priorities_line(e: &RequestError) -> String {
     match e {
-        RequestError::PrioritiesNeedTimer => "--priorities needs --probe timer".into(),
+        RequestError::PrioritiesNeedTimer => {
+            "--priorities needs --probe timer or --probe noise".into()
+        }
         RequestError::PrioritiesWithPolicy => "--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list".into(),
         RequestError::PrioritiesWithTrace => "--priorities cannot go with --trace: tracing follows one measuring thread per CPU".into(),
         RequestError::PrioritiesWithRandomPhase => "--priorities needs --phase fixed: a random phase gives each thread its own expiries".into(),

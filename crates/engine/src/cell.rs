@@ -244,6 +244,9 @@ pub(crate) fn run_together(
                 fin.lost_timeline_seconds
             ));
         }
+        if let Some(line) = crate::together::never_ran_note(cell, &fin.snapshot.stats.noise) {
+            notes.push(format!("{label}{line}"));
+        }
         let ends = CellEnd {
             snapshot: fin.snapshot,
             timeline: fin.timeline,

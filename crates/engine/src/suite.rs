@@ -241,6 +241,7 @@ impl SuiteMatrix {
                         warmup: base.warmup,
                         cpus: base.cpus.clone(),
                         together: Vec::new(),
+                        instance: 0,
                     });
                 }
             }

@@ -34,6 +34,7 @@ mod table;
 mod text;
 mod time;
 mod together;
+mod together_noise;
 mod udp;
 mod workload;
 
