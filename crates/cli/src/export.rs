@@ -8,12 +8,13 @@
 //! the file.
 
 use anyhow::anyhow;
-use latscope_report::exports::RtTestsUnit;
-use latscope_report::exports::{ExportError, Format, HdrUnit};
+use latscope_report::exports::{
+    ChoiceError, ExportError, Format, FormatChoice, HdrUnit, RtTestsUnit,
+};
 use latscope_report::stored::{export_run, StoredError};
 use latscope_store::Store;
 
-use crate::args::{ExportArgs, ExportFormat, HdrUnitArg, UnitArg};
+use crate::args::{ExportArgs, HdrUnitArg, UnitArg};
 use crate::exit::{self, Exit};
 
 pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
@@ -40,40 +41,31 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
 
 /// The format and its options from the flags, which must go together.
 fn format(args: &ExportArgs) -> Result<Format, Exit> {
-    if args.episode.is_some() && args.format != ExportFormat::Perfetto {
-        return Err(Exit::usage(
-            "--episode goes with --format perfetto only; the other formats export the whole run",
-        ));
-    }
-    if args.unit.is_some() && args.format != ExportFormat::RtTestsJson {
-        return Err(Exit::usage(
-            "--unit goes with --format rt-tests-json (the unit of --format hdr is --hdr-unit)",
-        ));
-    }
-    Ok(match args.format {
-        ExportFormat::Json => Format::Json,
-        ExportFormat::Csv => Format::Csv,
-        ExportFormat::CsvBuckets => Format::CsvBuckets,
-        ExportFormat::Hdr => Format::Hdr(match args.hdr_unit {
+    let choice = FormatChoice {
+        name: args.format.into(),
+        episode: args.episode,
+        hdr_unit: match args.hdr_unit {
             HdrUnitArg::Ns => HdrUnit::Nanos,
             HdrUnitArg::Us => HdrUnit::Micros,
-        }),
-        ExportFormat::Cyclictest => Format::Cyclictest {
-            max_us: args.max_us,
         },
-        ExportFormat::RtTestsJson => Format::RtTestsJson(match args.unit {
-            Some(UnitArg::Ns) => RtTestsUnit::Nanos,
-            Some(UnitArg::Us) | None => RtTestsUnit::Micros,
+        max_us: args.max_us,
+        unit: args.unit.map(|u| match u {
+            UnitArg::Ns => RtTestsUnit::Nanos,
+            UnitArg::Us => RtTestsUnit::Micros,
         }),
-        ExportFormat::Prometheus => Format::Prometheus,
-        ExportFormat::Perfetto => match args.episode {
-            Some(episode) => Format::Perfetto { episode },
-            None => {
-                return Err(Exit::usage(
-                    "--format perfetto exports one episode: give it with --episode K",
-                ))
+    };
+    choice.format().map_err(|e| {
+        Exit::usage(match e {
+            ChoiceError::EpisodeWithoutPerfetto => {
+                "--episode goes with --format perfetto only; the other formats export the whole run"
             }
-        },
+            ChoiceError::UnitWithoutRtTests => {
+                "--unit goes with --format rt-tests-json (the unit of --format hdr is --hdr-unit)"
+            }
+            ChoiceError::PerfettoWithoutEpisode => {
+                "--format perfetto exports one episode: give it with --episode K"
+            }
+        })
     })
 }
 

@@ -12,8 +12,10 @@ use crate::exit::{self, Exit};
 
 pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     let mut req = FileRequest::new(&args.file);
-    req.period = crate::plan::optional("period", args.period.as_deref())?;
-    req.policy = args.policy.map(crate::plan::policy);
+    req.period = (args.period.as_deref())
+        .map(|t| crate::plan::duration("period", t))
+        .transpose()?;
+    req.policy = args.policy.map(Into::into);
     req.priority = args.priority;
     req.unit = args.unit.map(|u| match u {
         UnitArg::Us => Unit::Micros,

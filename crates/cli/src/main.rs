@@ -11,6 +11,7 @@ mod exit;
 mod export;
 mod forecast;
 mod forecast_against;
+mod help;
 mod import;
 mod micro;
 mod micro_compare;
@@ -18,7 +19,6 @@ mod monitor;
 mod observer;
 mod output;
 mod plan;
-mod progress;
 mod push;
 mod report;
 mod run;
@@ -27,7 +27,7 @@ mod show;
 mod study;
 mod suite;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::args::{Cli, Command};
 
@@ -41,7 +41,13 @@ fn main() {
     if let Some(code) = latscope_engine::workloads::helper_main(&argv) {
         std::process::exit(code);
     }
-    let cli = match Cli::try_parse() {
+    let mut command = help::command();
+    let parsed = command
+        .try_get_matches_from_mut(std::env::args_os())
+        .and_then(|mut m| {
+            Cli::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut help::command()))
+        });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp

@@ -4,16 +4,14 @@
 //! study's style.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use anyhow::Context;
-use latscope_engine::probes::RealClock;
-use latscope_engine::system::{measuring_pair, online_cpus, PairError, StopSignals};
-use latscope_engine::{Env, MicroPlan, Observer, RunOutcome, Stop};
+use latscope_engine::system::{measuring_pair, online_cpus, PairError};
+use latscope_engine::{MicroPlan, Observer, RunOutcome};
 use latscope_micro::session::{select, SessionOptions};
 use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::RunResult;
-use latscope_store::{MicroRun, Store};
+use latscope_store::MicroRun;
 
 use crate::args::MicroArgs;
 use crate::exit::{self, Exit};
@@ -21,10 +19,7 @@ use crate::exit::{self, Exit};
 pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
     let benchmarks = select(&args.bench, args.quick).map_err(Exit::usage)?;
     if args.list {
-        for b in &benchmarks {
-            let two = if b.two_cpus { " (two CPUs)" } else { "" };
-            crate::output::print(&format!("{:<28} {}{two}\n", b.id(), b.operation));
-        }
+        crate::output::print(&latscope_micro::session::list_text(&benchmarks));
         return Ok(exit::OK);
     }
     let (cpu, other) = choose_cpus(args.cpus.as_deref())?;
@@ -66,27 +61,17 @@ pub fn run_stored(
     observer: &mut dyn Observer,
     report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
 ) -> Result<(RunResult, Option<MicroRun>, i32), Exit> {
-    let mut store = Store::open(store_path)?;
-    if let Some(path) = json {
-        crate::output::check_writable(path)?;
-    }
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
-    let rescue = |o: &RunOutcome| {
-        let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
-        crate::output::rescue_json(o, &doc, store_path)
-    };
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
+    let (outcome, store) = crate::run::stored(
+        store_path,
+        json,
         observer,
-        system: None,
-        rescue: Some(&rescue),
-    };
-    let outcome =
-        latscope_engine::run_micro(plan, &mut store, env).map_err(crate::run::engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(crate::run::rescued(&outcome, report));
-    }
+        |o, p| {
+            let doc = latscope_report::micro_json(&o.result, o.micro_context.as_ref(), &o.micro);
+            crate::output::rescue_json(o, &doc, p)
+        },
+        |store, env| latscope_engine::run_micro(plan, store, env),
+        report,
+    )?;
     let stored = store.load_run(outcome.run_id)?;
     let micro = store.load_micro(outcome.run_id)?;
     Ok((stored, micro, crate::run::status_code(outcome.status)))
@@ -119,12 +104,8 @@ impl Observer for MicroLines {
     }
 
     fn micro_result(&mut self, r: &MicroResult) {
-        if self.quiet {
-            return;
-        }
-        match &r.skipped {
-            Some(why) => eprintln!("{:<28} skipped: {why}", r.bench),
-            None => eprintln!("{:<28} {}", r.bench, latscope_report::op_time(r.median_ns)),
+        if !self.quiet {
+            eprintln!("{}", latscope_report::micro_line(r));
         }
     }
 }

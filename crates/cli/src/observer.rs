@@ -1,15 +1,18 @@
 //! What the user sees while the engine runs: capability notices on stderr,
-//! and the progress line when stderr is a terminal.
+//! and the progress line (`latscope_report::progress_line`) when stderr is
+//! a terminal, redrawn in place by the housekeeping thread.
+
+use std::io::Write;
 
 use latscope_engine::probes::Progress;
 use latscope_engine::{CellSpec, Observer};
 use latscope_model::Nanos;
 
-use crate::progress::ProgressBar;
-
 pub struct CliObserver {
     show_progress: bool,
-    bar: Option<ProgressBar>,
+    /// The cell's length while a progress line is drawn (`Some(None)`: a
+    /// cell without end).
+    bar: Option<Option<Nanos>>,
     last_draw: Option<Nanos>,
 }
 
@@ -26,6 +29,13 @@ impl CliObserver {
 /// The progress line is redrawn at most twice a second.
 const REDRAW: Nanos = Nanos::from_millis(500);
 
+/// Replaces the line on stderr with `line`.
+fn redraw(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K{line}");
+    let _ = err.flush();
+}
+
 impl Observer for CliObserver {
     fn notice(&mut self, line: &str) {
         eprintln!("latscope: {line}");
@@ -33,27 +43,34 @@ impl Observer for CliObserver {
 
     fn cell_started(&mut self, cell: &CellSpec) {
         if self.show_progress {
-            self.bar = Some(ProgressBar::new(cell.probe.duration()));
+            self.bar = Some(cell.probe.duration());
             self.last_draw = None;
         }
     }
 
-    fn progress(&mut self, _cell: &CellSpec, elapsed: Nanos, progress: Progress) {
-        let Some(bar) = self.bar.as_mut() else {
+    fn progress(&mut self, _cell: &CellSpec, elapsed: Nanos, p: Progress) {
+        let Some(total) = self.bar else {
             return;
         };
         if self
             .last_draw
             .is_none_or(|t| elapsed.0.saturating_sub(t.0) >= REDRAW.0)
         {
-            bar.draw(elapsed, progress);
+            let line = latscope_report::progress_line(
+                elapsed,
+                total,
+                p.samples,
+                p.max_latency,
+                p.overruns,
+            );
+            redraw(&line);
             self.last_draw = Some(elapsed);
         }
     }
 
     fn cell_finished(&mut self, _cell: &CellSpec) {
-        if let Some(mut bar) = self.bar.take() {
-            bar.finish();
+        if self.bar.take().is_some() {
+            redraw("");
         }
     }
 }

@@ -1,22 +1,18 @@
-//! `run`'s arguments as the engine's [`RunRequest`], and the request's
-//! errors as the one-line messages that name the options. The defaults and
-//! the rules between options are the request's (`latscope_engine::request`);
-//! here is only the parsing of text and the option names.
+//! `run`'s arguments as the engine's [`RequestText`], and the request's
+//! errors as the one-line messages that name the options. The parsing of
+//! the text, the defaults and the rules between options are the request's
+//! (`latscope_engine::request`); here are only the option names.
 
-use latscope_engine::actions::{Action, ActionError, Limit};
-use latscope_engine::probes::{Field, Phase, SettingError, TimerApi};
+use latscope_engine::actions::ActionError;
+use latscope_engine::probes::{Field, SettingError};
 use latscope_engine::request::{
-    nice_reason, parse_priority_list, AppOptions, Bound, NoiseOptions, ProbeKind, SchedOptions,
-    TimerOptions, TraceOptions, UdpOptions,
+    nice_reason, AppScheme, Bound, RequestText, TextError, TextSetting,
 };
-use latscope_engine::workloads::{split_workloads, LoadLevel};
 use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
-use latscope_model::{CpuSet, Nanos, Policy, TimerSlack, UdpPath};
-use latscope_stats::forecast::{AppPreset, APP_PRESETS};
+use latscope_model::{CpuSet, Nanos};
+use latscope_stats::forecast::APP_PRESETS;
 
-use crate::args::{
-    LoadLevelArg, PhaseArg, PolicyArg, ProbeName, RunArgs, TimerApiArg, TraceArgs, UdpPathArg,
-};
+use crate::args::{ActionArgs, LimitArgs, LoadArgs, RunArgs, TraceArgs};
 use crate::exit::Exit;
 
 /// Checks `args` against the online CPUs: the plan, or one line naming
@@ -29,87 +25,99 @@ pub(crate) fn duration(flag: &str, text: &str) -> Result<Nanos, Exit> {
     Nanos::parse_duration(text).map_err(|e| Exit::usage(format!("--{flag}: {e}")))
 }
 
-pub(crate) fn optional(flag: &str, text: Option<&str>) -> Result<Option<Nanos>, Exit> {
-    text.map(|t| duration(flag, t)).transpose()
-}
-
 /// The arguments as a request: text parsed, nothing else decided.
 pub fn request(args: &RunArgs) -> Result<RunRequest, Exit> {
-    let (period, app) = app_options(args, optional("period", args.period.as_deref())?)?;
-    Ok(RunRequest {
-        probe: probe_kind(args.probe),
+    parse(&RequestText {
+        probe: args.probe.into(),
         cpus: args.cpus.clone(),
-        period,
-        duration: Some(duration("duration", &args.duration)?),
-        policy: policy(args.policy),
+        period: args.period.clone(),
+        duration: Some(args.duration.clone()),
+        policy: args.policy.into(),
         priority: args.priority,
-        priorities: match &args.priorities {
-            Some(list) => parse_priority_list(list).map_err(request_error)?,
-            None => Vec::new(),
-        },
-        sched: SchedOptions {
-            nice: args.nice,
-            runtime: optional("sched-runtime", args.sched_runtime.as_deref())?,
-            deadline: optional("sched-deadline", args.sched_deadline.as_deref())?,
-        },
-        threshold: optional("threshold", args.threshold.as_deref())?,
-        timer: timer_options(args)?,
-        noise: noise_options(args)?,
-        udp: UdpOptions {
-            path: args.path.map(|p| match p {
-                UdpPathArg::Loopback => UdpPath::Loopback,
-                UdpPathArg::Veth => UdpPath::Veth,
-            }),
-            payload: args.payload,
-        },
-        app,
-        trace: TraceOptions {
-            // Parsed only when used, as before.
-            stack_period: match args.trace.stacks {
-                true => duration("stack-period", &args.stack_period)?,
-                false => latscope_engine::TracePlan::DEFAULT_STACK_PERIOD,
-            },
-            episode_cap: args.episode_cap,
-            ..trace_options(&args.trace)
-        },
-        workloads: match &args.workload {
-            None => Vec::new(),
-            Some(list) => {
-                split_workloads(list).map_err(|e| Exit::usage(format!("--workload: {e}")))?
-            }
-        },
-        load_level: load_level(args.load.load_level),
-        warmup: duration("warmup", &args.load.warmup)?,
-        checkpoint: duration("checkpoint", &args.checkpoint)?,
-        stop_above: optional("stop-above", args.limits.stop_above.as_deref())?,
-        fail_above: optional("fail-above", args.limits.fail_above.as_deref())?,
-        actions: actions(&args.actions.on_threshold)?,
-        action_limit: action_limit(args.actions.action_limit.as_deref())?,
+        priorities: args.priorities.clone(),
+        nice: args.nice,
+        sched_runtime: args.sched_runtime.clone(),
+        sched_deadline: args.sched_deadline.clone(),
+        threshold: args.threshold.clone(),
+        timer_api: args.timer_api.into(),
+        phase: args.phase.into(),
+        timer_slack: args.timer_slack.clone(),
+        runtime: args.runtime.clone(),
+        pause: args.pause.clone(),
+        gap_ratio: args.gap_ratio,
+        gap_min: args.gap_min.clone(),
+        fp: args.fp,
+        path: args.path.map(Into::into),
+        payload: args.payload,
+        app: args.app.clone(),
+        buffers: args.buffers,
+        compute: args.compute.clone(),
+        stack_period: Some(args.stack_period.clone()),
+        episode_cap: Some(args.episode_cap),
+        workloads: args.workload.clone(),
+        checkpoint: Some(args.checkpoint.clone()),
+        ..common(&args.trace, &args.load, &args.limits, &args.actions)
     })
 }
 
-/// `--trace`, `--trace-backend` and `--stacks`; the rest as by default.
-pub fn trace_options(t: &TraceArgs) -> TraceOptions {
-    TraceOptions {
-        on: t.trace,
-        backend: t.trace_backend.into(),
+/// The options `run` and `suite` share, as text.
+pub fn common(t: &TraceArgs, load: &LoadArgs, limits: &LimitArgs, a: &ActionArgs) -> RequestText {
+    RequestText {
+        trace: t.trace,
+        trace_backend: t.trace_backend.into(),
         stacks: t.stacks,
-        ..RunRequest::default().trace
+        load_level: load.load_level.into(),
+        warmup: Some(load.warmup.clone()),
+        stop_above: limits.stop_above.clone(),
+        fail_above: limits.fail_above.clone(),
+        actions: a.on_threshold.clone(),
+        action_limit: a.action_limit.clone(),
+        ..RequestText::default()
     }
 }
 
-/// `--on-threshold`, each parsed.
-pub fn actions(list: &[String]) -> Result<Vec<Action>, Exit> {
-    list.iter()
-        .map(|a| Action::parse(a).map_err(action_error))
-        .collect()
+/// The text as a request, with the forecast's application presets for
+/// `--app`.
+pub fn parse(text: &RequestText) -> Result<RunRequest, Exit> {
+    let apps: Vec<AppScheme> = APP_PRESETS
+        .iter()
+        .map(|p| AppScheme {
+            name: p.name,
+            period: Nanos(p.period_ns),
+            buffers: p.buffers,
+            compute: p.compute,
+        })
+        .collect();
+    text.parse(&apps).map_err(|e| match e {
+        TextError::Duration { setting, error } => {
+            Exit::usage(format!("{}: {error}", duration_flag(setting)))
+        }
+        TextError::TimerSlack(e) => Exit::usage(format!("--timer-slack: {e}")),
+        TextError::UnknownApp { .. } => Exit::usage(format!("--app: {e}")),
+        TextError::Workloads(e) => Exit::usage(format!("--workload: {e}")),
+        TextError::Action(e) => action_error(e),
+        TextError::Request(e) => request_error(e),
+    })
 }
 
-/// `--action-limit` (default 10/h).
-pub fn action_limit(text: Option<&str>) -> Result<Limit, Exit> {
-    text.map_or(Ok(Limit::default()), |t| {
-        Limit::parse(t).map_err(action_error)
-    })
+/// The option a duration is given with.
+fn duration_flag(s: TextSetting) -> &'static str {
+    match s {
+        TextSetting::Period => "--period",
+        TextSetting::Duration => "--duration",
+        TextSetting::SchedRuntime => "--sched-runtime",
+        TextSetting::SchedDeadline => "--sched-deadline",
+        TextSetting::Threshold => "--threshold",
+        TextSetting::Runtime => "--runtime",
+        TextSetting::Pause => "--pause",
+        TextSetting::GapMin => "--gap-min",
+        TextSetting::Compute => "--compute",
+        TextSetting::StackPeriod => "--stack-period",
+        TextSetting::Warmup => "--warmup",
+        TextSetting::Checkpoint => "--checkpoint",
+        TextSetting::StopAbove => "--stop-above",
+        TextSetting::FailAbove => "--fail-above",
+    }
 }
 
 fn action_error(e: ActionError) -> Exit {
@@ -120,114 +128,6 @@ fn action_error(e: ActionError) -> Exit {
         ActionError::Limit(l) => {
             format!("--action-limit '{l}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")
         }
-    })
-}
-
-pub fn probe_kind(p: ProbeName) -> ProbeKind {
-    match p {
-        ProbeName::Timer => ProbeKind::Timer,
-        ProbeName::Noise => ProbeKind::Noise,
-        ProbeName::Udp => ProbeKind::Udp,
-        ProbeName::App => ProbeKind::App,
-    }
-}
-
-pub fn policy(p: PolicyArg) -> Policy {
-    match p {
-        PolicyArg::Fifo => Policy::Fifo,
-        PolicyArg::Rr => Policy::Rr,
-        PolicyArg::Other => Policy::Other,
-        PolicyArg::Batch => Policy::Batch,
-        PolicyArg::Idle => Policy::Idle,
-        PolicyArg::Deadline => Policy::Deadline,
-    }
-}
-
-pub fn load_level(l: LoadLevelArg) -> LoadLevel {
-    match l {
-        LoadLevelArg::Light => LoadLevel::Light,
-        LoadLevelArg::Normal => LoadLevel::Normal,
-        LoadLevelArg::Heavy => LoadLevel::Heavy,
-    }
-}
-
-/// `--timer-slack` is parsed only for the timer probe (the request says
-/// it needs it).
-pub fn timer_slack(text: Option<&str>, probe: ProbeName) -> Result<Option<TimerSlack>, Exit> {
-    match (text, probe) {
-        (Some(t), ProbeName::Timer) => TimerSlack::parse(t)
-            .map(Some)
-            .map_err(|e| Exit::usage(format!("--timer-slack: {e}"))),
-        (Some(_), _) => Ok(Some(TimerSlack::MINIMUM)),
-        (None, _) => Ok(None),
-    }
-}
-
-fn timer_options(args: &RunArgs) -> Result<TimerOptions, Exit> {
-    Ok(TimerOptions {
-        api: match args.timer_api {
-            TimerApiArg::ClockNanosleep => TimerApi::ClockNanosleep,
-            TimerApiArg::Nanosleep => TimerApi::Nanosleep,
-            TimerApiArg::Timerfd => TimerApi::Timerfd,
-            TimerApiArg::PosixTimer => TimerApi::PosixTimer,
-            TimerApiArg::Epoll => TimerApi::Epoll,
-        },
-        phase: match args.phase {
-            PhaseArg::Fixed => Phase::Fixed,
-            PhaseArg::Random => Phase::Random,
-        },
-        slack: timer_slack(args.timer_slack.as_deref(), args.probe)?,
-        noise_duty: None,
-    })
-}
-
-fn noise_options(args: &RunArgs) -> Result<NoiseOptions, Exit> {
-    Ok(NoiseOptions {
-        runtime: optional("runtime", args.runtime.as_deref())?,
-        // `--pause 0` (spin continuously) reads naturally without a unit.
-        pause: match args.pause.as_deref().map(str::trim) {
-            None => None,
-            Some("0") => Some(Nanos(0)),
-            Some(t) => Some(duration("pause", t)?),
-        },
-        gap_ratio: args.gap_ratio,
-        gap_min: optional("gap-min", args.gap_min.as_deref())?,
-        fp: args.fp,
-    })
-}
-
-/// The period and `--app`, `--buffers` and `--compute`, an application's
-/// preset expanded: its period when `--period` is not given, its buffers
-/// and its compute time (a share of the period) unless given. Looked up
-/// for `--probe app` only (with another probe the request refuses them).
-fn app_options(args: &RunArgs, period: Option<Nanos>) -> Result<(Option<Nanos>, AppOptions), Exit> {
-    let preset = match (&args.app, args.probe) {
-        (Some(name), ProbeName::App) => Some(find_app(name)?),
-        _ => None,
-    };
-    let period = period.or(preset.map(|p| Nanos(p.period_ns)));
-    let compute = match (&args.compute, preset, period) {
-        (Some(text), _, _) => Some(duration("compute", text)?),
-        (None, Some(p), Some(period)) => Some(Nanos(p.compute.nanos(period.0))),
-        _ => None,
-    };
-    let app = AppOptions {
-        // The preset's own name is recorded (with another probe the name
-        // given, which the request refuses).
-        name: preset.map_or(args.app.clone(), |p| Some(p.name.to_string())),
-        buffers: args.buffers.or(preset.map(|p| p.buffers)),
-        compute,
-    };
-    Ok((period, app))
-}
-
-fn find_app(name: &str) -> Result<&'static AppPreset, Exit> {
-    AppPreset::find(name).ok_or_else(|| {
-        let names: Vec<&str> = APP_PRESETS.iter().map(|p| p.name).collect();
-        Exit::usage(format!(
-            "--app: unknown application '{name}' ({})",
-            names.join(", ")
-        ))
     })
 }
 
@@ -314,6 +214,7 @@ fn request_line(e: &RequestError) -> String {
         | RequestError::PriorityTwice(_)
         | RequestError::PrioritiesNeedTimer
         | RequestError::PrioritiesWithPolicy
+        | RequestError::PrioritiesWithTrace
         | RequestError::PrioritiesWithRandomPhase
         | RequestError::PrioritiesWithDuty
         | RequestError::NotTogether => priorities_line(e),
@@ -324,8 +225,11 @@ fn request_line(e: &RequestError) -> String {
 /// options it cannot go with.
 fn priorities_line(e: &RequestError) -> String {
     match e {
-        RequestError::PrioritiesNeedTimer => "--priorities needs --probe timer".into(),
+        RequestError::PrioritiesNeedTimer => {
+            "--priorities needs --probe timer or --probe noise".into()
+        }
         RequestError::PrioritiesWithPolicy => "--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list".into(),
+        RequestError::PrioritiesWithTrace => "--priorities with --trace needs --probe timer: the noise probe's analysis follows one thread per CPU".into(),
         RequestError::PrioritiesWithRandomPhase => "--priorities needs --phase fixed: a random phase gives each thread its own expiries".into(),
         other => format!("--priorities: {other}"),
     }

@@ -4,14 +4,14 @@
 //! rescue file that one error line names.
 
 use std::io::IsTerminal;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::Context;
-use latscope_engine::actions::{ActionSink, Actions};
 use latscope_engine::probes::RealClock;
-use latscope_engine::system::{housekeeping_cpus, StopSignals};
+use latscope_engine::system::StopSignals;
 use latscope_engine::{
-    EngineError, Env, Guards, LimitExceeded, RunConfig, RunOutcome, SinkFailure, Stop,
+    EngineError, Env, LimitExceeded, Observer, PlanRun, RunOutcome, SinkFailure, Stop,
 };
 use latscope_model::{CpuSet, RunStatus};
 use latscope_stats::RunResult;
@@ -34,12 +34,7 @@ pub fn run(args: &RunArgs) -> Result<i32, Exit> {
         histogram: args.histogram,
     };
     let ran = run_cells(&opts, &plan, &cells, &online)?;
-    if let Some(path) = &args.output.json {
-        output::write_json(&ran.stored, path)?;
-    }
-    if !args.output.quiet {
-        crate::output::print(&latscope_report::run_summary(&ran.stored, opts.histogram));
-    }
+    opts.write(&ran.stored)?;
     Ok(exit_code(&ran))
 }
 
@@ -48,6 +43,19 @@ pub struct RunOptions<'a> {
     pub store: &'a std::path::Path,
     pub output: &'a RunOutputArgs,
     pub histogram: bool,
+}
+
+impl RunOptions<'_> {
+    /// The run's JSON file when asked for, and its summary unless quiet.
+    fn write(&self, run: &RunResult) -> anyhow::Result<()> {
+        if let Some(path) = &self.output.json {
+            output::write_json(run, path)?;
+        }
+        if !self.output.quiet {
+            output::print(&latscope_report::run_summary(run, self.histogram));
+        }
+        Ok(())
+    }
 }
 
 /// The exit code of a run's status alone: 1 failed, 130 interrupted.
@@ -84,77 +92,71 @@ pub fn exit_code(ran: &Ran) -> i32 {
     exit::THRESHOLD
 }
 
-/// Runs the cells one after the other in one stored run; returns the run
-/// as stored and its status. Stops early on a signal or a failed cell:
-/// every finished cell, and the partial one, stay stored.
+/// Runs the cells one after the other in one stored run
+/// ([`latscope_engine::run_plan`]: the plan's threshold actions decorate
+/// the store); returns the run as stored and its status. Stops early on a
+/// signal or a failed cell: every finished cell, and the partial one, stay
+/// stored.
 pub fn run_cells(
     opts: &RunOptions,
     plan: &RunPlan,
     cells: &[CellPlan],
     online: &CpuSet,
 ) -> Result<Ran, Exit> {
-    // Open the store before measuring: an unusable path must fail now, not
-    // after the user waited for the measurement.
-    let mut store = Store::open(opts.store)?;
-    if let Some(path) = &opts.output.json {
-        output::check_writable(path)?;
-    }
-    let config = RunConfig {
-        checkpoint: plan.checkpoint,
-        trace: plan.trace.clone(),
-        guards: Guards {
-            dma_latency: !opts.output.no_dma_latency,
-            ..Guards::ALL
-        },
-        command_line: crate::args::recorded_command_line(),
-        stop_above: plan.stop_above,
-        unbounded: false,
-    };
-    let signals = StopSignals::install().context("cannot install signal handlers")?;
     let mut observer = CliObserver::new(!opts.output.quiet && std::io::stderr().is_terminal());
-    let rescue =
-        |o: &RunOutcome| output::rescue_json(o, &latscope_report::run_json(&o.result), opts.store);
-    let env = Env {
-        clock: Arc::new(RealClock),
-        stop: Stop::from_signals(&signals),
-        observer: &mut observer,
-        system: None,
-        rescue: Some(&rescue),
+    let how = PlanRun {
+        dma_latency: !opts.output.no_dma_latency,
+        command_line: crate::args::recorded_command_line(),
+        say: Arc::new(|line: &str| eprintln!("latscope: {line}")),
+        snapshot: latscope_report::perfetto_trace,
     };
-    // The sink: the store, decorated with the threshold actions when any
-    // were asked for.
-    let outcome = if plan.actions.is_empty() {
-        latscope_engine::run(&config, cells, online, &mut store, env)
-    } else {
-        let actions = Actions::start(
-            plan.actions.clone(),
-            plan.action_limit,
-            housekeeping_cpus(online, &cells.iter().flat_map(|c| c.probe.cpus()).collect()),
-            Arc::new(|line: &str| eprintln!("latscope: {line}")),
-            latscope_report::perfetto_trace,
-        )
-        .context("cannot start the threshold actions' thread")?;
-        let mut sink = ActionSink::new(&mut store, actions);
-        latscope_engine::run(&config, cells, online, &mut sink, env)
-    };
-    let outcome = outcome.map_err(engine_error)?;
-    if outcome.sink_error.is_some() {
-        return Err(rescued(&outcome, |o| {
-            if let Some(path) = &opts.output.json {
-                output::write_json(&o.result, path)?;
-            }
-            if !opts.output.quiet {
-                output::print(&latscope_report::run_summary(&o.result, opts.histogram));
-            }
-            Ok(())
-        }));
-    }
-    let stored = store.load_run(outcome.run_id)?;
+    let (outcome, store) = stored(
+        opts.store,
+        opts.output.json.as_deref(),
+        &mut observer,
+        |o, p| output::rescue_json(o, &latscope_report::run_json(&o.result), p),
+        |store, env| latscope_engine::run_plan(plan, cells, online, store, env, how),
+        |o| opts.write(&o.result),
+    )?;
     Ok(Ran {
-        stored,
+        stored: store.load_run(outcome.run_id)?,
         status: outcome.status,
         exceeded: outcome.limit_exceeded(plan.stop_above, plan.fail_above),
     })
+}
+
+/// Runs `go` into the store at `path`, opened (and `json` checked) before
+/// anything is measured: an unusable path fails now, not after the user
+/// waited. When the store fails on the way, the engine writes the whole
+/// run to a rescue file beside it (`rescue`: [`output::rescue_json`] of a
+/// document), `report` writes what the user asked for, and the error names
+/// the file.
+pub fn stored(
+    path: &Path,
+    json: Option<&Path>,
+    observer: &mut dyn Observer,
+    rescue: impl Fn(&RunOutcome, &Path) -> Result<std::path::PathBuf, String>,
+    go: impl FnOnce(&mut Store, Env) -> Result<RunOutcome, EngineError>,
+    report: impl FnOnce(&RunOutcome) -> anyhow::Result<()>,
+) -> Result<(RunOutcome, Store), Exit> {
+    let mut store = Store::open(path)?;
+    if let Some(json) = json {
+        output::check_writable(json)?;
+    }
+    let signals = StopSignals::install().context("cannot install signal handlers")?;
+    let rescue = |o: &RunOutcome| rescue(o, path);
+    let env = Env {
+        clock: Arc::new(RealClock),
+        stop: Stop::from_signals(&signals),
+        observer,
+        system: None,
+        rescue: Some(&rescue),
+    };
+    let outcome = go(&mut store, env).map_err(engine_error)?;
+    if outcome.sink_error.is_some() {
+        return Err(rescued(&outcome, report));
+    }
+    Ok((outcome, store))
 }
 
 /// The engine's error as the CLI's: a bad setting is a usage error.

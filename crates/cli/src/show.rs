@@ -1,7 +1,8 @@
 //! `latscope list` and `latscope show`: read the store, never write it.
 
+use std::path::Path;
+
 use latscope_model::Nanos;
-use latscope_report::RunListRow;
 use latscope_store::{RunFilter, Store};
 
 use crate::args::{ListArgs, ShowArgs};
@@ -23,34 +24,17 @@ pub fn list(args: &ListArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
     let mut runs = store.list_runs()?;
     runs.retain(|r| filter.matches(r));
-    let rows: Vec<RunListRow<'_>> = runs
-        .iter()
-        .map(|r| RunListRow {
-            meta: &r.meta,
-            cells: &r.cells,
-            kernel: &r.system_kernel,
-            max_timer_latency: r.max_timer_latency,
-        })
-        .collect();
+    let rows = latscope_report::list_rows(&runs);
     if args.json {
-        let doc = latscope_report::list_json(&rows);
-        let text = serde_json::to_string_pretty(&doc).map_err(anyhow::Error::from)?;
-        crate::output::print(&format!("{text}\n"));
-        return Ok(exit::OK);
-    }
-    if runs.is_empty() {
-        let what = if !filter.is_empty() {
-            "no runs match in"
-        } else {
-            "no runs in"
-        };
-        crate::output::print(&format!(
-            "{what} {}\n",
-            latscope_store::redact_arg(&args.store.store.display().to_string())
+        output::write_json_doc(&latscope_report::list_json(&rows), Path::new("-"))?;
+    } else {
+        let store = latscope_store::redact_arg(&args.store.store.display().to_string());
+        output::print(&latscope_report::list_text(
+            &rows,
+            !filter.is_empty(),
+            &store,
         ));
-        return Ok(exit::OK);
     }
-    crate::output::print(&latscope_report::list_table(&rows));
     Ok(exit::OK)
 }
 
@@ -64,7 +48,7 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
         if args.json {
             crate::output::write_json_doc(
                 &latscope_report::micro_json(&run, context, &results),
-                std::path::Path::new("-"),
+                Path::new("-"),
             )?;
         } else {
             crate::output::print(&latscope_report::micro_text(&run, context, &results));
@@ -72,7 +56,7 @@ pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
         return Ok(exit::OK);
     }
     if args.json {
-        output::write_json(&run, std::path::Path::new("-"))?;
+        output::write_json(&run, Path::new("-"))?;
     } else {
         let mut text = latscope_report::run_summary(&run, args.histogram);
         text.push_str(&latscope_report::stored::observed_text(&store, id)?);

@@ -42,18 +42,8 @@ pub fn study(args: &StudyArgs) -> Result<i32, Exit> {
 
 /// `--list`: each study with its quick and full designs.
 fn list() -> Result<i32, Exit> {
-    for id in latscope_reproduce::STUDY_IDS {
-        let title =
-            latscope_reproduce::title(id).map_err(|e| Exit::from(anyhow::Error::from(e)))?;
-        let mut text = format!("{id}: {title}\n");
-        for quick in [true, false] {
-            if let Some(d) = latscope_reproduce::design(id, quick) {
-                let which = if quick { "--quick" } else { "full   " };
-                text.push_str(&format!("  {which} {}\n", d.describe()));
-            }
-        }
-        output::print(&text);
-    }
+    let text = latscope_reproduce::list_text().map_err(|e| Exit::from(anyhow::Error::from(e)))?;
+    output::print(&text);
     Ok(exit::OK)
 }
 

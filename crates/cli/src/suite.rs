@@ -7,11 +7,12 @@
 //! arguments into the base request, runs the cells and prints.
 
 use anyhow::Context;
+use latscope_engine::request::RequestText;
 use latscope_engine::suite::{Preset, SuiteError, SuiteMatrix};
 use latscope_engine::RunRequest;
 use latscope_model::Nanos;
 
-use crate::args::{ProbeName, SuiteArgs};
+use crate::args::SuiteArgs;
 use crate::exit::Exit;
 use crate::output;
 use crate::plan::{self, duration, request_error};
@@ -31,23 +32,15 @@ fn suite_error(e: SuiteError) -> Exit {
 /// What every cell of the suite starts from: FIFO 95 and the defaults of
 /// `run`, with the suite's options.
 fn base_request(args: &SuiteArgs, cell_duration: Nanos) -> Result<RunRequest, Exit> {
-    let d = RunRequest::default();
-    Ok(RunRequest {
+    let text = RequestText {
         cpus: args.cpus.clone(),
+        threshold: args.threshold.clone(),
+        timer_slack: args.timer_slack.clone(),
+        ..plan::common(&args.trace, &args.load, &args.limits, &args.actions)
+    };
+    Ok(RunRequest {
         duration: Some(cell_duration),
-        threshold: plan::optional("threshold", args.threshold.as_deref())?,
-        timer: latscope_engine::request::TimerOptions {
-            slack: plan::timer_slack(args.timer_slack.as_deref(), ProbeName::Timer)?,
-            ..d.timer.clone()
-        },
-        trace: plan::trace_options(&args.trace),
-        load_level: plan::load_level(args.load.load_level),
-        warmup: duration("warmup", &args.load.warmup)?,
-        stop_above: plan::optional("stop-above", args.limits.stop_above.as_deref())?,
-        fail_above: plan::optional("fail-above", args.limits.fail_above.as_deref())?,
-        actions: plan::actions(&args.actions.on_threshold)?,
-        action_limit: plan::action_limit(args.actions.action_limit.as_deref())?,
-        ..d
+        ..plan::parse(&text)?
     })
 }
 
@@ -75,15 +68,9 @@ pub fn suite(args: &SuiteArgs) -> Result<i32, Exit> {
     let (base, cells) = matrix
         .plan(&base_request(args, per_cell)?, &online)
         .map_err(suite_error)?;
-    let n = cells.len() as u32;
     if !args.output.quiet {
-        let total = Nanos((per_cell.0 + base.warmup.0).saturating_mul(u64::from(n)));
-        eprintln!(
-            "latscope suite: {n} cells ({} probe(s) x {} workload(s) x {} setting(s)), about {total} in all",
-            matrix.probes.len(),
-            matrix.workloads.len(),
-            matrix.priorities.len()
-        );
+        let grid = matrix.describe(cells.len(), per_cell, base.warmup);
+        eprintln!("latscope suite: {grid}");
     }
     let opts = RunOptions {
         store: &args.store.store,

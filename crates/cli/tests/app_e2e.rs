@@ -86,7 +86,7 @@ fn a_blocking_interferer_every_second_gives_one_underrun_a_second_and_its_contro
                     "--priority",
                     "80",
                     "--duration",
-                    "12s",
+                    "8s",
                 ],
             )
         },
@@ -103,7 +103,7 @@ fn a_blocking_interferer_every_second_gives_one_underrun_a_second_and_its_contro
         bursts.control.len()
     );
     if too_noisy(
-        "control underruns of 1.5 ms or more in 12 s",
+        "control underruns of 1.5 ms or more in 8 s",
         2.0,
         ctl_long as f64,
     )
@@ -111,8 +111,8 @@ fn a_blocking_interferer_every_second_gives_one_underrun_a_second_and_its_contro
     {
         return;
     }
-    assert!(b >= 10, "the interferer ran ({b} bursts)");
-    // Every burst inside the run's 12 s makes one long underrun; the
+    assert!(b >= 6, "the interferer ran ({b} bursts)");
+    // Every burst inside the run's 8 s makes one long underrun; the
     // interferer starts a little before the run and ends a little after,
     // so up to two of its bursts fall outside.
     assert!(
@@ -144,11 +144,11 @@ fn a_timer_runs_forecast_is_tested_against_the_pipelines_underruns() {
         &cpu.to_string(),
         "--period",
         "1ms",
-        // 10 s a side: what this proves is the pairing of the stored runs
+        // 4 s a side: what this proves is the pairing of the stored runs
         // and the test's arithmetic, not the verdict (bench/app-forecast.sh
         // measures that, interleaved, at length).
         "--duration",
-        "10s",
+        "4s",
         "--store",
         s,
         "--json",
@@ -162,7 +162,7 @@ fn a_timer_runs_forecast_is_tested_against_the_pipelines_underruns() {
         cpu,
         s,
         app_json.to_str().unwrap(),
-        &["--buffers", "2", "--compute", "600us", "--duration", "10s"],
+        &["--buffers", "2", "--compute", "600us", "--duration", "4s"],
     );
     let underruns = count(&app, "app.underrun");
     let buffers = count(&app, "app.response");

@@ -36,8 +36,8 @@ fn lists_and_combinations_that_make_no_sense_are_one_line_errors() {
             "--priorities: several priorities at once need at least two",
         ),
         (
-            &["--priorities", "95,50,fifo:95"],
-            "--priorities: fifo 95 is listed twice",
+            &["--priorities", "95,batch,batch"],
+            "--priorities: batch is listed twice",
         ),
         (
             &["--priorities", "other,50,other"],
@@ -48,8 +48,8 @@ fn lists_and_combinations_that_make_no_sense_are_one_line_errors() {
             "--priorities needs --probe timer",
         ),
         (
-            &["--priorities", "95,50", "--probe", "noise"],
-            "--priorities needs --probe timer",
+            &["--priorities", "95,50", "--probe", "app"],
+            "--priorities needs --probe timer or --probe noise",
         ),
         (
             &["--priorities", "95,50", "--priority", "80"],
@@ -62,6 +62,10 @@ fn lists_and_combinations_that_make_no_sense_are_one_line_errors() {
         (
             &["--priorities", "95,other", "--nice", "5"],
             "--priorities replaces --policy",
+        ),
+        (
+            &["--priorities", "95,50", "--probe", "noise", "--trace"],
+            "--priorities with --trace needs --probe timer",
         ),
         (
             &[

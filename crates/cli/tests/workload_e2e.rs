@@ -303,15 +303,16 @@ fn a_quick_suite_runs_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("suite.json");
-    // The quick preset's grid (3 probes x 4 workloads) with 4 s cells and a
+    // The quick preset's grid (3 probes x 4 workloads) with 3 s cells and a
     // 1 s warm-up instead of 10 s and 2 s: the grid, the characterization of
-    // every cell and the summary matrix are what this proves; the preset's
-    // own durations are checked by engine::suite's unit tests.
+    // every cell (at least two readings, as in the test above) and the
+    // summary matrix are what this proves; the preset's own durations are
+    // checked by engine::suite's unit tests.
     let o = latscope(&[
         "suite",
         "--quick",
         "--cell-duration",
-        "4s",
+        "3s",
         "--warmup",
         "1s",
         "--store",
@@ -329,7 +330,7 @@ fn a_quick_suite_runs_to_the_end() {
     for c in cells {
         assert_ne!(c["workload"], "none");
         assert!(
-            c["workload_stats"]["samples"].as_u64().unwrap() >= 3,
+            c["workload_stats"]["samples"].as_u64().unwrap() >= 2,
             "{}",
             c["workload"]
         );

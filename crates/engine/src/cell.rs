@@ -195,7 +195,15 @@ pub(crate) fn run_together(
 
     // The tracer is opened and enabled before the measuring threads start,
     // so that their first samples have their events.
-    let trace_open = open_trace(ctx, lead, &measured_cpus);
+    // Several cells are traced together with the timer probe only (the
+    // request refuses the others; the noise and UDP analyses follow one
+    // thread per CPU).
+    let traceable =
+        cells.len() == 1 || cells.iter().all(|c| matches!(c.probe, ProbeSpec::Timer(_)));
+    let trace_open = match traceable {
+        true => open_trace(ctx, lead, &measured_cpus),
+        false => None,
+    };
     let steal_before = trace_session::read_steal(&measured_cpus);
     let running = match crate::together::start(cells, ctx.stop.flag()) {
         Ok(r) => r,
@@ -241,6 +249,9 @@ pub(crate) fn run_together(
                 "{label}{} timeline seconds were lost (the housekeeping thread fell behind); they are stored as empty seconds",
                 fin.lost_timeline_seconds
             ));
+        }
+        if let Some(line) = crate::together::never_ran_note(cell, &fin.snapshot.stats.noise) {
+            notes.push(format!("{label}{line}"));
         }
         let ends = CellEnd {
             snapshot: fin.snapshot,

@@ -318,13 +318,21 @@ pub struct CellSpec {
     /// priorities on one shared expiry grid under one workload (`run
     /// --priorities`). Empty: measured alone.
     pub together: Vec<u32>,
+    /// Among the cells measured together at this cell's policy and
+    /// priority, how many come before it in the list (`rr:50,rr:50`: 0,
+    /// then 1); 0 when measured alone. Stored from the second on as the
+    /// cell's `instance` (2, 3, ...), which tells its label ("rr 50 #2")
+    /// and its pairing in `compare` apart.
+    pub instance: u32,
 }
 
 impl CellSpec {
     /// "timer, fifo 95, cpu" for notes and progress.
     pub fn label(&self) -> String {
         let (policy, priority) = self.probe.policy();
-        let prio = if policy.has_priority() {
+        let prio = if policy.has_priority() && self.instance > 0 {
+            format!("{} {priority} #{}", policy.as_str(), self.instance + 1)
+        } else if policy.has_priority() {
             format!("{} {priority}", policy.as_str())
         } else {
             policy.as_str().to_string()

@@ -22,6 +22,9 @@ pub enum EngineError {
     /// The microbenchmarks' session could not start.
     #[error(transparent)]
     Micro(#[from] latscope_micro::session::SessionError),
+    /// The threshold actions' thread could not start.
+    #[error("cannot start the threshold actions' thread: {0}")]
+    Actions(std::io::Error),
     #[error("cannot start workload {workload}: {reason}")]
     Workload { workload: String, reason: String },
 }

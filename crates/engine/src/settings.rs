@@ -36,6 +36,7 @@ fn cell_settings(cell: &CellSpec, clock_read_ns: u64) -> CellSettings {
         },
         rr_interval_ns: None,
         together: (!cell.together.is_empty()).then(|| cell.together.clone()),
+        instance: (cell.instance > 0).then_some(cell.instance + 1),
         deadline: match sched {
             SchedPolicy::Deadline(d) => Some(DeadlineSettings {
                 runtime_ns: d.runtime,
@@ -164,6 +165,7 @@ mod tests {
             warmup: Nanos::from_secs(2),
             cpus: [CpuId(0), CpuId(1)].into_iter().collect::<CpuSet>(),
             together: Vec::new(),
+            instance: 0,
         }
     }
 

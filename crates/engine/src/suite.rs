@@ -241,6 +241,7 @@ impl SuiteMatrix {
                         warmup: base.warmup,
                         cpus: base.cpus.clone(),
                         together: Vec::new(),
+                        instance: 0,
                     });
                 }
             }
@@ -270,12 +271,39 @@ pub struct SuiteBase {
     pub cpus: CpuSet,
 }
 
+impl SuiteMatrix {
+    /// The grid in one line: `cells` cells of `per_cell` measuring, each
+    /// after `warmup`.
+    pub fn describe(&self, cells: usize, per_cell: Nanos, warmup: Nanos) -> String {
+        let total = Nanos((per_cell.0 + warmup.0).saturating_mul(cells as u64));
+        format!(
+            "{cells} cells ({} probe(s) x {} workload(s) x {} setting(s)), about {total} in all",
+            self.probes.len(),
+            self.workloads.len(),
+            self.priorities.len()
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use latscope_model::CpuId;
     use latscope_probes::timer::{Phase, TimerApi};
 
     use super::*;
+
+    #[test]
+    fn the_grid_is_described_in_one_line() {
+        let m = SuiteMatrix::parse("timer,noise,udp", "idle,cpu", "95,other")
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            m.map(|m| m.describe(12, Nanos::from_secs(10), Nanos::from_secs(2))),
+            Ok(
+                "12 cells (3 probe(s) x 2 workload(s) x 2 setting(s)), about 144s in all"
+                    .to_string()
+            )
+        );
+    }
 
     #[test]
     fn priorities_read_like_the_studies_compared_them() {

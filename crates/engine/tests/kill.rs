@@ -149,6 +149,7 @@ fn sim_cell(clock: &Arc<dyn Clock>, index: u32, duration: u64) -> CellSpec {
         warmup: Nanos::ZERO,
         cpus: CPUS.iter().map(|&c| CpuId(c)).collect(),
         together: Vec::new(),
+        instance: 0,
     }
 }
 

@@ -70,6 +70,7 @@ fn sim_cell(
         warmup: Nanos::ZERO,
         cpus: online(),
         together: Vec::new(),
+        instance: 0,
     }
 }
 

@@ -56,6 +56,16 @@ impl SessionOptions {
     }
 }
 
+/// `latscope micro --list`: one line per benchmark, its operation, and
+/// whether it takes two CPUs.
+pub fn list_text(benchmarks: &[Benchmark]) -> String {
+    let line = |b: &Benchmark| {
+        let two = if b.two_cpus { " (two CPUs)" } else { "" };
+        format!("{:<28} {}{two}\n", b.id(), b.operation)
+    };
+    benchmarks.iter().map(line).collect()
+}
+
 /// The benchmarks `names` choose, in table order: a name is a group
 /// (`syscall`), a benchmark (`syscall.getppid`) or, for the memory curve,
 /// a kind (`memory.random`). No names: every benchmark (`--quick` keeps

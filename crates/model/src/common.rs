@@ -94,6 +94,14 @@ pub struct CommonSettings {
     /// (`run --priorities`); absent: measured alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub together: Option<Vec<u32>>,
+    /// Among the threads measured together at this cell's policy and
+    /// priority (`run --priorities rr:50,rr:50`), this cell's number from
+    /// 1 in the list's order; absent for the first (or only) one, so a
+    /// list without a repeated priority stores what it always did. It
+    /// tells the cells apart in labels ("rr 50 #2") and in `compare`,
+    /// which pairs the n-th thread of a shared priority with the n-th.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<u32>,
     /// Under `deadline`: the reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<DeadlineSettings>,
@@ -125,6 +133,7 @@ impl Default for CommonSettings {
             nice: None,
             rr_interval_ns: None,
             together: None,
+            instance: None,
             deadline: None,
             cpus: String::new(),
             duration_ns: None,

@@ -8,6 +8,7 @@
 //! appear in stored data.
 
 mod common;
+mod compute;
 mod cpu;
 mod episode;
 mod granularity;
@@ -26,6 +27,7 @@ mod udp;
 mod workload;
 
 pub use common::{CommonSettings, DeadlineSettings, Policy, DEFAULT_PRIORITY};
+pub use compute::Compute;
 pub use cpu::{CpuId, CpuSet, CpuSetError};
 pub use episode::RecurringCause;
 pub use episode::StealSource;

@@ -441,7 +441,10 @@ impl CellSettings {
     pub fn sched_label(&self) -> String {
         let c = self.common();
         match (self.policy(), c.nice, c.deadline) {
-            (p, _, _) if p.has_priority() => format!("{p} {}", self.priority()),
+            (p, _, _) if p.has_priority() => match c.instance {
+                Some(n) => format!("{p} {} #{n}", self.priority()),
+                None => format!("{p} {}", self.priority()),
+            },
             (Policy::Deadline, _, Some(d)) => {
                 format!("deadline {}/{}", d.runtime_ns, d.period_ns)
             }
@@ -524,6 +527,7 @@ mod tests {
                 nice: None,
                 rr_interval_ns: None,
                 together: None,
+                instance: None,
                 deadline: None,
                 cpus: "0".into(),
                 duration_ns: Some(Nanos::from_secs(3)),
@@ -578,6 +582,7 @@ mod tests {
                 nice: None,
                 rr_interval_ns: None,
                 together: None,
+                instance: None,
                 deadline: None,
                 cpus: "0-1".into(),
                 duration_ns: None,

@@ -148,6 +148,7 @@ fn cell(plan: &RunPlan, online: &CpuSet, epoch: u32) -> CellSpec {
         warmup: Nanos::ZERO,
         cpus: online.clone(),
         together: Vec::new(),
+        instance: 0,
     }
 }
 

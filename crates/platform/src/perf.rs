@@ -514,6 +514,26 @@ impl PerfEvent {
     pub fn map_ring(&self, data_pages: usize) -> Result<PerfRing, PerfError> {
         PerfRing::map(self, data_pages)
     }
+
+    /// Closes `events` at once, each on a thread of its own.
+    ///
+    /// When the last perf event of a tracepoint goes, the kernel
+    /// unregisters the tracepoint's probe and waits for a grace period
+    /// before the close returns: 20-60 ms each on the development VM, so
+    /// the ~35 tracepoints of a trace session closed one after another
+    /// held its end up by 1.1 s (strace of a 1 s run, 2026-11-29).
+    /// Closes in parallel wait for grace periods together.
+    pub fn close_all(events: Vec<PerfEvent>) {
+        std::thread::scope(|s| {
+            for ev in events {
+                // When no thread can be started, the closure and the event
+                // in it are dropped with the error: closed here.
+                let _ = std::thread::Builder::new()
+                    .name("lat-close".to_string())
+                    .spawn_scoped(s, move || drop(ev));
+            }
+        });
+    }
 }
 
 impl AsFd for PerfEvent {

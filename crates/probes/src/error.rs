@@ -148,8 +148,9 @@ pub enum SettingError {
     DutyFit { on: Nanos, every: Nanos },
     #[error("a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {0}")]
     DutyTimer(TimerApi),
-    /// Timer probes started together that would not share one expiry grid.
-    #[error("timer probes measured together must share CPUs, period, timer service, phase and duration, without a noise duty cycle")]
+    /// Probes started together that would not measure alike: timer probes
+    /// off one expiry grid, noise probes with different active periods.
+    #[error("probes measured together must share CPUs and duration (timer: period, timer service and a fixed phase; noise: active periods, pauses and threshold), without a duty cycle")]
     NotTogether,
 }
 

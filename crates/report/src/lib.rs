@@ -34,6 +34,7 @@ mod table;
 mod text;
 mod time;
 mod together;
+mod together_noise;
 mod udp;
 mod workload;
 
@@ -54,10 +55,11 @@ pub use html::{
 };
 pub use imported::import_summary;
 pub use json::{run_json, RunJson, JSON_SCHEMA};
-pub use list::{list_json, list_table, RunListRow};
+pub use list::{list_json, list_rows, list_table, list_text, RunListRow};
 pub use matrix::{suite_matrix, suite_summary};
 pub use micro::{
-    micro_compare_text, micro_csv, micro_json, micro_text, op_time, MicroJson, MICRO_JSON_SCHEMA,
+    micro_compare_text, micro_csv, micro_json, micro_line, micro_text, op_time, MicroJson,
+    MICRO_JSON_SCHEMA,
 };
 pub use micro_compare::{MicroAgainst, MicroComparison};
 pub use pairing::{pairing_json, pairing_text};

@@ -102,3 +102,25 @@ pub fn list_json(rows: &[RunListRow<'_>]) -> Value {
         })
         .collect()
 }
+
+/// The rows of a store's listing.
+pub fn list_rows(runs: &[latscope_store::RunListing]) -> Vec<RunListRow<'_>> {
+    runs.iter()
+        .map(|r| RunListRow {
+            meta: &r.meta,
+            cells: &r.cells,
+            kernel: &r.system_kernel,
+            max_timer_latency: r.max_timer_latency,
+        })
+        .collect()
+}
+
+/// `latscope list` as text: the table, or the line saying the store
+/// (`store`, as shown) has no run, or none that `filtered` kept.
+pub fn list_text(rows: &[RunListRow<'_>], filtered: bool, store: &str) -> String {
+    match (rows.is_empty(), filtered) {
+        (false, _) => list_table(rows),
+        (true, true) => format!("no runs match in {store}\n"),
+        (true, false) => format!("no runs in {store}\n"),
+    }
+}

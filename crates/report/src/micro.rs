@@ -14,6 +14,15 @@ use crate::text::run_header;
 /// The JSON document's schema tag.
 pub const MICRO_JSON_SCHEMA: &str = "latscope-micro/1";
 
+/// The line said on standard error as a benchmark is measured: its time
+/// per operation, or why it was skipped.
+pub fn micro_line(r: &MicroResult) -> String {
+    match &r.skipped {
+        Some(why) => format!("{:<28} skipped: {why}", r.bench),
+        None => format!("{:<28} {}", r.bench, op_time(r.median_ns)),
+    }
+}
+
 /// A per-operation time: sub-nanosecond digits below 10 ns, then ns, µs,
 /// ms.
 pub fn op_time(ns: f64) -> String {

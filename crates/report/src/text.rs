@@ -167,7 +167,11 @@ fn cell_title(cell: &CellResult) -> String {
             .filter(|&&i| i != cell.meta.index)
             .map(u32::to_string)
             .collect();
-        parts.push(format!("same expiries as cell {}", others.join(", ")));
+        let with = match cell.meta.probe.as_str() {
+            "noise" => "spinning at once with cell",
+            _ => "same expiries as cell",
+        };
+        parts.push(format!("{with} {}", others.join(", ")));
     }
     parts.push(format!("{} measured", cell.meta.duration_ns));
     format!("cell {}: {}", cell.meta.index, parts.join(" · "))
@@ -190,6 +194,9 @@ fn sched_part(s: &CellSettings) -> String {
     };
     if let Some(n) = c.nice {
         text.push_str(&format!(" nice {n}"));
+    }
+    if let Some(n) = c.instance {
+        text.push_str(&format!(" #{n}"));
     }
     if let Some(q) = c.rr_interval_ns {
         text.push_str(&format!(", quantum {q}"));

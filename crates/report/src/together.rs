@@ -3,7 +3,8 @@
 //! row per priority with its timer latency (all measured CPUs pooled) and
 //! how much later than the group's first priority it ran, as Cota-Robles
 //! & Held's Figure 4 sets the latencies of two priorities on the same
-//! interrupts.
+//! interrupts; a group of noise threads has its own tables
+//! ([`crate::together_noise`]).
 
 use latscope_model::{metric, Nanos};
 use latscope_stats::{CellResult, Histogram};
@@ -27,7 +28,10 @@ pub fn together_tables(cells: &[CellResult]) -> String {
             .filter(|o| list.contains(&o.meta.index))
             .filter(|o| o.meta.settings.common().together.as_ref() == Some(list))
             .collect();
-        out.push_str(&group_table(&group));
+        match group.first().map(|c| c.meta.probe.as_str()) {
+            Some("noise") => out.push_str(&crate::together_noise::group_tables(&group)),
+            _ => out.push_str(&group_table(&group)),
+        }
     }
     out
 }

@@ -53,7 +53,7 @@ pub(crate) fn pair(study: &Study, design: &ProbeDesign, f: &RunFigures) -> Vec<P
         .tables
         .iter()
         .map(|table| {
-            let why = "not in this design: the noise probe's histogram (latscope run --probe noise --histogram) at --policy other, fifo and rr gives it";
+            let why = "not in this design: latscope run --probe noise --pause 0 alone at --policy other and at rr 50, then with --priorities rr:50,rr:50 and fifo:60,fifo:50, gives its four columns (docs/concepts.md, Table 6)";
             let mut t = PairedTable::from_published(table, "µs", why);
             if table.number == "15" {
                 table_15(&mut t, design, f);

@@ -263,6 +263,7 @@ impl ProbeDesign {
                     warmup: plan.warmup,
                     cpus: plan.cpus.clone(),
                     together: Vec::new(),
+                    instance: 0,
                 });
             }
         }

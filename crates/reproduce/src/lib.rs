@@ -82,3 +82,19 @@ pub fn title(id: &str) -> Result<String, ReproduceError> {
         .map(|s| format!("{} ({})", s.title, s.authors))
         .ok_or_else(|| ReproduceError::UnknownStudy(id.to_string()))
 }
+
+/// `latscope study --list`: each study's title, with its quick and full
+/// designs.
+pub fn list_text() -> Result<String, ReproduceError> {
+    let mut text = String::new();
+    for id in STUDY_IDS {
+        text.push_str(&format!("{id}: {}\n", title(id)?));
+        for quick in [true, false] {
+            if let Some(d) = design(id, quick) {
+                let which = if quick { "--quick" } else { "full   " };
+                text.push_str(&format!("  {which} {}\n", d.describe()));
+            }
+        }
+    }
+    Ok(text)
+}

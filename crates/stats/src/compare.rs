@@ -87,6 +87,11 @@ impl fmt::Display for CellKey {
             (None, Some(n)) => text.push_str(&format!("/prio:{n}")),
             (None, None) => {}
         }
+        // The n-th thread at a priority shared in one group: paired with
+        // the n-th of the other run.
+        if let Some(n) = self.settings.common().instance {
+            text.push_str(&format!("#{n}"));
+        }
         // A period other than the probe's default tells apart cells that
         // would otherwise read the same (a 1 ms and a 100 µs timer cell).
         let default_period =
@@ -572,6 +577,29 @@ pub fn compare_runs(baseline: &RunResult, others: &[&RunResult]) -> RunCompariso
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_second_thread_at_a_shared_priority_is_its_own_cell_with_its_number() {
+        let key = |instance: Option<u32>| {
+            let mut s = CellSettings::Noise(latscope_model::NoiseSettings::default());
+            let c = s.common_mut();
+            c.policy = latscope_model::Policy::Rr;
+            c.priority = 50;
+            c.together = Some(vec![0, 1]);
+            c.instance = instance;
+            CellKey {
+                probe: "noise".into(),
+                workload: "none".into(),
+                policy: Some("rr".into()),
+                priority: Some(50),
+                settings: s.cell_identity(),
+            }
+        };
+        let (first, second) = (key(None), key(Some(2)));
+        assert_ne!(first, second);
+        assert_eq!(first.to_string(), "noise/none/rr:50/together");
+        assert_eq!(second.to_string(), "noise/none/rr:50#2/together");
+    }
 
     /// `n` samples: mostly 10–19 µs, a tail of `tail` samples spread over
     /// `[tail_low, 2 × tail_low)`, laid out deterministically.

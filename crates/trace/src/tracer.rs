@@ -447,6 +447,10 @@ impl Drop for Tracer {
         if let Some(w) = self.recording.take() {
             let _ = w.finish();
         }
+        // The rings first (an event is released when its last reference,
+        // fd or mapping, goes), then every event at once.
+        self.rings.clear();
+        PerfEvent::close_all(std::mem::take(&mut self.events));
     }
 }
 

@@ -111,17 +111,21 @@ pub enum RequestError {
         "several priorities at once need at least two (one is a plain run's policy and priority)"
     )]
     PrioritiesTooFew,
-    #[error("{0} is listed twice: each priority is measured once, by its own thread")]
+    #[error("{0} is listed twice: only a fifo or rr priority can be shared by several threads")]
     PriorityTwice(String),
-    #[error("several priorities at once need the timer probe")]
+    #[error("several priorities at once need the timer or the noise probe")]
     PrioritiesNeedTimer,
     #[error("several priorities at once replace the policy, priority, nice value and reservation: give each in the list")]
     PrioritiesWithPolicy,
+    /// The noise probe's trace analysis follows one thread per CPU.
+    #[error("several priorities at once are traced with the timer probe only: the noise probe's analysis follows one thread per CPU")]
+    PrioritiesWithTrace,
     #[error("a random phase gives each thread its own expiries: several priorities at once need the fixed phase")]
     PrioritiesWithRandomPhase,
     /// Cells marked as measured together that are not a group of timer
-    /// cells under one workload (a caller's plan, not a user's request).
-    #[error("cells measured together must be the consecutive timer cells their lists name, under one workload")]
+    /// or noise cells under one workload (a caller's plan, not a user's
+    /// request).
+    #[error("cells measured together must be the consecutive timer (or noise) cells their lists name, under one workload")]
     NotTogether,
     #[error("a noise duty cycle pauses the threads off their grid: several priorities at once cannot have one")]
     PrioritiesWithDuty,

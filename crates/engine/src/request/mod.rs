@@ -14,6 +14,7 @@ mod probe;
 mod sched;
 #[cfg(test)]
 mod tests;
+mod text;
 
 use latscope_model::{CpuSet, Nanos, NoiseDuty, Policy, TimerSlack, UdpPath};
 use latscope_platform::SchedPolicy;
@@ -26,6 +27,7 @@ use crate::config::{CellSpec, ProbeSpec, TraceBackend, TracePlan};
 pub use error::{nice_reason, Bound, RequestError};
 pub use priorities::{parse_priority_list, priority_label};
 pub use sched::MIN_DEADLINE_RUNTIME;
+pub use text::{duration, AppScheme, RequestText, TextError, TextSetting};
 
 /// The probe a run measures with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,8 +121,9 @@ pub struct RunRequest {
     pub priority: Option<u32>,
     /// Nice value and DEADLINE reservation.
     pub sched: SchedOptions,
-    /// Several priorities measured at once, one timer thread per priority
-    /// and CPU on one shared expiry grid (in place of `policy`,
+    /// Several priorities measured at once, one timer or noise thread per
+    /// item and CPU (a FIFO or RR priority may be listed more than once),
+    /// timer threads on one shared expiry grid (in place of `policy`,
     /// `priority` and `sched`); empty: one, `policy` at `priority`.
     pub priorities: Vec<(SchedPolicy, u32)>,
     /// Samples above it are counted (and with tracing become episodes).
@@ -163,6 +166,11 @@ impl RunRequest {
     pub const UNBOUNDED_PERIODS: (Nanos, Nanos) = (Nanos::from_micros(50), Nanos::from_secs(1));
     pub const DEFAULT_RUNTIME: Nanos = Nanos::from_millis(33);
     pub const DEFAULT_PAUSE: Nanos = Nanos::from_millis(33);
+    /// The noise probe's pause with several priorities at once: none, the
+    /// threads spin without sleeping (Bernadat's Table 6), so that a
+    /// shared RR priority shows its quantum (a pause shorter than the
+    /// quantum would hand the CPU over before the quantum ends).
+    pub const DEFAULT_GROUP_PAUSE: Nanos = Nanos(0);
     pub const DEFAULT_GAP_RATIO: u32 = 4;
     pub const DEFAULT_PAYLOAD: usize = 64;
     pub const DEFAULT_BUFFERS: u32 = 2;
@@ -233,8 +241,9 @@ pub struct RunPlan {
     pub trace: Option<TracePlan>,
     /// The probe with its own configuration.
     pub probe: ProbeSpec,
-    /// With several priorities at once: the timer probe at each, measured
-    /// together in every workload's cells (`probe` is the first).
+    /// With several priorities at once: the probe (timer or noise) at
+    /// each, measured together in every workload's cells (`probe` is the
+    /// first).
     pub together: Vec<ProbeSpec>,
     /// One cell per workload (`none` when none was asked for).
     pub workloads: Vec<String>,
@@ -273,6 +282,10 @@ impl RunPlan {
                     warmup: self.warmup,
                     cpus: self.cpus.clone(),
                     together: together.clone(),
+                    instance: probes[..i]
+                        .iter()
+                        .filter(|p| p.policy() == probe.policy())
+                        .count() as u32,
                 });
             }
         }

@@ -30,7 +30,7 @@ impl RunRequest {
             ProbeKind::Udp => ProbeSpec::Udp(self.udp_config(&cpus, &timer, trace.as_ref())?),
             ProbeKind::App => ProbeSpec::App(self.app_config(&timer)?),
         };
-        let together = super::priorities::level_probes(&timer, &self.priorities);
+        let together = super::priorities::level_probes(&probe, &self.priorities);
         let probe = together.first().cloned().unwrap_or(probe);
         Ok(RunPlan {
             timer,

@@ -1,9 +1,11 @@
-//! Several priorities measured at once (`run --priorities 95,50,other`):
-//! the list's syntax (shared with the suite's), the rules that keep the
-//! threads on one expiry grid, and the cells, one per priority, that run
-//! together.
+//! Several priorities measured at once (`run --priorities 95,50,other`,
+//! `--probe noise --priorities rr:50,rr:50`): the list's syntax (shared
+//! with the suite's), the rules that keep the threads on one expiry grid
+//! (timer) or in one contest for the CPU (noise), and the cells, one per
+//! item, that run together.
 
 use latscope_platform::SchedPolicy;
+use latscope_probes::noise::NoiseConfig;
 use latscope_probes::timer::{Phase, TimerConfig};
 
 use super::{ProbeKind, RequestError, RunRequest, SchedOptions};
@@ -50,9 +52,12 @@ pub fn priority_label((policy, priority): (SchedPolicy, u32)) -> String {
 }
 
 impl RunRequest {
-    /// The rules of several priorities at once: at least two, each once,
-    /// the timer probe on a fixed grid, the list in place of the policy
-    /// options.
+    /// The rules of several priorities at once: at least two, a priority
+    /// without a real-time policy once (a FIFO or RR one may be shared:
+    /// Bernadat's Table 6), the timer probe on a fixed grid or the noise
+    /// probe, the list in place of the policy options, tracing for the
+    /// timer probe only (the noise probe's analysis follows one thread per
+    /// CPU).
     pub(super) fn check_priorities(&self) -> Result<(), RequestError> {
         let list = &self.priorities;
         if list.is_empty() {
@@ -62,11 +67,11 @@ impl RunRequest {
             return Err(RequestError::PrioritiesTooFew);
         }
         for (i, p) in list.iter().enumerate() {
-            if list[..i].contains(p) {
+            if list[..i].contains(p) && !p.0.has_priority() {
                 return Err(RequestError::PriorityTwice(priority_label(*p)));
             }
         }
-        if self.probe != ProbeKind::Timer {
+        if !matches!(self.probe, ProbeKind::Timer | ProbeKind::Noise) {
             return Err(RequestError::PrioritiesNeedTimer);
         }
         if self.policy != Policy::Fifo
@@ -75,7 +80,10 @@ impl RunRequest {
         {
             return Err(RequestError::PrioritiesWithPolicy);
         }
-        if self.timer.phase == Phase::Random {
+        if self.trace.on && self.probe != ProbeKind::Timer {
+            return Err(RequestError::PrioritiesWithTrace);
+        }
+        if self.probe == ProbeKind::Timer && self.timer.phase == Phase::Random {
             return Err(RequestError::PrioritiesWithRandomPhase);
         }
         if self.timer.noise_duty.is_some() {
@@ -85,16 +93,23 @@ impl RunRequest {
     }
 }
 
-/// The timer probe at each priority of the list, in its order.
-pub(super) fn level_probes(base: &TimerConfig, list: &[(SchedPolicy, u32)]) -> Vec<ProbeSpec> {
+/// The probe (timer or noise) at each priority of the list, in its
+/// order; none for another probe (the request refuses it).
+pub(super) fn level_probes(base: &ProbeSpec, list: &[(SchedPolicy, u32)]) -> Vec<ProbeSpec> {
     list.iter()
-        .map(|&(policy, priority)| {
-            ProbeSpec::Timer(TimerConfig {
+        .filter_map(|&(policy, priority)| match base {
+            ProbeSpec::Timer(t) => Some(ProbeSpec::Timer(TimerConfig {
                 policy,
                 priority,
                 nice: None,
-                ..base.clone()
-            })
+                ..t.clone()
+            })),
+            ProbeSpec::Noise(n) => Some(ProbeSpec::Noise(NoiseConfig {
+                policy,
+                priority,
+                ..n.clone()
+            })),
+            _ => None,
         })
         .collect()
 }

@@ -39,7 +39,10 @@ impl RunRequest {
             policy: timer.policy,
             priority: timer.priority,
             runtime: n.runtime.unwrap_or(Self::DEFAULT_RUNTIME),
-            pause: n.pause.unwrap_or(Self::DEFAULT_PAUSE),
+            pause: n.pause.unwrap_or(match self.priorities.is_empty() {
+                true => Self::DEFAULT_PAUSE,
+                false => Self::DEFAULT_GROUP_PAUSE,
+            }),
             gap_ratio: n.gap_ratio.unwrap_or(Self::DEFAULT_GAP_RATIO),
             gap_min: n.gap_min,
             fp: n.fp,

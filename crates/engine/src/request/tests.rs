@@ -402,12 +402,21 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
         ..with("95,50")
     };
     assert!(plan(&traced).unwrap().trace.is_some());
+    // The noise probe's analysis follows one thread per CPU.
+    let noise_traced = RunRequest {
+        probe: ProbeKind::Noise,
+        ..traced.clone()
+    };
+    assert!(matches!(
+        plan(&noise_traced),
+        Err(RequestError::PrioritiesWithTrace)
+    ));
     assert!(matches!(
         plan(&with("95")),
         Err(RequestError::PrioritiesTooFew)
     ));
-    match plan(&with("95,50,fifo:95")) {
-        Err(RequestError::PriorityTwice(p)) => assert_eq!(p, "fifo 95"),
+    match plan(&with("idle,50,idle")) {
+        Err(RequestError::PriorityTwice(p)) => assert_eq!(p, "idle"),
         other => panic!("{other:?}"),
     }
     let cases = [
@@ -416,7 +425,7 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
                 probe: ProbeKind::Udp,
                 ..with("95,50")
             },
-            "need the timer probe",
+            "need the timer or the noise probe",
         ),
         (
             RunRequest {
@@ -461,5 +470,103 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
             !line.contains("--"),
             "no option names in the engine: {line}"
         );
+    }
+}
+
+#[test]
+fn a_shared_real_time_priority_gives_each_thread_its_own_cell() {
+    let r = RunRequest {
+        priorities: parse_priority_list("fifo:50,50,rr:50,60,rr:50").unwrap(),
+        ..RunRequest::default()
+    };
+    let cells = plan(&r).unwrap().cells();
+    let labels: Vec<String> = cells.iter().map(|c| c.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "timer, fifo 50, none",
+            "timer, fifo 50 #2, none",
+            "timer, rr 50, none",
+            "timer, fifo 60, none",
+            "timer, rr 50 #2, none",
+        ]
+    );
+    let s: Vec<_> = cells.iter().map(|c| c.settings(20)).collect();
+    let instances: Vec<Option<u32>> = s.iter().map(|s| s.common().instance).collect();
+    assert_eq!(instances, [None, Some(2), None, None, Some(2)]);
+    assert!(
+        !s[0].same_cell_as(&s[1]),
+        "the two fifo 50 threads are two cells"
+    );
+    assert_eq!(s[1].sched_label(), "fifo 50 #2");
+    // Stable: the same list gives the same cells again.
+    let again: Vec<_> = plan(&r)
+        .unwrap()
+        .cells()
+        .iter()
+        .map(|c| c.settings(20))
+        .collect();
+    assert!(s.iter().zip(&again).all(|(a, b)| a.same_cell_as(b)));
+    // A list without a repeated priority stores no instance at all.
+    let plain = RunRequest {
+        priorities: parse_priority_list("95,50").unwrap(),
+        ..RunRequest::default()
+    };
+    let plain = plan(&plain).unwrap().cells();
+    assert!(plain
+        .iter()
+        .all(|c| c.settings(20).common().instance.is_none()));
+}
+
+#[test]
+fn the_noise_probe_at_several_priorities_spins_without_pause_unless_told() {
+    let with = |list: &str, pause: Option<Nanos>| RunRequest {
+        probe: ProbeKind::Noise,
+        priorities: parse_priority_list(list).unwrap(),
+        noise: NoiseOptions {
+            pause,
+            ..NoiseOptions::default()
+        },
+        ..RunRequest::default()
+    };
+    let cells = plan(&with("rr:50,rr:50", None)).unwrap().cells();
+    assert_eq!(cells.len(), 2);
+    assert_eq!(cells[0].together, [0, 1]);
+    for c in &cells {
+        match &c.probe {
+            ProbeSpec::Noise(n) => {
+                assert_eq!((n.policy, n.priority), (SchedPolicy::Rr, 50));
+                assert_eq!(n.pause, Nanos(0), "Table 6: continuous spinning");
+            }
+            other => panic!("not noise: {other:?}"),
+        }
+    }
+    assert_eq!(cells[1].label(), "noise, rr 50 #2, none");
+    let paused = plan(&with("fifo:60,fifo:50", Some(Nanos::from_millis(33))))
+        .unwrap()
+        .cells();
+    assert!(matches!(&paused[1].probe, ProbeSpec::Noise(n) if n.pause == Nanos::from_millis(33)));
+    // Alone, the noise probe keeps its default pause.
+    let alone = RunRequest {
+        probe: ProbeKind::Noise,
+        ..RunRequest::default()
+    };
+    assert!(
+        matches!(plan(&alone).unwrap().probe, ProbeSpec::Noise(n) if n.pause == RunRequest::DEFAULT_PAUSE)
+    );
+    // Still refused, one line each: a fair-share policy twice, another probe.
+    for (r, want) in [
+        (with("other,other", None), "other is listed twice"),
+        (
+            RunRequest {
+                probe: ProbeKind::App,
+                ..with("rr:50,rr:50", None)
+            },
+            "need the timer or the noise probe",
+        ),
+    ] {
+        let line = plan(&r).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(line.contains(want), "want '{want}': {line}");
+        assert!(!line.contains('\n'), "{line}");
     }
 }

@@ -11,6 +11,9 @@
 //! `noise.gap`.
 
 pub mod spin;
+mod together;
+
+pub use together::start_together;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -281,14 +284,33 @@ impl NoiseProbe {
 
     /// Starts one spinning thread per CPU, once all are set up.
     pub fn start(self, stop: Arc<AtomicBool>) -> Result<RunningNoiseProbe, ProbeError> {
+        let specs = self.specs(&stop);
+        let threads = threads::start(specs, self.sched())?;
+        Ok(self.running(threads))
+    }
+
+    /// The policy every thread of the probe runs at.
+    fn sched(&self) -> threads::Sched {
+        threads::Sched {
+            policy: self.config.policy,
+            priority: self.config.priority,
+            nice: None,
+            slack: latscope_model::TimerSlack::MINIMUM,
+        }
+    }
+
+    /// One spinning thread per CPU, not started.
+    fn specs(
+        &self,
+        stop: &Arc<AtomicBool>,
+    ) -> Vec<threads::Spec<impl FnOnce(u64) + Send + 'static>> {
         let use_tsc = !self.config.force_vdso && tsc::tsc_reliable();
-        let specs = self
-            .cpus
+        self.cpus
             .iter()
             .map(|cpu| {
                 let state = Arc::clone(cpu);
                 let cfg = self.config.clone();
-                let stop = Arc::clone(&stop);
+                let stop = Arc::clone(stop);
                 threads::Spec {
                     name: format!("lat-noise/{}", cpu.cpu),
                     cpu: cpu.cpu,
@@ -301,20 +323,17 @@ impl NoiseProbe {
                     },
                 }
             })
-            .collect();
-        let sched = threads::Sched {
-            policy: self.config.policy,
-            priority: self.config.priority,
-            nice: None,
-            slack: latscope_model::TimerSlack::MINIMUM,
-        };
-        let mut threads = threads::start(specs, sched)?;
+            .collect()
+    }
+
+    /// The probe over its started threads.
+    fn running(self, mut threads: PinnedThreads<()>) -> RunningNoiseProbe {
         threads.setups.sort_by_key(|s| s.cpu);
-        Ok(RunningNoiseProbe {
+        RunningNoiseProbe {
             config: self.config,
             cpus: self.cpus,
             threads,
-        })
+        }
     }
 }
 
@@ -619,8 +638,14 @@ pub fn rt_throttling_finding(
     }
     let lost_us = u64::try_from(period - runtime).ok()?;
     let lost_ns = lost_us * 1_000;
-    // Gaps of at least 80% of the throttled time, about once per period.
-    let n = gaps.count_above(lost_ns * 8 / 10);
+    // Gaps of 80% to 175% of the throttled time (this VM now and then
+    // throttles for 84 or 88 ms at once, and once 124 ms in 15 s), about
+    // once per period; longer ones are mostly something else: the quantum
+    // of another thread at the same RR priority, 100 ms by default, is not
+    // throttling.
+    let n = gaps
+        .count_above(lost_ns * 8 / 10)
+        .saturating_sub(gaps.count_above(lost_ns * 7 / 4));
     let periods = active_ns.0 / (u64::try_from(period).ok()? * 1_000).max(1);
     if n == 0 || periods == 0 || n * 2 < periods {
         return None;
@@ -666,6 +691,19 @@ mod tests {
         assert!(
             rt_throttling_finding(&h, Nanos::from_secs(10), Some(-1), Some(1_000_000)).is_none()
         );
+        // Turns of another thread at the same rr priority (100 ms, five a
+        // second) are the quantum, not throttling.
+        let mut turns = Histogram::new();
+        for _ in 0..50 {
+            turns.record(100_000_000);
+        }
+        assert!(rt_throttling_finding(
+            &turns,
+            Nanos::from_secs(10),
+            Some(950_000),
+            Some(1_000_000)
+        )
+        .is_none());
         let mut few = Histogram::new();
         few.record(20_000);
         assert!(

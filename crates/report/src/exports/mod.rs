@@ -8,6 +8,7 @@
 //!
 //! [`RunResult`]: latscope_stats::RunResult
 
+mod choice;
 mod csv;
 mod cyclictest;
 mod format;
@@ -15,6 +16,7 @@ mod hdr;
 mod prometheus;
 mod rt_tests_json;
 
+pub use self::choice::{ChoiceError, FormatChoice, FormatName};
 pub use self::csv::{buckets_csv, summaries_csv};
 pub use self::cyclictest::{cyclictest_histogram, DEFAULT_MAX_US};
 pub use self::format::{export, ExportInput, Format, MicroInput};

@@ -33,15 +33,7 @@ pub fn report_forecast(
     timelines: &[Timeline],
     snapshots: &[CellSnapshot],
 ) -> Option<ForecastReport> {
-    let borrowed: Vec<CpuTimeline<'_>> = timelines
-        .iter()
-        .map(|t| CpuTimeline {
-            cell: t.cell,
-            metric: &t.metric,
-            cpu: t.cpu,
-            seconds: &t.seconds,
-        })
-        .collect();
+    let borrowed: Vec<CpuTimeline<'_>> = timelines.iter().map(Timeline::as_cpu_timeline).collect();
     let options = ForecastOptions {
         apps: APP_PRESETS.iter().collect(),
         ..ForecastOptions::new()

@@ -243,15 +243,7 @@ fn the_page_and_the_forecast_json_agree() {
     t1.seconds[100].max = 7_000_000;
     timelines.push(t1);
 
-    let borrowed: Vec<CpuTimeline<'_>> = timelines
-        .iter()
-        .map(|t| CpuTimeline {
-            cell: t.cell,
-            metric: &t.metric,
-            cpu: t.cpu,
-            seconds: &t.seconds,
-        })
-        .collect();
+    let borrowed: Vec<CpuTimeline<'_>> = timelines.iter().map(Timeline::as_cpu_timeline).collect();
     let report = forecast_report(&r, &borrowed, &[], &ForecastOptions::new()).unwrap();
     let json = crate::forecast_json(&report).unwrap();
     let m = &json["cells"][0]["metrics"][0];

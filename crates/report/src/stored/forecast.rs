@@ -11,6 +11,7 @@ use latscope_stats::forecast::{
 use latscope_store::Store;
 
 use super::{forecast_input, observed, StoredError};
+use crate::html::Timeline;
 
 /// A stored run's forecast, with what its renderings add.
 pub struct StoredForecast {
@@ -33,12 +34,7 @@ pub fn stored_forecast(
     let timelines: Vec<CpuTimeline<'_>> = input
         .timelines
         .iter()
-        .map(|t| CpuTimeline {
-            cell: t.cell,
-            metric: &t.metric,
-            cpu: t.cpu,
-            seconds: &t.seconds,
-        })
+        .map(Timeline::as_cpu_timeline)
         .collect();
     let mut report = forecast_report(&input.run, &timelines, &input.snapshots, options)
         .map_err(StoredError::Forecast)?;

@@ -20,32 +20,14 @@
 
 use serde::Serialize;
 
+pub use latscope_model::Compute;
+
 use crate::Histogram;
 
 use super::limits::MAX_EXTRAPOLATION;
 use super::measured::Measured;
 use super::special::poisson_mean_interval;
 use super::{ForecastError, Interval, Provenance};
-
-/// Compute time per buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compute {
-    /// A fixed time in nanoseconds.
-    Nanos(u64),
-    /// A fraction of the period (the study's soft-modem datapump: 0.25).
-    Fraction(f64),
-}
-
-impl Compute {
-    /// Compute time for buffers of `period_ns`.
-    pub fn nanos(&self, period_ns: u64) -> u64 {
-        match *self {
-            Compute::Nanos(c) => c,
-            Compute::Fraction(f) => (f * period_ns as f64).round().max(0.0) as u64,
-        }
-    }
-}
 
 /// A buffering scheme: `buffers` buffers of `period_ns` each, `compute` to
 /// fill one.
