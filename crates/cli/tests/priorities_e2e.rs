@@ -5,10 +5,10 @@
 //! pinned to the measured CPU at a priority between the two measuring
 //! threads delays the thread below it by its busy time and not the one
 //! above, on the same run, against a control run without it; with
-//! `--trace` (both backends) each priority's cell is stored with its own
+//! `--trace` (the BPF backend; both with LATSCOPE_TEST_BACKENDS=all) each priority's cell is stored with its own
 //! decomposition, the delay is in the lower thread's `timer.sched`, and
 //! its episodes name the load. The measuring tests need root and run
-//! under `flock /tmp/latscope-measure.lock`; about 10 s and 20 s.
+//! under `flock /tmp/latscope-measure.lock`; about 10 s each.
 
 #![allow(clippy::unwrap_used)]
 
@@ -254,83 +254,86 @@ fn traced_priorities_each_store_their_decomposition_and_the_load_is_in_the_lower
     // The load of the untraced test above (9.5 % of the lower thread's
     // wake-ups over 100 µs late by the load alone, through its sched part:
     // the interrupt still comes on time, the thread waits for the load).
+    // One backend, as every tracing known-answer case (common::on_backend;
+    // LATSCOPE_TEST_BACKENDS=all runs it on perf too): BPF, whose programs
+    // follow several threads per CPU; perf's per-thread analysis is the
+    // analysis's own tests' (trace/src/analysis/tests/priorities.rs).
+    on_backend("bpf", traced_case);
+}
+
+fn traced_case() {
     let load = "rt:50,300us/2100us,cpu0";
     let dir = tempfile::tempdir().unwrap();
-    for backend in ["bpf", "perf"] {
-        if backend == "bpf" && !latscope_platform::bpf::built() {
-            eprintln!("skipped (bpf): needs the BPF backend (built without clang)");
-            continue;
-        }
-        let more = ["--trace", "--trace-backend", backend];
-        let control = measure_with(dir.path(), 0, None, &more);
-        if control["capabilities"]["tracepoints"] != Value::Bool(true) {
-            eprintln!("skipped ({backend}): needs kernel tracepoints");
-            continue;
-        }
-        let loaded = measure_with(dir.path(), 0, Some(load), &more);
-        for doc in [&control, &loaded] {
-            let cells = doc["cells"].as_array().unwrap();
-            assert_eq!(cells.len(), 2, "one cell per priority");
-            for (i, c) in cells.iter().enumerate() {
-                assert_eq!(c["trace"]["backend"], backend, "{}", c["trace"]);
-                let (_, samples) = metric_late_pct(doc, i, "timer.latency", 0);
-                for part in ["timer.irq", "timer.sched", "timer.return"] {
-                    let (_, n) = metric_late_pct(doc, i, part, 0);
-                    assert!(
-                        n * 10 >= samples * 9,
-                        "{backend}: cell {i} {part}: {n} of {samples} samples decomposed"
-                    );
-                }
+    let backend = backend();
+    let more = ["--trace", "--trace-backend", backend];
+    let control = measure_with(dir.path(), 0, None, &more);
+    if control["capabilities"]["tracepoints"] != Value::Bool(true) {
+        eprintln!("skipped ({backend}): needs kernel tracepoints");
+        return;
+    }
+    let loaded = measure_with(dir.path(), 0, Some(load), &more);
+    for doc in [&control, &loaded] {
+        let cells = doc["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 2, "one cell per priority");
+        for (i, c) in cells.iter().enumerate() {
+            assert_eq!(c["trace"]["backend"], backend, "{}", c["trace"]);
+            let (_, samples) = metric_late_pct(doc, i, "timer.latency", 0);
+            for part in ["timer.irq", "timer.sched", "timer.return"] {
+                let (_, n) = metric_late_pct(doc, i, part, 0);
+                assert!(
+                    n * 10 >= samples * 9,
+                    "{backend}: cell {i} {part}: {n} of {samples} samples decomposed"
+                );
             }
         }
-        let late = 100_000;
-        let (c_hi, n) = metric_late_pct(&control, 0, "timer.sched", late);
-        let (c_lo, _) = metric_late_pct(&control, 1, "timer.sched", late);
-        let (l_hi, m) = metric_late_pct(&loaded, 0, "timer.sched", late);
-        let (l_lo, _) = metric_late_pct(&loaded, 1, "timer.sched", late);
-        eprintln!(
+    }
+    let late = 100_000;
+    let (c_hi, n) = metric_late_pct(&control, 0, "timer.sched", late);
+    let (c_lo, _) = metric_late_pct(&control, 1, "timer.sched", late);
+    let (l_hi, m) = metric_late_pct(&loaded, 0, "timer.sched", late);
+    let (l_lo, _) = metric_late_pct(&loaded, 1, "timer.sched", late);
+    eprintln!(
             "{backend}: timer.sched over 100 us: control fifo 90 {c_hi:.2}%, fifo 10 {c_lo:.2}% (of {n}); \
              rt:50 load fifo 90 {l_hi:.2}%, fifo 10 {l_lo:.2}% (of {m}); expected from the load: 9.5% below it, 0 above"
         );
-        assert!(
-            n > 2_500 && m > 2_500,
-            "{backend}: too few wake-ups decomposed"
-        );
-        if any_too_noisy(&[
-            ("control, fifo 90 timer.sched over 100 us, %", 2.0, c_hi),
-            ("control, fifo 10 timer.sched over 100 us, %", 2.0, c_lo),
-        ])
-        .is_some()
-        {
-            continue;
-        }
-        // The load's bursts are in the lower thread's sched part, beyond
-        // what the control shows between the same two priorities.
-        let added_below = (l_lo - l_hi) - (c_lo - c_hi);
-        assert!(
-            added_below > 5.0,
-            "{backend}: the load is in the lower thread's sched part: {added_below:.2} points added"
-        );
-        assert!(
-            l_hi - c_hi < 3.0,
-            "{backend}: the load is not in the upper thread's sched part: {:.2} points added",
-            l_hi - c_hi
-        );
-        // The lower thread's late wake-ups name the load (FIFO 50) as what
-        // ran (about 280 expected); the upper one's never do.
-        let (lo_eps, hi_eps) = (blocked_by(&loaded, 1, 50), blocked_by(&loaded, 0, 50));
-        eprintln!(
-            "{backend}: episodes blocked by the FIFO 50 load: fifo 10 {lo_eps}, fifo 90 {hi_eps}"
-        );
-        assert!(
-            lo_eps >= 50,
-            "{backend}: {lo_eps} episodes of fifo 10 name the load"
-        );
-        // (None is expected: FIFO 90 preempts the load at once. A share
-        // is allowed for what the tracer may misplace by a few µs.)
-        assert!(
-            hi_eps * 20 <= lo_eps,
-            "{backend}: fifo 90 is not blocked by the FIFO 50 load: {hi_eps} episodes"
-        );
+    assert!(
+        n > 2_500 && m > 2_500,
+        "{backend}: too few wake-ups decomposed"
+    );
+    if any_too_noisy(&[
+        ("control, fifo 90 timer.sched over 100 us, %", 2.0, c_hi),
+        ("control, fifo 10 timer.sched over 100 us, %", 2.0, c_lo),
+    ])
+    .is_some()
+    {
+        return;
     }
+    // The load's bursts are in the lower thread's sched part, beyond
+    // what the control shows between the same two priorities.
+    let added_below = (l_lo - l_hi) - (c_lo - c_hi);
+    assert!(
+        added_below > 5.0,
+        "{backend}: the load is in the lower thread's sched part: {added_below:.2} points added"
+    );
+    assert!(
+        l_hi - c_hi < 3.0,
+        "{backend}: the load is not in the upper thread's sched part: {:.2} points added",
+        l_hi - c_hi
+    );
+    // The lower thread's late wake-ups name the load (FIFO 50) as what
+    // ran (about 280 expected); the upper one's never do.
+    let (lo_eps, hi_eps) = (blocked_by(&loaded, 1, 50), blocked_by(&loaded, 0, 50));
+    eprintln!(
+        "{backend}: episodes blocked by the FIFO 50 load: fifo 10 {lo_eps}, fifo 90 {hi_eps}"
+    );
+    assert!(
+        lo_eps >= 50,
+        "{backend}: {lo_eps} episodes of fifo 10 name the load"
+    );
+    // (None is expected: FIFO 90 preempts the load at once. A share
+    // is allowed for what the tracer may misplace by a few µs.)
+    assert!(
+        hi_eps * 20 <= lo_eps,
+        "{backend}: fifo 90 is not blocked by the FIFO 50 load: {hi_eps} episodes"
+    );
 }
