@@ -48,6 +48,7 @@ pub use spec::{split_list, WorkloadSpec};
 /// How hard a workload pushes. What each level means per workload is in
 /// `docs/workloads.md` and [`commands`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LoadLevel {
     Light,
     #[default]
