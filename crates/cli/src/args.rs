@@ -61,7 +61,7 @@ pub struct MonitorArgs {
     pub persist: Option<String>,
     #[arg(long)]
     pub trace: bool,
-    #[arg(long = "trace-backend", value_enum, value_name = "BACKEND")]
+    #[arg(long, value_enum, value_name = "BACKEND")]
     pub trace_backend: Option<TraceBackend>,
     #[arg(long)]
     pub stacks: bool,
@@ -86,9 +86,9 @@ pub struct MonitorArgs {
 /// --trace.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ActionArgs {
-    #[arg(long = "on-threshold", value_name = "ACTION")]
+    #[arg(long, value_name = "ACTION")]
     pub on_threshold: Vec<String>,
-    #[arg(long = "action-limit", value_name = "COUNT/PERIOD")]
+    #[arg(long, value_name = "COUNT/PERIOD")]
     pub action_limit: Option<String>,
 }
 
@@ -116,17 +116,9 @@ pub struct MicroArgs {
 /// probe's main figure: timer latency, noise gap, UDP path.
 #[derive(Args, Debug, Clone, Default)]
 pub struct LimitArgs {
-    #[arg(
-        long = "stop-above",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub stop_above: Option<String>,
-    #[arg(
-        long = "fail-above",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub fail_above: Option<String>,
 }
 
@@ -135,12 +127,7 @@ pub struct LimitArgs {
 pub struct TraceArgs {
     #[arg(long)]
     pub trace: bool,
-    #[arg(
-        long = "trace-backend",
-        value_enum,
-        default_value_t,
-        value_name = "BACKEND"
-    )]
+    #[arg(long, value_enum, default_value_t, value_name = "BACKEND")]
     pub trace_backend: TraceBackend,
     #[arg(long)]
     pub stacks: bool,
@@ -149,7 +136,7 @@ pub struct TraceArgs {
 /// The background load of `run` and `suite`.
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
-    #[arg(long = "load-level", value_enum, default_value = "normal")]
+    #[arg(long, value_enum, default_value = "normal")]
     pub load_level: LoadLevel,
     #[arg(
         long,
@@ -238,21 +225,13 @@ pub struct RunArgs {
     pub priorities: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub nice: Option<i32>,
-    #[arg(
-        long = "sched-runtime",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub sched_runtime: Option<String>,
-    #[arg(
-        long = "sched-deadline",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub sched_deadline: Option<String>,
-    #[arg(long = "timer-api", value_enum, default_value = "clock_nanosleep")]
+    #[arg(long, value_enum, default_value = "clock_nanosleep")]
     pub timer_api: TimerApi,
-    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    #[arg(long, value_name = "default|DURATION")]
     pub timer_slack: Option<String>,
     #[arg(long, value_enum, default_value = "fixed")]
     pub phase: Phase,
@@ -277,22 +256,22 @@ pub struct RunArgs {
     pub runtime: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub pause: Option<String>,
-    #[arg(long = "gap-ratio", value_name = "N")]
+    #[arg(long, value_name = "N")]
     pub gap_ratio: Option<u32>,
-    #[arg(long = "gap-min", allow_hyphen_values = true, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub gap_min: Option<String>,
     #[arg(long)]
     pub fp: bool,
     #[command(flatten)]
     pub trace: TraceArgs,
     #[arg(
-        long = "stack-period",
+        long,
         allow_hyphen_values = true,
         value_name = "DURATION",
         default_value = "200us"
     )]
     pub stack_period: String,
-    #[arg(long = "episode-cap", value_name = "N", default_value_t = 1000)]
+    #[arg(long, value_name = "N", default_value_t = 1000)]
     pub episode_cap: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -338,10 +317,10 @@ pub struct ExportArgs {
     pub episode: Option<u32>,
     #[arg(long, value_enum)]
     pub format: FormatName,
-    #[arg(long = "hdr-unit", value_enum, default_value = "ns")]
+    #[arg(long, value_enum, default_value = "ns")]
     pub hdr_unit: HdrUnit,
     #[arg(
-        long = "max-us",
+        long,
         value_name = "US",
         default_value_t = 1000,
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
@@ -408,15 +387,11 @@ pub struct SuiteArgs {
     pub probes: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub workloads: Option<String>,
-    #[arg(
-        long = "cell-duration",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub cell_duration: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
-    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    #[arg(long, value_name = "default|DURATION")]
     pub timer_slack: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -442,11 +417,11 @@ pub struct ForecastArgs {
     pub run: String,
     #[arg(long, value_name = "LIST")]
     pub cell: Option<String>,
-    #[arg(long = "period-ms", value_name = "MS", requires = "buffers")]
+    #[arg(long, value_name = "MS", requires = "buffers")]
     pub period_ms: Option<f64>,
     #[arg(long, value_name = "N", requires = "period_ms")]
     pub buffers: Option<u32>,
-    #[arg(long = "compute-ms", value_name = "MS", default_value_t = 0.0)]
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
     pub compute_ms: f64,
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
@@ -487,7 +462,7 @@ pub struct SchedArgs {
     #[arg(long, value_name = "RUN", default_value = "latest")]
     pub run: String,
     #[arg(
-        long = "miss-rate",
+        long,
         allow_hyphen_values = true,
         value_name = "N/PERIOD",
         default_value = "1/hour"
@@ -507,9 +482,9 @@ pub struct CompareArgs {
     pub runs: Vec<String>,
     #[arg(long, conflicts_with = "runs")]
     pub hosts: bool,
-    #[arg(long = "fail-if-worse", value_name = "PCT")]
+    #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
-    #[arg(long = "fail-if-slower", value_name = "PCT")]
+    #[arg(long, value_name = "PCT")]
     pub fail_if_slower: Option<f64>,
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
