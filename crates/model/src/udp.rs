@@ -121,6 +121,19 @@ mod tests {
             .contains("loopback or veth"));
     }
 
+    /// The command line's value names are the stored names.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn clap_names_are_the_stored_names() {
+        use clap::ValueEnum;
+        for p in UdpPath::value_variants() {
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.as_str());
+        }
+        for p in crate::Policy::value_variants() {
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.as_str());
+        }
+    }
+
     #[test]
     fn loss_is_a_share_of_what_was_sent() {
         let s = UdpStats {

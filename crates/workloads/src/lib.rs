@@ -124,4 +124,16 @@ mod tests {
         assert_eq!(err, "unknown load level 'extreme' (light, normal or heavy)");
         assert_eq!(LoadLevel::default(), LoadLevel::Normal);
     }
+
+    /// The command line's value names are the settings' names.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn clap_names_are_the_level_names() {
+        use clap::ValueEnum;
+        let names: Vec<_> = LoadLevel::value_variants()
+            .iter()
+            .map(|l| l.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(names, LoadLevel::ALL.map(|l| l.as_str().to_string()));
+    }
 }
