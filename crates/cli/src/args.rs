@@ -8,32 +8,9 @@ use latscope_engine::probes::{Phase, TimerApi};
 use latscope_engine::request::ProbeKind;
 use latscope_engine::workloads::LoadLevel;
 use latscope_engine::TraceBackend;
+use latscope_import::Unit;
 use latscope_model::{Policy, UdpPath};
-use latscope_report::exports::FormatName;
-
-/// Each value of a clap enum as the library's value of the same name.
-macro_rules! into_library {
-    ($($arg:ident => $lib:ident { $($v:ident),* })*) => {$(
-        impl From<$arg> for $lib {
-            fn from(a: $arg) -> $lib {
-                match a { $($arg::$v => $lib::$v),* }
-            }
-        }
-    )*};
-}
-
-into_library! {
-    ProbeName => ProbeKind { Timer, Noise, Udp, App }
-    PolicyArg => Policy { Fifo, Rr, Other, Batch, Idle, Deadline }
-    LoadLevelArg => LoadLevel { Light, Normal, Heavy }
-    TimerApiArg => TimerApi { ClockNanosleep, Nanosleep, Timerfd, PosixTimer, Epoll }
-    PhaseArg => Phase { Fixed, Random }
-    UdpPathArg => UdpPath { Loopback, Veth }
-    TraceBackendArg => TraceBackend { Auto, Bpf, Perf }
-    ExportFormat => FormatName {
-        Json, Csv, CsvBuckets, Hdr, Cyclictest, RtTestsJson, Prometheus, Perfetto
-    }
-}
+use latscope_report::exports::{FormatName, HdrUnit, RtTestsUnit};
 
 /// Measure how well this machine meets real-time deadlines, explain the
 /// misses, and keep every result in a store.
@@ -84,8 +61,8 @@ pub struct MonitorArgs {
     pub persist: Option<String>,
     #[arg(long)]
     pub trace: bool,
-    #[arg(long = "trace-backend", value_enum, value_name = "BACKEND")]
-    pub trace_backend: Option<TraceBackendArg>,
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    pub trace_backend: Option<TraceBackend>,
     #[arg(long)]
     pub stacks: bool,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
@@ -109,9 +86,9 @@ pub struct MonitorArgs {
 /// --trace.
 #[derive(Args, Debug, Clone, Default)]
 pub struct ActionArgs {
-    #[arg(long = "on-threshold", value_name = "ACTION")]
+    #[arg(long, value_name = "ACTION")]
     pub on_threshold: Vec<String>,
-    #[arg(long = "action-limit", value_name = "COUNT/PERIOD")]
+    #[arg(long, value_name = "COUNT/PERIOD")]
     pub action_limit: Option<String>,
 }
 
@@ -139,17 +116,9 @@ pub struct MicroArgs {
 /// probe's main figure: timer latency, noise gap, UDP path.
 #[derive(Args, Debug, Clone, Default)]
 pub struct LimitArgs {
-    #[arg(
-        long = "stop-above",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub stop_above: Option<String>,
-    #[arg(
-        long = "fail-above",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub fail_above: Option<String>,
 }
 
@@ -158,13 +127,8 @@ pub struct LimitArgs {
 pub struct TraceArgs {
     #[arg(long)]
     pub trace: bool,
-    #[arg(
-        long = "trace-backend",
-        value_enum,
-        default_value_t,
-        value_name = "BACKEND"
-    )]
-    pub trace_backend: TraceBackendArg,
+    #[arg(long, value_enum, default_value_t, value_name = "BACKEND")]
+    pub trace_backend: TraceBackend,
     #[arg(long)]
     pub stacks: bool,
 }
@@ -172,8 +136,8 @@ pub struct TraceArgs {
 /// The background load of `run` and `suite`.
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
-    #[arg(long = "load-level", value_enum, default_value = "normal")]
-    pub load_level: LoadLevelArg,
+    #[arg(long, value_enum, default_value = "normal")]
+    pub load_level: LoadLevel,
     #[arg(
         long,
         allow_hyphen_values = true,
@@ -228,83 +192,16 @@ pub struct PullArgs {
     pub store: StoreArg,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ProbeName {
-    /// Timer wake-up latency.
-    Timer,
-    /// Interruptions of a CPU-bound loop (OS noise).
-    Noise,
-    /// UDP/IP stack send and receive latency (a sender and a receiver thread).
-    Udp,
-    /// A periodic pipeline: a producer filling --buffers buffers of
-    /// --period, --compute of work each, for a device clock; counts real
-    /// buffer underruns (docs/app-probe.md).
-    App,
-}
-
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum TraceBackendArg {
-    /// BPF where its programs load, perf otherwise.
-    #[default]
-    Auto,
-    /// In-kernel decomposition and aggregation (BPF programs).
-    Bpf,
-    /// Every tracepoint record through perf rings.
-    Perf,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum UdpPathArg {
-    /// 127.0.0.1 in latscope's own network namespace.
-    Loopback,
-    /// A veth pair between two private network namespaces (needs root).
-    Veth,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum LoadLevelArg {
-    Light,
-    Normal,
-    Heavy,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PolicyArg {
-    Fifo,
-    Rr,
-    Other,
-    Batch,
-    Idle,
-    Deadline,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TimerApiArg {
-    #[value(name = "clock_nanosleep")]
-    ClockNanosleep,
-    Nanosleep,
-    Timerfd,
-    #[value(name = "posix-timer")]
-    PosixTimer,
-    Epoll,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum PhaseArg {
-    Fixed,
-    Random,
-}
-
 #[derive(Args, Debug)]
 pub struct RunArgs {
     #[arg(long, value_enum, default_value = "timer")]
-    pub probe: ProbeName,
+    pub probe: ProbeKind,
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub period: Option<String>,
     #[arg(long, value_enum, value_name = "PATH")]
-    pub path: Option<UdpPathArg>,
+    pub path: Option<UdpPath>,
     #[arg(long, value_name = "BYTES")]
     pub payload: Option<usize>,
     #[arg(long, value_name = "N")]
@@ -321,31 +218,23 @@ pub struct RunArgs {
     )]
     pub duration: String,
     #[arg(long, value_enum, default_value = "fifo")]
-    pub policy: PolicyArg,
+    pub policy: Policy,
     #[arg(long, value_name = "N")]
     pub priority: Option<u32>,
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub nice: Option<i32>,
-    #[arg(
-        long = "sched-runtime",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub sched_runtime: Option<String>,
-    #[arg(
-        long = "sched-deadline",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub sched_deadline: Option<String>,
-    #[arg(long = "timer-api", value_enum, default_value = "clock_nanosleep")]
-    pub timer_api: TimerApiArg,
-    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    #[arg(long, value_enum, default_value = "clock_nanosleep")]
+    pub timer_api: TimerApi,
+    #[arg(long, value_name = "default|DURATION")]
     pub timer_slack: Option<String>,
     #[arg(long, value_enum, default_value = "fixed")]
-    pub phase: PhaseArg,
+    pub phase: Phase,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub threshold: Option<String>,
     #[command(flatten)]
@@ -367,22 +256,22 @@ pub struct RunArgs {
     pub runtime: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub pause: Option<String>,
-    #[arg(long = "gap-ratio", value_name = "N")]
+    #[arg(long, value_name = "N")]
     pub gap_ratio: Option<u32>,
-    #[arg(long = "gap-min", allow_hyphen_values = true, value_name = "DURATION")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub gap_min: Option<String>,
     #[arg(long)]
     pub fp: bool,
     #[command(flatten)]
     pub trace: TraceArgs,
     #[arg(
-        long = "stack-period",
+        long,
         allow_hyphen_values = true,
         value_name = "DURATION",
         default_value = "200us"
     )]
     pub stack_period: String,
-    #[arg(long = "episode-cap", value_name = "N", default_value_t = 1000)]
+    #[arg(long, value_name = "N", default_value_t = 1000)]
     pub episode_cap: usize,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -420,46 +309,6 @@ pub struct ShowArgs {
     pub store: StoreArg,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// The run as JSON (the schema of `run --json`).
-    Json,
-    /// Summaries per cell, metric and CPU as CSV (nanoseconds).
-    Csv,
-    /// Histogram buckets per cell, metric and CPU as CSV (nanoseconds).
-    #[value(name = "csv-buckets")]
-    CsvBuckets,
-    /// HdrHistogram interval log (HistogramLogProcessor and friends).
-    Hdr,
-    /// cyclictest's `-h` histogram text of timer.latency.
-    Cyclictest,
-    /// The JSON file `cyclictest --json` writes, of timer.latency.
-    #[value(name = "rt-tests-json")]
-    RtTestsJson,
-    /// Prometheus text exposition of the run's histograms.
-    Prometheus,
-    /// Chrome / Perfetto JSON trace of one episode (needs --episode).
-    Perfetto,
-}
-
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum HdrUnitArg {
-    /// Nanoseconds.
-    Ns,
-    /// Microseconds.
-    Us,
-}
-
-/// The unit of `export --format rt-tests-json` and of an imported
-/// cyclictest histogram text.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum UnitArg {
-    /// Microseconds (cyclictest's default).
-    Us,
-    /// Nanoseconds (cyclictest -N).
-    Ns,
-}
-
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     #[arg(value_name = "RUN", default_value = "latest")]
@@ -467,18 +316,18 @@ pub struct ExportArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "K")]
     pub episode: Option<u32>,
     #[arg(long, value_enum)]
-    pub format: ExportFormat,
-    #[arg(long = "hdr-unit", value_enum, default_value = "ns")]
-    pub hdr_unit: HdrUnitArg,
+    pub format: FormatName,
+    #[arg(long, value_enum, default_value = "ns")]
+    pub hdr_unit: HdrUnit,
     #[arg(
-        long = "max-us",
+        long,
         value_name = "US",
         default_value_t = 1000,
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub max_us: u32,
     #[arg(long, value_enum)]
-    pub unit: Option<UnitArg>,
+    pub unit: Option<RtTestsUnit>,
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -517,11 +366,11 @@ pub struct ImportArgs {
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub period: Option<String>,
     #[arg(long, value_enum)]
-    pub policy: Option<PolicyArg>,
+    pub policy: Option<Policy>,
     #[arg(long, allow_hyphen_values = true, value_name = "N")]
     pub priority: Option<i64>,
     #[arg(long, value_enum)]
-    pub unit: Option<UnitArg>,
+    pub unit: Option<Unit>,
     #[command(flatten)]
     pub store: StoreArg,
 }
@@ -538,15 +387,11 @@ pub struct SuiteArgs {
     pub probes: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub workloads: Option<String>,
-    #[arg(
-        long = "cell-duration",
-        allow_hyphen_values = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
     pub cell_duration: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub priorities: Option<String>,
-    #[arg(long = "timer-slack", value_name = "default|DURATION")]
+    #[arg(long, value_name = "default|DURATION")]
     pub timer_slack: Option<String>,
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -572,11 +417,11 @@ pub struct ForecastArgs {
     pub run: String,
     #[arg(long, value_name = "LIST")]
     pub cell: Option<String>,
-    #[arg(long = "period-ms", value_name = "MS", requires = "buffers")]
+    #[arg(long, value_name = "MS", requires = "buffers")]
     pub period_ms: Option<f64>,
     #[arg(long, value_name = "N", requires = "period_ms")]
     pub buffers: Option<u32>,
-    #[arg(long = "compute-ms", value_name = "MS", default_value_t = 0.0)]
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
     pub compute_ms: f64,
     #[arg(long, value_name = "NAME")]
     pub app: Option<String>,
@@ -617,7 +462,7 @@ pub struct SchedArgs {
     #[arg(long, value_name = "RUN", default_value = "latest")]
     pub run: String,
     #[arg(
-        long = "miss-rate",
+        long,
         allow_hyphen_values = true,
         value_name = "N/PERIOD",
         default_value = "1/hour"
@@ -637,9 +482,9 @@ pub struct CompareArgs {
     pub runs: Vec<String>,
     #[arg(long, conflicts_with = "runs")]
     pub hosts: bool,
-    #[arg(long = "fail-if-worse", value_name = "PCT")]
+    #[arg(long, value_name = "PCT")]
     pub fail_if_worse: Option<f64>,
-    #[arg(long = "fail-if-slower", value_name = "PCT")]
+    #[arg(long, value_name = "PCT")]
     pub fail_if_slower: Option<f64>,
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

@@ -8,13 +8,11 @@
 //! the file.
 
 use anyhow::anyhow;
-use latscope_report::exports::{
-    ChoiceError, ExportError, Format, FormatChoice, HdrUnit, RtTestsUnit,
-};
+use latscope_report::exports::{ChoiceError, ExportError, Format, FormatChoice};
 use latscope_report::stored::{export_run, StoredError};
 use latscope_store::Store;
 
-use crate::args::{ExportArgs, HdrUnitArg, UnitArg};
+use crate::args::ExportArgs;
 use crate::exit::{self, Exit};
 
 pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
@@ -42,17 +40,11 @@ pub fn export(args: &ExportArgs) -> Result<i32, Exit> {
 /// The format and its options from the flags, which must go together.
 fn format(args: &ExportArgs) -> Result<Format, Exit> {
     let choice = FormatChoice {
-        name: args.format.into(),
+        name: args.format,
         episode: args.episode,
-        hdr_unit: match args.hdr_unit {
-            HdrUnitArg::Ns => HdrUnit::Nanos,
-            HdrUnitArg::Us => HdrUnit::Micros,
-        },
+        hdr_unit: args.hdr_unit,
         max_us: args.max_us,
-        unit: args.unit.map(|u| match u {
-            UnitArg::Ns => RtTestsUnit::Nanos,
-            UnitArg::Us => RtTestsUnit::Micros,
-        }),
+        unit: args.unit,
     };
     choice.format().map_err(|e| {
         Exit::usage(match e {

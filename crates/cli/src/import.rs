@@ -4,10 +4,10 @@
 //! so a bad file leaves no trace in it.
 
 use anyhow::anyhow;
-use latscope_import::{FileError, FileRequest, Format, Statement, Unit};
+use latscope_import::{FileError, FileRequest, Format, Statement};
 use latscope_store::Store;
 
-use crate::args::{ImportArgs, ImportFormatArg, UnitArg};
+use crate::args::{ImportArgs, ImportFormatArg};
 use crate::exit::{self, Exit};
 
 pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
@@ -15,12 +15,9 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     req.period = (args.period.as_deref())
         .map(|t| crate::plan::duration("period", t))
         .transpose()?;
-    req.policy = args.policy.map(Into::into);
+    req.policy = args.policy;
     req.priority = args.priority;
-    req.unit = args.unit.map(|u| match u {
-        UnitArg::Us => Unit::Micros,
-        UnitArg::Ns => Unit::Nanos,
-    });
+    req.unit = args.unit;
     req.workload = args.workload.as_deref();
     req.label = args.label.as_deref();
     req.format = match args.format {

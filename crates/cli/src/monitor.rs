@@ -22,14 +22,7 @@ pub fn monitor(args: &MonitorArgs) -> Result<i32, Exit> {
         store: args.store.clone(),
         persist: args.persist.clone(),
         trace: args.trace.then_some(true),
-        trace_backend: args.trace_backend.map(|b| {
-            match b {
-                crate::args::TraceBackendArg::Auto => "auto",
-                crate::args::TraceBackendArg::Bpf => "bpf",
-                crate::args::TraceBackendArg::Perf => "perf",
-            }
-            .to_string()
-        }),
+        trace_backend: args.trace_backend.map(|b| b.as_str().to_string()),
         stacks: args.stacks.then_some(true),
         threshold: args.threshold.clone(),
         noise: args.noise.clone(),

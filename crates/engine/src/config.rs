@@ -78,14 +78,30 @@ pub enum AnalysisMode {
 
 /// Which tracer reads the kernel's events (`--trace-backend`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TraceBackend {
     /// BPF where its programs load, perf otherwise.
     #[default]
     Auto,
+    /// In-kernel decomposition and aggregation (BPF programs).
+    ///
     /// BPF or no tracing (the run says why and goes on untraced).
     Bpf,
+    /// Every tracepoint record through perf rings.
+    ///
     /// perf rings, as before there was a choice.
     Perf,
+}
+
+impl TraceBackend {
+    /// The backend's name in settings (`auto`, `bpf`, `perf`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TraceBackend::Auto => "auto",
+            TraceBackend::Bpf => "bpf",
+            TraceBackend::Perf => "perf",
+        }
+    }
 }
 
 /// What `--trace` asks for.

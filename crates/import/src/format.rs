@@ -57,8 +57,13 @@ impl fmt::Display for Format {
 /// The unit of a cyclictest histogram text, which does not say it: µs,
 /// or ns when cyclictest ran with `-N`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Unit {
+    /// Microseconds (cyclictest's default).
+    #[cfg_attr(feature = "clap", value(name = "us"))]
     Micros,
+    /// Nanoseconds (cyclictest -N).
+    #[cfg_attr(feature = "clap", value(name = "ns"))]
     Nanos,
 }
 

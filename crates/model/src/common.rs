@@ -15,8 +15,9 @@ use crate::Nanos;
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Policy {
-    /// The CLI's default, so a record without a policy reads as one.
+    // The CLI's default, so a record without a policy reads as one.
     #[default]
     Fifo,
     Rr,

@@ -15,14 +15,19 @@ use crate::{CpuId, Nanos};
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum UdpPath {
     #[default]
-    /// 127.0.0.1 in latscope's own network namespace: the loopback driver
-    /// hands each packet straight to the receive backlog.
+    /// 127.0.0.1 in latscope's own network namespace.
+    ///
+    /// The loopback driver hands each packet straight to the receive
+    /// backlog.
     Loopback,
-    /// A veth pair between two private network namespaces latscope creates
-    /// for the run: the packet goes through a driver's transmit routine, the
-    /// receive backlog or NAPI, and the `NET_RX` softirq, like a real NIC.
+    /// A veth pair between two private network namespaces (needs root).
+    ///
+    /// latscope creates them for the run: the packet goes through a
+    /// driver's transmit routine, the receive backlog or NAPI, and the
+    /// `NET_RX` softirq, like a real NIC.
     Veth,
 }
 
@@ -114,6 +119,19 @@ mod tests {
             .parse::<UdpPath>()
             .unwrap_err()
             .contains("loopback or veth"));
+    }
+
+    /// The command line's value names are the stored names.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn clap_names_are_the_stored_names() {
+        use clap::ValueEnum;
+        for p in UdpPath::value_variants() {
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.as_str());
+        }
+        for p in crate::Policy::value_variants() {
+            assert_eq!(p.to_possible_value().unwrap().get_name(), p.as_str());
+        }
     }
 
     #[test]

@@ -48,6 +48,7 @@ pub use spec::{split_list, WorkloadSpec};
 /// How hard a workload pushes. What each level means per workload is in
 /// `docs/workloads.md` and [`commands`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LoadLevel {
     Light,
     #[default]
@@ -122,5 +123,17 @@ mod tests {
         let err = "extreme".parse::<LoadLevel>().unwrap_err().to_string();
         assert_eq!(err, "unknown load level 'extreme' (light, normal or heavy)");
         assert_eq!(LoadLevel::default(), LoadLevel::Normal);
+    }
+
+    /// The command line's value names are the settings' names.
+    #[cfg(feature = "clap")]
+    #[test]
+    fn clap_names_are_the_level_names() {
+        use clap::ValueEnum;
+        let names: Vec<_> = LoadLevel::value_variants()
+            .iter()
+            .map(|l| l.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(names, LoadLevel::ALL.map(|l| l.as_str().to_string()));
     }
 }

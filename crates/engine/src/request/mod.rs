@@ -29,12 +29,20 @@ pub use priorities::{parse_priority_list, priority_label};
 pub use sched::MIN_DEADLINE_RUNTIME;
 pub use text::{duration, AppScheme, RequestText, TextError, TextSetting};
 
-/// The probe a run measures with.
+/// The probe a run measures with. A value's first paragraph is its
+/// description in `run --help`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ProbeKind {
+    /// Timer wake-up latency.
     Timer,
+    /// Interruptions of a CPU-bound loop (OS noise).
     Noise,
+    /// UDP/IP stack send and receive latency (a sender and a receiver thread).
     Udp,
+    /// A periodic pipeline: a producer filling --buffers buffers of
+    /// --period, --compute of work each, for a device clock; counts real
+    /// buffer underruns (docs/app-probe.md).
     App,
 }
 

@@ -44,6 +44,18 @@ impl TimerApi {
     }
 }
 
+/// The names of `--timer-api`, without descriptions.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for TimerApi {
+    fn value_variants<'a>() -> &'a [Self] {
+        &TimerApi::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.as_str()))
+    }
+}
+
 impl fmt::Display for TimerApi {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.as_str())

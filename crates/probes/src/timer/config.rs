@@ -14,6 +14,21 @@ pub enum Phase {
     Random,
 }
 
+/// The names of `--phase`, without descriptions.
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for Phase {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Phase::Fixed, Phase::Random]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Phase::Fixed => "fixed",
+            Phase::Random => "random",
+        }))
+    }
+}
+
 /// Settings of one timer-probe cell, already validated.
 #[derive(Clone, Debug)]
 pub struct TimerConfig {

@@ -5,16 +5,26 @@
 
 use super::{Format, HdrUnit, RtTestsUnit};
 
-/// The formats by name.
+/// The formats by name; a name's first paragraph is its description in
+/// `export --help`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum FormatName {
+    /// The run as JSON (the schema of `run --json`).
     Json,
+    /// Summaries per cell, metric and CPU as CSV (nanoseconds).
     Csv,
+    /// Histogram buckets per cell, metric and CPU as CSV (nanoseconds).
     CsvBuckets,
+    /// HdrHistogram interval log (HistogramLogProcessor and friends).
     Hdr,
+    /// cyclictest's `-h` histogram text of timer.latency.
     Cyclictest,
+    /// The JSON file `cyclictest --json` writes, of timer.latency.
     RtTestsJson,
+    /// Prometheus text exposition of the run's histograms.
     Prometheus,
+    /// Chrome / Perfetto JSON trace of one episode (needs --episode).
     Perfetto,
 }
 

@@ -16,12 +16,19 @@ use super::{cpu_label, ExportError};
 
 /// The unit of the values in the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum HdrUnit {
-    /// Nanoseconds, latscope's own unit (the HdrHistogram tools' default
-    /// output ratio of 1e6 then prints milliseconds).
+    /// Nanoseconds.
+    ///
+    /// latscope's own unit (the HdrHistogram tools' default output ratio
+    /// of 1e6 then prints milliseconds).
     #[default]
+    #[cfg_attr(feature = "clap", value(name = "ns"))]
     Nanos,
+    /// Microseconds.
+    ///
     /// Whole microseconds (truncated).
+    #[cfg_attr(feature = "clap", value(name = "us"))]
     Micros,
 }
 

@@ -18,10 +18,17 @@ use crate::time::format_rfc2822;
 
 /// The unit of the values, as cyclictest's `resolution_in_ns` says it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum RtTestsUnit {
-    /// Microseconds, cyclictest's default (`resolution_in_ns: 0`).
+    /// Microseconds (cyclictest's default).
+    ///
+    /// `resolution_in_ns: 0`.
+    #[cfg_attr(feature = "clap", value(name = "us"))]
     Micros,
-    /// Nanoseconds, as `cyclictest -N` (`resolution_in_ns: 1`).
+    /// Nanoseconds (cyclictest -N).
+    ///
+    /// `resolution_in_ns: 1`.
+    #[cfg_attr(feature = "clap", value(name = "ns"))]
     Nanos,
 }
 
