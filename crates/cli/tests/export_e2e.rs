@@ -473,3 +473,48 @@ fn rt_tests_json_export_has_cyclictests_layout() {
     assert_eq!(stderr(&o).lines().count(), 1);
     assert!(stderr(&o).contains("run 2 has no timer.latency measurements"));
 }
+
+/// An output named as a device or through a link to one is written into:
+/// `/dev/null` stays the device (a rename over it, as outputs were written
+/// before, turned it into a regular file as root), and `/dev/stdout`
+/// reaches the reader of standard output with its link kept.
+#[test]
+fn devices_named_as_outputs_are_written_into_not_replaced() {
+    use std::os::unix::fs::FileTypeExt;
+    let (_dir, s) = setup();
+    let is_device = |p: &str| {
+        std::fs::metadata(p)
+            .map(|m| m.file_type().is_char_device())
+            .unwrap_or(false)
+    };
+    assert!(is_device("/dev/null"));
+    let o = latscope(&[
+        "export",
+        "1",
+        "--format",
+        "json",
+        "--output",
+        "/dev/null",
+        "--store",
+        &s,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(is_device("/dev/null"), "/dev/null is still the device");
+    if std::path::Path::new("/dev/stdout").exists() {
+        let o = latscope(&[
+            "export",
+            "1",
+            "--format",
+            "json",
+            "--output",
+            "/dev/stdout",
+            "--store",
+            &s,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(doc.is_object(), "the run's JSON on standard output");
+        let link = std::fs::symlink_metadata("/dev/stdout").unwrap();
+        assert!(link.file_type().is_symlink(), "/dev/stdout is still a link");
+    }
+}

@@ -8,18 +8,103 @@
 //! (`O_EXCL`, through `tempfile`) and renamed over the final name: a rename
 //! replaces a link, it does not follow it, and a reader never sees half a
 //! file.
+//!
+//! What a rename must not replace is a device or a pipe a user names on
+//! purpose (`--json /dev/null`, `--output /dev/stdout`): renamed over, root
+//! would turn the system's `/dev/null` into a regular file (this happened
+//! on the development VM on 2026-11-28 and broke PostgreSQL's initdb). So
+//! a character device, and a pipe in a directory no other user controls,
+//! are written into. A link in such a directory (no other user can have
+//! planted it) is followed: into the device or pipe it leads to
+//! (`/dev/stdout`), or to the file it names, written atomically there and
+//! the link kept. A link in a directory others control is replaced, as is
+//! a regular file; a block device or a socket is refused.
 
 use std::fs::{self, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Writes `bytes` to `path` atomically with mode `mode` (see the module).
-pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
-    let dir = match path.parent() {
+/// How a write to a path is made (see the module).
+#[derive(Debug, PartialEq, Eq)]
+enum Target {
+    /// A new file renamed over this path: the one given, or the file its
+    /// link names.
+    Replace(PathBuf),
+    /// Into the device or pipe at the path (or behind its link).
+    Into,
+}
+
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
+    }
+}
+
+/// Whether no other user controls the directory holding `path` (its links
+/// resolved: `/dev/fd` is a link to `/proc/self/fd`).
+fn own_dir(path: &Path) -> io::Result<bool> {
+    let dir = fs::canonicalize(dir_of(path))?;
+    Ok(foreign_control(&dir)?.is_none())
+}
+
+fn target(path: &Path) -> io::Result<Target> {
+    use std::os::unix::fs::FileTypeExt;
+    let replace = || Ok(Target::Replace(path.to_path_buf()));
+    let here = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return replace(),
+        r => r?.file_type(),
     };
+    if here.is_file() || here.is_dir() {
+        return replace();
+    }
+    let refuse = |what: &str| {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is {what}, not a file to write", path.display()),
+        ))
+    };
+    if here.is_block_device() {
+        return refuse("a block device");
+    }
+    if here.is_socket() {
+        return refuse("a socket");
+    }
+    // Only root makes device nodes: one named here is written into.
+    if here.is_char_device() {
+        return Ok(Target::Into);
+    }
+    // A pipe or a link: another user's, in a directory they control, is
+    // replaced, never opened or followed.
+    if !own_dir(path)? {
+        return replace();
+    }
+    if here.is_fifo() {
+        return Ok(Target::Into);
+    }
+    // A link of this user's (or root's): followed.
+    match fs::metadata(path).map(|m| m.file_type()) {
+        Ok(t) if t.is_char_device() || t.is_fifo() => Ok(Target::Into),
+        Ok(t) if t.is_file() => Ok(Target::Replace(fs::canonicalize(path)?)),
+        Ok(_) => refuse("a link to neither a file, a device nor a pipe"),
+        // Dangling: nothing to follow it to; the link is replaced.
+        Err(_) => replace(),
+    }
+}
+
+/// Writes `bytes` to `path` atomically with mode `mode`; a device or a
+/// pipe is written into (see the module).
+pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> {
+    let path = match target(path)? {
+        Target::Into => {
+            let mut f = fs::OpenOptions::new().write(true).open(path)?;
+            return f.write_all(bytes).and_then(|()| f.flush());
+        }
+        Target::Replace(p) => p,
+    };
+    let path = path.as_path();
+    let dir = dir_of(path);
     let mut tmp = tempfile::Builder::new()
         .prefix(".latscope-")
         .suffix(".tmp")
@@ -35,11 +120,26 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()> 
 /// of an unguessable name is created there and removed): checked before a
 /// long measurement whose result goes there.
 pub fn check_writable(path: &Path) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
+    let path = match target(path)? {
+        Target::Replace(p) => p,
+        Target::Into => return check_into(path),
     };
-    tempfile::NamedTempFile::new_in(dir).map(drop)
+    tempfile::NamedTempFile::new_in(dir_of(&path)).map(drop)
+}
+
+/// Whether the device or pipe at `path` opens for writing.
+fn check_into(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // Without blocking: a pipe nobody reads yet may have a reader by the
+    // time the result is written.
+    match fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => Ok(()),
+        r => r.map(drop),
+    }
 }
 
 /// Why a directory is not this user's alone, if it is not: owned by
@@ -130,8 +230,9 @@ mod tests {
     }
 
     #[test]
-    fn a_link_at_the_name_is_replaced_not_followed() {
+    fn a_link_in_a_directory_others_can_write_is_replaced_not_followed() {
         let dir = tempfile::tempdir().unwrap();
+        fs::set_permissions(dir.path(), Permissions::from_mode(0o1777)).unwrap();
         let victim = dir.path().join("victim");
         fs::write(&victim, b"keep").unwrap();
         let out = dir.path().join("out.json");
@@ -144,6 +245,81 @@ mod tests {
         assert_eq!(fs::read(&out).unwrap(), b"{}");
         // Nothing else was left in the directory.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_link_of_ours_is_followed_to_its_file_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        fs::create_dir(&data).unwrap();
+        let file = data.join("run.json");
+        fs::write(&file, b"old").unwrap();
+        let link = dir.path().join("latest.json");
+        symlink(&file, &link).unwrap();
+        check_writable(&link).unwrap();
+        write_atomically(&link, b"{}", 0o644).unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&file).unwrap(), b"{}");
+        assert_eq!(
+            fs::read_dir(&data).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn dev_null_and_links_to_it_are_written_into_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let null = Path::new("/dev/null");
+        let is_null = || fs::metadata(null).unwrap().file_type().is_char_device();
+        check_writable(null).unwrap();
+        write_atomically(null, b"{}", 0o644).unwrap();
+        assert!(is_null(), "/dev/null is still the device");
+        // A link in a directory of this user's: followed to the device.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.json");
+        symlink(null, &out).unwrap();
+        write_atomically(&out, b"{}", 0o644).unwrap();
+        assert!(fs::symlink_metadata(&out).unwrap().file_type().is_symlink());
+        // A link in a directory others can write: replaced, not followed.
+        let open = dir.path().join("open");
+        fs::create_dir(&open).unwrap();
+        fs::set_permissions(&open, Permissions::from_mode(0o777)).unwrap();
+        let planted = open.join("out.json");
+        symlink(null, &planted).unwrap();
+        write_atomically(&planted, b"{}", 0o644).unwrap();
+        assert!(fs::symlink_metadata(&planted).unwrap().is_file());
+        assert!(is_null());
+        // Standard output through its link in /dev, where there is one.
+        if Path::new("/dev/stdout").exists() {
+            write_atomically(Path::new("/dev/stdout"), b"", 0o644).unwrap();
+            assert!(fs::symlink_metadata("/dev/stdout")
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+    }
+
+    #[test]
+    fn a_pipe_of_ours_is_written_into_and_a_socket_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo");
+        check_writable(&fifo).unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        write_atomically(&fifo, b"{}", 0o644).unwrap();
+        assert_eq!(reader.join().unwrap(), b"{}");
+        let sock = dir.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let e = write_atomically(&sock, b"{}", 0o644).unwrap_err();
+        assert!(e.to_string().contains("is a socket"), "{e}");
     }
 
     #[test]
