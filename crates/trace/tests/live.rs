@@ -63,6 +63,11 @@ struct Seen {
     /// Every armed deadline has a hrtimer_expire_entry and the thread was
     /// switched in after every sleep.
     wake_path_complete: bool,
+    /// cpu-clock stack samples on any CPU, and those whose first address
+    /// kallsyms resolves (kernel code): a 50 ms loop that mostly sleeps
+    /// may fall between the 1 ms samples of busy time, which CI saw once.
+    stacks: usize,
+    resolved: usize,
 }
 
 /// Traces a thread sleeping on `cpu`. Asserts what must hold on any CPU:
@@ -141,8 +146,6 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
             Decoded::Lost { .. } => {}
         }
     }
-    // The loop thread and the reader keep some CPU busy.
-    assert!(stacks > 0, "no cpu-clock stack samples");
     // Exactly the two chained tracepoints carry a chain, every time.
     let chained = |e: &TraceEvent| {
         matches!(
@@ -206,11 +209,12 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     }
 
     // The sleep's timer callback resolves to hrtimer_wakeup.
+    let mut resolved = 0;
     match Kallsyms::load() {
         Ok(k) => {
             let sym = k.resolve(timer_fns[0]).unwrap();
             assert_eq!((sym.name, sym.offset), ("hrtimer_wakeup", 0));
-            let resolved = live
+            resolved = live
                 .iter()
                 .filter_map(|d| match d {
                     Decoded::Stack(s) => Some(s),
@@ -218,7 +222,6 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
                 })
                 .filter(|s| k.resolve(s.ips[0]).is_some())
                 .count();
-            assert!(resolved > 0, "no stack sample resolved");
         }
         Err(e) => eprintln!("kallsyms unavailable: {e}"),
     }
@@ -254,6 +257,8 @@ fn trace_sleeper_on(cpu: CpuId, cpus: &[CpuId]) -> Seen {
     }
     Seen {
         wake_path_complete: complete,
+        stacks,
+        resolved,
     }
 }
 
@@ -304,14 +309,22 @@ fn live_trace_of_a_sleeping_thread() {
     }
     let cpus: Vec<CpuId> = online_cpus().unwrap().iter().collect();
     let mut complete: Vec<CpuId> = Vec::new();
+    let (mut stacks, mut resolved) = (0, 0);
     for round in 1..=3 {
-        complete = cpus
-            .iter()
-            .copied()
-            .filter(|&cpu| trace_sleeper_on(cpu, &cpus).wake_path_complete)
-            .collect();
-        eprintln!("round {round}: wake-up path complete on CPUs {complete:?}");
-        if !complete.is_empty() {
+        complete.clear();
+        for &cpu in &cpus {
+            let seen = trace_sleeper_on(cpu, &cpus);
+            if seen.wake_path_complete {
+                complete.push(cpu);
+            }
+            stacks += seen.stacks;
+            resolved += seen.resolved;
+        }
+        eprintln!(
+            "round {round}: wake-up path complete on CPUs {complete:?}; \
+             {stacks} stack samples so far, {resolved} in kernel code"
+        );
+        if !complete.is_empty() && resolved > 0 {
             break;
         }
     }
@@ -319,6 +332,11 @@ fn live_trace_of_a_sleeping_thread() {
         !complete.is_empty(),
         "no CPU showed the complete wake-up path in three rounds"
     );
+    // The loop thread and the reader keep some CPU busy.
+    assert!(stacks > 0, "no cpu-clock stack samples in three rounds");
+    if Kallsyms::load().is_ok() {
+        assert!(resolved > 0, "no stack sample resolved in three rounds");
+    }
 }
 
 /// Not a benchmark (no assertion on speed): prints the decode cost per
