@@ -101,6 +101,27 @@ where
     start_each(specs.into_iter().map(|s| (s, sched)).collect())
 }
 
+/// Starts several probes' threads as one group (one barrier, one time
+/// zero): `specs_of` gives each probe's threads and their scheduling; the
+/// threads come back split per probe, in the probes' order.
+pub(crate) fn start_group<P, T, F>(
+    probes: &[P],
+    specs_of: impl Fn(&P) -> (Vec<Spec<F>>, Sched),
+) -> Result<Vec<PinnedThreads<T>>, ProbeError>
+where
+    T: Send + 'static,
+    F: FnOnce(u64) -> T + Send + 'static,
+{
+    let mut specs = Vec::new();
+    let mut sizes = Vec::with_capacity(probes.len());
+    for p in probes {
+        let (own, sched) = specs_of(p);
+        sizes.push(own.len());
+        specs.extend(own.into_iter().map(|s| (s, sched)));
+    }
+    Ok(start_each(specs)?.split(&sizes))
+}
+
 /// [`start`] with a policy per thread: threads at several priorities on
 /// one CPU, released by the one barrier with the one time zero.
 pub(crate) fn start_each<T, F>(specs: Vec<(Spec<F>, Sched)>) -> Result<PinnedThreads<T>, ProbeError>

@@ -22,18 +22,10 @@ pub fn start_together(
     stop: Arc<AtomicBool>,
 ) -> Result<Vec<RunningTimerProbe>, ProbeError> {
     check(&probes).map_err(ProbeError::Config)?;
-    let mut specs = Vec::new();
-    let mut sizes = Vec::with_capacity(probes.len());
-    for p in &probes {
-        let sched = p.sched();
-        let own = p.specs(&stop);
-        sizes.push(own.len());
-        specs.extend(own.into_iter().map(|s| (s, sched)));
-    }
-    let threads = threads::start_each(specs)?;
+    let threads = threads::start_group(&probes, |p| (p.specs(&stop), p.sched()))?;
     Ok(probes
         .into_iter()
-        .zip(threads.split(&sizes))
+        .zip(threads)
         .map(|(p, t)| RunningTimerProbe::new(p.config, p.cpus, t, None))
         .collect())
 }
