@@ -36,6 +36,7 @@
 //! The random instants come from a seeded generator (seed printed, and
 //! settable with [`SEED_ENV`]); the kill instants still vary with the
 //! machine's speed, which is the point: every instant must be safe.
+//! The kills run two at a time ([`LANES`]), each child in its own store.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -681,6 +682,116 @@ fn check_live(path: &Path, pid: u32) -> bool {
     true
 }
 
+/// One kill: when, whether it is aimed at a checkpoint, and how long
+/// after the checkpoint's start it comes.
+struct KillPlan {
+    i: usize,
+    wait: u64,
+    aimed: bool,
+    delay_us: u64,
+}
+
+/// The kills' instants, drawn from `seed` in order.
+fn kill_plans(seed: u64) -> Vec<KillPlan> {
+    let mut rng = SplitMix64(seed);
+    (0..KILLS)
+        .map(|i| {
+            let wait = rng.in_range(if i < EARLY_KILLS {
+                &EARLY_KILL_AFTER_MS
+            } else {
+                &KILL_AFTER_MS
+            });
+            let aimed = i >= EARLY_KILLS && i % 2 == 1;
+            let delay_us = if aimed {
+                rng.in_range(&AIMED_DELAY_US)
+            } else {
+                0
+            };
+            KillPlan {
+                i,
+                wait,
+                aimed,
+                delay_us,
+            }
+        })
+        .collect()
+}
+
+/// What one kill saw besides the store it left.
+struct Killed {
+    wait: u64,
+    found: Found,
+    live_run: bool,
+    mid_checkpoint: bool,
+    aimed_found: bool,
+}
+
+/// Spawns a child run, kills it as `plan` says and checks its store.
+fn kill_once(plan: &KillPlan, exe: &Path, seed: u64) -> Killed {
+    let (i, wait) = (plan.i, plan.wait);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kill.db");
+    let stderr_path = dir.path().join("child.stderr");
+    // Run through a link named like latscope, so that the child's
+    // command name makes it a live latscope process for the store's
+    // liveness check: the run then reads as interrupted only because
+    // its process is gone.
+    let link = dir.path().join("latscope-kill-child");
+    std::os::unix::fs::symlink(exe, &link).unwrap();
+    let mut child = Command::new(&link)
+        .args([
+            "--exact",
+            "kill::child_run",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(wait));
+    let live_run = wait >= LIVE_CHECK_AFTER_MS && check_live(&path, child.id());
+    let mut aimed_found = false;
+    if plan.aimed {
+        aimed_found = wait_for_a_checkpoint(&path);
+        std::thread::sleep(Duration::from_micros(plan.delay_us));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    let context = || {
+        format!(
+            "kill {i} after {wait} ms (seed {seed}; {SEED_ENV} replays the instants); the child's stderr:\n{}",
+            std::fs::read_to_string(&stderr_path).unwrap_or_default()
+        )
+    };
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the child ended by itself ({status}): {}",
+        context()
+    );
+    let marker = std::fs::read(writing_marker(&path)).unwrap_or_default();
+    match check_store(&path) {
+        Ok(found) => Killed {
+            wait,
+            found,
+            live_run,
+            mid_checkpoint: marker == b"1",
+            aimed_found,
+        },
+        Err(e) => panic!("{e}\n{}", context()),
+    }
+}
+
+/// The kills run in this many lanes at once: each child sleeps between
+/// its simulated samples, so two lanes take half the time of one and
+/// add their own timing spread, which is the point (every instant must
+/// be safe).
+const LANES: usize = 2;
+
 #[test]
 fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
     if std::env::var_os(CHILD_ENV).is_some() {
@@ -690,73 +801,33 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_SEED);
-    let mut rng = SplitMix64(seed);
+    let plans = kill_plans(seed);
     let exe = std::env::current_exe().unwrap();
     let began = Instant::now();
-    let mut results = Vec::with_capacity(KILLS);
-    let mut live_runs = 0;
-    let mut mid_checkpoint = 0;
-    let mut aimed_found = 0;
-    for i in 0..KILLS {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kill.db");
-        let stderr_path = dir.path().join("child.stderr");
-        let wait = rng.in_range(if i < EARLY_KILLS {
-            &EARLY_KILL_AFTER_MS
-        } else {
-            &KILL_AFTER_MS
-        });
-        // Run through a link named like latscope, so that the child's
-        // command name makes it a live latscope process for the store's
-        // liveness check: the run then reads as interrupted only because
-        // its process is gone.
-        let link = dir.path().join("latscope-kill-child");
-        std::os::unix::fs::symlink(&exe, &link).unwrap();
-        let mut child = Command::new(&link)
-            .args([
-                "--exact",
-                "kill::child_run",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env(CHILD_ENV, &path)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr_path).unwrap())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(wait));
-        if wait >= LIVE_CHECK_AFTER_MS {
-            live_runs += usize::from(check_live(&path, child.id()));
-        }
-        let aimed = i >= EARLY_KILLS && i % 2 == 1;
-        if aimed {
-            let delay = rng.in_range(&AIMED_DELAY_US);
-            aimed_found += usize::from(wait_for_a_checkpoint(&path));
-            std::thread::sleep(Duration::from_micros(delay));
-        }
-        child.kill().unwrap();
-        let status = child.wait().unwrap();
-        let context = || {
-            format!(
-                "kill {i} after {wait} ms (seed {seed}; {SEED_ENV} replays the instants); the child's stderr:\n{}",
-                std::fs::read_to_string(&stderr_path).unwrap_or_default()
-            )
-        };
-        assert_eq!(
-            status.signal(),
-            Some(9),
-            "the child ended by itself ({status}): {}",
-            context()
-        );
-        let marker = std::fs::read(writing_marker(&path)).unwrap_or_default();
-        mid_checkpoint += usize::from(marker == b"1");
-        match check_store(&path) {
-            Ok(found) => results.push((wait, found)),
-            Err(e) => panic!("{e}\n{}", context()),
-        }
-    }
+    // Lanes take pairs of kills in turn, so that each has as many aimed
+    // (odd) kills as the other.
+    let killed: Vec<Killed> = std::thread::scope(|s| {
+        let lanes: Vec<_> = (0..LANES)
+            .map(|lane| {
+                let (plans, exe) = (&plans, &exe);
+                s.spawn(move || {
+                    plans
+                        .iter()
+                        .filter(|p| (p.i / 2) % LANES == lane)
+                        .map(|p| kill_once(p, exe, seed))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        lanes
+            .into_iter()
+            .flat_map(|l| l.join().unwrap())
+            .collect()
+    });
+    let results: Vec<(u64, Found)> = killed.iter().map(|k| (k.wait, k.found)).collect();
+    let live_runs = killed.iter().filter(|k| k.live_run).count();
+    let mid_checkpoint = killed.iter().filter(|k| k.mid_checkpoint).count();
+    let aimed_found = killed.iter().filter(|k| k.aimed_found).count();
     let took = began.elapsed();
 
     let with = |p: fn(&Found) -> bool| results.iter().filter(|(_, f)| p(f)).count();
@@ -767,7 +838,7 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
         *tally.entry(n).or_default() += 1;
     }
     eprintln!(
-        "kill -9: {} kills in {:.1} s (seed {seed}), instants {}..={} ms after spawning",
+        "kill -9: {} kills in {:.1} s ({LANES} at a time; seed {seed}), instants {}..={} ms after spawning",
         results.len(),
         took.as_secs_f64(),
         results.iter().map(|r| r.0).min().unwrap_or(0),
