@@ -28,7 +28,7 @@ fn loaded_run(workloads: &str, secs: &str, dir: &std::path::Path) -> Value {
         "--workload",
         workloads,
         "--warmup",
-        "1s",
+        "500ms",
         "--duration",
         secs,
         "--store",
@@ -63,7 +63,7 @@ fn each_workload_is_characterized_as_what_it_does() {
     let dir = tempfile::tempdir().unwrap();
     // cpu and net are characterized in the quick suite's test below, whose
     // preset runs them; the other three here.
-    let doc = loaded_run("disk,tty,fork", "3s", dir.path());
+    let doc = loaded_run("disk,tty,fork", "2s", dir.path());
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 3);
     let by = |name: &str| cells.iter().find(|c| c["workload"] == name).unwrap();
@@ -303,18 +303,19 @@ fn a_quick_suite_runs_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("suite.json");
-    // The quick preset's grid (3 probes x 4 workloads) with 3 s cells and a
-    // 1 s warm-up instead of 10 s and 2 s: the grid, the characterization of
-    // every cell (at least two readings, as in the test above) and the
-    // summary matrix are what this proves; the preset's own durations are
-    // checked by engine::suite's unit tests.
+    // The quick preset's grid (3 probes x 4 workloads) with 2 s cells and a
+    // 0.5 s warm-up instead of 10 s and 2 s: the grid, the characterization
+    // of every cell (at least two readings: one a second and one at the
+    // cell's end, as in the test above) and the summary matrix are what
+    // this proves; the preset's own durations are checked by
+    // engine::suite's unit tests.
     let o = latscope(&[
         "suite",
         "--quick",
         "--cell-duration",
-        "3s",
+        "2s",
         "--warmup",
-        "1s",
+        "500ms",
         "--store",
         store.to_str().unwrap(),
         "--json",

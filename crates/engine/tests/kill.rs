@@ -819,10 +819,7 @@ fn kill_9_at_random_instants_leaves_the_last_whole_checkpoint() {
                 })
             })
             .collect();
-        lanes
-            .into_iter()
-            .flat_map(|l| l.join().unwrap())
-            .collect()
+        lanes.into_iter().flat_map(|l| l.join().unwrap()).collect()
     });
     let results: Vec<(u64, Found)> = killed.iter().map(|k| (k.wait, k.found)).collect();
     let live_runs = killed.iter().filter(|k| k.live_run).count();
