@@ -18,6 +18,7 @@ pub mod metric;
 mod micro;
 mod noise;
 mod run;
+mod setting;
 mod settings;
 mod source;
 mod system;
@@ -45,6 +46,7 @@ pub use settings::{
     AppSettings, CellSettings, NoiseDuty, NoiseSettings, PhaseName, SettingsError, SimSettings,
     TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_UDP_PERIOD,
 };
+pub use setting::{Namer, Neutral, Setting};
 pub use source::RunSource;
 pub use system::{preempt_from_version, Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};
