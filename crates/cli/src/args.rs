@@ -8,7 +8,7 @@ use latscope_engine::probes::{Phase, TimerApi};
 use latscope_engine::request::ProbeKind;
 use latscope_engine::workloads::LoadLevel;
 use latscope_engine::TraceBackend;
-use latscope_import::{FormatName, Unit};
+use latscope_import::Unit;
 use latscope_model::{Policy, UdpPath};
 use latscope_report::exports::{FormatName, HdrUnit, RtTestsUnit};
 
@@ -339,7 +339,7 @@ pub struct ImportArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     #[arg(long, value_enum, default_value = "auto")]
-    pub format: FormatName,
+    pub format: latscope_import::FormatName,
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     #[arg(long, value_name = "NAME")]

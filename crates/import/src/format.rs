@@ -85,7 +85,10 @@ fn clap_names_are_the_format_names() {
     use clap::ValueEnum;
     for c in FormatName::value_variants() {
         let name = c.to_possible_value().map(|v| v.get_name().to_string());
-        assert_eq!(name.as_deref(), Some(c.format().map_or("auto", Format::name)));
+        assert_eq!(
+            name.as_deref(),
+            Some(c.format().map_or("auto", Format::name))
+        );
     }
 }
 
