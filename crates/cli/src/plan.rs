@@ -84,8 +84,7 @@ pub fn parse(text: &RequestText) -> Result<RunRequest, Exit> {
             compute: p.compute,
         })
         .collect();
-    text.parse(&apps)
-        .map_err(|e| Exit::usage(e.line(&Options)))
+    text.parse(&apps).map_err(|e| Exit::usage(e.line(&Options)))
 }
 
 /// The settings named by their options (`--gap-ratio`, `--probe timer`).

@@ -42,11 +42,11 @@ pub use held::{frames_line, HeldCpu, HeldStack, HeldWhere, StackSite};
 pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
+pub use setting::{Namer, Neutral, Setting};
 pub use settings::{
     AppSettings, CellSettings, NoiseDuty, NoiseSettings, PhaseName, SettingsError, SimSettings,
     TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_UDP_PERIOD,
 };
-pub use setting::{Namer, Neutral, Setting};
 pub use source::RunSource;
 pub use system::{preempt_from_version, Capabilities, IdleState, SystemInfo};
 pub use time::{Nanos, ParseDurationError};

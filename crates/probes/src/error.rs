@@ -71,25 +71,53 @@ pub enum ProbeError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingError {
     PeriodZero,
-    PeriodOverLimit { period: Nanos, max: Nanos },
-    UdpPeriod { period: Nanos, min: Nanos },
-    DurationUnderPeriod { duration: Nanos, period: Nanos },
-    DurationUnderRing { duration: Nanos, primed: Nanos },
+    PeriodOverLimit {
+        period: Nanos,
+        max: Nanos,
+    },
+    UdpPeriod {
+        period: Nanos,
+        min: Nanos,
+    },
+    DurationUnderPeriod {
+        duration: Nanos,
+        period: Nanos,
+    },
+    DurationUnderRing {
+        duration: Nanos,
+        primed: Nanos,
+    },
     /// No CPU to measure; the text says what for ("selected", "to measure").
     NoCpu(&'static str),
     PhaseRandom(TimerApi),
     /// A real-time priority out of range, with the policy named.
-    PriorityForPolicy { priority: u32, policy: &'static str },
+    PriorityForPolicy {
+        priority: u32,
+        policy: &'static str,
+    },
     Priority(u32),
-    Buffers { buffers: u32, max: u32 },
-    ComputeOverPeriod { compute: Nanos, period: Nanos },
+    Buffers {
+        buffers: u32,
+        max: u32,
+    },
+    ComputeOverPeriod {
+        compute: Nanos,
+        period: Nanos,
+    },
     RuntimeZero,
     RuntimePauseTooLong,
     GapRatio,
-    Payload { payload: usize, min: usize, max: usize },
+    Payload {
+        payload: usize,
+        min: usize,
+        max: usize,
+    },
     /// The noise duty cycle (its own one-line reason).
     NoiseDuty(String),
-    DutyFit { on: Nanos, every: Nanos },
+    DutyFit {
+        on: Nanos,
+        every: Nanos,
+    },
     DutyTimer(TimerApi),
     /// Probes started together that would not measure alike: timer probes
     /// off one expiry grid, noise probes with different active periods.

@@ -25,7 +25,10 @@ pub enum RequestError {
     /// of 0.
     BoundZero(Setting),
     /// With tracing, the value that stops the run must be an episode.
-    ThresholdAboveStop { threshold: Nanos, stop: Nanos },
+    ThresholdAboveStop {
+        threshold: Nanos,
+        stop: Nanos,
+    },
     /// Shorter than [`RunRequest::MIN_CHECKPOINT`](super::RunRequest::MIN_CHECKPOINT).
     CheckpointTooShort,
     Cpus(#[from] CpuChoiceError),
@@ -76,7 +79,10 @@ pub enum RequestError {
     NotTogether,
     PrioritiesWithDuty,
     /// The kernel refuses (EPERM) SCHED_DEADLINE to a pinned thread.
-    DeadlineCpus { cpus: String, online: String },
+    DeadlineCpus {
+        cpus: String,
+        online: String,
+    },
 }
 
 impl std::fmt::Display for RequestError {
@@ -176,11 +182,7 @@ impl RequestError {
             _ => (&[S::Buffers, S::Compute, S::App], "app"),
         };
         let verb = if settings.len() == 1 { "needs" } else { "need" };
-        format!(
-            "{} {verb} {}",
-            names(n, settings),
-            n.given(S::Probe, probe)
-        )
+        format!("{} {verb} {}", names(n, settings), n.given(S::Probe, probe))
     }
 
     /// The scheduling rules: policy, priority, nice value and the DEADLINE

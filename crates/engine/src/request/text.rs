@@ -30,7 +30,10 @@ pub enum TextError {
     },
     TimerSlack(String),
     /// An application name no preset has; `known` lists them.
-    UnknownApp { name: String, known: String },
+    UnknownApp {
+        name: String,
+        known: String,
+    },
     Workloads(#[from] WorkloadListError),
     /// A threshold action or the actions' limit.
     Action(#[from] ActionError),

@@ -185,5 +185,7 @@ fn settings_are_checked() {
     );
     assert_eq!(bad(&|c| c.period = Nanos(0)), SettingError::PeriodZero);
     assert!(bad(&|c| c.priority = 0).to_string().contains("priority"));
-    assert!(bad(&|c| c.duration = Some(Nanos::from_millis(2))).subject() == Some(Setting::Duration));
+    assert!(
+        bad(&|c| c.duration = Some(Nanos::from_millis(2))).subject() == Some(Setting::Duration)
+    );
 }
