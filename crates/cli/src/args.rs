@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use latscope_engine::probes::{Phase, TimerApi};
 use latscope_engine::request::ProbeKind;
 use latscope_engine::workloads::LoadLevel;
@@ -334,31 +334,12 @@ pub struct ExportArgs {
     pub store: StoreArg,
 }
 
-/// `import --format`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ImportFormatArg {
-    /// Tell the format from the file's content.
-    Auto,
-    /// `cyclictest --json=FILE`.
-    #[value(name = "cyclictest-json")]
-    CyclictestJson,
-    /// cyclictest's standard output with `-h N` (or `-H N`).
-    #[value(name = "cyclictest-hist")]
-    CyclictestHist,
-    /// `oslat --json=FILE`.
-    #[value(name = "oslat-json")]
-    OslatJson,
-    /// `rtla timerlat hist`'s standard output.
-    #[value(name = "rtla-hist")]
-    RtlaHist,
-}
-
 #[derive(Args, Debug)]
 pub struct ImportArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
     #[arg(long, value_enum, default_value = "auto")]
-    pub format: ImportFormatArg,
+    pub format: latscope_import::FormatName,
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     #[arg(long, value_name = "NAME")]

@@ -4,10 +4,10 @@
 //! so a bad file leaves no trace in it.
 
 use anyhow::anyhow;
-use latscope_import::{FileError, FileRequest, Format, Statement};
+use latscope_import::{FileError, FileRequest, Statement};
 use latscope_store::Store;
 
-use crate::args::{ImportArgs, ImportFormatArg};
+use crate::args::ImportArgs;
 use crate::exit::{self, Exit};
 
 pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
@@ -20,13 +20,7 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     req.unit = args.unit;
     req.workload = args.workload.as_deref();
     req.label = args.label.as_deref();
-    req.format = match args.format {
-        ImportFormatArg::Auto => None,
-        ImportFormatArg::CyclictestJson => Some(Format::CyclictestJson),
-        ImportFormatArg::CyclictestHist => Some(Format::CyclictestHist),
-        ImportFormatArg::OslatJson => Some(Format::OslatJson),
-        ImportFormatArg::RtlaHist => Some(Format::RtlaHist),
-    };
+    req.format = args.format.format();
     req.command_line = crate::args::recorded_command_line();
     req.latscope_version = env!("CARGO_PKG_VERSION");
     let file = latscope_import::import_file(&req).map_err(file_error)?;

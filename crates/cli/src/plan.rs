@@ -3,13 +3,9 @@
 //! the text, the defaults and the rules between options are the request's
 //! (`latscope_engine::request`); here are only the option names.
 
-use latscope_engine::actions::ActionError;
-use latscope_engine::probes::{Field, SettingError};
-use latscope_engine::request::{
-    nice_reason, AppScheme, Bound, RequestText, TextError, TextSetting,
-};
-use latscope_engine::{RequestError, RunPlan, RunRequest, TracePlanError};
-use latscope_model::{CpuSet, Nanos};
+use latscope_engine::request::{AppScheme, RequestText};
+use latscope_engine::{RequestError, RunPlan, RunRequest};
+use latscope_model::{CpuSet, Namer, Nanos, Setting};
 use latscope_stats::forecast::APP_PRESETS;
 
 use crate::args::{ActionArgs, LimitArgs, LoadArgs, RunArgs, TraceArgs};
@@ -88,187 +84,64 @@ pub fn parse(text: &RequestText) -> Result<RunRequest, Exit> {
             compute: p.compute,
         })
         .collect();
-    text.parse(&apps).map_err(|e| match e {
-        TextError::Duration { setting, error } => {
-            Exit::usage(format!("{}: {error}", duration_flag(setting)))
-        }
-        TextError::TimerSlack(e) => Exit::usage(format!("--timer-slack: {e}")),
-        TextError::UnknownApp { .. } => Exit::usage(format!("--app: {e}")),
-        TextError::Workloads(e) => Exit::usage(format!("--workload: {e}")),
-        TextError::Action(e) => action_error(e),
-        TextError::Request(e) => request_error(e),
-    })
+    text.parse(&apps).map_err(|e| Exit::usage(e.line(&Options)))
 }
 
-/// The option a duration is given with.
-fn duration_flag(s: TextSetting) -> &'static str {
+/// The settings named by their options (`--gap-ratio`, `--probe timer`).
+pub struct Options;
+
+impl Namer for Options {
+    fn name(&self, s: Setting) -> String {
+        option(s).to_string()
+    }
+}
+
+/// The option a setting is given with.
+fn option(s: Setting) -> &'static str {
+    use Setting as S;
     match s {
-        TextSetting::Period => "--period",
-        TextSetting::Duration => "--duration",
-        TextSetting::SchedRuntime => "--sched-runtime",
-        TextSetting::SchedDeadline => "--sched-deadline",
-        TextSetting::Threshold => "--threshold",
-        TextSetting::Runtime => "--runtime",
-        TextSetting::Pause => "--pause",
-        TextSetting::GapMin => "--gap-min",
-        TextSetting::Compute => "--compute",
-        TextSetting::StackPeriod => "--stack-period",
-        TextSetting::Warmup => "--warmup",
-        TextSetting::Checkpoint => "--checkpoint",
-        TextSetting::StopAbove => "--stop-above",
-        TextSetting::FailAbove => "--fail-above",
-    }
-}
-
-fn action_error(e: ActionError) -> Exit {
-    Exit::usage(match e {
-        ActionError::Action(a) => {
-            format!("--on-threshold '{a}': give exec:COMMAND, snapshot or snapshot:DIR")
-        }
-        ActionError::Limit(l) => {
-            format!("--action-limit '{l}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")
-        }
-    })
-}
-
-/// The option a probe setting is given with.
-fn flag(f: Field) -> &'static str {
-    match f {
-        Field::Period => "--period",
-        Field::Duration => "--duration",
-        Field::Priority => "--priority",
-        Field::Phase => "--phase",
-        Field::Buffers => "--buffers",
-        Field::Compute => "--compute",
-        Field::Runtime => "--runtime",
-        Field::Pause => "--pause",
-        Field::GapRatio => "--gap-ratio",
-        Field::Payload => "--payload",
-    }
-}
-
-/// A probe's setting error as the line users see: `--period 20s is over
-/// the limit of 10s`.
-pub fn setting_line(e: &SettingError) -> String {
-    match (e, e.subject()) {
-        (SettingError::RuntimePauseTooLong, _) => {
-            "--runtime and --pause must be at most 10s".into()
-        }
-        (_, Some(field)) => format!("{}{}", flag(field), e.rest()),
-        (_, None) => e.to_string(),
+        S::Probe => "--probe",
+        S::Cpus => "--cpus",
+        S::Period => "--period",
+        S::Duration => "--duration",
+        S::Policy => "--policy",
+        S::Priority => "--priority",
+        S::Priorities => "--priorities",
+        S::Nice => "--nice",
+        S::SchedRuntime => "--sched-runtime",
+        S::SchedDeadline => "--sched-deadline",
+        S::Threshold => "--threshold",
+        S::TimerApi => "--timer-api",
+        S::Phase => "--phase",
+        S::TimerSlack => "--timer-slack",
+        S::Runtime => "--runtime",
+        S::Pause => "--pause",
+        S::GapRatio => "--gap-ratio",
+        S::GapMin => "--gap-min",
+        S::Fp => "--fp",
+        S::Path => "--path",
+        S::Payload => "--payload",
+        S::App => "--app",
+        S::Buffers => "--buffers",
+        S::Compute => "--compute",
+        S::StackPeriod => "--stack-period",
+        S::EpisodeCap => "--episode-cap",
+        S::Workload => "--workload",
+        S::LoadLevel => "--load-level",
+        S::Warmup => "--warmup",
+        S::Checkpoint => "--checkpoint",
+        S::StopAbove => "--stop-above",
+        S::FailAbove => "--fail-above",
+        S::Trace => "--trace",
+        S::Stacks => "--stacks",
+        S::OnThreshold => "--on-threshold",
+        S::ActionLimit => "--action-limit",
     }
 }
 
 /// A request's error as one usage line naming the options.
 pub fn request_error(e: RequestError) -> Exit {
-    Exit::usage(request_line(&e))
-}
-
-fn request_line(e: &RequestError) -> String {
-    match e {
-        RequestError::Setting(s) => setting_line(s),
-        RequestError::Trace(TracePlanError::ZeroThreshold) => {
-            "--threshold must be greater than 0 with --trace".into()
-        }
-        RequestError::Trace(TracePlanError::StackPeriod) => {
-            "--stack-period must be between 10us and 1s".into()
-        }
-        RequestError::TraceOptionsWithoutTrace => "--stacks and --episode-cap need --trace".into(),
-        RequestError::ActionsWithoutTrace => {
-            "--on-threshold acts on episodes: it needs --trace".into()
-        }
-        RequestError::TraceWithAppProbe => "--trace needs --probe timer, noise or udp: the app probe hands no samples to the tracer".into(),
-        RequestError::BoundZero(Bound::StopAbove) => "--stop-above must be greater than 0".into(),
-        RequestError::BoundZero(Bound::FailAbove) => "--fail-above must be greater than 0".into(),
-        RequestError::ThresholdAboveStop { threshold, stop } => format!(
-            "--threshold {threshold} is above --stop-above {stop}: the value that stops the run would not be an episode"
-        ),
-        RequestError::CheckpointTooShort => "--checkpoint must be at least 100ms".into(),
-        RequestError::Cpus(c) => format!("--cpus: {c}"),
-        RequestError::UdpCpus(cpus) => format!(
-            "--cpus {cpus}: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)"
-        ),
-        RequestError::TimerSlackWithoutTimer => "--timer-slack needs --probe timer".into(),
-        RequestError::NoiseOptionsWithoutNoise => {
-            "--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise".into()
-        }
-        RequestError::UdpOptionsWithoutUdp => "--path and --payload need --probe udp".into(),
-        RequestError::AppOptionsWithoutApp => {
-            "--buffers, --compute and --app need --probe app".into()
-        }
-        RequestError::UnboundedPeriod(period) => format!("--period {period} is outside 50us..1s"),
-        RequestError::Calibrate(why) => format!("cannot calibrate --compute: {why}"),
-        RequestError::Workload(w) => format!("--workload: {w}"),
-        RequestError::LoadLevel(w) => format!("--load-level: {w}"),
-        RequestError::PriorityWithoutRealTime(_)
-        | RequestError::NiceWithPolicy(_)
-        | RequestError::NiceOutOfRange(_)
-        | RequestError::DeadlineOptionsWithoutDeadline
-        | RequestError::PolicyNeedsTimer(_)
-        | RequestError::DeadlineWithTrace
-        | RequestError::DeadlineRuntimeTooShort(_)
-        | RequestError::DeadlineOrder { .. }
-        | RequestError::DeadlineCpus { .. } => sched_line(e),
-        RequestError::PriorityItem(_)
-        | RequestError::PrioritiesTooFew
-        | RequestError::PriorityTwice(_)
-        | RequestError::PrioritiesNeedTimer
-        | RequestError::PrioritiesWithPolicy
-        | RequestError::PrioritiesWithTrace
-        | RequestError::PrioritiesWithRandomPhase
-        | RequestError::PrioritiesWithDuty
-        | RequestError::NotTogether => priorities_line(e),
-    }
-}
-
-/// The rules of several priorities at once, naming --priorities and the
-/// options it cannot go with.
-fn priorities_line(e: &RequestError) -> String {
-    match e {
-        RequestError::PrioritiesNeedTimer => {
-            "--priorities needs --probe timer or --probe noise".into()
-        }
-        RequestError::PrioritiesWithPolicy => "--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list".into(),
-        RequestError::PrioritiesWithTrace => "--priorities with --trace needs --probe timer: the noise probe's analysis follows one thread per CPU".into(),
-        RequestError::PrioritiesWithRandomPhase => "--priorities needs --phase fixed: a random phase gives each thread its own expiries".into(),
-        other => format!("--priorities: {other}"),
-    }
-}
-
-/// The scheduling rules' errors, naming --policy, --priority, --nice and
-/// the DEADLINE reservation's options.
-fn sched_line(e: &RequestError) -> String {
-    match e {
-        RequestError::PriorityWithoutRealTime(p) => {
-            format!("--priority needs --policy fifo or rr: {p} threads have no real-time priority")
-        }
-        RequestError::NiceWithPolicy(p) => format!(
-            "--nice needs --policy other or batch: {p} threads {}",
-            nice_reason(*p)
-        ),
-        RequestError::NiceOutOfRange(n) => format!("--nice {n} is outside -20..19"),
-        RequestError::DeadlineOptionsWithoutDeadline => {
-            "--sched-runtime and --sched-deadline need --policy deadline".into()
-        }
-        RequestError::PolicyNeedsTimer(_) => {
-            "--policy batch, idle or deadline and --nice need --probe timer".into()
-        }
-        RequestError::DeadlineWithTrace => "--trace cannot follow --policy deadline threads: they are not pinned, and tracing reads each measured CPU's events".into(),
-        RequestError::DeadlineRuntimeTooShort(r) => {
-            format!("--sched-runtime {r} is below the kernel's least, 1024ns")
-        }
-        RequestError::DeadlineOrder {
-            runtime,
-            deadline,
-            period,
-        } => format!(
-            "the kernel wants --sched-runtime <= --sched-deadline <= --period: got {runtime}, {deadline}, {period}"
-        ),
-        RequestError::DeadlineCpus { cpus, online } => format!(
-            "--policy deadline threads cannot be pinned (--cpus {cpus}): the kernel admits SCHED_DEADLINE only for threads free to run on every CPU of their root domain (online: {online}); leave --cpus out"
-        ),
-        other => other.to_string(),
-    }
+    Exit::usage(e.line(&Options))
 }
 
 #[cfg(test)]
@@ -276,61 +149,164 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use latscope_engine::probes::MAX_PERIOD;
+    use latscope_engine::actions::ActionError;
+    use latscope_engine::probes::{SettingError, MAX_PERIOD};
+    use latscope_engine::request::TextError;
+    use latscope_engine::TracePlanError;
+    use latscope_model::Policy;
 
-    /// Every setting error's line names the option, as before the request
-    /// moved to the engine.
-    #[test]
-    fn setting_errors_name_the_options() {
-        let cases = [
-            (SettingError::PeriodZero, "--period must be greater than 0"),
-            (
-                SettingError::PeriodOverLimit {
-                    period: Nanos::from_secs(11),
-                    max: MAX_PERIOD,
-                },
-                "--period 11.0s is over the limit of 10.0s",
-            ),
-            (SettingError::GapRatio, "--gap-ratio must be at least 2"),
-            (
-                SettingError::RuntimePauseTooLong,
-                "--runtime and --pause must be at most 10s",
-            ),
-            (SettingError::Priority(0), "--priority 0 is outside 1-99"),
-            (
-                SettingError::PriorityForPolicy {
-                    priority: 0,
-                    policy: "fifo",
-                },
-                "priority 0 is out of range for fifo: expected 1-99",
-            ),
-            (
-                SettingError::Buffers {
-                    buffers: 65,
-                    max: 64,
-                },
-                "--buffers 65 is out of range: expected 1-64",
-            ),
-        ];
-        for (e, line) in cases {
-            assert_eq!(setting_line(&e), line);
-        }
+    /// Every line as users saw it when the CLI worded each error itself.
+    const LINES: &str = "\
+--period must be greater than 0
+--period 11.0s is over the limit of 10.0s
+--gap-ratio must be at least 2
+--runtime and --pause must be at most 10s
+--priority 0 is outside 1-99
+priority 0 is out of range for fifo: expected 1-99
+--buffers 65 is out of range: expected 1-64
+--compute 2.00s must be shorter than the period 1.00s: the producer could never keep up
+--threshold must be greater than 0 with --trace
+--stack-period must be between 10us and 1s
+--stacks and --episode-cap need --trace
+--on-threshold acts on episodes: it needs --trace
+--trace needs --probe timer, noise or udp: the app probe hands no samples to the tracer
+--stop-above must be greater than 0
+--fail-above must be greater than 0
+--threshold 1.00ms is above --stop-above 500µs: the value that stops the run would not be an episode
+--checkpoint must be at least 100ms
+--cpus 0-2: the udp probe takes one CPU (sender and receiver on it) or two (sender,receiver)
+--timer-slack needs --probe timer
+--runtime, --pause, --gap-ratio, --gap-min and --fp need --probe noise
+--path and --payload need --probe udp
+--buffers, --compute and --app need --probe app
+--period 1.00ms is outside 50us..1s
+cannot calibrate --compute: no clock
+--priority needs --policy fifo or rr: other threads have no real-time priority
+--nice needs --policy other or batch: idle threads run below every nice value
+--nice 25 is outside -20..19
+--sched-runtime and --sched-deadline need --policy deadline
+--policy batch, idle or deadline and --nice need --probe timer
+--trace cannot follow --policy deadline threads: they are not pinned, and tracing reads each measured CPU's events
+--sched-runtime 500ns is below the kernel's least, 1024ns
+the kernel wants --sched-runtime <= --sched-deadline <= --period: got 1.00ms, 500µs, 500ns
+--policy deadline threads cannot be pinned (--cpus 0): the kernel admits SCHED_DEADLINE only for threads free to run on every CPU of their root domain (online: 0-1); leave --cpus out
+--priorities needs --probe timer or --probe noise
+--priorities replaces --policy, --priority, --nice, --sched-runtime and --sched-deadline: give each policy in the list
+--priorities with --trace needs --probe timer: the noise probe's analysis follows one thread per CPU
+--priorities needs --phase fixed: a random phase gives each thread its own expiries
+--priorities: 'x' is not a priority 1-99, rr:N, fifo:N, other, batch or idle
+--priorities: several priorities at once need at least two (one is a plain run's policy and priority)
+--priorities: idle is listed twice: only a fifo or rr priority can be shared by several threads
+--priorities: a noise duty cycle pauses the threads off their grid: several priorities at once cannot have one
+--timer-slack: bad
+--app: unknown application 'walkman' (modem)
+--on-threshold 'mail': give exec:COMMAND, snapshot or snapshot:DIR
+--action-limit 'lots': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d";
+
+    fn setting_errors() -> [SettingError; 8] {
+        use SettingError as E;
+        [
+            E::PeriodZero,
+            E::PeriodOverLimit {
+                period: Nanos::from_secs(11),
+                max: MAX_PERIOD,
+            },
+            E::GapRatio,
+            E::RuntimePauseTooLong,
+            E::Priority(0),
+            E::PriorityForPolicy {
+                priority: 0,
+                policy: "fifo",
+            },
+            E::Buffers {
+                buffers: 65,
+                max: 64,
+            },
+            E::ComputeOverPeriod {
+                compute: Nanos::from_secs(2),
+                period: Nanos::from_secs(1),
+            },
+        ]
     }
 
+    fn rules() -> Vec<RequestError> {
+        use RequestError as E;
+        let (ms, us, ns) = (Nanos::from_millis(1), Nanos::from_micros(500), Nanos(500));
+        vec![
+            E::Trace(TracePlanError::ZeroThreshold),
+            E::Trace(TracePlanError::StackPeriod),
+            E::TraceOptionsWithoutTrace,
+            E::ActionsWithoutTrace,
+            E::TraceWithAppProbe,
+            E::BoundZero(Setting::StopAbove),
+            E::BoundZero(Setting::FailAbove),
+            E::ThresholdAboveStop {
+                threshold: ms,
+                stop: us,
+            },
+            E::CheckpointTooShort,
+            E::UdpCpus("0-2".into()),
+            E::TimerSlackWithoutTimer,
+            E::NoiseOptionsWithoutNoise,
+            E::UdpOptionsWithoutUdp,
+            E::AppOptionsWithoutApp,
+            E::UnboundedPeriod(ms),
+            E::Calibrate("no clock".into()),
+            E::PriorityWithoutRealTime(Policy::Other),
+            E::NiceWithPolicy(Policy::Idle),
+            E::NiceOutOfRange(25),
+            E::DeadlineOptionsWithoutDeadline,
+            E::PolicyNeedsTimer(Policy::Batch),
+            E::DeadlineWithTrace,
+            E::DeadlineRuntimeTooShort(ns),
+            E::DeadlineOrder {
+                runtime: ms,
+                deadline: us,
+                period: ns,
+            },
+            E::DeadlineCpus {
+                cpus: "0".into(),
+                online: "0-1".into(),
+            },
+            E::PrioritiesNeedTimer,
+            E::PrioritiesWithPolicy,
+            E::PrioritiesWithTrace,
+            E::PrioritiesWithRandomPhase,
+            E::PriorityItem("x".into()),
+            E::PrioritiesTooFew,
+            E::PriorityTwice("idle".into()),
+            E::PrioritiesWithDuty,
+        ]
+    }
+
+    /// The library words each error once; named by the options, every
+    /// line is the one users saw before.
     #[test]
-    fn request_errors_name_the_options() {
-        let line = |e: RequestError| request_line(&e);
-        assert_eq!(
-            line(RequestError::TraceOptionsWithoutTrace),
-            "--stacks and --episode-cap need --trace"
-        );
-        assert_eq!(
-            line(RequestError::CheckpointTooShort),
-            "--checkpoint must be at least 100ms"
-        );
-        assert_eq!(
-            line(RequestError::BoundZero(Bound::FailAbove)),
-            "--fail-above must be greater than 0"
-        );
+    fn errors_name_the_options_as_before() {
+        let text = [
+            TextError::TimerSlack("bad".into()),
+            TextError::UnknownApp {
+                name: "walkman".into(),
+                known: "modem".into(),
+            },
+            TextError::Action(ActionError::Action("mail".into())),
+            TextError::Action(ActionError::Limit("lots".into())),
+        ];
+        let lines: Vec<String> = setting_errors()
+            .into_iter()
+            .map(RequestError::Setting)
+            .chain(rules())
+            .map(|e| e.line(&Options))
+            .chain(text.iter().map(|e| e.line(&Options)))
+            .collect();
+        for (got, want) in lines.iter().zip(LINES.lines()) {
+            assert_eq!(got, want);
+        }
+        assert_eq!(lines.len(), LINES.lines().count());
+        let e = TextError::Duration {
+            setting: Setting::GapMin,
+            error: Nanos::parse_duration("soon").unwrap_err(),
+        };
+        assert!(e.line(&Options).starts_with("--gap-min: invalid duration"));
     }
 }

@@ -215,7 +215,7 @@ fn actions_without_trace_or_with_bad_values_are_usage_errors() {
         ),
         (
             vec!["monitor", "--on-threshold", "exec:true", "--store", s],
-            "need trace",
+            "on_threshold acts on episodes: it needs trace",
         ),
     ] {
         let o = latscope(&args);

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use crate::{CellKey, Checkpoint, Sink, SinkError};
 use latscope_model::{
-    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, MicroContext, MicroResult, Nanos, RunId,
-    RunMeta, RunStatus, SystemInfo,
+    Capabilities, CellMeta, CpuId, Episode, EpisodeWindow, MicroContext, MicroResult, Namer, Nanos,
+    Neutral, RunId, RunMeta, RunStatus, Setting, SystemInfo,
 };
 
 pub use exec::{ACTION_ENV, SHUTDOWN_GRACE};
@@ -73,13 +73,33 @@ impl Default for Limit {
 }
 
 /// A threshold action or an action limit that does not parse, as one line
-/// (naming the setting; the CLI words it for its options).
+/// ([`ActionError::line`], naming the setting as the caller does).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActionError {
-    #[error("threshold action '{0}': give exec:COMMAND, snapshot or snapshot:DIR")]
     Action(String),
-    #[error("action limit '{0}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d")]
     Limit(String),
+}
+
+impl ActionError {
+    /// The line, the setting named by `n`.
+    pub fn line(&self, n: &dyn Namer) -> String {
+        match self {
+            ActionError::Action(a) => format!(
+                "{} '{a}': give exec:COMMAND, snapshot or snapshot:DIR",
+                n.name(Setting::OnThreshold)
+            ),
+            ActionError::Limit(l) => format!(
+                "{} '{l}': give COUNT/PERIOD, e.g. 10/h, 1/m, 100/d",
+                n.name(Setting::ActionLimit)
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for ActionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(&Neutral))
+    }
 }
 
 impl Action {

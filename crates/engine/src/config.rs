@@ -5,7 +5,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use latscope_model::{CellSettings, CpuId, CpuSet, Nanos};
+use latscope_model::{CellSettings, CpuId, CpuSet, Namer, Nanos, Neutral, Setting};
 use latscope_platform::SchedPolicy;
 use latscope_probes::app::{AppConfig, AppProbe};
 use latscope_probes::noise::{NoiseConfig, NoiseProbe};
@@ -117,14 +117,35 @@ pub struct TracePlan {
     pub episode_cap: usize,
 }
 
-/// A trace plan that cannot be followed (the lines name settings; the
-/// CLI words them for its options).
+/// A trace plan that cannot be followed, worded by [`TracePlanError::line`]
+/// with the settings named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TracePlanError {
-    #[error("threshold must be greater than 0 with tracing")]
     ZeroThreshold,
-    #[error("stack period must be between 10us and 1s")]
     StackPeriod,
+}
+
+impl TracePlanError {
+    /// The line, each setting named by `n`.
+    pub fn line(&self, n: &dyn Namer) -> String {
+        match self {
+            TracePlanError::ZeroThreshold => format!(
+                "{} must be greater than 0 with {}",
+                n.name(Setting::Threshold),
+                n.name(Setting::Trace)
+            ),
+            TracePlanError::StackPeriod => format!(
+                "{} must be between 10us and 1s",
+                n.name(Setting::StackPeriod)
+            ),
+        }
+    }
+}
+
+impl fmt::Display for TracePlanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.line(&Neutral))
+    }
 }
 
 impl TracePlan {

@@ -70,7 +70,7 @@ pub mod probes {
     pub use latscope_probes::noise::NoiseConfig;
     pub use latscope_probes::timer::{Phase, TimerApi, TimerConfig, MAX_PERIOD};
     pub use latscope_probes::udp::UdpConfig;
-    pub use latscope_probes::{Clock, Field, Probe, ProbeError, Progress, RealClock, SettingError};
+    pub use latscope_probes::{Clock, Probe, ProbeError, Progress, RealClock, SettingError};
 }
 
 /// What a caller needs of the machine to plan a run, and the checks of the

@@ -48,6 +48,50 @@ impl Format {
     }
 }
 
+/// The format asked for: one of them, or `auto`, none (the file's content
+/// tells). A value's first paragraph is its description in `import --help`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+pub enum FormatName {
+    /// Tell the format from the file's content.
+    Auto,
+    /// `cyclictest --json=FILE`.
+    CyclictestJson,
+    /// cyclictest's standard output with `-h N` (or `-H N`).
+    CyclictestHist,
+    /// `oslat --json=FILE`.
+    OslatJson,
+    /// `rtla timerlat hist`'s standard output.
+    RtlaHist,
+}
+
+impl FormatName {
+    /// The format asked for, `None` for `auto`.
+    pub fn format(self) -> Option<Format> {
+        match self {
+            FormatName::Auto => None,
+            FormatName::CyclictestJson => Some(Format::CyclictestJson),
+            FormatName::CyclictestHist => Some(Format::CyclictestHist),
+            FormatName::OslatJson => Some(Format::OslatJson),
+            FormatName::RtlaHist => Some(Format::RtlaHist),
+        }
+    }
+}
+
+/// The command line's value names are the formats' names.
+#[cfg(all(test, feature = "clap"))]
+#[test]
+fn clap_names_are_the_format_names() {
+    use clap::ValueEnum;
+    for c in FormatName::value_variants() {
+        let name = c.to_possible_value().map(|v| v.get_name().to_string());
+        assert_eq!(
+            name.as_deref(),
+            Some(c.format().map_or("auto", Format::name))
+        );
+    }
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.pad(self.name())

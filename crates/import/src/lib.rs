@@ -32,7 +32,7 @@ mod time;
 
 pub use error::ImportError;
 pub use file::{import_file, FileError, FileRequest, ImportedFile, Statement, MAX_FILE_BYTES};
-pub use format::{Format, Options, Unit};
+pub use format::{Format, FormatName, Options, Unit};
 pub use imported::{Imported, Origin};
 
 /// The format of a file by its content; `None` when it is none of them.

@@ -18,6 +18,7 @@ pub mod metric;
 mod micro;
 mod noise;
 mod run;
+mod setting;
 mod settings;
 mod source;
 mod system;
@@ -41,6 +42,7 @@ pub use held::{frames_line, HeldCpu, HeldStack, HeldWhere, StackSite};
 pub use micro::{CacheInfo, MicroContext, MicroCounter, MicroResult, MicroSettings};
 pub use noise::{NoiseClass, NoiseClock, NoiseCpuStats};
 pub use run::{CellMeta, RunId, RunMeta, RunStatus, RunStatusError};
+pub use setting::{Namer, Neutral, Setting};
 pub use settings::{
     AppSettings, CellSettings, NoiseDuty, NoiseSettings, PhaseName, SettingsError, SimSettings,
     TimerApiName, TimerSettings, UdpSettings, DEFAULT_PERIOD, DEFAULT_UDP_PERIOD,

@@ -6,13 +6,13 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use latscope_model::{Nanos, NoiseDuty};
+use latscope_model::{Namer, Nanos, Neutral, NoiseDuty, Setting};
 use serde::Deserialize;
 
 use crate::web_config::{WebConfig, WebConfigError};
 use latscope_engine::actions::{Action, Limit};
 use latscope_engine::request::{TimerOptions, TraceOptions};
-use latscope_engine::{RequestError, RunRequest, TracePlanError};
+use latscope_engine::{RequestError, RunRequest};
 
 /// One layer of settings: every field optional, as a TOML file or the
 /// command line gives them. Durations are text (`1ms`, `10s`, `7d`).
@@ -112,6 +112,9 @@ pub enum ConfigError {
     Parse { path: PathBuf, reason: String },
     #[error("{key}: {reason}")]
     Value { key: &'static str, reason: String },
+    /// A rule between settings, its line naming the keys.
+    #[error("{0}")]
+    Rule(String),
     #[error(transparent)]
     Web(#[from] WebConfigError),
 }
@@ -148,27 +151,43 @@ pub struct Settings {
     pub action_limit: Limit,
 }
 
-/// A rule of the epoch's request broken, as one line naming the key.
-pub(crate) fn request_error(e: RequestError) -> ConfigError {
-    let (key, reason) = match &e {
-        RequestError::UnboundedPeriod(period) => {
-            ("period", format!("{period} is outside 50us..1s"))
+/// The settings named by the monitor's configuration keys (`period`,
+/// `on_threshold`); one it has no key for in plain words.
+pub struct Keys;
+
+impl Keys {
+    fn key(s: Setting) -> Option<&'static str> {
+        Some(match s {
+            Setting::Cpus => "cpus",
+            Setting::Period => "period",
+            Setting::Priority => "priority",
+            Setting::Threshold => "threshold",
+            Setting::Checkpoint => "persist",
+            Setting::Trace => "trace",
+            Setting::Stacks => "stacks",
+            Setting::OnThreshold => "on_threshold",
+            Setting::ActionLimit => "action_limit",
+            _ => return None,
+        })
+    }
+}
+
+impl Namer for Keys {
+    fn name(&self, s: Setting) -> String {
+        Keys::key(s).unwrap_or(s.name()).to_string()
+    }
+
+    fn given(&self, s: Setting, value: &str) -> String {
+        match Keys::key(s) {
+            Some(key) => format!("{key} {value}"),
+            None => Neutral.given(s, value),
         }
-        RequestError::TraceOptionsWithoutTrace => (
-            "stacks",
-            "stacks are taken by the tracer: they need trace".to_string(),
-        ),
-        RequestError::ActionsWithoutTrace => (
-            "on-threshold",
-            "threshold actions act on episodes: they need trace".to_string(),
-        ),
-        RequestError::Trace(TracePlanError::StackPeriod) => ("stacks", e.to_string()),
-        RequestError::Trace(_) => ("threshold", e.to_string()),
-        RequestError::Setting(s) => (s.subject().map_or("settings", |f| f.name()), e.to_string()),
-        RequestError::Cpus(c) => ("cpus", c.to_string()),
-        _ => ("settings", e.to_string()),
-    };
-    ConfigError::Value { key, reason }
+    }
+}
+
+/// A rule of the epoch's request broken, as one line naming the keys.
+pub(crate) fn request_error(e: RequestError) -> ConfigError {
+    ConfigError::Rule(e.line(&Keys))
 }
 
 /// The defaults (docs/monitor.md says why each).
@@ -282,9 +301,9 @@ impl Settings {
             .flatten()
             .map(|a| Action::parse(a))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| value("on-threshold", e.to_string()))?;
+            .map_err(|e| ConfigError::Rule(e.line(&Keys)))?;
         let action_limit = Limit::parse(l.action_limit.as_deref().unwrap_or("10/h"))
-            .map_err(|e| value("action-limit", e.to_string()))?;
+            .map_err(|e| ConfigError::Rule(e.line(&Keys)))?;
         let trace = l.trace.unwrap_or(false);
         let trace_backend = match l.trace_backend.as_deref().map(str::trim) {
             None | Some("auto") => latscope_engine::TraceBackend::Auto,
@@ -411,10 +430,10 @@ mod tests {
             ("listen = \"localhost\"", "listen"),
             ("persist = \"5m\"", "persist"),
             ("threshold = \"0us\"", "threshold"),
-            ("on_threshold = [\"exec:true\"]", "on-threshold"),
-            ("trace = true\non_threshold = [\"mail\"]", "on-threshold"),
+            ("on_threshold = [\"exec:true\"]", "on_threshold"),
+            ("trace = true\non_threshold = [\"mail\"]", "on_threshold"),
             ("stacks = true", "stacks"),
-            ("action_limit = \"lots\"", "action-limit"),
+            ("action_limit = \"lots\"", "action_limit"),
             ("noise = \"1s\"", "noise"),
             ("noise = \"1s/1s\"", "noise"),
             ("noise = \"1ms/60s\"", "noise"),
@@ -513,7 +532,7 @@ mod tests {
         // The period range is the request's rule for a run without end.
         let layer: Layer = toml::from_str("period = \"2s\"").unwrap();
         let e = Settings::resolve(&layer).unwrap_err().to_string();
-        assert_eq!(e, "period: 2.00s is outside 50us..1s");
+        assert_eq!(e, "period 2.00s is outside 50us..1s");
     }
 
     #[test]

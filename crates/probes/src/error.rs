@@ -3,7 +3,7 @@
 //! They live at the crate root because every probe (timer, noise, udp, the
 //! simulated one) and the engine driving them share them.
 
-use latscope_model::{CpuId, Nanos};
+use latscope_model::{CpuId, Namer, Nanos, Neutral, Setting};
 
 use crate::timer::TimerApi;
 
@@ -66,132 +66,157 @@ pub enum ProbeError {
     Panicked(CpuId),
 }
 
-/// A probe setting, as the settings and the store name it (the CLI names
-/// each by its option).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Field {
-    Period,
-    Duration,
-    Priority,
-    Phase,
-    Buffers,
-    Compute,
-    Runtime,
-    Pause,
-    GapRatio,
-    Payload,
-}
-
-impl Field {
-    /// The setting's name in a sentence ("period", "gap ratio").
-    pub fn name(self) -> &'static str {
-        match self {
-            Field::Period => "period",
-            Field::Duration => "duration",
-            Field::Priority => "priority",
-            Field::Phase => "phase",
-            Field::Buffers => "buffers",
-            Field::Compute => "compute",
-            Field::Runtime => "runtime",
-            Field::Pause => "pause",
-            Field::GapRatio => "gap ratio",
-            Field::Payload => "payload",
-        }
-    }
-}
-
-/// Settings a probe cannot run with, one line each. The lines name the
-/// settings, never a command-line option: the CLI puts its option names
-/// in front ([`SettingError::subject`]).
+/// Settings a probe cannot run with, one line each, worded by
+/// [`SettingError::line`] with the settings named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingError {
-    #[error("period must be greater than 0")]
     PeriodZero,
-    #[error("period {period} is over the limit of {max}")]
-    PeriodOverLimit { period: Nanos, max: Nanos },
-    #[error("period {period} is outside {min}..10s for the udp probe")]
-    UdpPeriod { period: Nanos, min: Nanos },
-    #[error("duration {duration} is shorter than one period ({period})")]
-    DurationUnderPeriod { duration: Nanos, period: Nanos },
-    #[error("duration {duration} is shorter than the ring and one period ({primed})")]
-    DurationUnderRing { duration: Nanos, primed: Nanos },
+    PeriodOverLimit {
+        period: Nanos,
+        max: Nanos,
+    },
+    UdpPeriod {
+        period: Nanos,
+        min: Nanos,
+    },
+    DurationUnderPeriod {
+        duration: Nanos,
+        period: Nanos,
+    },
+    DurationUnderRing {
+        duration: Nanos,
+        primed: Nanos,
+    },
     /// No CPU to measure; the text says what for ("selected", "to measure").
-    #[error("no CPU {0}")]
     NoCpu(&'static str),
-    #[error("phase random applies to relative timers (nanosleep, epoll), not {0}")]
     PhaseRandom(TimerApi),
     /// A real-time priority out of range, with the policy named.
-    #[error("priority {priority} is out of range for {policy}: expected 1-99")]
-    PriorityForPolicy { priority: u32, policy: &'static str },
-    #[error("priority {0} is outside 1-99")]
+    PriorityForPolicy {
+        priority: u32,
+        policy: &'static str,
+    },
     Priority(u32),
-    #[error("buffers {buffers} is out of range: expected 1-{max}")]
-    Buffers { buffers: u32, max: u32 },
-    #[error("compute {compute} must be shorter than the period {period}: the producer could never keep up")]
-    ComputeOverPeriod { compute: Nanos, period: Nanos },
-    #[error("runtime must be greater than 0")]
+    Buffers {
+        buffers: u32,
+        max: u32,
+    },
+    ComputeOverPeriod {
+        compute: Nanos,
+        period: Nanos,
+    },
     RuntimeZero,
-    #[error("runtime and pause must be at most 10s")]
     RuntimePauseTooLong,
-    #[error("gap ratio must be at least 2")]
     GapRatio,
-    #[error("payload {payload} is outside {min}..{max} bytes (a sequence number and a time stamp, up to the largest UDP/IPv4 datagram)")]
     Payload {
         payload: usize,
         min: usize,
         max: usize,
     },
     /// The noise duty cycle (its own one-line reason).
-    #[error("{0}")]
     NoiseDuty(String),
-    #[error("the noise duty cycle {on}/{every} does not fit")]
-    DutyFit { on: Nanos, every: Nanos },
-    #[error("a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {0}")]
+    DutyFit {
+        on: Nanos,
+        every: Nanos,
+    },
     DutyTimer(TimerApi),
     /// Probes started together that would not measure alike: timer probes
     /// off one expiry grid, noise probes with different active periods.
-    #[error("probes measured together must share CPUs and duration (timer: period, timer service and a fixed phase; noise: active periods, pauses and threshold), without a duty cycle")]
     NotTogether,
 }
 
 impl SettingError {
-    /// The setting the line starts with, which a front end may replace by
-    /// its own name for it (`--period 20s is over ...`); `None` when the
-    /// line does not start with one setting.
-    pub fn subject(&self) -> Option<Field> {
+    /// The setting the line is about first, if one is.
+    pub fn subject(&self) -> Option<Setting> {
+        use SettingError as E;
         Some(match self {
-            SettingError::PeriodZero
-            | SettingError::PeriodOverLimit { .. }
-            | SettingError::UdpPeriod { .. } => Field::Period,
-            SettingError::DurationUnderPeriod { .. } | SettingError::DurationUnderRing { .. } => {
-                Field::Duration
-            }
-            SettingError::PhaseRandom(_) => Field::Phase,
-            SettingError::Priority(_) => Field::Priority,
-            SettingError::Buffers { .. } => Field::Buffers,
-            SettingError::ComputeOverPeriod { .. } => Field::Compute,
-            SettingError::RuntimeZero => Field::Runtime,
-            SettingError::GapRatio => Field::GapRatio,
-            SettingError::Payload { .. } => Field::Payload,
-            SettingError::NoCpu(_)
-            | SettingError::PriorityForPolicy { .. }
-            | SettingError::RuntimePauseTooLong
-            | SettingError::NoiseDuty(_)
-            | SettingError::DutyFit { .. }
-            | SettingError::DutyTimer(_)
-            | SettingError::NotTogether => return None,
+            E::PeriodZero | E::PeriodOverLimit { .. } | E::UdpPeriod { .. } => Setting::Period,
+            E::DurationUnderPeriod { .. } | E::DurationUnderRing { .. } => Setting::Duration,
+            E::PhaseRandom(_) => Setting::Phase,
+            E::Priority(_) => Setting::Priority,
+            E::Buffers { .. } => Setting::Buffers,
+            E::ComputeOverPeriod { .. } => Setting::Compute,
+            E::RuntimeZero => Setting::Runtime,
+            E::GapRatio => Setting::GapRatio,
+            E::Payload { .. } => Setting::Payload,
+            _ => return None,
         })
     }
 
-    /// The line after its subject's name (" 20s is over the limit of
-    /// 10s"), or the whole line when it has no subject.
-    pub fn rest(&self) -> String {
-        let line = self.to_string();
-        match self.subject() {
-            Some(f) => line
-                .strip_prefix(f.name())
-                .map_or(line.clone(), str::to_string),
-            None => line,
+    /// The line, each setting named by `n` (`period 20s is over the
+    /// limit of 10s` in plain words).
+    pub fn line(&self, n: &dyn Namer) -> String {
+        use Setting as S;
+        use SettingError as E;
+        let given = |s, v: &dyn std::fmt::Display| n.given(s, &v.to_string());
+        match self {
+            E::PeriodZero => format!("{} must be greater than 0", n.name(S::Period)),
+            E::PeriodOverLimit { period, max } => {
+                format!("{} is over the limit of {max}", given(S::Period, period))
+            }
+            E::UdpPeriod { period, min } => format!(
+                "{} is outside {min}..10s for the udp probe",
+                given(S::Period, period)
+            ),
+            E::DurationUnderPeriod { duration, period } => format!(
+                "{} is shorter than one period ({period})",
+                given(S::Duration, duration)
+            ),
+            E::DurationUnderRing { duration, primed } => format!(
+                "{} is shorter than the ring and one period ({primed})",
+                given(S::Duration, duration)
+            ),
+            E::PhaseRandom(api) => format!(
+                "{} applies to relative timers (nanosleep, epoll), not {api}",
+                n.given(S::Phase, "random")
+            ),
+            E::Priority(p) => format!("{} is outside 1-99", given(S::Priority, p)),
+            E::Buffers { buffers, max } => format!(
+                "{} is out of range: expected 1-{max}",
+                given(S::Buffers, buffers)
+            ),
+            E::ComputeOverPeriod { compute, period } => format!(
+                "{} must be shorter than the period {period}: the producer could never keep up",
+                given(S::Compute, compute)
+            ),
+            E::RuntimeZero => format!("{} must be greater than 0", n.name(S::Runtime)),
+            E::RuntimePauseTooLong => format!(
+                "{} and {} must be at most 10s",
+                n.name(S::Runtime),
+                n.name(S::Pause)
+            ),
+            E::GapRatio => format!("{} must be at least 2", n.name(S::GapRatio)),
+            E::Payload { payload, min, max } => format!(
+                "{} is outside {min}..{max} bytes (a sequence number and a time stamp, up to the largest UDP/IPv4 datagram)",
+                given(S::Payload, payload)
+            ),
+            E::NoCpu(_)
+            | E::PriorityForPolicy { .. }
+            | E::NoiseDuty(_)
+            | E::DutyFit { .. }
+            | E::DutyTimer(_)
+            | E::NotTogether => self.unnamed(),
         }
+    }
+
+    /// The lines that name no setting.
+    fn unnamed(&self) -> String {
+        match self {
+            SettingError::NoCpu(what) => format!("no CPU {what}"),
+            SettingError::PriorityForPolicy { priority, policy } => {
+                format!("priority {priority} is out of range for {policy}: expected 1-99")
+            }
+            SettingError::NoiseDuty(why) => why.clone(),
+            SettingError::DutyFit { on, every } => {
+                format!("the noise duty cycle {on}/{every} does not fit")
+            }
+            SettingError::DutyTimer(api) => format!("a noise duty cycle needs a timer the loop schedules itself (clock_nanosleep, nanosleep, epoll), not {api}"),
+            _ => "probes measured together must share CPUs and duration (timer: period, timer service and a fixed phase; noise: active periods, pauses and threshold), without a duty cycle".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for SettingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(&Neutral))
     }
 }

@@ -26,7 +26,7 @@ pub mod timer;
 pub mod udp;
 
 pub use clock::{Clock, RealClock, ScriptedClock};
-pub use error::{Field, ProbeError, Progress, SettingError, ThreadSetup};
+pub use error::{ProbeError, Progress, SettingError, ThreadSetup};
 pub use probe::{Handoff, Probe, ProbeFinal, ProbeSnapshot, ProbeStats, RunningProbe};
 pub use recorder::MetricRecorder;
 pub use sample_ring::SampleRing;

@@ -5,7 +5,7 @@
 //! request against the online CPUs and yields the [`RunPlan`] (the run's
 //! settings and its cells). `latscope run`, `latscope suite` (its grid) and
 //! the monitor (its epoch) all build one; only the CLI knows option names
-//! ([`RequestError`] names settings).
+//! ([`RequestError`] names settings, each front end words them).
 
 mod error;
 mod plan;
@@ -24,10 +24,10 @@ use latscope_workloads::LoadLevel;
 use crate::actions::{Action, Limit};
 use crate::config::{CellSpec, ProbeSpec, TraceBackend, TracePlan};
 
-pub use error::{nice_reason, Bound, RequestError};
+pub use error::{nice_reason, RequestError};
 pub use priorities::{parse_priority_list, priority_label};
 pub use sched::MIN_DEADLINE_RUNTIME;
-pub use text::{duration, AppScheme, RequestText, TextError, TextSetting};
+pub use text::{duration, AppScheme, RequestText, TextError};
 
 /// The probe a run measures with. A value's first paragraph is its
 /// description in `run --help`.

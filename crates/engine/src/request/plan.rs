@@ -1,10 +1,10 @@
 //! The request's rules: every cross-option check, then the run-wide
 //! settings; each probe's own settings are in `probe`.
 
-use latscope_model::{CpuSet, Nanos, TimerSlack};
+use latscope_model::{CpuSet, Nanos, Setting, TimerSlack};
 use latscope_probes::timer::TimerConfig;
 
-use super::{Bound, ProbeKind, RequestError, RunPlan, RunRequest};
+use super::{ProbeKind, RequestError, RunPlan, RunRequest};
 use crate::config::{ProbeSpec, TracePlan};
 use crate::cpus::select_cpus;
 
@@ -65,8 +65,8 @@ impl RunRequest {
             return Err(RequestError::ActionsWithoutTrace);
         }
         for (bound, value) in [
-            (Bound::StopAbove, self.stop_above),
-            (Bound::FailAbove, self.fail_above),
+            (Setting::StopAbove, self.stop_above),
+            (Setting::FailAbove, self.fail_above),
         ] {
             if value == Some(Nanos(0)) {
                 return Err(RequestError::BoundZero(bound));

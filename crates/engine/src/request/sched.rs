@@ -187,7 +187,7 @@ mod tests {
         for p in [Policy::Other, Policy::Batch, Policy::Idle, Policy::Deadline] {
             let e = err(with(p, |r| r.priority = Some(50)));
             assert!(matches!(e, RequestError::PriorityWithoutRealTime(q) if q == p));
-            assert!(e.to_string().contains("needs fifo or rr"), "{e}");
+            assert!(e.to_string().contains("needs the fifo or rr policy"), "{e}");
         }
         for p in [Policy::Fifo, Policy::Rr, Policy::Idle, Policy::Deadline] {
             let e = err(with(p, |r| r.sched.nice = Some(1)));

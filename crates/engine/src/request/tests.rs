@@ -1,9 +1,9 @@
 #![allow(clippy::unwrap_used)]
 
-use latscope_model::{CpuId, CpuSet, Nanos, TimerSlack};
+use latscope_model::{CpuId, CpuSet, Nanos, Setting, TimerSlack};
 use latscope_platform::SchedPolicy;
 use latscope_probes::timer::{Phase, TimerApi};
-use latscope_probes::{Field, SettingError};
+use latscope_probes::SettingError;
 
 use super::*;
 use crate::actions::Action;
@@ -277,7 +277,7 @@ fn the_probes_checks_come_through_typed() {
         ..RunRequest::default()
     };
     match plan(&r) {
-        Err(RequestError::Setting(e)) => assert_eq!(e.subject(), Some(Field::Duration)),
+        Err(RequestError::Setting(e)) => assert_eq!(e.subject(), Some(Setting::Duration)),
         other => panic!("{other:?}"),
     }
     let r = RunRequest {
@@ -425,21 +425,21 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
                 probe: ProbeKind::Udp,
                 ..with("95,50")
             },
-            "need the timer or the noise probe",
+            "needs the timer probe or the noise probe",
         ),
         (
             RunRequest {
                 priority: Some(80),
                 ..with("95,50")
             },
-            "replace the policy",
+            "replaces policy, priority",
         ),
         (
             RunRequest {
                 policy: Policy::Rr,
                 ..with("95,50")
             },
-            "replace the policy",
+            "replaces policy, priority",
         ),
         (
             RunRequest {
@@ -449,7 +449,7 @@ fn several_priorities_refuse_what_would_break_the_shared_grid() {
                 },
                 ..with("95,other")
             },
-            "replace the policy",
+            "replaces policy, priority",
         ),
         (
             RunRequest {
@@ -562,7 +562,7 @@ fn the_noise_probe_at_several_priorities_spins_without_pause_unless_told() {
                 probe: ProbeKind::App,
                 ..with("rr:50,rr:50", None)
             },
-            "need the timer or the noise probe",
+            "needs the timer probe or the noise probe",
         ),
     ] {
         let line = plan(&r).err().map(|e| e.to_string()).unwrap_or_default();

@@ -3,9 +3,11 @@
 //! [`RunRequest`] ([`RequestText::parse`]). Nothing is decided here that
 //! the request decides: a setting not given is the request's default, and
 //! the rules between settings are [`RunRequest::plan`]'s. The errors name
-//! the setting ([`TextSetting`]); the CLI words them for its options.
+//! the setting ([`Setting`]); each front end names it in its own words.
 
-use latscope_model::{Compute, Nanos, ParseDurationError, Policy, TimerSlack, UdpPath};
+use latscope_model::{
+    Compute, Namer, Nanos, Neutral, ParseDurationError, Policy, Setting, TimerSlack, UdpPath,
+};
 use latscope_probes::timer::{Phase, TimerApi};
 use latscope_workloads::LoadLevel;
 
@@ -17,67 +19,49 @@ use crate::actions::{Action, ActionError, Limit};
 use crate::config::{TraceBackend, TracePlan};
 use crate::workload_list::{split_workloads, WorkloadListError};
 
-/// A setting given as a duration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TextSetting {
-    Period,
-    Duration,
-    SchedRuntime,
-    SchedDeadline,
-    Threshold,
-    Runtime,
-    Pause,
-    GapMin,
-    Compute,
-    StackPeriod,
-    Warmup,
-    Checkpoint,
-    StopAbove,
-    FailAbove,
+/// A setting whose text does not parse, one line each, worded by
+/// [`TextError::line`] with the settings named by the caller.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    /// A duration's text ([`Setting::Period`], [`Setting::Warmup`] ...).
+    Duration {
+        setting: Setting,
+        error: ParseDurationError,
+    },
+    TimerSlack(String),
+    /// An application name no preset has; `known` lists them.
+    UnknownApp {
+        name: String,
+        known: String,
+    },
+    Workloads(#[from] WorkloadListError),
+    /// A threshold action or the actions' limit.
+    Action(#[from] ActionError),
+    /// The priority list.
+    Request(#[from] RequestError),
 }
 
-impl TextSetting {
-    pub fn name(self) -> &'static str {
+impl TextError {
+    /// The line, each setting named by `n`.
+    pub fn line(&self, n: &dyn Namer) -> String {
         match self {
-            TextSetting::Period => "period",
-            TextSetting::Duration => "duration",
-            TextSetting::SchedRuntime => "deadline runtime",
-            TextSetting::SchedDeadline => "deadline",
-            TextSetting::Threshold => "threshold",
-            TextSetting::Runtime => "runtime",
-            TextSetting::Pause => "pause",
-            TextSetting::GapMin => "gap min",
-            TextSetting::Compute => "compute time",
-            TextSetting::StackPeriod => "stack period",
-            TextSetting::Warmup => "warm-up",
-            TextSetting::Checkpoint => "checkpoint interval",
-            TextSetting::StopAbove => "stop-above limit",
-            TextSetting::FailAbove => "fail-above limit",
+            TextError::Duration { setting, error } => format!("{}: {error}", n.name(*setting)),
+            TextError::TimerSlack(e) => format!("{}: {e}", n.name(Setting::TimerSlack)),
+            TextError::UnknownApp { name, known } => format!(
+                "{}: unknown application '{name}' ({known})",
+                n.name(Setting::App)
+            ),
+            TextError::Workloads(e) => format!("{}: {e}", n.name(Setting::Workload)),
+            TextError::Action(e) => e.line(n),
+            TextError::Request(e) => e.line(n),
         }
     }
 }
 
-/// A setting whose text does not parse, one line each.
-#[derive(Debug, thiserror::Error)]
-pub enum TextError {
-    #[error("{}: {error}", .setting.name())]
-    Duration {
-        setting: TextSetting,
-        error: ParseDurationError,
-    },
-    #[error("timer slack: {0}")]
-    TimerSlack(String),
-    /// An application name no preset has; `known` lists them.
-    #[error("unknown application '{name}' ({known})")]
-    UnknownApp { name: String, known: String },
-    #[error("workloads: {0}")]
-    Workloads(#[from] WorkloadListError),
-    /// A threshold action or the actions' limit.
-    #[error(transparent)]
-    Action(#[from] ActionError),
-    /// The priority list.
-    #[error(transparent)]
-    Request(#[from] RequestError),
+impl std::fmt::Display for TextError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.line(&Neutral))
+    }
 }
 
 /// A named application's buffering scheme (the forecast's presets): the
@@ -189,15 +173,15 @@ impl Default for RequestText {
 }
 
 /// A duration setting's text.
-pub fn duration(setting: TextSetting, text: &str) -> Result<Nanos, TextError> {
+pub fn duration(setting: Setting, text: &str) -> Result<Nanos, TextError> {
     Nanos::parse_duration(text).map_err(|error| TextError::Duration { setting, error })
 }
 
-fn optional(setting: TextSetting, text: &Option<String>) -> Result<Option<Nanos>, TextError> {
+fn optional(setting: Setting, text: &Option<String>) -> Result<Option<Nanos>, TextError> {
     text.as_deref().map(|t| duration(setting, t)).transpose()
 }
 
-fn or(setting: TextSetting, text: &Option<String>, default: Nanos) -> Result<Nanos, TextError> {
+fn or(setting: Setting, text: &Option<String>, default: Nanos) -> Result<Nanos, TextError> {
     Ok(optional(setting, text)?.unwrap_or(default))
 }
 
@@ -207,7 +191,7 @@ impl RequestText {
     /// of the request's fields; the first that does not parse is the
     /// error.
     pub fn parse(&self, apps: &[AppScheme]) -> Result<RunRequest, TextError> {
-        use TextSetting as S;
+        use Setting as S;
         let d = RunRequest::default();
         let (period, app) = self.app_options(apps, optional(S::Period, &self.period)?)?;
         Ok(RunRequest {
@@ -289,16 +273,16 @@ impl RequestText {
 
     fn noise_options(&self) -> Result<NoiseOptions, TextError> {
         Ok(NoiseOptions {
-            runtime: optional(TextSetting::Runtime, &self.runtime)?,
+            runtime: optional(Setting::Runtime, &self.runtime)?,
             // A pause of `0` (spin continuously) reads naturally without a
             // unit.
             pause: match self.pause.as_deref().map(str::trim) {
                 None => None,
                 Some("0") => Some(Nanos(0)),
-                Some(t) => Some(duration(TextSetting::Pause, t)?),
+                Some(t) => Some(duration(Setting::Pause, t)?),
             },
             gap_ratio: self.gap_ratio,
-            gap_min: optional(TextSetting::GapMin, &self.gap_min)?,
+            gap_min: optional(Setting::GapMin, &self.gap_min)?,
             fp: self.fp,
         })
     }
@@ -318,7 +302,7 @@ impl RequestText {
         };
         let period = period.or(scheme.map(|s| s.period));
         let compute = match (&self.compute, scheme, period) {
-            (Some(text), _, _) => Some(duration(TextSetting::Compute, text)?),
+            (Some(text), _, _) => Some(duration(Setting::Compute, text)?),
             (None, Some(s), Some(period)) => Some(Nanos(s.compute.nanos(period.0))),
             _ => None,
         };
@@ -399,7 +383,10 @@ mod tests {
             },
         ])
         .unwrap_err();
-        assert_eq!(e.to_string(), "unknown application 'walkman' (modem, adsl)");
+        assert_eq!(
+            e.to_string(),
+            "app: unknown application 'walkman' (modem, adsl)"
+        );
         // With another probe the name is kept for the request to refuse.
         let r = text(|t| t.app = Some("walkman".into())).parse(&[]).unwrap();
         assert_eq!(r.app.name.as_deref(), Some("walkman"));
@@ -411,7 +398,7 @@ mod tests {
         assert!(matches!(
             e,
             Err(TextError::Duration {
-                setting: TextSetting::GapMin,
+                setting: Setting::GapMin,
                 ..
             })
         ));

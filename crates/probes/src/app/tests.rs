@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use super::measure::{produce, Env};
 use super::*;
-use crate::{Clock, Field, ScriptedClock, SettingError};
+use crate::{Clock, ScriptedClock, SettingError};
+use latscope_model::Setting;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -173,16 +174,18 @@ fn settings_are_checked() {
         f(&mut c);
         c.validate().unwrap_err()
     };
-    assert_eq!(bad(&|c| c.buffers = 0).subject(), Some(Field::Buffers));
+    assert_eq!(bad(&|c| c.buffers = 0).subject(), Some(Setting::Buffers));
     assert_eq!(
         bad(&|c| c.buffers = 65).to_string(),
         "buffers 65 is out of range: expected 1-64"
     );
     assert_eq!(
         bad(&|c| c.compute = Nanos::from_millis(1)).subject(),
-        Some(Field::Compute)
+        Some(Setting::Compute)
     );
     assert_eq!(bad(&|c| c.period = Nanos(0)), SettingError::PeriodZero);
     assert!(bad(&|c| c.priority = 0).to_string().contains("priority"));
-    assert!(bad(&|c| c.duration = Some(Nanos::from_millis(2))).subject() == Some(Field::Duration));
+    assert!(
+        bad(&|c| c.duration = Some(Nanos::from_millis(2))).subject() == Some(Setting::Duration)
+    );
 }

@@ -1,0 +1,125 @@
+//! The settings of a run as its errors name them. A library's error says
+//! which settings it is about ([`Setting`]) and words its line once; each
+//! front end passes a [`Namer`] that names the settings in its own words:
+//! the command line by its options, the monitor by its configuration
+//! keys (`on_threshold`), [`Neutral`] in plain words (`threshold action`,
+//! what `Display` shows).
+
+/// A user-facing setting of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Setting {
+    Probe,
+    Cpus,
+    Period,
+    Duration,
+    Policy,
+    Priority,
+    /// Several priorities at once.
+    Priorities,
+    Nice,
+    /// SCHED_DEADLINE's runtime.
+    SchedRuntime,
+    /// SCHED_DEADLINE's deadline.
+    SchedDeadline,
+    Threshold,
+    TimerApi,
+    Phase,
+    TimerSlack,
+    /// The noise probe's active period.
+    Runtime,
+    Pause,
+    GapRatio,
+    GapMin,
+    Fp,
+    Path,
+    Payload,
+    App,
+    Buffers,
+    Compute,
+    StackPeriod,
+    EpisodeCap,
+    Workload,
+    LoadLevel,
+    Warmup,
+    Checkpoint,
+    StopAbove,
+    FailAbove,
+    Trace,
+    Stacks,
+    OnThreshold,
+    ActionLimit,
+}
+
+impl Setting {
+    /// The setting in plain words ("gap ratio", "stop-above limit").
+    pub fn name(self) -> &'static str {
+        use Setting as S;
+        match self {
+            S::Probe => "probe",
+            S::Cpus => "cpus",
+            S::Period => "period",
+            S::Duration => "duration",
+            S::Policy => "policy",
+            S::Priority => "priority",
+            S::Priorities => "priority list",
+            S::Nice => "nice",
+            S::SchedRuntime => "deadline runtime",
+            S::SchedDeadline => "deadline",
+            S::Threshold => "threshold",
+            S::TimerApi => "timer service",
+            S::Phase => "phase",
+            S::TimerSlack => "timer slack",
+            S::Runtime => "runtime",
+            S::Pause => "pause",
+            S::GapRatio => "gap ratio",
+            S::GapMin => "gap min",
+            S::Fp => "fp",
+            S::Path => "path",
+            S::Payload => "payload",
+            S::App => "app",
+            S::Buffers => "buffers",
+            S::Compute => "compute time",
+            S::StackPeriod => "stack period",
+            S::EpisodeCap => "episode cap",
+            S::Workload => "workload",
+            S::LoadLevel => "load level",
+            S::Warmup => "warm-up",
+            S::Checkpoint => "checkpoint interval",
+            S::StopAbove => "stop-above limit",
+            S::FailAbove => "fail-above limit",
+            S::Trace => "tracing",
+            S::Stacks => "stacks",
+            S::OnThreshold => "threshold action",
+            S::ActionLimit => "action limit",
+        }
+    }
+}
+
+/// How a front end names the settings in an error's line.
+pub trait Namer {
+    /// The setting (`gap_ratio`, `gap ratio`).
+    fn name(&self, s: Setting) -> String;
+
+    /// The setting with a value (`the timer probe`, `period 2s`).
+    fn given(&self, s: Setting, value: &str) -> String {
+        format!("{} {value}", self.name(s))
+    }
+}
+
+/// The settings in plain words: `the timer probe`, `period 2s`.
+pub struct Neutral;
+
+impl Namer for Neutral {
+    fn name(&self, s: Setting) -> String {
+        s.name().to_string()
+    }
+
+    fn given(&self, s: Setting, value: &str) -> String {
+        match s {
+            Setting::Probe | Setting::Policy | Setting::Phase => {
+                format!("the {value} {}", s.name())
+            }
+            _ => format!("{} {value}", s.name()),
+        }
+    }
+}
