@@ -4,7 +4,7 @@
 # thread: 16 phases of 5 s, abuse of the endpoint against the same clients
 # on a plain control server, C A A C repeated (ABBA), judged by a sign test
 # over the 8 pairs. It is the ignored test `endpoint_abuse_ab` of
-# crates/cli/tests/monitor_e2e.rs (CI runs the 16 s survival test beside
+# crates/cli/tests/e2e/monitor_e2e.rs (CI runs the 16 s survival test beside
 # it), built optimised. Usage: sudo bench/endpoint-abuse.sh [--out FILE]
 # See bench/README.md.
 set -euo pipefail
@@ -25,7 +25,7 @@ mkdir -p "$(dirname "$out")"
 {
     echo "# bench/endpoint-abuse.sh, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -r), $(nproc) CPUs"
     cd "$repo"
-    cargo test --release -q -p latscope --test monitor_e2e endpoint_abuse_ab \
+    cargo test --release -q -p latscope --test e2e monitor_e2e::endpoint_abuse_ab \
         -- --ignored --exact --nocapture 2>&1
 } | tee "$out"
 echo "endpoint-abuse: written to $out" >&2

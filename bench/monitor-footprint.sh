@@ -14,7 +14,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 if [ "${1:-}" = "--test" ]; then
     cd "$repo"
-    exec cargo test -p latscope --test monitor_footprint_e2e -- --ignored --nocapture
+    exec cargo test -p latscope --test e2e monitor_footprint_e2e:: -- --ignored --nocapture
 fi
 seconds="${1:-600}"
 shift || true

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests of trace_overhead.py's pure logic: the interval for the
 median, the three-way latency verdict, the tool subsets and their orders.
-Standard library only; crates/cli/tests/bench_scripts.rs runs this file
+Standard library only; crates/cli/tests/e2e/bench_scripts.rs runs this file
 as part of `cargo test`."""
 
 import argparse

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-// A server restart during a run is tested end to end, alone in its test
-// binary (crates/cli/tests/postgres_restart_e2e.rs): a restart here would
-// cut the connections of the tests running beside it.
+// A server restart during a run is tested end to end, alone on the server
+// (crates/cli/tests/e2e/postgres_restart_e2e.rs): a restart here would cut
+// the connections of the tests running beside it.
 
 use super::*;
 use crate::tests::backends::{postgres_only, test_server, with_database};
