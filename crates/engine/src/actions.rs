@@ -340,7 +340,10 @@ impl Worker {
                 let counter = match r {
                     Ok(()) => &self.stats.ok,
                     Err(e) => {
-                        (self.say)(&format!("--on-threshold: episode {}: {e}", job.episode.seq));
+                        (self.say)(&format!(
+                            "threshold action, episode {}: {e}",
+                            job.episode.seq
+                        ));
                         &self.stats.failed
                     }
                 };
@@ -360,7 +363,7 @@ impl Worker {
             Ok(()) => *pinned = cpus,
             Err(e) => {
                 (self.say)(&format!(
-                    "--on-threshold: cannot keep the actions off the measured CPUs ({e})"
+                    "cannot keep the threshold actions off the measured CPUs ({e})"
                 ));
                 *pinned = cpus;
             }
