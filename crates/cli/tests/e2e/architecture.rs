@@ -91,6 +91,7 @@ fn from_docs() -> BTreeMap<String, (u32, BTreeSet<String>)> {
 
 #[test]
 fn the_documented_crate_dependencies_are_the_workspaces() {
+    let _g = crate::common::serial();
     let actual = from_metadata();
     let documented = from_docs();
     assert!(actual.len() >= 13, "{actual:?}");
@@ -110,6 +111,7 @@ fn the_documented_crate_dependencies_are_the_workspaces() {
 
 #[test]
 fn dependencies_point_down_the_layers() {
+    let _g = crate::common::serial();
     let documented = from_docs();
     for (name, (layer, deps)) in &documented {
         for d in deps {

@@ -8,6 +8,7 @@ use std::process::Command;
 
 #[test]
 fn trace_overhead_logic_passes_its_unit_tests() {
+    let _g = crate::common::serial();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/test_trace_overhead.py");
     let out = match Command::new("python3").arg(&script).output() {
         Ok(o) => o,

@@ -96,6 +96,7 @@ fn setup() -> (tempfile::TempDir, String) {
 
 #[test]
 fn compare_reports_a_worse_tail_and_fails_the_gate() {
+    let _g = crate::common::serial();
     let (_dir, s) = setup();
     let o = latscope(&["compare", "1", "2", "--store", &s]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -124,6 +125,7 @@ fn compare_reports_a_worse_tail_and_fails_the_gate() {
 
 #[test]
 fn compare_with_itself_passes() {
+    let _g = crate::common::serial();
     let (_dir, s) = setup();
     let o = latscope(&["compare", "1", "1", "--fail-if-worse", "0", "--store", &s]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -133,6 +135,7 @@ fn compare_with_itself_passes() {
 
 #[test]
 fn compare_json_and_html() {
+    let _g = crate::common::serial();
     let (dir, s) = setup();
     let html = dir.path().join("cmp.html");
     let o = latscope(&[
@@ -169,6 +172,7 @@ fn compare_json_and_html() {
 
 #[test]
 fn bad_run_id_is_one_line_and_exit_1() {
+    let _g = crate::common::serial();
     let (_dir, s) = setup();
     let o = latscope(&["compare", "1", "9", "--store", &s]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

@@ -21,7 +21,7 @@ use std::net::UdpSocket;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::control::{any_too_noisy, control_and_interfered, too_noisy};
 use crate::common::*;
@@ -409,11 +409,24 @@ impl Bpftrace {
         Some(Bpftrace { child, lines: rx })
     }
 
-    /// Stops it (SIGINT, as a user would) and returns every line.
+    /// Stops it (SIGINT, as a user would) and returns every line. An idle
+    /// bpftrace once let a SIGINT go by and waited for ever (2026-11-29):
+    /// it gets a second one after 20 s and SIGKILL after 10 s more (its
+    /// maps are then missing, and the test fails on them, not in a hang).
     fn stop(mut self) -> Vec<String> {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
+        for (signal, grace) in [("-INT", 20), ("-INT", 10), ("-KILL", 10)] {
+            let _ = Command::new("kill")
+                .args([signal, &self.child.id().to_string()])
+                .status();
+            let until = Instant::now() + Duration::from_secs(grace);
+            while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                break;
+            }
+            eprintln!("bpftrace still running {grace} s after kill {signal}");
+        }
         let _ = self.child.wait();
         // The reader thread ends at the pipe's end: wait for its last
         // lines (the maps bpftrace prints as it exits).

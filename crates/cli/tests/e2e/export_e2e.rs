@@ -196,6 +196,7 @@ fn setup() -> (tempfile::TempDir, String) {
 
 #[test]
 fn export_writes_a_perfetto_trace_to_stdout_and_to_a_file() {
+    let _g = crate::common::serial();
     let (dir, s) = setup();
     let o = latscope(&[
         "export",
@@ -271,6 +272,7 @@ fn export_writes_a_perfetto_trace_to_stdout_and_to_a_file() {
 
 #[test]
 fn export_errors_are_one_clear_line() {
+    let _g = crate::common::serial();
     let (dir, s) = setup();
     let cases: &[(&[&str], i32, &str)] = &[
         (
@@ -363,6 +365,7 @@ fn export_errors_are_one_clear_line() {
 
 #[test]
 fn show_lists_the_episodes_and_the_json_has_them() {
+    let _g = crate::common::serial();
     let (_dir, s) = setup();
     let o = latscope(&["show", "1", "--episodes", "--store", &s]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -422,6 +425,7 @@ fn show_lists_the_episodes_and_the_json_has_them() {
 /// histograms; its option and a run without timer.latency are one line.
 #[test]
 fn rt_tests_json_export_has_cyclictests_layout() {
+    let _g = crate::common::serial();
     let (_dir, s) = setup();
     let o = latscope(&["export", "1", "--format", "rt-tests-json", "--store", &s]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -478,6 +482,7 @@ fn rt_tests_json_export_has_cyclictests_layout() {
 /// reaches the reader of standard output with its link kept.
 #[test]
 fn devices_named_as_outputs_are_written_into_not_replaced() {
+    let _g = crate::common::serial();
     use std::os::unix::fs::FileTypeExt;
     let (_dir, s) = setup();
     let is_device = |p: &str| {

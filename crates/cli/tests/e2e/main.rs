@@ -3,8 +3,11 @@
 //! compiles `common` and links the dependencies once, not once per file;
 //! `cargo test -p latscope --test e2e run_e2e::` runs one file's tests.
 //! Tests that measure take `common::serial()`, so that measurements of all
-//! files run one at a time; the short tests that do not measure run beside
-//! them.
+//! files run one at a time; so do the files whose tests do not measure but
+//! keep a CPU busy for a while (the source scans, `cargo metadata`, a
+//! simulated week of store windows, exports): only a few short tests that
+//! start latscope once to see it refuse something run beside a
+//! measurement.
 
 #![allow(clippy::unwrap_used)]
 

@@ -149,6 +149,7 @@ fn us(v: &Value) -> u64 {
 
 #[test]
 fn a_week_of_monitor_windows_gives_the_observed_hours_days_and_week_exactly() {
+    let _g = crate::common::serial();
     let dir = tempfile::tempdir().unwrap();
     let path = store_in(dir.path());
     let run = week_store(&path);
@@ -301,6 +302,7 @@ fn pruned_store(path: &std::path::Path) -> (RunId, CellId) {
 
 #[test]
 fn a_monitor_whose_oldest_seconds_were_deleted_is_forecast_from_the_kept_part() {
+    let _g = crate::common::serial();
     let dir = tempfile::tempdir().unwrap();
     let path = store_in(dir.path());
     let (run, cell) = pruned_store(&path);
@@ -385,6 +387,7 @@ fn minutes_store(path: &std::path::Path, minutes: u64) -> RunId {
 
 #[test]
 fn a_long_monitors_percentiles_over_time_come_from_its_minute_windows() {
+    let _g = crate::common::serial();
     for (minutes, source) in [
         (
             420,
@@ -417,6 +420,7 @@ fn a_long_monitors_percentiles_over_time_come_from_its_minute_windows() {
 /// not counted as observed hours, nor its partial first and last minute.
 #[test]
 fn partial_windows_at_the_ends_of_a_monitor_are_not_whole_blocks() {
+    let _g = crate::common::serial();
     const MINUTE: u64 = 60_000_000_000;
     let dir = tempfile::tempdir().unwrap();
     let path = store_in(dir.path());

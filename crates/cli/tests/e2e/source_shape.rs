@@ -41,6 +41,7 @@ const NOT_YET_BROKEN: &[(&str, &str, &str)] = &[];
 
 #[test]
 fn no_file_level_import_cycles() {
+    let _g = crate::common::serial();
     let mut report = String::new();
     let mut seen = BTreeSet::new();
     for krate in crates() {
@@ -77,6 +78,7 @@ fn no_file_level_import_cycles() {
 
 #[test]
 fn no_long_functions_without_a_reason() {
+    let _g = crate::common::serial();
     let mut report = String::new();
     let mut still_long = BTreeSet::new();
     for krate in crates() {
@@ -924,6 +926,7 @@ fn strongly_connected(next: &[Vec<usize>]) -> Vec<Vec<usize>> {
 
 #[test]
 fn blanking_hides_comments_strings_and_characters_but_keeps_lines() {
+    let _g = crate::common::serial();
     let src = "let a = \"{ \\\" }\"; // { comment\n/* { /* nested } */ } */ let b = '{';\n\
                let c = r#\"}\"#; let d = '\\''; fn f<'a>(x: &'a str) {}\n";
     let b = blank(src);
@@ -936,6 +939,7 @@ fn blanking_hides_comments_strings_and_characters_but_keeps_lines() {
 
 #[test]
 fn test_items_are_left_out() {
+    let _g = crate::common::serial();
     let src = "fn a() {}\n#[cfg(test)]\nmod tests {\n fn b() {}\n}\n#[cfg(test)]\n#[path = \"x\"]\nmod more;\n\
                #[cfg(all(test, unix))]\nfn c() {}\n#[cfg(not(test))]\nfn d() {}\n";
     let (t, test_mods) = without_tests(&tokens(&blank(src)));
@@ -959,6 +963,7 @@ fn function(name: &str, body_lines: usize, above: &str) -> String {
 
 #[test]
 fn long_functions_are_measured_from_fn_to_the_closing_brace() {
+    let _g = crate::common::serial();
     // fn line, `where`, `{`, the body, `}`: body + 4 lines.
     let at_limit = function("fits", MAX_FN_LINES - 4, "");
     assert_eq!(long_functions(&at_limit), []);
@@ -979,6 +984,7 @@ fn long_functions_are_measured_from_fn_to_the_closing_brace() {
 
 #[test]
 fn a_reason_just_above_the_function_is_read() {
+    let _g = crate::common::serial();
     let above =
         "// long: one match over every event kind\n#[allow(clippy::too_many_lines)]\n/// Doc.\n";
     let found = long_functions(&function("f", 200, above));
@@ -997,6 +1003,7 @@ fn a_reason_just_above_the_function_is_read() {
 
 #[test]
 fn use_trees_expand_to_their_leaves() {
+    let _g = crate::common::serial();
     let src = "crate::a::{b, c::{self, d}, e as f, g::*}";
     let t = tokens(src);
     let words: Vec<&str> = t.iter().map(|x| x.text.as_str()).collect();
@@ -1041,6 +1048,7 @@ fn cycle_files(tree: &ModuleTree) -> Vec<Vec<String>> {
 
 #[test]
 fn sibling_files_that_use_each_other_are_a_cycle() {
+    let _g = crate::common::serial();
     let tree = tree_of(&[
         ("lib.rs", "mod a;\nmod b;\npub use a::A;\n"),
         ("a.rs", "pub struct A;\nfn f() { crate::b::g(); }\n"),
@@ -1057,6 +1065,7 @@ fn sibling_files_that_use_each_other_are_a_cycle() {
 
 #[test]
 fn declarations_and_re_exports_are_not_uses_but_a_parents_code_is() {
+    let _g = crate::common::serial();
     let no_cycle = tree_of(&[
         ("lib.rs", "pub mod m;\npub struct Shared;\n"),
         ("m.rs", "mod x;\npub use x::X;\nuse crate::Shared;\n"),
@@ -1079,6 +1088,7 @@ fn declarations_and_re_exports_are_not_uses_but_a_parents_code_is() {
 
 #[test]
 fn three_files_in_a_ring_are_one_cycle_and_external_paths_are_ignored() {
+    let _g = crate::common::serial();
     let tree = tree_of(&[
         ("lib.rs", "mod a;\nmod b;\nmod c;\nuse std::fmt;\n"),
         (
