@@ -1,7 +1,11 @@
 //! `latscope compare RUN_A RUN_B [...]`: every run against the first, with
-//! an exceedance test on the tail (see `latscope_stats::compare`).
+//! an exceedance test on the tail (see `latscope_stats::compare`), or for
+//! micro runs every benchmark against the baseline's
+//! ([`latscope_report::MicroComparison`]).
 
-use latscope_stats::compare::compare_runs;
+use latscope_report::stored::{stored_comparison, CompareRuns, StoredComparison, StoredError};
+use latscope_report::MicroComparison;
+use latscope_stats::compare::RunComparison;
 use latscope_store::Store;
 
 use crate::args::CompareArgs;
@@ -19,68 +23,76 @@ pub fn compare(args: &CompareArgs) -> Result<i32, Exit> {
         }
     }
     let store = Store::open_existing(&args.store.store)?;
-    let by_host;
-    let args = if args.hosts {
-        let hosts = store.hosts()?;
-        if hosts.len() < 2 {
-            return Err(Exit::usage(format!(
-                "--hosts compares the latest run of each host, and this store has {} host(s)",
-                hosts.len()
-            )));
-        }
-        by_host = CompareArgs {
-            runs: hosts.iter().map(|h| format!("{h}:latest")).collect(),
-            ..args.clone()
-        };
-        &by_host
-    } else {
-        args
+    let runs = match args.hosts {
+        true => CompareRuns::LatestOfEachHost,
+        false => CompareRuns::Named(&args.runs),
     };
-    if let Some(code) = crate::micro_compare::compare_micro(args, &store)? {
-        return Ok(code);
+    match stored_comparison(&store, runs, args.fail_if_slower).map_err(refusal)? {
+        StoredComparison::Micro(doc) => micro(args, &doc),
+        StoredComparison::Latency(cmp) => latency(args, &cmp),
     }
+}
+
+/// A comparison refused, in the words of the flags.
+fn refusal(e: StoredError) -> Exit {
+    match e {
+        StoredError::FewHosts { hosts } => Exit::usage(format!(
+            "--hosts compares the latest run of each host, and this store has {hosts} host(s)"
+        )),
+        StoredError::MixedKinds => Exit::usage(
+            "compare takes micro runs with micro runs and latency runs with latency runs",
+        ),
+        StoredError::NoRuns => Exit::usage("compare needs at least two runs"),
+        e => Exit::from(anyhow::Error::from(e)),
+    }
+}
+
+fn latency(args: &CompareArgs, cmp: &RunComparison) -> Result<i32, Exit> {
     if args.fail_if_slower.is_some() {
         return Err(Exit::usage(
             "--fail-if-slower compares micro runs; latency runs use --fail-if-worse",
         ));
     }
-    let mut runs = Vec::with_capacity(args.runs.len());
-    for spec in &args.runs {
-        let id = store.resolve(spec)?;
-        runs.push(store.load_run(id)?);
-    }
-    let Some((baseline, others)) = runs.split_first() else {
-        return Err(Exit::usage("compare needs at least two runs"));
-    };
-    let others: Vec<_> = others.iter().collect();
-    let cmp = compare_runs(baseline, &others);
-
     if let Some(path) = &args.html {
-        crate::output::write(
-            Some(path),
-            latscope_report::compare_html(&cmp).as_bytes(),
-            crate::output::PUBLIC,
-        )?;
+        let page = latscope_report::compare_html(cmp);
+        crate::output::write(Some(path), page.as_bytes(), crate::output::PUBLIC)?;
     }
     if args.json {
-        let text = latscope_report::compare_json(&cmp, args.fail_if_worse)?;
+        let text = latscope_report::compare_json(cmp, args.fail_if_worse)?;
         crate::output::print(&format!("{text}\n"));
     } else {
-        crate::output::print(&latscope_report::compare_text(
-            &cmp,
-            crate::colour::enabled(),
+        let colour = crate::colour::enabled();
+        crate::output::print(&latscope_report::compare_text(cmp, colour));
+    }
+    Ok(args.fail_if_worse.map_or(exit::OK, |pct| {
+        tripped(&latscope_report::compare_tripped(cmp, pct))
+    }))
+}
+
+fn micro(args: &CompareArgs, doc: &MicroComparison) -> Result<i32, Exit> {
+    if args.fail_if_worse.is_some() || args.html.is_some() {
+        return Err(Exit::usage(
+            "micro runs compare with --fail-if-slower and --json (--fail-if-worse and --html are for latency runs)",
         ));
     }
-
-    let Some(pct) = args.fail_if_worse else {
-        return Ok(exit::OK);
-    };
-    let tripped = latscope_report::compare_tripped(&cmp, pct);
-    if tripped.is_empty() {
-        return Ok(exit::OK);
+    if args.json {
+        crate::output::write_json_doc(doc, std::path::Path::new("-"))?;
+    } else {
+        crate::output::print(&doc.text());
     }
-    for line in &tripped {
+    Ok(args
+        .fail_if_slower
+        .map_or(exit::OK, |pct| tripped(&doc.slower_lines(pct))))
+}
+
+/// Prints each threshold exceeded; the exit code for them.
+fn tripped(lines: &[String]) -> i32 {
+    for line in lines {
         eprintln!("latscope: {line}");
     }
-    Ok(exit::THRESHOLD)
+    if lines.is_empty() {
+        exit::OK
+    } else {
+        exit::THRESHOLD
+    }
 }

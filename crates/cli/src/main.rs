@@ -14,7 +14,6 @@ mod forecast_against;
 mod help;
 mod import;
 mod micro;
-mod micro_compare;
 mod monitor;
 mod observer;
 mod output;

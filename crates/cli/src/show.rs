@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use latscope_model::Nanos;
+use latscope_report::stored::{show_run, ShowAs};
 use latscope_store::{RunFilter, Store};
 
 use crate::args::{ListArgs, ShowArgs};
@@ -40,30 +41,12 @@ pub fn list(args: &ListArgs) -> Result<i32, Exit> {
 
 pub fn show(args: &ShowArgs) -> Result<i32, Exit> {
     let store = Store::open_existing(&args.store.store)?;
-    let id = store.resolve(&args.run)?;
-    let run = store.load_run(id)?;
-    if let Some(micro) = store.load_micro(id)? {
-        let results = micro.results();
-        let context = micro.context.as_ref();
-        if args.json {
-            crate::output::write_json_doc(
-                &latscope_report::micro_json(&run, context, &results),
-                Path::new("-"),
-            )?;
-        } else {
-            crate::output::print(&latscope_report::micro_text(&run, context, &results));
-        }
-        return Ok(exit::OK);
-    }
-    if args.json {
-        output::write_json(&run, Path::new("-"))?;
-    } else {
-        let mut text = latscope_report::run_summary(&run, args.histogram);
-        text.push_str(&latscope_report::stored::observed_text(&store, id)?);
-        if args.episodes {
-            text.push_str(&latscope_report::episodes_text(&run));
-        }
-        crate::output::print(&text);
-    }
+    let how = ShowAs {
+        json: args.json,
+        histogram: args.histogram,
+        episodes: args.episodes,
+    };
+    let text = show_run(&store, &args.run, how).map_err(anyhow::Error::from)?;
+    output::print(&text);
     Ok(exit::OK)
 }

@@ -1,22 +1,27 @@
 //! What the pages and the forecast read from a store: the forecast's input
 //! (a long monitor's cells cut where their timeline is kept), a monitor's
 //! observed blocks, the whole HTML page of a stored run, a stored run
-//! exported, and the runs of `forecast --against` paired. The only part
-//! of this crate that reads; it never writes.
+//! exported or shown, the runs of `forecast --against` paired, and runs
+//! compared.
+//! The only part of this crate that reads; it never writes.
 
+mod compare;
 mod export;
 mod forecast;
 mod input;
 mod observed;
 mod page;
 mod pairing;
+mod show;
 
+pub use compare::{stored_comparison, CompareRuns, StoredComparison};
 pub use export::{export_run, Exported};
 pub use forecast::{stored_forecast, StoredForecast};
 pub use input::{forecast_input, ForecastInput};
 pub use observed::{observed, observed_text};
 pub use page::html_page;
 pub use pairing::{stored_pairing, StoredPairing};
+pub use show::{show_run, ShowAs};
 
 use latscope_stats::forecast::pairing::PairingError;
 use latscope_stats::forecast::ForecastError;
@@ -49,4 +54,15 @@ pub enum StoredError {
         timer_runs: Vec<i64>,
         app_runs: Vec<i64>,
     },
+    /// Comparing the latest run of each host, with fewer than two hosts.
+    #[error("the store has {hosts} host(s)")]
+    FewHosts { hosts: usize },
+    /// Micro runs and latency runs in one comparison.
+    #[error("micro runs compare with micro runs, latency runs with latency runs")]
+    MixedKinds,
+    #[error("cannot encode JSON")]
+    Json(#[source] serde_json::Error),
+    /// A comparison of no runs.
+    #[error("no runs to compare")]
+    NoRuns,
 }
