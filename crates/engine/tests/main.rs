@@ -6,3 +6,4 @@ mod kill;
 mod lifecycle;
 mod micro_lifecycle;
 mod together;
+mod validation;

@@ -26,7 +26,6 @@ mod export_e2e;
 mod export_formats_e2e;
 mod export_hdr_e2e;
 mod forecast_e2e;
-mod forecast_validation_e2e;
 mod held_e2e;
 mod hosts_e2e;
 mod import_e2e;
