@@ -11,14 +11,14 @@ use latscope_engine::{
     Stop,
 };
 use latscope_model::{metric, CellSettings, CpuId, CpuSet, Nanos, RunId, RunStatus, SimSettings};
-use latscope_probes::sim::{SimConfig, SimProbe};
+use latscope_probes::sim::{LatencyScript, SimConfig, SimProbe};
 use latscope_probes::{Clock, Progress, ScriptedClock};
 use latscope_store::Checkpoint;
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
-fn config(checkpoint_s: u64) -> RunConfig {
+pub(crate) fn config(checkpoint_s: u64) -> RunConfig {
     RunConfig {
         checkpoint: Nanos(checkpoint_s * S),
         trace: None,
@@ -39,6 +39,19 @@ fn sim_cell(
     seconds: u64,
     fail_after_s: Option<u64>,
 ) -> CellSpec {
+    let latency: LatencyScript = Arc::new(|_cpu, k| Nanos(10_000 + (k % 100) * 1_000));
+    scripted_cell(clock, (index, of), cpus, seconds, fail_after_s, latency)
+}
+
+/// As [`sim_cell`], with the latencies of `latency`.
+pub(crate) fn scripted_cell(
+    clock: &Arc<ScriptedClock>,
+    (index, of): (u32, u32),
+    cpus: &[u32],
+    seconds: u64,
+    fail_after_s: Option<u64>,
+    latency: LatencyScript,
+) -> CellSpec {
     let clock: Arc<dyn Clock> = clock.clone();
     let cpus: Vec<CpuId> = cpus.iter().map(|&c| CpuId(c)).collect();
     let cfg = SimConfig {
@@ -47,7 +60,7 @@ fn sim_cell(
         duration: Some(Nanos(seconds * S)),
         threshold: Some(Nanos::from_micros(100)),
         clock,
-        latency: Arc::new(|_cpu, k| Nanos(10_000 + (k % 100) * 1_000)),
+        latency,
         fail_after: fail_after_s.map(|s| Nanos(s * S)),
         handoff: 0,
     };
@@ -82,28 +95,14 @@ fn spike_cell(
     seconds: u64,
     spike_at: u64,
 ) -> CellSpec {
-    let mut cell = sim_cell(clock, index, of, &[0], seconds, None);
-    let clock: Arc<dyn Clock> = clock.clone();
-    let cfg = SimConfig {
-        cpus: vec![CpuId(0)],
-        period: Nanos(MS),
-        duration: Some(Nanos(seconds * S)),
-        threshold: Some(Nanos::from_micros(100)),
-        clock,
-        latency: Arc::new(move |_cpu, k| {
-            if k == spike_at {
-                Nanos(2 * MS)
-            } else {
-                Nanos(10_000 + (k % 100) * 1_000)
-            }
-        }),
-        fail_after: None,
-        handoff: 0,
-    };
-    if let ProbeSpec::Custom { build, .. } = &mut cell.probe {
-        *build = Arc::new(move || Ok(Box::new(SimProbe::new(cfg.clone())?) as _));
-    }
-    cell
+    let latency: LatencyScript = Arc::new(move |_cpu, k| {
+        if k == spike_at {
+            Nanos(2 * MS)
+        } else {
+            Nanos(10_000 + (k % 100) * 1_000)
+        }
+    });
+    scripted_cell(clock, (index, of), &[0], seconds, None, latency)
 }
 
 fn online() -> CpuSet {

@@ -14,12 +14,13 @@
 
 use std::sync::Arc;
 
-use latscope_engine::{BuildProbe, CellSpec, Env, Guards, ProbeSpec, Quiet, RunConfig, Stop};
-use latscope_model::{CellSettings, CpuId, CpuSet, Nanos, SimSettings, SystemInfo};
-use latscope_probes::sim::{SimConfig, SimProbe};
-use latscope_probes::{Clock, ScriptedClock};
+use latscope_engine::{Env, Quiet, Stop};
+use latscope_model::{CpuId, CpuSet, Nanos, SystemInfo};
+use latscope_probes::ScriptedClock;
 use latscope_stats::forecast::{ForecastOptions, ForecastRequest};
 use latscope_store::Store;
+
+use crate::lifecycle::{config, scripted_cell};
 
 const S: u64 = 1_000_000_000;
 const SECONDS: u64 = 51;
@@ -37,54 +38,10 @@ fn latency(cpu: CpuId, k: u64) -> Nanos {
     Nanos(20_000 + (-u.ln() * 15_000.0) as u64)
 }
 
-fn cell(clock: &Arc<ScriptedClock>) -> CellSpec {
-    let clock: Arc<dyn Clock> = clock.clone();
-    let cpus: Vec<CpuId> = CPUS.iter().map(|&c| CpuId(c)).collect();
-    let cfg = SimConfig {
-        cpus: cpus.clone(),
-        period: Nanos(1_000_000),
-        duration: Some(Nanos(SECONDS * S)),
-        threshold: Some(Nanos::from_micros(100)),
-        clock,
-        latency: Arc::new(latency),
-        fail_after: None,
-        handoff: 0,
-    };
-    let build: BuildProbe = Arc::new(move || Ok(Box::new(SimProbe::new(cfg.clone())?) as _));
-    CellSpec {
-        index: 0,
-        of: 1,
-        probe: ProbeSpec::Custom {
-            name: "sim",
-            cpus,
-            duration: Some(Nanos(SECONDS * S)),
-            build,
-            settings: CellSettings::Sim(SimSettings {
-                period_ns: Nanos(1_000_000),
-                ..SimSettings::default()
-            }),
-        },
-        workload: "none".into(),
-        load_level: "medium".into(),
-        warmup: Nanos::ZERO,
-        cpus: CPUS.iter().map(|&c| CpuId(c)).collect(),
-        together: Vec::new(),
-        instance: 0,
-    }
-}
-
 /// The simulated run, stored in `path` with a checkpoint every 5 s.
 fn stored_run(path: &std::path::Path) -> Store {
     let mut store = Store::open(path).unwrap();
     let clock = Arc::new(ScriptedClock::new(1_000 * S));
-    let config = RunConfig {
-        checkpoint: Nanos(5 * S),
-        trace: None,
-        guards: Guards::NONE,
-        command_line: vec!["validation-test".into()],
-        stop_above: None,
-        unbounded: false,
-    };
     let online: CpuSet = CPUS.iter().map(|&c| CpuId(c)).collect();
     let env = Env {
         clock: clock.clone(),
@@ -93,7 +50,8 @@ fn stored_run(path: &std::path::Path) -> Store {
         system: Some(SystemInfo::default()),
         rescue: None,
     };
-    let out = latscope_engine::run(&config, &[cell(&clock)], &online, &mut store, env).unwrap();
+    let cell = scripted_cell(&clock, (0, 1), &CPUS, SECONDS, None, Arc::new(latency));
+    let out = latscope_engine::run(&config(5), &[cell], &online, &mut store, env).unwrap();
     assert!(out.sink_error.is_none(), "{:?}", out.sink_error);
     store
 }
