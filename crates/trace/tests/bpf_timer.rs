@@ -2,11 +2,13 @@
 //! backend on the same live wake-ups (needs root and a build with the BPF
 //! programs; otherwise prints `skipped: needs …`): a thread sleeps to
 //! absolute clock_nanosleep deadlines on CPU 0 while both backends watch
-//! it, and for every wake-up the BPF record must name the expiry perf saw
-//! armed, the `now` perf saw handed to the callback (exactly: the same
-//! kernel value), and a callback and switch-in within a few microseconds of
-//! perf's time stamps (the two backends read the clock at different
-//! instants of the same tracepoint). And three threads sharing CPU 0 and
+//! it. The wake-ups perf's events decompose and the BPF records are the
+//! same set (when perf lost nothing), each pair with the same expiry and
+//! exactly the same `now` handed to the callback (one kernel value), and a
+//! callback and switch-in within a few microseconds of perf's time stamps
+//! (the two backends read the clock at different instants of the same
+//! tracepoint; how often the host stretches such a window is the control,
+//! measured on perf's own callbacks). And three threads sharing CPU 0 and
 //! its expiries (`run --priorities`) each get their own records.
 #![allow(clippy::unwrap_used)]
 
@@ -21,8 +23,8 @@ use latscope_trace::{Decoded, EventKind, TraceEvent, Tracer, TracerConfig};
 
 /// How far apart the two backends' clock reads at one tracepoint may be.
 /// They run one after the other in the same tracepoint; the host can stop
-/// the vCPU between them (CI saw 12 µs once), so this bounds most pairs and
-/// the median, not every one.
+/// the vCPU between them (CI saw 12 µs once), so this bounds most pairs,
+/// not every one.
 const SAME_INSTANT_NS: u64 = 20_000;
 /// The typical distance: the median pair.
 const TYPICAL_NS: u64 = 5_000;
@@ -109,82 +111,136 @@ fn the_kernel_decomposition_equals_the_perf_backends() {
     // Every record is one of our wake-ups, on CPU 0, in order.
     let ours: Vec<&TimerRecord> = records.iter().filter(|r| r.tid as i32 == tid).collect();
     assert_eq!(ours.len(), records.len(), "records of another thread");
-    assert!(
-        ours.len() * 100 >= deadlines.len() * 95,
-        "{} records for {} armed deadlines",
-        ours.len(),
-        deadlines.len()
-    );
     for r in &ours {
         assert_eq!(r.cpu, 0);
         assert!(r.callback_now >= r.expires, "{r:?}");
         assert!(r.switch_in >= r.callback_time, "{r:?}");
     }
 
-    // The same wake-ups through perf: our hrtimer_start (by expiry), its
-    // callback (by hrtimer), our next switch-in.
+    // The same wake-ups decomposed from perf's events: one per arming whose
+    // callback was followed by our switch-in before the next arming (a
+    // callback that fires before the thread got to sleep, when the host
+    // stopped the vCPU in between, has none in either backend).
+    events.sort_by_key(|e| e.time);
+    let seen = perf_wakeups(&events, tid);
+    let by_expiry: std::collections::HashMap<u64, &PerfWakeup> =
+        seen.iter().map(|w| (w.expires, w)).collect();
     let mut matched = 0;
     let mut callback_diffs = Vec::new();
     let mut switch_diffs = Vec::new();
     for r in &ours {
-        let Some(start) = events.iter().position(|e| {
-            e.tid == tid
-                && matches!(e.kind, EventKind::HrtimerStart { expires, .. } if expires as u64 == r.expires)
-        }) else {
+        let Some(w) = by_expiry.get(&r.expires) else {
             continue;
         };
-        let EventKind::HrtimerStart { hrtimer, .. } = events[start].kind else {
-            unreachable!()
-        };
-        let Some(cb) = events[start..].iter().find(
-            |e| matches!(e.kind, EventKind::HrtimerExpireEntry { hrtimer: h, .. } if h == hrtimer),
-        ) else {
-            continue;
-        };
-        let EventKind::HrtimerExpireEntry { now, .. } = cb.kind else {
-            unreachable!()
-        };
-        let Some(sw) = events.iter().find(|e| {
-            e.time >= cb.time
-                && matches!(e.kind, EventKind::SchedSwitch { next_pid, .. } if next_pid == tid)
-        }) else {
-            continue;
-        };
-        assert_eq!(now as u64, r.callback_now, "the callback's now: {r:?}");
-        callback_diffs.push(cb.time.abs_diff(r.callback_time));
-        switch_diffs.push(sw.time.abs_diff(r.switch_in));
+        assert_eq!(w.now, r.callback_now, "the callback's now: {r:?}");
+        callback_diffs.push(w.callback_time.abs_diff(r.callback_time));
+        switch_diffs.push(w.switch_in.abs_diff(r.switch_in));
         matched += 1;
     }
+    // The control: perf's own callback entry to exit of the same hrtimers,
+    // a window of a microsecond or two with interrupts off, which only the
+    // host can stretch past SAME_INSTANT_NS.
+    let stretched = seen
+        .iter()
+        .filter(|w| w.callback_exit.abs_diff(w.callback_time) >= SAME_INSTANT_NS)
+        .count();
     callback_diffs.sort_unstable();
     switch_diffs.sort_unstable();
     let median = |d: &[u64]| d.get(d.len() / 2).copied().unwrap_or(0);
     let worst = |d: &[u64]| d.last().copied().unwrap_or(0);
-    let near = |d: &[u64]| d.iter().filter(|&&x| x < SAME_INSTANT_NS).count();
+    let far = |d: &[u64]| d.iter().filter(|&&x| x >= SAME_INSTANT_NS).count();
     println!(
-        "{matched} of {} records matched in perf's events; clock difference median / largest: callback {} / {} ns, switch-in {} / {} ns",
+        "{matched} of {} records matched {} wake-ups in perf's events; clock difference median / largest: \
+         callback {} / {} ns, switch-in {} / {} ns; control: {stretched} callbacks stretched past {SAME_INSTANT_NS} ns",
         ours.len(),
+        seen.len(),
         median(&callback_diffs),
         worst(&callback_diffs),
         median(&switch_diffs),
         worst(&switch_diffs)
     );
-    if lost == 0 {
-        assert!(
-            matched * 100 >= ours.len() * 95,
-            "{matched} of {} matched",
-            ours.len()
-        );
-    }
     assert!(matched > 0);
+    if lost == 0 {
+        // Nothing lost: the two backends saw the same wake-ups.
+        assert_eq!(matched, ours.len(), "BPF records perf has no wake-up for");
+        assert_eq!(matched, seen.len(), "perf wake-ups without a BPF record");
+    }
     for (what, d) in [("callback", &callback_diffs), ("switch-in", &switch_diffs)] {
         assert!(median(d) < TYPICAL_NS, "{what}: median {} ns", median(d));
+    }
+    // A pair's window (one handler after the other) is shorter than the
+    // control's, so the host stretches fewer pairs than callbacks: the
+    // bound is 5 % plus every stretched callback.
+    if stretched * 4 > seen.len() {
+        println!(
+            "skipped: machine too noisy (control: callbacks stretched past {SAME_INSTANT_NS} ns: {stretched} of {}, bound 25 %)",
+            seen.len()
+        );
+        return;
+    }
+    for (what, d) in [("callback", &callback_diffs), ("switch-in", &switch_diffs)] {
         assert!(
-            near(d) * 100 >= d.len() * 95,
-            "{what}: {} of {} within {SAME_INSTANT_NS} ns",
-            near(d),
+            far(d) * 100 <= d.len() * 5 + stretched * 100,
+            "{what}: {} of {} at least {SAME_INSTANT_NS} ns apart, control {stretched}",
+            far(d),
             d.len()
         );
     }
+}
+
+/// One wake-up of `tid` as perf's events show it.
+struct PerfWakeup {
+    expires: u64,
+    /// The `now` handed to the callback.
+    now: u64,
+    callback_time: u64,
+    callback_exit: u64,
+    switch_in: u64,
+}
+
+/// The wake-ups of `tid` in `events` (in time order), by the BPF
+/// programs' rule: an arming of an hrtimer by `tid`, its callback, and the
+/// next switch-in of `tid`, with no other arming by `tid` in between.
+fn perf_wakeups(events: &[TraceEvent], tid: i32) -> Vec<PerfWakeup> {
+    let mut out = Vec::new();
+    // The armed hrtimer and its expiry; the callback's now, entry and exit.
+    let mut armed: Option<(u64, u64)> = None;
+    let mut callback: Option<(u64, u64, u64)> = None;
+    for e in events {
+        match e.kind {
+            EventKind::HrtimerStart {
+                hrtimer, expires, ..
+            } if e.tid == tid => {
+                armed = Some((hrtimer, expires as u64));
+                callback = None;
+            }
+            EventKind::HrtimerExpireEntry { hrtimer, now, .. }
+                if armed.is_some_and(|a| a.0 == hrtimer) && callback.is_none() =>
+            {
+                callback = Some((now as u64, e.time, e.time));
+            }
+            EventKind::HrtimerExpireExit { hrtimer } if armed.is_some_and(|a| a.0 == hrtimer) => {
+                if let Some(c) = callback.as_mut() {
+                    c.2 = e.time;
+                }
+            }
+            EventKind::SchedSwitch { next_pid, .. } if next_pid == tid => {
+                if let (Some((_, expires)), Some((now, entry, exit))) = (armed, callback) {
+                    out.push(PerfWakeup {
+                        expires,
+                        now,
+                        callback_time: entry,
+                        callback_exit: exit,
+                        switch_in: e.time,
+                    });
+                    armed = None;
+                    callback = None;
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A thread at FIFO `priority` on CPU 0 sleeping to the absolute
