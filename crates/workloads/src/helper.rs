@@ -26,9 +26,10 @@ pub use args::HELPER_ARG;
 
 /// Runs a helper mode when `args` (the whole `argv`, program name first)
 /// asks for one, and returns its exit code; None for a normal invocation.
-/// Call it first thing in `main`, before argument parsing:
+/// Call it first thing in `main`, before argument parsing (as the
+/// `latscope` binary's `main` does, through the engine):
 ///
-/// ```no_run
+/// ```ignore
 /// if let Some(code) = latscope_workloads::helper_main(&std::env::args().collect::<Vec<_>>()) {
 ///     std::process::exit(code);
 /// }
