@@ -300,18 +300,21 @@ fn idle_noise_has_at_least_one_interruption_per_local_timer_interrupt() {
         .trim()
         .parse()
         .unwrap();
-    // Throttled seconds show as gaps of about 50 ms; a run in which the
-    // kernel did not throttle (it can lend a CPU another's unused RT
-    // runtime) has none, and then there is nothing to name.
-    let throttled = gap_hist_count(&doc, 30_000_000, 70_000_000);
-    if (0..1_000_000).contains(&runtime) && throttled > 0 {
+    // Throttled seconds show as gaps of about 50 ms (the finding counts
+    // 80-175 % of the throttled time); the kernel can lend a CPU another's
+    // unused RT runtime and throttle only some seconds or none. The
+    // finding names throttling that came in at least half the seconds.
+    let throttled = gap_hist_count(&doc, 40_000_000, 87_500_000);
+    if (0..1_000_000).contains(&runtime) && throttled >= 2 {
         let f = s["findings"].to_string();
         assert!(
             f.contains("RT throttling"),
-            "{throttled} gaps of 30-70 ms, findings: {f}"
+            "{throttled} gaps of 40-87.5 ms in 3 s, findings: {f}"
         );
     } else if (0..1_000_000).contains(&runtime) {
-        eprintln!("skipped part: the kernel did not throttle this run (no gap of 30-70 ms)");
+        eprintln!(
+            "skipped part: the kernel throttled this run {throttled} times in 3 s (gaps of 40-87.5 ms), fewer than the finding needs"
+        );
     } else {
         eprintln!("skipped part: RT throttling is off on this machine");
     }
