@@ -87,55 +87,13 @@ pub fn parse(text: &RequestText) -> Result<RunRequest, Exit> {
     text.parse(&apps).map_err(|e| Exit::usage(e.line(&Options)))
 }
 
-/// The settings named by their options (`--gap-ratio`, `--probe timer`).
+/// The settings named by their options (`--gap-ratio`, `--probe timer`):
+/// `--` and the setting's key.
 pub struct Options;
 
 impl Namer for Options {
     fn name(&self, s: Setting) -> String {
-        option(s).to_string()
-    }
-}
-
-/// The option a setting is given with.
-fn option(s: Setting) -> &'static str {
-    use Setting as S;
-    match s {
-        S::Probe => "--probe",
-        S::Cpus => "--cpus",
-        S::Period => "--period",
-        S::Duration => "--duration",
-        S::Policy => "--policy",
-        S::Priority => "--priority",
-        S::Priorities => "--priorities",
-        S::Nice => "--nice",
-        S::SchedRuntime => "--sched-runtime",
-        S::SchedDeadline => "--sched-deadline",
-        S::Threshold => "--threshold",
-        S::TimerApi => "--timer-api",
-        S::Phase => "--phase",
-        S::TimerSlack => "--timer-slack",
-        S::Runtime => "--runtime",
-        S::Pause => "--pause",
-        S::GapRatio => "--gap-ratio",
-        S::GapMin => "--gap-min",
-        S::Fp => "--fp",
-        S::Path => "--path",
-        S::Payload => "--payload",
-        S::App => "--app",
-        S::Buffers => "--buffers",
-        S::Compute => "--compute",
-        S::StackPeriod => "--stack-period",
-        S::EpisodeCap => "--episode-cap",
-        S::Workload => "--workload",
-        S::LoadLevel => "--load-level",
-        S::Warmup => "--warmup",
-        S::Checkpoint => "--checkpoint",
-        S::StopAbove => "--stop-above",
-        S::FailAbove => "--fail-above",
-        S::Trace => "--trace",
-        S::Stacks => "--stacks",
-        S::OnThreshold => "--on-threshold",
-        S::ActionLimit => "--action-limit",
+        format!("--{}", s.key())
     }
 }
 
