@@ -47,8 +47,9 @@ pub enum StoredError {
     /// A run named twice in one list of runs.
     #[error("run {run} is named twice in '{spec}'")]
     NamedTwice { run: i64, spec: String },
-    /// The cells of the timer runs and the app runs could not be paired.
-    #[error("{error}")]
+    /// The cells of the timer runs and the app runs could not be paired:
+    /// the line names the runs at fault ("run 1,3 has no timer cell ...").
+    #[error("{}", pairing::refusal_line(error, timer_runs, app_runs))]
     Pairing {
         error: Box<PairingError>,
         timer_runs: Vec<i64>,
