@@ -3,7 +3,7 @@
 //! whose cells are pooled per scheme and workload) and their cells paired
 //! ([`latscope_stats::forecast::pairing::pairs`]).
 
-use latscope_stats::forecast::pairing::{pairs, Pair, PairingError};
+use latscope_stats::forecast::pairing::{pairs, Pair};
 use latscope_stats::{CellResult, RunResult};
 use latscope_store::Store;
 
@@ -63,39 +63,4 @@ fn cells(runs: &[RunResult]) -> Vec<(i64, &CellResult)> {
     runs.iter()
         .flat_map(|r| r.cells.iter().map(move |c| (r.meta.id.0, c)))
         .collect()
-}
-
-/// A pairing refused, as one line naming the runs at fault ("run 1,3 has
-/// no timer cell ...", the runs as the user lists them).
-pub(super) fn refusal_line(e: &PairingError, timer_runs: &[i64], app_runs: &[i64]) -> String {
-    let names = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
-    match e {
-        PairingError::NoTimerLatency | PairingError::NoTimerCell { .. } => {
-            format!("run {} has {e}", names(timer_runs))
-        }
-        PairingError::NoAppCell => format!("run {} has {e}", names(app_runs)),
-        PairingError::Scheme { .. } | PairingError::Forecast(_) => e.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_pairing_names_the_runs_as_before() {
-        let line = refusal_line(&PairingError::NoAppCell, &[1], &[2, 4]);
-        assert_eq!(
-            line,
-            "run 2,4 has no app-probe cell with buffers: give a `latscope run --probe app` run"
-        );
-        let e = PairingError::NoTimerCell {
-            workload: "io".into(),
-            app_cell: 3,
-        };
-        assert_eq!(
-            refusal_line(&e, &[1, 3], &[2]),
-            "run 1,3 has no timer cell under workload 'io' for app cell 3"
-        );
-    }
 }
