@@ -1,19 +1,19 @@
 //! What the user sees while the engine runs: capability notices on stderr,
-//! and the progress line (`latscope_report::progress_line`) when stderr is
-//! a terminal, redrawn in place by the housekeeping thread.
+//! and the progress line (`latscope_report::ProgressBar`, which decides
+//! when to redraw it) when stderr is a terminal, redrawn in place by the
+//! housekeeping thread.
 
 use std::io::Write;
 
 use latscope_engine::probes::Progress;
 use latscope_engine::{CellSpec, Observer};
 use latscope_model::Nanos;
+use latscope_report::ProgressBar;
 
 pub struct CliObserver {
     show_progress: bool,
-    /// The cell's length while a progress line is drawn (`Some(None)`: a
-    /// cell without end).
-    bar: Option<Option<Nanos>>,
-    last_draw: Option<Nanos>,
+    /// The cell's progress line while one is drawn.
+    bar: Option<ProgressBar>,
 }
 
 impl CliObserver {
@@ -21,13 +21,9 @@ impl CliObserver {
         CliObserver {
             show_progress,
             bar: None,
-            last_draw: None,
         }
     }
 }
-
-/// The progress line is redrawn at most twice a second.
-const REDRAW: Nanos = Nanos::from_millis(500);
 
 /// Replaces the line on stderr with `line`.
 fn redraw(line: &str) {
@@ -43,28 +39,16 @@ impl Observer for CliObserver {
 
     fn cell_started(&mut self, cell: &CellSpec) {
         if self.show_progress {
-            self.bar = Some(cell.probe.duration());
-            self.last_draw = None;
+            self.bar = Some(ProgressBar::new(cell.probe.duration()));
         }
     }
 
     fn progress(&mut self, _cell: &CellSpec, elapsed: Nanos, p: Progress) {
-        let Some(total) = self.bar else {
+        let Some(bar) = &mut self.bar else {
             return;
         };
-        if self
-            .last_draw
-            .is_none_or(|t| elapsed.0.saturating_sub(t.0) >= REDRAW.0)
-        {
-            let line = latscope_report::progress_line(
-                elapsed,
-                total,
-                p.samples,
-                p.max_latency,
-                p.overruns,
-            );
+        if let Some(line) = bar.line(elapsed, p.samples, p.max_latency, p.overruns) {
             redraw(&line);
-            self.last_draw = Some(elapsed);
         }
     }
 

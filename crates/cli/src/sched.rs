@@ -10,15 +10,15 @@
 //! the largest over the CPUs and cells measured at the priority that matches
 //! the task is its `J` and its `B`.
 //!
-//! Glue only: this module reads the task file and the arguments, loads the
-//! run, and hands them to [`latscope_stats::sched::sched_report`]; the text
-//! and the JSON are rendered by `latscope_report`.
+//! Glue only: this module reads the task file and the arguments
+//! (`latscope_stats::sched::taskfile`), loads the run, and hands them to
+//! [`latscope_stats::sched::sched_report`]; the text and the JSON are
+//! rendered by `latscope_report`.
 
-use std::path::Path;
-
-use anyhow::Context as _;
-use latscope_stats::sched::taskfile::{parse_miss_rate, parse_tasks};
-use latscope_stats::sched::{sched_report, SchedReportError, Task, TaskSet};
+use latscope_stats::sched::taskfile::{
+    parse_cell, parse_miss_rate, read_tasks, CellIndexError, ReadTasksError,
+};
+use latscope_stats::sched::{sched_report, SchedReportError};
 use latscope_store::Store;
 
 use crate::args::SchedArgs;
@@ -29,19 +29,17 @@ const UNSCHEDULABLE: i32 = 3;
 
 pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
     let miss_interval = parse_miss_rate(&args.miss_rate).map_err(Exit::usage)?;
-    let cell = args
-        .cell
-        .as_deref()
-        .map(|c| {
-            c.trim()
-                .parse::<u32>()
-                .map_err(|_| Exit::usage(format!("invalid --cell '{c}': expected a cell index")))
-        })
-        .transpose()?;
+    let cell = args.cell.as_deref().map(parse_cell).transpose();
+    let cell = cell.map_err(|CellIndexError(c)| {
+        Exit::usage(format!("invalid --cell '{c}': expected a cell index"))
+    })?;
     let file = args.tasks.display().to_string();
-    let tasks = read_tasks(&args.tasks)?;
-    // Refuse a bad task set before touching the store.
-    TaskSet::new(tasks.clone()).map_err(|e| Exit::usage(format!("{file}: {e}")))?;
+    // A bad task set is refused before the store is touched: an unreadable
+    // file is an error (1), content that is not a task set a usage error (2).
+    let tasks = read_tasks(&args.tasks).map_err(|e| match e {
+        ReadTasksError::Read { .. } => Exit::from(anyhow::Error::from(e)),
+        _ => Exit::usage(e),
+    })?;
 
     let store = Store::open_existing(&args.store.store)?;
     let id = store.resolve(&args.run)?;
@@ -66,17 +64,5 @@ pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
         exit::OK
     } else {
         UNSCHEDULABLE
-    })
-}
-
-/// Reads and parses the task file: an unreadable file is an error (1),
-/// content that is not a valid task set is a usage error (2).
-fn read_tasks(path: &Path) -> Result<Vec<Task>, Exit> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read the task file {file}"))?;
-    parse_tasks(&text).map_err(|e| match e.line {
-        Some(line) => Exit::usage(format!("{file} line {line}: {}", e.message)),
-        None => Exit::usage(format!("{file}: {}", e.message)),
     })
 }

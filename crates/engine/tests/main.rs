@@ -7,3 +7,4 @@ mod lifecycle;
 mod micro_lifecycle;
 mod together;
 mod validation;
+mod wording;

@@ -51,6 +51,96 @@ pub enum Setting {
 }
 
 impl Setting {
+    /// Every setting, in the order of the enum (a new variant goes here
+    /// too: the unit test checks the order).
+    pub const ALL: [Setting; 36] = {
+        use Setting as S;
+        [
+            S::Probe,
+            S::Cpus,
+            S::Period,
+            S::Duration,
+            S::Policy,
+            S::Priority,
+            S::Priorities,
+            S::Nice,
+            S::SchedRuntime,
+            S::SchedDeadline,
+            S::Threshold,
+            S::TimerApi,
+            S::Phase,
+            S::TimerSlack,
+            S::Runtime,
+            S::Pause,
+            S::GapRatio,
+            S::GapMin,
+            S::Fp,
+            S::Path,
+            S::Payload,
+            S::App,
+            S::Buffers,
+            S::Compute,
+            S::StackPeriod,
+            S::EpisodeCap,
+            S::Workload,
+            S::LoadLevel,
+            S::Warmup,
+            S::Checkpoint,
+            S::StopAbove,
+            S::FailAbove,
+            S::Trace,
+            S::Stacks,
+            S::OnThreshold,
+            S::ActionLimit,
+        ]
+    };
+
+    /// The setting's stable identifier, in lowercase kebab case
+    /// (`gap-ratio`, `on-threshold`, `sched-runtime`). The command line's
+    /// option is `--` and the key; a front end with names of its own (the
+    /// monitor's TOML keys, `on_threshold`) keeps its own table.
+    pub fn key(self) -> &'static str {
+        use Setting as S;
+        match self {
+            S::Probe => "probe",
+            S::Cpus => "cpus",
+            S::Period => "period",
+            S::Duration => "duration",
+            S::Policy => "policy",
+            S::Priority => "priority",
+            S::Priorities => "priorities",
+            S::Nice => "nice",
+            S::SchedRuntime => "sched-runtime",
+            S::SchedDeadline => "sched-deadline",
+            S::Threshold => "threshold",
+            S::TimerApi => "timer-api",
+            S::Phase => "phase",
+            S::TimerSlack => "timer-slack",
+            S::Runtime => "runtime",
+            S::Pause => "pause",
+            S::GapRatio => "gap-ratio",
+            S::GapMin => "gap-min",
+            S::Fp => "fp",
+            S::Path => "path",
+            S::Payload => "payload",
+            S::App => "app",
+            S::Buffers => "buffers",
+            S::Compute => "compute",
+            S::StackPeriod => "stack-period",
+            S::EpisodeCap => "episode-cap",
+            S::Workload => "workload",
+            S::LoadLevel => "load-level",
+            S::Warmup => "warmup",
+            S::Checkpoint => "checkpoint",
+            S::StopAbove => "stop-above",
+            S::FailAbove => "fail-above",
+            S::Trace => "trace",
+            S::Stacks => "stacks",
+            S::OnThreshold => "on-threshold",
+            S::ActionLimit => "action-limit",
+        }
+    }
+
     /// The setting in plain words ("gap ratio", "stop-above limit").
     pub fn name(self) -> &'static str {
         use Setting as S;
@@ -121,5 +211,37 @@ impl Namer for Neutral {
             }
             _ => format!("{} {value}", s.name()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn all_lists_every_setting_in_order() {
+        for (i, s) in Setting::ALL.into_iter().enumerate() {
+            assert_eq!(s as usize, i, "{s:?}");
+        }
+    }
+
+    /// The keys are the command line's options without `--`: lowercase
+    /// kebab case, one per setting.
+    #[test]
+    fn keys_are_unique_lowercase_kebab() {
+        let mut seen = HashSet::new();
+        for s in Setting::ALL {
+            let key = s.key();
+            assert!(seen.insert(key), "{key} twice");
+            assert!(!key.starts_with('-') && !key.ends_with('-') && !key.contains("--"));
+            assert!(
+                key.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+                "{key}"
+            );
+        }
+        assert_eq!(Setting::GapRatio.key(), "gap-ratio");
+        assert_eq!(Setting::SchedRuntime.key(), "sched-runtime");
     }
 }

@@ -64,7 +64,7 @@ pub use micro::{
 pub use micro_compare::{MicroAgainst, MicroComparison};
 pub use pairing::{pairing_json, pairing_text};
 pub use perfetto::perfetto_trace;
-pub use progress::progress_line;
+pub use progress::{progress_line, ProgressBar};
 pub use sched::{interval_text, sched_json, sched_text};
 pub use steal::{quote_run_steal, run_steal_note};
 pub use table::Table;

@@ -47,8 +47,9 @@ pub enum StoredError {
     /// A run named twice in one list of runs.
     #[error("run {run} is named twice in '{spec}'")]
     NamedTwice { run: i64, spec: String },
-    /// The cells of the timer runs and the app runs could not be paired.
-    #[error("{error}")]
+    /// The cells of the timer runs and the app runs could not be paired:
+    /// the line names the runs at fault ("run 1,3 has no timer cell ...").
+    #[error("{}", refusal_line(error, timer_runs, app_runs))]
     Pairing {
         error: Box<PairingError>,
         timer_runs: Vec<i64>,
@@ -65,4 +66,39 @@ pub enum StoredError {
     /// A comparison of no runs.
     #[error("no runs to compare")]
     NoRuns,
+}
+
+/// A pairing refused, as one line naming the runs at fault ("run 1,3 has
+/// no timer cell ...", the runs as the user lists them).
+fn refusal_line(e: &PairingError, timer_runs: &[i64], app_runs: &[i64]) -> String {
+    let names = |ids: &[i64]| ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
+    match e {
+        PairingError::NoTimerLatency | PairingError::NoTimerCell { .. } => {
+            format!("run {} has {e}", names(timer_runs))
+        }
+        PairingError::NoAppCell => format!("run {} has {e}", names(app_runs)),
+        PairingError::Scheme { .. } | PairingError::Forecast(_) => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_pairing_names_the_runs_as_before() {
+        let line = refusal_line(&PairingError::NoAppCell, &[1], &[2, 4]);
+        assert_eq!(
+            line,
+            "run 2,4 has no app-probe cell with buffers: give a `latscope run --probe app` run"
+        );
+        let e = PairingError::NoTimerCell {
+            workload: "io".into(),
+            app_cell: 3,
+        };
+        assert_eq!(
+            refusal_line(&e, &[1, 3], &[2]),
+            "run 1,3 has no timer cell under workload 'io' for app cell 3"
+        );
+    }
 }

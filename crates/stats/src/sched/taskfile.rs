@@ -11,11 +11,13 @@
 //! priority = 90      # optional, higher number, higher priority
 //! ```
 
+use std::path::Path;
+
 use latscope_model::Nanos;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
 
-use super::Task;
+use super::{SchedError, Task, TaskSet};
 
 /// Why a task file is not a task set.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -24,6 +26,58 @@ pub struct TaskFileError {
     /// The line the problem is on, when the parser knows it.
     pub line: Option<usize>,
     pub message: String,
+}
+
+/// Why a task file gives no task set: `FILE line N: ...` for its content.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadTasksError {
+    /// The file cannot be read (an error, not the user's input).
+    #[error("cannot read the task file {file}")]
+    Read {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The content is not a task file.
+    #[error("{file}{}: {}", at_line(error.line), error.message)]
+    Parse { file: String, error: TaskFileError },
+    /// The tasks are not a valid task set ([`TaskSet::new`]).
+    #[error("{file}: {error}")]
+    Invalid { file: String, error: SchedError },
+}
+
+fn at_line(line: Option<usize>) -> String {
+    line.map(|l| format!(" line {l}")).unwrap_or_default()
+}
+
+/// A cell index as written (`2`) was not one; it holds the text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid cell '{0}': expected a cell index")]
+pub struct CellIndexError(pub String);
+
+/// The cell a task set is checked against, as written (` 2 ` is 2).
+pub fn parse_cell(text: &str) -> Result<u32, CellIndexError> {
+    text.trim()
+        .parse()
+        .map_err(|_| CellIndexError(text.to_string()))
+}
+
+/// Reads the task file at `path` ([`parse_tasks`]) and checks its tasks as
+/// a set, so that a front end refuses a bad one before it loads a run.
+pub fn read_tasks(path: &Path) -> Result<Vec<Task>, ReadTasksError> {
+    let file = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(source) => return Err(ReadTasksError::Read { file, source }),
+    };
+    let tasks = match parse_tasks(&text) {
+        Ok(tasks) => tasks,
+        Err(error) => return Err(ReadTasksError::Parse { file, error }),
+    };
+    match TaskSet::new(tasks.clone()) {
+        Ok(_) => Ok(tasks),
+        Err(error) => Err(ReadTasksError::Invalid { file, error }),
+    }
 }
 
 /// `N/PERIOD` → the interval between permitted misses: `1/hour` is one
@@ -208,6 +262,41 @@ mod tests {
         let e = parse_tasks("").unwrap_err();
         assert_eq!(e.line, None);
         assert!(e.message.starts_with("no tasks"));
+    }
+
+    /// The file's errors name it, with the line where the parser knows it.
+    #[test]
+    fn a_task_file_is_read_and_checked_as_a_set() {
+        let dir = std::env::temp_dir().join(format!("latscope-taskfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let read = |name: &str, text: &str| {
+            let path = dir.join(name);
+            std::fs::write(&path, text).unwrap();
+            read_tasks(&path).map_err(|e| e.to_string().replace(&*dir.to_string_lossy(), "D"))
+        };
+        let task = "[[task]]\nname = \"a\"\nperiod = \"1ms\"\nwcet = \"200us\"\n";
+        assert_eq!(read("ok.toml", task).unwrap().len(), 1);
+        let e = read(
+            "bad.toml",
+            "[[task]]\nname = \"a\"\nperiod = 5\nwcet = \"1ms\"\n",
+        );
+        assert!(e.unwrap_err().starts_with("D/bad.toml line 3: "));
+        assert!(read("empty.toml", "")
+            .unwrap_err()
+            .starts_with("D/empty.toml: no tasks"));
+        let twice = read("twice.toml", &format!("{task}{task}")).unwrap_err();
+        assert_eq!(twice, "D/twice.toml: two tasks are named 'a'");
+        let missing = read_tasks(&dir.join("missing.toml")).unwrap_err();
+        assert!(matches!(missing, ReadTasksError::Read { .. }), "{missing}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn cell_indices() {
+        assert_eq!(parse_cell(" 2 "), Ok(2));
+        let e = parse_cell("x").unwrap_err();
+        assert_eq!(e, CellIndexError("x".into()));
+        assert_eq!(e.to_string(), "invalid cell 'x': expected a cell index");
     }
 
     #[test]
