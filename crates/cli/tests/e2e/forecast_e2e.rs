@@ -8,12 +8,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::common::control::{any_too_noisy, control_below_and_interfered, late_bursts_pct};
+use crate::common::burst_pair::burst_pair;
+use crate::common::control::{any_too_noisy, late_bursts_pct, Controlled};
 use crate::common::*;
 use serde_json::Value;
-
-const SLOT_NS: u64 = 50_000_000;
-const BURST_NS: u64 = 500_000;
 
 fn forecast(store: &str, extra: &[&str]) -> Value {
     let mut args = vec!["forecast", "latest", "--store", store, "--json"];
@@ -39,30 +37,15 @@ fn a_known_interferer_gives_the_underrun_rate_it_causes() {
         eprintln!("skipped: needs root for SCHED_FIFO");
         return;
     }
-    let cpu = *online().last().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    // One store per run: `forecast latest` reads each.
-    let (stores, bursts) = control_below_and_interfered(
-        |stop| interferer(cpu, "ka-below", 70, SLOT_NS, BURST_NS, stop),
-        |stop| interferer(cpu, "ka-interferer", 90, SLOT_NS, BURST_NS, stop),
-        |name| {
-            let store = dir.path().join(format!("{name}.db"));
-            let o = latscope(&[
-                "run",
-                "--cpus",
-                &cpu.to_string(),
-                "--priority",
-                "80",
-                "--duration",
-                "10s",
-                "--store",
-                store.to_str().unwrap(),
-                "--quiet",
-            ]);
-            assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
-            store.to_str().unwrap().to_string()
-        },
-    );
+    // The runs (the bursts of 500 µs every 50 ms, 10 s at 1 ms, one store
+    // each: `forecast latest` reads each) are the ones `known_answer.rs`
+    // judges too: measured once.
+    let pair = burst_pair();
+    let bursts = &pair.bursts;
+    let stores = Controlled {
+        control: pair.runs.control.store.as_str(),
+        interfered: pair.runs.interfered.store.as_str(),
+    };
 
     // 1 ms buffers, 2 of them, 0.75 ms of compute: 250 µs of slack. A burst
     // covers a deadline half the time and then delays it uniformly in
@@ -77,10 +60,10 @@ fn a_known_interferer_gives_the_underrun_rate_it_causes() {
     let buffering =
         |store: &str, args: &[&str]| latency(&forecast(store, args))["buffering"].clone();
     let misses = |b: &Value| b["misses"].as_u64().unwrap();
-    let ctl_below = buffering(&stores.control, &below);
-    let ctl_above = buffering(&stores.control, &above);
-    let b = buffering(&stores.interfered, &below);
-    let a = buffering(&stores.interfered, &above);
+    let ctl_below = buffering(stores.control, &below);
+    let ctl_above = buffering(stores.control, &above);
+    let b = buffering(stores.interfered, &below);
+    let a = buffering(stores.interfered, &above);
     eprintln!("control, slack 250 µs: {ctl_below}");
     eprintln!("control, slack 600 µs: {ctl_above}");
     eprintln!("interfered, slack 250 µs: {b}");

@@ -9,6 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde_json::Value;
 
 pub mod browser;
+pub mod burst_pair;
 pub mod control;
 pub mod daemon;
 pub mod pg_cluster;
