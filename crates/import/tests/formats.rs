@@ -150,7 +150,7 @@ fn cyclictest_text_and_json_of_one_run_give_the_same_histograms() {
         panic!()
     };
     assert_eq!(s.common.policy, Policy::Other);
-    assert!(text.notes.iter().any(|n| n.contains("--policy")));
+    assert!(text.notes.iter().any(|n| n.contains("the policy option")));
 }
 
 #[test]
