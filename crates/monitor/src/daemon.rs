@@ -379,6 +379,7 @@ impl Daemon<'_> {
                 clock: Arc::new(RealClock),
                 stop: stop.clone(),
                 observer: &mut observer,
+                names: &crate::config::Keys,
                 system: None,
                 rescue: None,
             };
