@@ -4,7 +4,7 @@
 //! so a bad file leaves no trace in it.
 
 use anyhow::anyhow;
-use latscope_import::{FileError, FileRequest, Statement};
+use latscope_import::{FileError, FileRequest, ImportOption, OptionNamer, Statement};
 use latscope_store::Store;
 
 use crate::args::ImportArgs;
@@ -18,6 +18,7 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     req.policy = args.policy;
     req.priority = args.priority;
     req.unit = args.unit;
+    req.names = NAMES;
     req.workload = args.workload.as_deref();
     req.label = args.label.as_deref();
     req.format = args.format.format();
@@ -31,6 +32,9 @@ pub fn import(args: &ImportArgs) -> Result<i32, Exit> {
     crate::output::print(&text);
     Ok(exit::OK)
 }
+
+/// The import's options as the notes and errors name them: `--period`.
+const NAMES: OptionNamer = OptionNamer(|o: ImportOption| format!("--{}", o.key()));
 
 /// The import's error as one line naming the option at fault.
 fn file_error(e: FileError) -> Exit {
@@ -47,8 +51,8 @@ fn file_error(e: FileError) -> Exit {
             Exit::usage(format!("{option} wants one line of text, not {text:?}"))
         }
         FileError::TooLarge { .. } => Exit::usage(e),
-        FileError::Import { ref error, .. } if error.is_usage() => Exit::usage(e),
+        FileError::Import { ref error, .. } if error.is_usage() => Exit::usage(e.line(&NAMES)),
         e @ FileError::Read { .. } => Exit::from(anyhow::Error::from(e)),
-        e @ FileError::Import { .. } => Exit::from(anyhow!("{e}")),
+        e @ FileError::Import { .. } => Exit::from(anyhow!("{}", e.line(&NAMES))),
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::Context;
 use latscope_engine::system::{measuring_pair, online_cpus, PairError};
 use latscope_engine::{MicroPlan, Observer, RunOutcome};
-use latscope_micro::session::{select, SessionOptions};
+use latscope_micro::session::{select, SessionError, SessionOptions};
 use latscope_model::{MicroContext, MicroResult};
 use latscope_stats::RunResult;
 use latscope_store::MicroRun;
@@ -17,7 +17,10 @@ use crate::args::MicroArgs;
 use crate::exit::{self, Exit};
 
 pub fn micro(args: &MicroArgs) -> Result<i32, Exit> {
-    let benchmarks = select(&args.bench, args.quick).map_err(Exit::usage)?;
+    let benchmarks = select(&args.bench, args.quick).map_err(|e| match e {
+        SessionError::UnknownBench { .. } => Exit::usage(format!("--bench: {e}")),
+        e => Exit::usage(e),
+    })?;
     if args.list {
         crate::output::print(&latscope_micro::session::list_text(&benchmarks));
         return Ok(exit::OK);

@@ -149,6 +149,7 @@ pub fn stored(
         clock: Arc::new(RealClock),
         stop: Stop::from_signals(&signals),
         observer,
+        names: &crate::plan::Options,
         system: None,
         rescue: Some(&rescue),
     };

@@ -28,7 +28,8 @@ use crate::exit::{self, Exit};
 const UNSCHEDULABLE: i32 = 3;
 
 pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
-    let miss_interval = parse_miss_rate(&args.miss_rate).map_err(Exit::usage)?;
+    let miss_interval =
+        parse_miss_rate(&args.miss_rate).map_err(|e| Exit::usage(e.line("--miss-rate")))?;
     let cell = args.cell.as_deref().map(parse_cell).transpose();
     let cell = cell.map_err(|CellIndexError(c)| {
         Exit::usage(format!("invalid --cell '{c}': expected a cell index"))
@@ -49,6 +50,10 @@ pub fn sched(args: &SchedArgs) -> Result<i32, Exit> {
             match e {
                 SchedReportError::Tasks(e) => Exit::usage(format!("{file}: {e}")),
                 SchedReportError::Analysis(e) => anyhow::anyhow!("{file}: {e}").into(),
+                SchedReportError::NoSuchCell { run, cells, cell } => {
+                    anyhow::anyhow!("run {run} has {cells} cell(s); --cell {cell} does not exist")
+                        .into()
+                }
                 other => anyhow::anyhow!("{other}").into(),
             }
         })?;

@@ -177,6 +177,8 @@ pub struct Actions {
     pub stats: Arc<ActionStats>,
     /// Where failures and the closing summary are said.
     say: Arc<dyn Fn(&str) + Send + Sync>,
+    /// The action limit as the summary names it ([`Actions::naming`]).
+    limit_name: String,
 }
 
 impl Actions {
@@ -215,7 +217,16 @@ impl Actions {
             seen: Mutex::new(BTreeMap::new()),
             stats,
             say,
+            limit_name: Neutral.name(Setting::ActionLimit),
         })
+    }
+
+    /// The summary names the action limit by `names` (the command line's
+    /// `--action-limit`, the monitor's `action_limit`; by default in plain
+    /// words).
+    pub fn naming(mut self, names: &dyn Namer) -> Actions {
+        self.limit_name = names.name(Setting::ActionLimit);
+        self
     }
 
     /// The housekeeping CPUs changed (a reload moved the measured ones):
@@ -303,7 +314,8 @@ impl Actions {
         );
         (ok + failed + suppressed + dropped + abandoned > 0).then(|| {
             format!(
-                "threshold actions: {ok} ran, {failed} failed, {suppressed} over --action-limit, {dropped} dropped (queue full), {abandoned} abandoned at shutdown"
+                "threshold actions: {ok} ran, {failed} failed, {suppressed} over {}, {dropped} dropped (queue full), {abandoned} abandoned at shutdown",
+                self.limit_name
             )
         })
     }
@@ -568,7 +580,7 @@ pub(crate) mod tests {
         assert_eq!(stats.suppressed.load(Ordering::Relaxed), 2);
         assert!(summary
             .unwrap()
-            .contains("3 ran, 0 failed, 2 over --action-limit"));
+            .contains("3 ran, 0 failed, 2 over action limit"));
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use latscope_model::{
-    metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, TraceSummary,
-    UdpStats, WorkloadStats,
+    metric, CellMeta, CpuId, Episode, EpisodeWindow, Nanos, NoiseCpuStats, RunStatus, Setting,
+    TraceSummary, UdpStats, WorkloadStats,
 };
 use latscope_probes::{ProbeSnapshot, RunningProbe};
 use latscope_record::{MetricResult, TimelineChunk};
@@ -335,6 +335,7 @@ fn open_trace(
         tp.backend,
         analysis_mode(&cell.probe),
         tp.threshold,
+        ctx.names,
     ) {
         Ok(t) => {
             ctx.capabilities.tracepoints = true;
@@ -346,7 +347,10 @@ fn open_trace(
             Some(t)
         }
         Err(e) => {
-            let line = format!("--trace: {e}; the run continues without decomposition or episodes");
+            let line = format!(
+                "{}: {e}; the run continues without decomposition or episodes",
+                ctx.names.name(Setting::Trace)
+            );
             if !ctx.capabilities.missing.contains(&line) {
                 ctx.capabilities.missing.push(line);
             }
@@ -431,8 +435,9 @@ fn start_session(
     ) {
         Ok(s) => Some(s),
         Err(e) => {
+            let trace = ctx.names.name(Setting::Trace);
             ctx.observer.notice(&format!(
-                "--trace: cannot start the tracer thread ({e}); continuing without it"
+                "{trace}: cannot start the tracer thread ({e}); continuing without it"
             ));
             None
         }
@@ -452,8 +457,9 @@ fn end_status(
         notes.push(format!("{label}measurement failed: {e}"));
         RunStatus::Failed
     } else if let (Some(value), Some(limit)) = (ctx.stopped_above, ctx.config.stop_above) {
+        let limit = ctx.names.given(Setting::StopAbove, &limit.to_string());
         notes.push(format!(
-            "{label}stopped after {duration}: a value of {value} exceeded --stop-above {limit}"
+            "{label}stopped after {duration}: a value of {value} exceeded {limit}"
         ));
         RunStatus::Interrupted
     } else if ctx.stop.stopped() {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use latscope_model::{Capabilities, CpuSet, Nanos, RunId, SystemInfo};
+use latscope_model::{Capabilities, CpuSet, Namer, Nanos, RunId, SystemInfo};
 use latscope_probes::Clock;
 
 use crate::config::RunConfig;
@@ -27,6 +27,8 @@ pub(crate) struct RunCtx<'a, 'e> {
     pub clock: Arc<dyn Clock>,
     pub stop: Stop,
     pub observer: &'e mut dyn Observer,
+    /// How the notices name the run's settings ([`crate::Env::names`]).
+    pub names: &'e dyn Namer,
     pub clock_read_ns: u64,
     /// The first sink failure of the run.
     pub sink_error: Option<SinkError>,

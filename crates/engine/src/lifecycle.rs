@@ -168,6 +168,7 @@ fn open<'a, 'e>(
         clock: Arc::clone(&env.clock),
         stop: env.stop,
         observer: env.observer,
+        names: env.names,
         clock_read_ns: latscope_platform::clock_read_cost(2_000),
         sink_error: None,
         sink_failures: 0,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use latscope_model::{MicroContext, MicroResult, Nanos, RunId, RunStatus, SystemInfo};
+use latscope_model::{MicroContext, MicroResult, Namer, Nanos, RunId, RunStatus, SystemInfo};
 use latscope_probes::Clock;
 use latscope_record::RunResult;
 
@@ -114,6 +114,9 @@ pub struct Env<'a> {
     pub clock: Arc<dyn Clock>,
     pub stop: Stop,
     pub observer: &'a mut dyn Observer,
+    /// How the notices name the run's settings (the command line's
+    /// `--trace`, the monitor's `trace`).
+    pub names: &'a dyn Namer,
     /// The system snapshot to record (taken from the machine when `None`).
     pub system: Option<SystemInfo>,
     /// Where the whole run goes when the sink fails (`None`: only into the

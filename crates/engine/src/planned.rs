@@ -65,7 +65,8 @@ pub fn run_plan<S: Sink>(
         how.say,
         how.snapshot,
     )
-    .map_err(EngineError::Actions)?;
+    .map_err(EngineError::Actions)?
+    .naming(env.names);
     let mut sink = ActionSink::new(sink, actions);
     crate::run(&config, cells, online, &mut sink, env)
 }

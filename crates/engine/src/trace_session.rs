@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use latscope_model::{CpuId, Episode, EpisodeWindow, Nanos, NoiseClass, StealSource, TraceSummary};
+use latscope_model::{
+    CpuId, Episode, EpisodeWindow, Namer, Nanos, NoiseClass, Setting, StealSource, TraceSummary,
+};
 use latscope_platform::{monotonic_ns, thread_cpu_ns};
 use latscope_probes::Handoff;
 use latscope_record::{MetricResult, TimelineChunk};
@@ -103,7 +105,7 @@ pub struct TraceOpen {
 /// Opens and enables the tracer (before the measuring threads start, so
 /// their first samples have events) with the backend asked for: `Auto`
 /// tries BPF and falls back to perf. Errors come back as one line for the
-/// run's capabilities.
+/// run's capabilities. The line names the settings by `names`.
 pub fn open(
     traced: &[CpuId],
     stack_cpus: &[CpuId],
@@ -111,6 +113,7 @@ pub fn open(
     backend: TraceBackend,
     mode: AnalysisMode,
     threshold: Nanos,
+    names: &dyn Namer,
 ) -> Result<TraceOpen, String> {
     let bpf_error = match backend {
         TraceBackend::Perf => None,
@@ -163,7 +166,10 @@ pub fn open(
                     return Ok(TraceOpen {
                         source,
                         symbols: Kallsyms::load().ok(),
-                        line: format!("--trace: BPF backend ({how}){attached}{diag}"),
+                        line: format!(
+                            "{}: BPF backend ({how}){attached}{diag}",
+                            names.name(Setting::Trace)
+                        ),
                         enabled_at_ns,
                     });
                 }
@@ -184,12 +190,16 @@ pub fn open(
     let tracer = Tracer::open(&cfg).map_err(|e| e.to_string())?;
     tracer.enable().map_err(|e| e.to_string())?;
     let enabled_at_ns = monotonic_ns();
-    let mut line = match bpf_error {
-        None => "--trace: perf backend (--trace-backend perf)".to_string(),
-        Some(e) => format!("--trace: perf backend ({e})"),
+    let why = match bpf_error {
+        None => names.given(Setting::TraceBackend, "perf"),
+        Some(e) => e,
     };
+    let mut line = format!("{}: perf backend ({why})", names.name(Setting::Trace));
     if cfg.event_chains {
-        line.push_str("; --stacks: every sched_switch and hrtimer callback walks its stack");
+        line.push_str(&format!(
+            "; {}: every sched_switch and hrtimer callback walks its stack",
+            names.name(Setting::Stacks)
+        ));
     }
     Ok(TraceOpen {
         source: Source::Perf(Box::new(tracer)),

@@ -251,6 +251,7 @@ fn child_run() {
             clock,
             stop: Stop::new(),
             observer: &mut Quiet,
+            names: &latscope_model::Neutral,
             system: Some(SystemInfo::default()),
             rescue: None,
         },

@@ -220,6 +220,7 @@ fn env<'a>(clock: &Arc<ScriptedClock>, stop: &Stop, obs: &'a mut StopAt) -> Env<
         clock: clock.clone(),
         stop: stop.clone(),
         observer: obs,
+        names: &latscope_model::Neutral,
         system: Some(latscope_model::SystemInfo::default()),
         rescue: None,
     }
@@ -630,7 +631,7 @@ fn stop_above_ends_the_run_within_a_tick_of_the_first_sample_above_it() {
             .meta
             .notes
             .iter()
-            .any(|n| n.contains("a value of 2.00ms exceeded --stop-above 1.00ms")),
+            .any(|n| n.contains("a value of 2.00ms exceeded stop-above limit 1.00ms")),
         "{:?}",
         stored.meta.notes
     );
@@ -727,6 +728,7 @@ fn a_store_down_for_over_a_day_drops_the_oldest_and_says_so_at_once() {
         clock: clock.clone(),
         stop: stop.clone(),
         observer: &mut obs,
+        names: &latscope_model::Neutral,
         system: Some(latscope_model::SystemInfo::default()),
         rescue: None,
     };

@@ -72,6 +72,7 @@ fn env<'a>(stop: &Stop, seen: &'a mut Seen) -> Env<'a> {
         clock: Arc::new(RealClock),
         stop: stop.clone(),
         observer: seen,
+        names: &latscope_model::Neutral,
         system: Some(SystemInfo::default()),
         rescue: None,
     }

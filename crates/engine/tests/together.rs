@@ -36,6 +36,7 @@ fn priorities_run_as_cells_started_together_and_stored_apart() {
         clock: Arc::new(RealClock),
         stop: Stop::new(),
         observer: &mut quiet,
+        names: &latscope_model::Neutral,
         system: Some(latscope_model::SystemInfo::default()),
         rescue: None,
     };

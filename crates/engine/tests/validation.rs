@@ -47,6 +47,7 @@ fn stored_run(path: &std::path::Path) -> Store {
         clock: clock.clone(),
         stop: Stop::new(),
         observer: &mut Quiet,
+        names: &latscope_model::Neutral,
         system: Some(SystemInfo::default()),
         rescue: None,
     };

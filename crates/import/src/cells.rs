@@ -7,7 +7,7 @@ use latscope_model::{
 };
 use latscope_record::{CellResult, MetricResult};
 
-use crate::{ImportError, Options};
+use crate::{ImportError, ImportOption, OptionError, OptionNamer, Options};
 
 /// The largest CPU number accepted (the kernel's NR_CPUS limit is 8192).
 const MAX_CPU: i64 = 8191;
@@ -68,15 +68,19 @@ pub(crate) fn cpus_of(metrics: &[MetricResult]) -> String {
 pub(crate) fn setting<T: PartialEq + Copy + std::fmt::Display>(
     from_file: Option<T>,
     from_user: Option<T>,
-    option: &str,
-    what: &str,
+    option: (ImportOption, &OptionNamer),
+    what: &'static str,
     default: (T, &str),
     notes: &mut Vec<String>,
 ) -> Result<T, ImportError> {
+    let (key, names) = option;
+    let option = names.name(key);
     match (from_file, from_user) {
-        (Some(f), Some(u)) if f != u => Err(ImportError::Option(format!(
-            "the file records the {what} ({f}); {option} is for files that do not"
-        ))),
+        (Some(f), Some(u)) if f != u => Err(ImportError::Option(OptionError::Recorded {
+            option: key,
+            what,
+            recorded: f.to_string(),
+        })),
         (Some(f), _) => Ok(f),
         (None, Some(u)) => {
             notes.push(format!(
@@ -104,7 +108,7 @@ pub(crate) fn scheduling(
     let policy = setting(
         from_file.map(|f| f.0),
         options.policy,
-        "--policy",
+        (ImportOption::Policy, &options.names),
         "scheduling policy",
         (default.0, default.2),
         notes,
@@ -112,7 +116,7 @@ pub(crate) fn scheduling(
     let priority = setting(
         from_file.map(|f| f.1),
         options.priority,
-        "--priority",
+        (ImportOption::Priority, &options.names),
         "priority",
         (default.1, default.2),
         notes,
@@ -134,7 +138,7 @@ pub(crate) fn timer_settings(
     let period = setting(
         file_period,
         options.period,
-        "--period",
+        (ImportOption::Period, &options.names),
         "period",
         (DEFAULT_PERIOD, period_default),
         notes,

@@ -18,7 +18,7 @@ use latscope_record::MetricResult;
 
 use crate::buckets::ToolHistogram;
 use crate::cells::{add_metric, cell, cpus_of, timer_settings};
-use crate::{Format, ImportError, Imported, Options, Unit};
+use crate::{Format, ImportError, ImportOption, Imported, Options, Unit};
 
 const FORMAT: &str = "cyclictest-hist";
 
@@ -275,9 +275,10 @@ pub(crate) fn read(text: &str, options: &Options) -> Result<Imported, ImportErro
     }
     let unit = options.unit.unwrap_or(Unit::Micros);
     if options.unit.is_none() {
-        notes.push(
-            "cyclictest's histogram text does not say its unit: read as microseconds (give --unit ns for cyclictest -N)".to_string(),
-        );
+        notes.push(format!(
+            "cyclictest's histogram text does not say its unit: read as microseconds (give {} ns for cyclictest -N)",
+            options.names.name(ImportOption::Unit)
+        ));
     }
     let mut cells: Vec<(u32, String, Vec<MetricResult>, u64)> = Vec::new();
     for t in 0..threads {

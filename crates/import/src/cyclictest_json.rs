@@ -17,7 +17,7 @@ use crate::buckets::ToolHistogram;
 use crate::cells::{add_metric, cell, cpu, cpus_of, scheduling, setting, timer_settings};
 use crate::cyclictest_args::CyclictestArgs;
 use crate::rt_tests::{self, ran, words};
-use crate::{Format, ImportError, Imported, Options};
+use crate::{Format, ImportError, ImportOption, Imported, Options};
 
 const FORMAT: &str = "cyclictest-json";
 
@@ -367,7 +367,7 @@ impl Pending {
                 setting(
                     Some(s.period_ns),
                     options.period,
-                    "--period",
+                    (ImportOption::Period, &options.names),
                     "period",
                     (DEFAULT_PERIOD, ""),
                     notes,

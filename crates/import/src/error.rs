@@ -1,3 +1,5 @@
+use crate::{Format, ImportOption, OptionNamer};
+
 /// Why a file could not be imported. Every message is one line that says
 /// what is wrong with the file (or with the request), never a panic's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -8,7 +10,7 @@ pub enum ImportError {
     #[error("the file is not text (byte {offset} is not UTF-8); latscope imports cyclictest, oslat and rtla output files")]
     NotText { offset: usize },
 
-    #[error("not a format latscope imports (cyclictest --json, cyclictest -h histogram text, oslat --json, rtla timerlat hist text); if it is one of them, name it with --format")]
+    #[error("{}", not_recognized(&OptionNamer::default()))]
     NotRecognized,
 
     /// Invalid JSON; `what` is the JSON parser's message, with its line and
@@ -34,8 +36,55 @@ pub enum ImportError {
     Unsupported { format: &'static str, what: String },
 
     /// An option given to `import` that the file makes meaningless.
-    #[error("{0}")]
-    Option(String),
+    #[error("{}", .0.line(&OptionNamer::default()))]
+    Option(OptionError),
+}
+
+/// An option given to `import` that the file makes meaningless.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptionError {
+    /// A unit for a file that says its own.
+    Unit { format: Format },
+    /// The file records what `option` gives (`what`), as `recorded`,
+    /// which is not what was given.
+    Recorded {
+        option: ImportOption,
+        what: &'static str,
+        recorded: String,
+    },
+    /// A period for a file of oslat, whose loop has none.
+    NoPeriod,
+}
+
+impl OptionError {
+    /// The line, the options named by `names`.
+    pub fn line(&self, names: &OptionNamer) -> String {
+        match self {
+            OptionError::Unit { format } => format!(
+                "{} is for cyclictest-hist files, which do not say their unit; a {format} file does",
+                names.name(ImportOption::Unit)
+            ),
+            OptionError::Recorded {
+                option,
+                what,
+                recorded,
+            } => format!(
+                "the file records the {what} ({recorded}); {} is for files that do not",
+                names.name(*option)
+            ),
+            OptionError::NoPeriod => format!(
+                "{} is for timer files; oslat's loop has no period",
+                names.name(ImportOption::Period)
+            ),
+        }
+    }
+}
+
+fn not_recognized(names: &OptionNamer) -> String {
+    format!(
+        "not a format latscope imports (cyclictest --json, cyclictest -h histogram text, oslat --json, rtla timerlat hist text); if it is one of them, name it with {}",
+        names.name(ImportOption::Format)
+    )
 }
 
 impl ImportError {
@@ -57,6 +106,16 @@ impl ImportError {
         ImportError::Unsupported {
             format,
             what: what.into(),
+        }
+    }
+
+    /// The line, the options named by `names` (`Display` names them in
+    /// plain words).
+    pub fn line(&self, names: &OptionNamer) -> String {
+        match self {
+            ImportError::NotRecognized => not_recognized(names),
+            ImportError::Option(e) => e.line(names),
+            other => other.to_string(),
         }
     }
 

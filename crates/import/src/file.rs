@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use latscope_model::{Nanos, Policy};
 use latscope_record::RunResult;
 
-use crate::{import, Format, ImportError, Options, Origin, Unit};
+use crate::{import, Format, ImportError, OptionNamer, Options, Origin, Unit};
 
 /// The largest file read: the tools' result files are kilobytes to
 /// megabytes (the largest fixture here, cyclictest's JSON with its
@@ -28,6 +28,8 @@ pub struct FileRequest<'a> {
     /// As given: 1-99, or 0 with a policy without priority.
     pub priority: Option<i64>,
     pub unit: Option<Unit>,
+    /// How notes stored with the run and error lines name the options.
+    pub names: OptionNamer,
     pub command_line: Vec<String>,
     pub latscope_version: &'a str,
 }
@@ -44,6 +46,7 @@ impl<'a> FileRequest<'a> {
             policy: None,
             priority: None,
             unit: None,
+            names: OptionNamer::default(),
             command_line: Vec::new(),
             latscope_version: "",
         }
@@ -76,6 +79,19 @@ pub enum FileError {
     TooLarge { path: String },
     #[error("cannot import {path}: {error}")]
     Import { path: String, error: ImportError },
+}
+
+impl FileError {
+    /// The line, `import`'s options named by `names` (as
+    /// [`ImportError::line`]).
+    pub fn line(&self, names: &OptionNamer) -> String {
+        match self {
+            FileError::Import { path, error } => {
+                format!("cannot import {path}: {}", error.line(names))
+            }
+            other => other.to_string(),
+        }
+    }
 }
 
 /// An imported file: the run to store and the samples it holds.
@@ -136,6 +152,7 @@ fn options(req: &FileRequest<'_>) -> Result<Options, FileError> {
             .workload
             .map(|w| one_line(w, Statement::Workload))
             .transpose()?,
+        names: req.names,
     })
 }
 

@@ -120,6 +120,59 @@ impl Unit {
     }
 }
 
+/// An option of `import` that a note or an error speaks of; the front end
+/// names it ([`OptionNamer`]), the library never spells a flag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportOption {
+    Format,
+    Period,
+    Policy,
+    Priority,
+    Unit,
+}
+
+impl ImportOption {
+    /// The option's stable identifier (`period`); the command line's
+    /// option is `--` and the key.
+    pub fn key(self) -> &'static str {
+        match self {
+            ImportOption::Format => "format",
+            ImportOption::Period => "period",
+            ImportOption::Policy => "policy",
+            ImportOption::Priority => "priority",
+            ImportOption::Unit => "unit",
+        }
+    }
+
+    /// In plain words: `the period option`.
+    pub fn neutral(self) -> String {
+        format!("the {} option", self.key())
+    }
+}
+
+/// How the front end names [`ImportOption`]s in notes stored with the run
+/// and in error lines; by default in plain words ([`ImportOption::neutral`]).
+#[derive(Clone, Copy)]
+pub struct OptionNamer(pub fn(ImportOption) -> String);
+
+impl OptionNamer {
+    pub fn name(&self, o: ImportOption) -> String {
+        (self.0)(o)
+    }
+}
+
+impl Default for OptionNamer {
+    fn default() -> OptionNamer {
+        OptionNamer(ImportOption::neutral)
+    }
+}
+
+impl std::fmt::Debug for OptionNamer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OptionNamer")
+    }
+}
+
 /// What the user says of a file that does not say it itself.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -133,6 +186,8 @@ pub struct Options {
     /// The background load the tool ran under, as latscope names
     /// workloads (default `none`: latscope ran none).
     pub workload: Option<String>,
+    /// How the notes name the options.
+    pub names: OptionNamer,
 }
 
 impl Options {

@@ -30,9 +30,9 @@ mod rt_tests;
 mod rtla_hist;
 mod time;
 
-pub use error::ImportError;
+pub use error::{ImportError, OptionError};
 pub use file::{import_file, FileError, FileRequest, ImportedFile, Statement, MAX_FILE_BYTES};
-pub use format::{Format, FormatName, Options, Unit};
+pub use format::{Format, FormatName, ImportOption, OptionNamer, Options, Unit};
 pub use imported::{Imported, Origin};
 
 /// The format of a file by its content; `None` when it is none of them.
@@ -87,9 +87,7 @@ pub fn import(
         None => detect(text).ok_or(ImportError::NotRecognized)?,
     };
     if options.unit.is_some() && format != Format::CyclictestHist {
-        return Err(ImportError::Option(format!(
-            "--unit is for cyclictest-hist files, which do not say their unit; a {format} file does"
-        )));
+        return Err(ImportError::Option(OptionError::Unit { format }));
     }
     let read = match format {
         Format::CyclictestJson => cyclictest_json::read(text, options),

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::buckets::ToolHistogram;
 use crate::cells::{cell, cpu, cpus_of, scheduling};
 use crate::rt_tests::{self, ran, words};
-use crate::{Format, ImportError, Imported, Options};
+use crate::{Format, ImportError, Imported, OptionError, Options};
 
 const FORMAT: &str = "oslat-json";
 
@@ -324,9 +324,7 @@ fn noise_cell(
     });
     let (policy, priority) = scheduling(from_file, options, (Policy::Other, 0, ""), notes)?;
     if options.period.is_some() {
-        return Err(ImportError::Option(
-            "--period is for timer files; oslat's loop has no period".to_string(),
-        ));
+        return Err(ImportError::Option(OptionError::NoPeriod));
     }
     let active = stats
         .iter()

@@ -150,7 +150,7 @@ fn cyclictest_text_and_json_of_one_run_give_the_same_histograms() {
         panic!()
     };
     assert_eq!(s.common.policy, Policy::Other);
-    assert!(text.notes.iter().any(|n| n.contains("--policy")));
+    assert!(text.notes.iter().any(|n| n.contains("the policy option")));
 }
 
 #[test]
@@ -367,6 +367,14 @@ fn bad_files_are_one_line_errors() {
     .unwrap_err();
     assert!(e.is_usage(), "{e}");
     assert!(one_line(&e).contains("the file records the period (1.00ms)"));
+    // The front end names the option: the CLI's `--period`.
+    let flags = latscope_import::OptionNamer(|o| format!("--{}", o.key()));
+    assert!(e
+        .line(&flags)
+        .ends_with("(1.00ms); --period is for files that do not"));
+    assert!(e
+        .to_string()
+        .ends_with("the period option is for files that do not"));
     let e = import(
         json.as_bytes(),
         None,

@@ -19,7 +19,8 @@ pub const QUICK_WARMUP: usize = 1;
 /// Why a session could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    #[error("--bench: no benchmark or group named '{name}' (groups: {groups})")]
+    /// The front end names its option before the line (`--bench: …`).
+    #[error("no benchmark or group named '{name}' (groups: {groups})")]
     UnknownBench { name: String, groups: String },
     #[error("cannot pin the measuring thread to CPU {cpu}: {why}")]
     Pin { cpu: u32, why: String },

@@ -45,6 +45,8 @@ pub enum Setting {
     StopAbove,
     FailAbove,
     Trace,
+    /// Which tracer `Trace` uses.
+    TraceBackend,
     Stacks,
     OnThreshold,
     ActionLimit,
@@ -53,7 +55,7 @@ pub enum Setting {
 impl Setting {
     /// Every setting, in the order of the enum (a new variant goes here
     /// too: the unit test checks the order).
-    pub const ALL: [Setting; 36] = {
+    pub const ALL: [Setting; 37] = {
         use Setting as S;
         [
             S::Probe,
@@ -89,6 +91,7 @@ impl Setting {
             S::StopAbove,
             S::FailAbove,
             S::Trace,
+            S::TraceBackend,
             S::Stacks,
             S::OnThreshold,
             S::ActionLimit,
@@ -135,6 +138,7 @@ impl Setting {
             S::StopAbove => "stop-above",
             S::FailAbove => "fail-above",
             S::Trace => "trace",
+            S::TraceBackend => "trace-backend",
             S::Stacks => "stacks",
             S::OnThreshold => "on-threshold",
             S::ActionLimit => "action-limit",
@@ -178,6 +182,7 @@ impl Setting {
             S::StopAbove => "stop-above limit",
             S::FailAbove => "fail-above limit",
             S::Trace => "tracing",
+            S::TraceBackend => "tracing backend",
             S::Stacks => "stacks",
             S::OnThreshold => "threshold action",
             S::ActionLimit => "action limit",

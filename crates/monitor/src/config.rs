@@ -164,6 +164,7 @@ impl Keys {
             Setting::Threshold => "threshold",
             Setting::Checkpoint => "persist",
             Setting::Trace => "trace",
+            Setting::TraceBackend => "trace_backend",
             Setting::Stacks => "stacks",
             Setting::OnThreshold => "on_threshold",
             Setting::ActionLimit => "action_limit",

@@ -241,7 +241,8 @@ fn start_actions(
         Arc::clone(say),
         latscope_report::perfetto_trace,
     )
-    .map_err(MonitorError::Thread)?;
+    .map_err(MonitorError::Thread)?
+    .naming(&crate::config::Keys);
     lock(shared).actions = Some(Arc::clone(&actions.stats));
     sink.actions = Some(actions);
     Ok(())
@@ -379,6 +380,7 @@ impl Daemon<'_> {
                 clock: Arc::new(RealClock),
                 stop: stop.clone(),
                 observer: &mut observer,
+                names: &crate::config::Keys,
                 system: None,
                 rescue: None,
             };

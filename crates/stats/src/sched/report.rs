@@ -19,7 +19,8 @@ use crate::RunResult;
 /// Why a sched report could not be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SchedReportError {
-    #[error("run {run} has {cells} cell(s); --cell {cell} does not exist")]
+    /// The front end names the cell option in its own words.
+    #[error("run {run} has {cells} cell(s); cell {cell} does not exist")]
     NoSuchCell { run: RunId, cells: usize, cell: u32 },
     /// `what` names the run or the cell.
     #[error(

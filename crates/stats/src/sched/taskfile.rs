@@ -80,17 +80,29 @@ pub fn read_tasks(path: &Path) -> Result<Vec<Task>, ReadTasksError> {
     }
 }
 
+/// A miss rate as written (`0/hour`) was not one; it holds the text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.line("miss rate"))]
+pub struct MissRateError(pub String);
+
+impl MissRateError {
+    /// The line, with the option named as the front end names it
+    /// (`miss rate`, what `Display` shows).
+    pub fn line(&self, name: &str) -> String {
+        format!(
+            "invalid {name} '{}': write it as N/PERIOD with N > 0, \
+             e.g. 1/hour, 1/10min, 1/day",
+            self.0
+        )
+    }
+}
+
 /// `N/PERIOD` → the interval between permitted misses: `1/hour` is one
 /// hour, `2/hour` half an hour, `1/10min` ten minutes. PERIOD is a word
 /// (`second`, `minute`, `hour`, `day`, `week`, or `s`, `min`, `h`, `d`, `w`)
 /// or a duration (`10min`, `30s`, `2h`).
-pub fn parse_miss_rate(text: &str) -> Result<Nanos, String> {
-    let bad = || {
-        format!(
-            "invalid --miss-rate '{text}': write it as N/PERIOD with N > 0, \
-             e.g. 1/hour, 1/10min, 1/day"
-        )
-    };
+pub fn parse_miss_rate(text: &str) -> Result<Nanos, MissRateError> {
+    let bad = || MissRateError(text.to_string());
     let (count, period) = text.trim().split_once('/').ok_or_else(bad)?;
     let count: u64 = count.trim().parse().map_err(|_| bad())?;
     if count == 0 {
@@ -319,5 +331,10 @@ mod tests {
         ] {
             assert!(parse_miss_rate(bad).is_err(), "{bad}");
         }
+        let e = parse_miss_rate("0/hour").unwrap_err();
+        assert_eq!(e, MissRateError("0/hour".into()));
+        assert!(e
+            .to_string()
+            .starts_with("invalid miss rate '0/hour': write"));
     }
 }
