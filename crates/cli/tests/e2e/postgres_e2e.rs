@@ -70,7 +70,16 @@ fn every_command_works_on_a_postgres_store_and_never_shows_the_password() {
     );
     // A monitor writes its windows there too.
     let mut d = crate::common::daemon::Daemon::start(&["--persist", "1s", "--store", u]);
-    std::thread::sleep(Duration::from_secs(3));
+    // Until its first checkpoint has stored a window (every second).
+    let t0 = std::time::Instant::now();
+    while query_i64(u, "SELECT count(*) FROM monitor_windows") == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "no monitor window stored in 20 s: {:?}",
+            d.lines.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     d.signal("TERM");
     assert_eq!(d.wait(Duration::from_secs(20)), Some(0));
     assert!(
@@ -237,6 +246,32 @@ fn metric_rows(store: &str) -> Vec<(String, i64)> {
     }
 }
 
+/// A SQLite store of `runs` imported runs, cyclictest's and oslat's in
+/// turn: each file read once and stored as `latscope import` stores it
+/// (`import_file`, then `insert_run`, which gives each run a uuid of its
+/// own), in this process rather than by 120 runs of the binary, which
+/// took most of the test's time.
+fn local_runs(store: &std::path::Path, runs: i64) {
+    let files: Vec<_> = ["cyclictest-h50.json", "oslat.json"]
+        .iter()
+        .map(|f| {
+            let path = std::path::PathBuf::from(import_fixture(f));
+            let mut req = latscope_import::FileRequest::new(&path);
+            req.command_line = vec![
+                "latscope".into(),
+                "import".into(),
+                path.display().to_string(),
+            ];
+            req.latscope_version = env!("CARGO_PKG_VERSION");
+            latscope_import::import_file(&req).unwrap()
+        })
+        .collect();
+    let mut st = latscope_store::Store::open(store).unwrap();
+    for i in 0..runs {
+        st.insert_run(&files[(i % 2) as usize].run).unwrap();
+    }
+}
+
 #[test]
 fn a_push_to_postgres_killed_part_way_leaves_only_whole_runs_and_pull_brings_them_back() {
     let Some(db) = fresh_database() else { return };
@@ -247,15 +282,7 @@ fn a_push_to_postgres_killed_part_way_leaves_only_whole_runs_and_pull_brings_the
     let local = store_in(dir.path());
     let l = local.to_str().unwrap();
     let runs = 120;
-    for i in 0..runs {
-        let f = if i % 2 == 0 {
-            "cyclictest-h50.json"
-        } else {
-            "oslat.json"
-        };
-        let o = latscope(&["import", &import_fixture(f), "--store", l]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    }
+    local_runs(&local, runs);
     let mut child = bin()
         .args(["push", "--to", u, "--store", l])
         .stdout(Stdio::null())

@@ -19,6 +19,11 @@ use crate::common::*;
 /// How long the server stays stopped in the first phase: longer than a
 /// call's deadline (6 s) plus the pause before the next connect (5 s).
 const STALL: Duration = Duration::from_secs(13);
+/// How long the server stays stopped in the second phase before SIGTERM:
+/// long enough for the next checkpoints (one a second) to have sent a call
+/// the server leaves unanswered, so that the signal finds the run blocked
+/// in that call (whose deadline is 6 s) or failing at once after it.
+const STOPPED_BEFORE_TERM: Duration = Duration::from_secs(3);
 /// How long latscope may take to exit on SIGTERM while the server is
 /// stopped.
 const EXIT_BOUND: Duration = Duration::from_secs(10);
@@ -115,7 +120,7 @@ fn a_server_that_stops_answering_holds_up_neither_the_run_nor_its_exit() {
 
     // Phase 2: stopped again, then SIGTERM: latscope exits within seconds.
     pg.signal("STOP");
-    std::thread::sleep(Duration::from_secs(8));
+    std::thread::sleep(STOPPED_BEFORE_TERM);
     let measured = t0.elapsed();
     let ok = std::process::Command::new("kill")
         .args(["-TERM", &run.id().to_string()])
@@ -168,7 +173,7 @@ fn a_server_that_stops_answering_holds_up_neither_the_run_nor_its_exit() {
         let total = stored_seconds(u);
         println!("no rescue file; {total} seconds stored");
         assert!(
-            total >= after + 8 * cpus,
+            total >= after + STOPPED_BEFORE_TERM.as_secs() as i64 * cpus,
             "no rescue file and only {total} seconds stored (had {after} before the second stall)"
         );
     }

@@ -36,6 +36,8 @@ fn fixture() -> &'static Fixture {
             "run",
             "--duration",
             "2s",
+            "--warmup",
+            "500ms",
             "--workload",
             "cpu",
             "--trace",
@@ -60,7 +62,7 @@ fn fixture() -> &'static Fixture {
             "--cell-duration",
             "2s",
             "--warmup",
-            "1s",
+            "500ms",
             "--quiet",
             "--store",
             s,
@@ -350,10 +352,16 @@ fn a_real_browser_loads_the_page_without_errors_and_paints_it() {
         "chromium did not report a deliberate script error; stderr: {err}"
     );
 
+    // One load of the page gives its DOM, its console and its screenshot.
+    let shot = dir.path().join("report.png");
     let (dom, err) = browse(
         &browser,
         &profile,
-        &["--dump-dom".to_string()],
+        &[
+            "--dump-dom".to_string(),
+            format!("--screenshot={}", shot.display()),
+            "--window-size=1200,3000".to_string(),
+        ],
         &f.traced_path,
     );
     let console = console_lines(&err);
@@ -361,17 +369,6 @@ fn a_real_browser_loads_the_page_without_errors_and_paints_it() {
     for want in ["id=\"cell-0\"", "id=\"forecast\"", "<svg class=\"plot\""] {
         assert!(dom.contains(want), "the loaded page lacks {want}");
     }
-
-    let shot = dir.path().join("report.png");
-    let (_, err) = browse(
-        &browser,
-        &profile,
-        &[
-            format!("--screenshot={}", shot.display()),
-            "--window-size=1200,3000".to_string(),
-        ],
-        &f.traced_path,
-    );
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {err}"));
     let colours = png_colours(&png);
     eprintln!(

@@ -301,17 +301,17 @@ fn a_quick_suite_runs_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("suite.json");
-    // The quick preset's grid (3 probes x 4 workloads) with 2 s cells and a
-    // 0.5 s warm-up instead of 10 s and 2 s: the grid, the characterization
-    // of every cell (at least two readings: one a second and one at the
-    // cell's end, as in the test above) and the summary matrix are what
-    // this proves; the preset's own durations are checked by
-    // engine::suite's unit tests.
+    // The quick preset's grid (3 probes x 4 workloads) with 1.5 s cells and
+    // a 0.5 s warm-up instead of 10 s and 2 s: the grid, the
+    // characterization of every cell (at least two readings: one after a
+    // second and one at the cell's end, 0.5 s later, as in the test above)
+    // and the summary matrix are what this proves; the preset's own
+    // durations are checked by engine::suite's unit tests.
     let o = latscope(&[
         "suite",
         "--quick",
         "--cell-duration",
-        "2s",
+        "1500ms",
         "--warmup",
         "500ms",
         "--store",
