@@ -18,6 +18,11 @@ use latscope_trace::{Comm, Decoded, EventKind, Names, TraceEvent, Tracer, Tracer
 /// The two backends read the clock at different instants of one
 /// tracepoint; the host can stop the vCPU between them (see bpf_timer.rs).
 const SAME_INSTANT_NS: u64 = 20_000;
+/// A pair further apart than SAME_INSTANT_NS but within this is one event
+/// split by the host stopping the vCPU between the two backends' handlers
+/// (CI saw 23 and 26 µs): counted apart from the misses, which an event in
+/// one backend only would be.
+const SPLIT_NS: u64 = 1_000_000;
 /// Events this close to either end may be in one backend only.
 const EDGE_NS: u64 = 20_000_000;
 
@@ -208,9 +213,10 @@ fn add(seen: &mut Seen, (kind, fields): (String, String), time: u64) {
         .push(time);
 }
 
-/// Of `a`'s events in [lo, hi], how many have a partner in `b` with the
-/// same fields within SAME_INSTANT_NS (each partner used once), and the
-/// clock differences of the pairs.
+/// Of `a`'s events in [lo, hi], how many there are, how many have a
+/// partner in `b` with the same fields within SAME_INSTANT_NS (each partner
+/// used once), and how many others have one within SPLIT_NS; the clock
+/// differences of the pairs.
 fn matched(
     a: &HashMap<String, Vec<u64>>,
     b: Option<&HashMap<String, Vec<u64>>>,
@@ -218,29 +224,49 @@ fn matched(
     hi: u64,
     diffs: &mut Vec<u64>,
     unmatched: &mut Vec<String>,
-) -> (usize, usize) {
-    let (mut total, mut found) = (0, 0);
+) -> (usize, usize, usize) {
+    let (mut total, mut found, mut split) = (0, 0, 0);
     for (fields, times) in a {
         let mut partners: Vec<u64> = b.and_then(|b| b.get(fields)).cloned().unwrap_or_default();
         partners.sort_unstable();
         let mut used = vec![false; partners.len()];
-        for &t in times.iter().filter(|&&t| t >= lo && t <= hi) {
+        let in_range: Vec<u64> = times
+            .iter()
+            .copied()
+            .filter(|&t| t >= lo && t <= hi)
+            .collect();
+        let mut unpaired = Vec::new();
+        for &t in &in_range {
             total += 1;
-            let best = partners
-                .iter()
-                .enumerate()
-                .filter(|(i, &p)| !used[*i] && p.abs_diff(t) < SAME_INSTANT_NS)
-                .min_by_key(|(_, &p)| p.abs_diff(t));
-            if let Some((i, &p)) = best {
+            match nearest(&partners, &used, t, SAME_INSTANT_NS) {
+                Some(i) => {
+                    used[i] = true;
+                    found += 1;
+                    diffs.push(partners[i].abs_diff(t));
+                }
+                None => unpaired.push(t),
+            }
+        }
+        for t in unpaired {
+            if let Some(i) = nearest(&partners, &used, t, SPLIT_NS) {
                 used[i] = true;
-                found += 1;
-                diffs.push(p.abs_diff(t));
+                split += 1;
             } else if unmatched.len() < 5 {
                 unmatched.push(format!("{fields} @ {t}"));
             }
         }
     }
-    (total, found)
+    (total, found, split)
+}
+
+/// The unused partner nearest `t`, if it is within `within`.
+fn nearest(partners: &[u64], used: &[bool], t: u64, within: u64) -> Option<usize> {
+    partners
+        .iter()
+        .enumerate()
+        .filter(|(i, &p)| !used[*i] && p.abs_diff(t) < within)
+        .min_by_key(|(_, &p)| p.abs_diff(t))
+        .map(|(i, _)| i)
 }
 
 #[test]
@@ -336,17 +362,17 @@ fn the_recorder_sees_what_perf_sees() {
         let empty = HashMap::new();
         let p = perf.get(kind).unwrap_or(&empty);
         let o = ours.get(kind).unwrap_or(&empty);
-        let (pn, pf) = matched(p, Some(o), lo, hi, &mut diffs, &mut unmatched);
-        let (on, of) = matched(o, Some(p), lo, hi, &mut Vec::new(), &mut unmatched);
+        let (pn, pf, ps) = matched(p, Some(o), lo, hi, &mut diffs, &mut unmatched);
+        let (on, of, os) = matched(o, Some(p), lo, hi, &mut Vec::new(), &mut unmatched);
         println!(
-            "  {kind}: perf {pf}/{pn} found in BPF, BPF {of}/{on} found in perf {unmatched:?}"
+            "  {kind}: perf {pf}/{pn} found in BPF ({ps} split), BPF {of}/{on} found in perf ({os} split) {unmatched:?}"
         );
-        // Allow a very few misses (perf_lost aside): a pair split by the
-        // host stopping the vCPU for longer than SAME_INSTANT_NS.
-        // Perf cannot see events of its own interrupt work (recursion), so
-        // BPF alone may hold an irq_work vector and the wake-up it does.
+        // Pairs split by the host are the same event in both. Allow a
+        // very few misses besides (perf_lost aside): perf cannot see
+        // events of its own interrupt work (recursion), so BPF alone may
+        // hold an irq_work vector and the wake-up it does.
         let allowed = |n: usize| (n / 200).max(2);
-        if perf_lost == 0 && (pn - pf > allowed(pn) || on - of > allowed(on)) {
+        if perf_lost == 0 && (pn - pf - ps > allowed(pn) || on - of - os > allowed(on)) {
             failures.push(kind.clone());
         }
     }
