@@ -78,6 +78,7 @@ fn main() -> ExitCode {
     ];
     let mut failed = Vec::new();
     let (mut passed, mut skipped) = (0, 0);
+    let started = Instant::now();
     for (name, test) in tests {
         if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
             continue;
@@ -99,9 +100,10 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "\ntest result: {}. {passed} passed; {} failed; {skipped} skipped",
+        "\ntest result: {}. {passed} passed; {} failed; {skipped} skipped; finished in {:.2}s",
         if failed.is_empty() { "ok" } else { "FAILED" },
-        failed.len()
+        failed.len(),
+        started.elapsed().as_secs_f64()
     );
     if failed.is_empty() {
         ExitCode::SUCCESS
