@@ -279,8 +279,8 @@ mod tests {
     /// The file's errors name it, with the line where the parser knows it.
     #[test]
     fn a_task_file_is_read_and_checked_as_a_set() {
-        let dir = std::env::temp_dir().join(format!("latscope-taskfile-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let read = |name: &str, text: &str| {
             let path = dir.join(name);
             std::fs::write(&path, text).unwrap();
@@ -300,7 +300,6 @@ mod tests {
         assert_eq!(twice, "D/twice.toml: two tasks are named 'a'");
         let missing = read_tasks(&dir.join("missing.toml")).unwrap_err();
         assert!(matches!(missing, ReadTasksError::Read { .. }), "{missing}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
