@@ -145,7 +145,7 @@ fn one_pair(cpu: u32) -> Judged {
                     "--priority",
                     "80",
                     "--duration",
-                    "6s",
+                    "4s",
                     "--gap-min",
                     "150us",
                 ],
@@ -185,10 +185,10 @@ fn one_pair(cpu: u32) -> Judged {
     eprintln!(
         "noise known answer: the interferer added {added:.1} interruptions/s (expected 100) and {added_pct:.2}% noise (expected 3%); median {p50:.0} ns (the interferer's bursts: median {burst_p50:.0} ns)"
     );
-    assert!(bursts >= 500, "interferer ran ({bursts})");
+    assert!(bursts >= 330, "interferer ran ({bursts})");
     assert!(
-        (1.5..=4.0).contains(&active_s),
-        "active {active_s} s of 6 s at 33/33 ms"
+        (1.0..=2.7).contains(&active_s),
+        "active {active_s} s of 4 s at 33/33 ms"
     );
     // The interferer adds 100 interruptions of 300 µs per second, 3% of
     // the time: a control with more than 5 per second or 0.5% of its own

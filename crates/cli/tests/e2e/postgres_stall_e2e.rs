@@ -16,13 +16,18 @@ use crate::common::pg_cluster::Cluster;
 use crate::common::postgres::query_i64;
 use crate::common::*;
 
+/// The run's URL sets a statement timeout of 2 s and a connect timeout of
+/// 2 s, as a user may (docs/store.md, "Timeouts"): a call's deadline is
+/// then 3 s (the statement's timeout and a second), half the default's, and
+/// the test half as long. The mechanism tested is the same.
+const URL_TIMEOUTS: &str = "connect_timeout=2&options=-c%20statement_timeout%3D2s";
 /// How long the server stays stopped in the first phase: longer than a
-/// call's deadline (6 s) plus the pause before the next connect (5 s).
-const STALL: Duration = Duration::from_secs(13);
+/// call's deadline (3 s) plus the pause before the next connect (5 s).
+const STALL: Duration = Duration::from_secs(10);
 /// How long the server stays stopped in the second phase before SIGTERM:
 /// long enough for the next checkpoints (one a second) to have sent a call
 /// the server leaves unanswered, so that the signal finds the run blocked
-/// in that call (whose deadline is 6 s) or failing at once after it.
+/// in that call (whose deadline is 3 s) or failing at once after it.
 const STOPPED_BEFORE_TERM: Duration = Duration::from_secs(3);
 /// How long latscope may take to exit on SIGTERM while the server is
 /// stopped.
@@ -59,7 +64,8 @@ fn a_server_that_stops_answering_holds_up_neither_the_run_nor_its_exit() {
     let Some(pg) = Cluster::start() else { return };
     let _g = serial();
     let cwd = tempfile::tempdir().unwrap();
-    let u = pg.url.as_str();
+    let url = format!("{}?{URL_TIMEOUTS}", pg.url);
+    let u = url.as_str();
     let mut run = bin()
         .args([
             "run",

@@ -19,7 +19,8 @@ use crate::common::control::too_noisy;
 use crate::common::*;
 use serde_json::Value;
 
-/// One measurement of `seconds` with `slack` as a normal thread on `cpu`.
+/// One 2 s measurement with `slack` as a normal thread on `cpu` (about
+/// 2,000 samples at 1 ms: their median moves by a few µs between runs).
 fn measure(dir: &std::path::Path, name: &str, cpu: u32, policy: &str, slack: &str) -> Value {
     let json = dir.join(format!("{name}.json"));
     let store = store_in(dir);
@@ -34,7 +35,7 @@ fn measure(dir: &std::path::Path, name: &str, cpu: u32, policy: &str, slack: &st
         "--period",
         "1ms",
         "--duration",
-        "3s",
+        "2s",
         "--store",
         store.to_str().unwrap(),
         "--json",
