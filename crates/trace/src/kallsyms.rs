@@ -238,6 +238,30 @@ ffffffffc0001080 T mod_fn2\t[mymod]
         assert_eq!(k.resolve(0xffffffffb0000000), None);
     }
 
+    /// Among aliases at one address the lookup names a global symbol over
+    /// a local one, then a name without a leading underscore, whatever
+    /// order the lines came in; lines out of address order are sorted.
+    #[test]
+    fn aliases_prefer_global_then_plain_names_in_any_line_order() {
+        let text = "\
+ffffffffc0001000 t mod_fn\t[mymod]
+ffffffff81000000 T startup_64
+ffffffff81000000 T _stext
+ffffffff81000100 T do_work
+ffffffff81000100 t do_work_alias
+ffffffff81000200 T __sys_call
+ffffffff81000200 t sys_call
+";
+        let k = Kallsyms::parse(text).unwrap();
+        assert_eq!(k.resolve(0xffffffff81000000).unwrap().name, "startup_64");
+        assert_eq!(k.resolve(0xffffffff81000104).unwrap().name, "do_work");
+        // Global before plain: the global name with underscores wins.
+        assert_eq!(k.resolve(0xffffffff81000200).unwrap().name, "__sys_call");
+        assert_eq!(k.resolve(0xffffffff810000ff).unwrap().name, "startup_64");
+        let m = k.resolve(0xffffffffc0001000).unwrap();
+        assert_eq!((m.name, m.module), ("mod_fn", Some("mymod")));
+    }
+
     #[test]
     fn hidden_addresses_are_unavailable() {
         let hidden = "0000000000000000 T _stext\n0000000000000000 t helper\n";
