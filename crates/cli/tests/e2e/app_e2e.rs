@@ -17,7 +17,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use crate::common::control::{control_below_and_interfered, too_noisy};
+use crate::common::control::{control_below_and_interfered, poisson_upper_95, too_noisy};
 use crate::common::*;
 use serde_json::Value;
 
@@ -114,10 +114,14 @@ fn a_blocking_interferer_every_second_gives_one_underrun_a_second_and_its_contro
     assert!(b >= 4, "the interferer ran ({b} bursts)");
     // Every burst inside the run's 5 s makes one long underrun; the
     // interferer starts a little before the run and ends a little after,
-    // so up to two of its bursts fall outside.
+    // so up to two of its bursts fall outside. The host may add long ones
+    // of its own: as many as a control that counted `ctl_long` in as long
+    // a run leaves possible (its 95 % upper bound; seen in CI: 8 for 7
+    // bursts after a control with none).
+    let host = poisson_upper_95(ctl_long).ceil() as u64;
     assert!(
-        long_ + 2 >= b && long_ <= b + ctl_long,
-        "one long underrun per burst: {long_} for {b} bursts"
+        long_ + 2 >= b && long_ <= b + host,
+        "one long underrun per burst: {long_} for {b} bursts, the host's {host} at most"
     );
     // None is longer than the burst and the work after it.
     let max = metrics(&runs.interfered, "app.underrun")[0]["max_ns"]
