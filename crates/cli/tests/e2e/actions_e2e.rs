@@ -91,33 +91,36 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
             )
         },
     );
-    let (ctl_eps, ctl_acted, _) = &runs.control;
+    let (ctl_eps, ctl_acted, ctl_err) = &runs.control;
     let (eps, acted, err) = &runs.interfered;
     eprintln!(
-        "control: {} episodes, {} actions; interfered: {} episodes, {} actions ({} bursts)",
+        "control: {} episodes, {} actions ({}); interfered: {} episodes, {} actions ({} bursts; {})",
         ctl_eps.len(),
         ctl_acted.len(),
+        summary(ctl_err),
         eps.len(),
         acted.len(),
-        bursts.interfered.len()
+        bursts.interfered.len(),
+        summary(err),
     );
-    // Every episode gets its action once, in both runs, whatever the host
-    // adds.
-    let seqs = |v: &[Value], key: &dyn Fn(&Value) -> u64| {
-        let mut s: Vec<u64> = v.iter().map(key).collect();
-        s.sort_unstable();
-        s
-    };
-    assert_eq!(
-        seqs(ctl_acted, &|a| a["episode"]["seq"].as_u64().unwrap()),
-        seqs(ctl_eps, &|e| e["seq"].as_u64().unwrap()),
-        "control"
+    // The interferer's episodes: about 14 a second for 5 s; at least 20
+    // beyond the control's, unless the host alone made so many that the
+    // difference says nothing (seen in CI: 21 in a control).
+    let noisy = too_noisy(
+        "control: episodes above 300 µs in 5 s",
+        30.0,
+        ctl_eps.len() as f64,
     );
-    assert_eq!(
-        seqs(acted, &|a| a["episode"]["seq"].as_u64().unwrap()),
-        seqs(eps, &|e| e["seq"].as_u64().unwrap()),
-        "with the interferer"
-    );
+    // Every episode gets its action once, in both runs. Only on a host
+    // that floods the run with episodes (seen: 449 in 5 s, most in the
+    // last checkpoint) may a batch outgrow the action queue: the episodes
+    // whose action was dropped must then be the ones counted as dropped.
+    for (name, eps, acted, err) in [
+        ("control", ctl_eps, ctl_acted, ctl_err),
+        ("with the interferer", eps, acted, err),
+    ] {
+        each_acted_once_or_counted(name, eps, acted, err, noisy.is_none());
+    }
     for a in acted {
         assert!(
             a["episode"]["latency_ns"].as_u64().unwrap() > 300_000,
@@ -126,20 +129,7 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
         assert_eq!(a["episode"]["cpu"].as_u64().unwrap(), u64::from(cpu));
         assert!(a["run_id"].as_u64().is_some());
     }
-    assert!(
-        err.contains("0 failed, 0 over --action-limit, 0 dropped"),
-        "{err}"
-    );
-    // The interferer's episodes: about 14 a second for 5 s; at least 20
-    // beyond the control's, unless the host alone made so many that the
-    // difference says nothing (seen in CI: 21 in a control).
-    if too_noisy(
-        "control: episodes above 300 µs in 5 s",
-        30.0,
-        ctl_eps.len() as f64,
-    )
-    .is_some()
-    {
+    if noisy.is_some() {
         return;
     }
     assert!(
@@ -148,6 +138,64 @@ fn an_action_fires_once_per_episode_of_a_known_interferer_and_not_without_it() {
         acted.len(),
         ctl_acted.len()
     );
+}
+
+/// The run's closing line about its actions.
+fn summary(err: &str) -> &str {
+    err.lines()
+        .find(|l| l.contains("threshold actions:"))
+        .unwrap_or("no summary line")
+}
+
+/// The count before `what` in the summary line (`5 ran`, `0 failed`, ...).
+fn counted(err: &str, what: &str) -> usize {
+    let line = summary(err);
+    let at = line
+        .find(what)
+        .unwrap_or_else(|| panic!("no '{what}' in {line}"));
+    let n = line[..at].trim_end().rsplit([' ', ':']).next().unwrap();
+    n.parse()
+        .unwrap_or_else(|_| panic!("'{n}' before '{what}' in {line}"))
+}
+
+/// Each episode's action ran once (the command got it on stdin); none
+/// failed or was over the limit; those that did not run were counted as
+/// dropped, which only a flooded host (`quiet` false) allows at all. A
+/// run without episodes says nothing about actions.
+fn each_acted_once_or_counted(name: &str, eps: &[Value], acted: &[Value], err: &str, quiet: bool) {
+    let mut got: Vec<u64> = acted
+        .iter()
+        .map(|a| a["episode"]["seq"].as_u64().unwrap())
+        .collect();
+    got.sort_unstable();
+    let all: Vec<u64> = eps.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    if all.is_empty() {
+        assert!(got.is_empty(), "{name}: actions without episodes");
+        assert!(!err.contains("threshold actions:"), "{name}: {err}");
+        return;
+    }
+    let dropped = counted(err, "dropped (queue full)");
+    assert!(
+        got.windows(2).all(|w| w[0] < w[1]),
+        "{name}: twice: {got:?}"
+    );
+    assert!(
+        got.iter().all(|s| all.contains(s)),
+        "{name}: not an episode"
+    );
+    assert_eq!(counted(err, "ran"), got.len(), "{name}: {err}");
+    assert_eq!(got.len() + dropped, all.len(), "{name}: {err}");
+    assert!(
+        summary(err).contains(" 0 failed, 0 over --action-limit, "),
+        "{name}: {err}"
+    );
+    assert!(
+        summary(err).ends_with(" 0 abandoned at shutdown"),
+        "{name}: {err}"
+    );
+    if quiet {
+        assert_eq!(dropped, 0, "{name}: {err}");
+    }
 }
 
 #[test]
