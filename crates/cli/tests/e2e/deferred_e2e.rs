@@ -323,9 +323,10 @@ fn episodes_name_the_backlog(doc: &Value) {
 
 /// Counts and total times on every CPU (latscope's interrupt and
 /// deferred-work statistics are system-wide) per 50 ms bucket of the
-/// clock, as maps printed at exit: `@tc`/`@tt` per timer-wheel callback
-/// function, `@nc`/`@nt` per NAPI device (timed from the NET_RX softirq's
-/// entry or the previous poll on that CPU, as latscope times it).
+/// clock, as maps printed at exit: `@tc`/`@tt`/`@tx` (count, total,
+/// longest) per timer-wheel callback function, `@nc`/`@nt`/`@nx` per NAPI
+/// device (timed from the NET_RX softirq's entry or the previous poll on
+/// that CPU, as latscope times it).
 /// Aggregating, not printing per event: a `printf` in a probe costs
 /// microseconds, which would land inside the intervals latscope measures
 /// from its own programs on the same tracepoints. bpftrace's probes run
@@ -333,7 +334,7 @@ fn episodes_name_the_backlog(doc: &Value) {
 /// falls inside latscope's interval, and what its entry probe does after
 /// reading it at the softirq's entry inside bpftrace's: the NAPI probe
 /// therefore does its lookups, names the instance (once) and counts before
-/// it reads the clock it times with, leaving two map updates after it
+/// it reads the clock it times with, leaving three map updates after it
 /// against the entry probe's one. Reading the clock first and counting
 /// after made latscope's polls 0.4-0.6 µs longer each, 1.8 µs on a slow
 /// host (a string copy there made them 10 % longer). It keys by the
@@ -342,7 +343,7 @@ const BPFTRACE: &str = r#"
 tracepoint:timer:timer_expire_entry { @ts[cpu] = nsecs; @tm[cpu] = args->timer; @fn[cpu] = args->function; }
 tracepoint:timer:timer_expire_exit {
   $t = nsecs; $s = @ts[cpu];
-  if ($s && @tm[cpu] == args->timer) { $b = $s / 50000000; $f = @fn[cpu]; @tc[ksym($f), $b] = count(); @tt[ksym($f), $b] = sum($t - $s); }
+  if ($s && @tm[cpu] == args->timer) { $b = $s / 50000000; $f = @fn[cpu]; @tc[ksym($f), $b] = count(); @tt[ksym($f), $b] = sum($t - $s); @tx[ksym($f), $b] = max($t - $s); }
   @ts[cpu] = 0;
 }
 tracepoint:irq:softirq_entry /args->vec == 3/ { @mark[cpu] = nsecs; }
@@ -353,7 +354,7 @@ tracepoint:napi:napi_poll {
   $b = nsecs / 50000000;
   if ($m) { @nc[args->napi, $b] = count(); }
   $t = nsecs;
-  if ($m) { @nt[args->napi, $b] = sum($t - $m); @mark[cpu] = $t; }
+  if ($m) { @nt[args->napi, $b] = sum($t - $m); @nx[args->napi, $b] = max($t - $m); @mark[cpu] = $t; }
 }
 END { clear(@ts); clear(@tm); clear(@fn); clear(@mark); clear(@named); }
 "#;
@@ -438,16 +439,16 @@ impl Bpftrace {
     }
 }
 
-/// (count, total ns) per `kind:source` from bpftrace's maps, over the
-/// buckets that overlap the span: a superset of it by less than a bucket
-/// at each end (about 2 % of a 4 s run).
-fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64)> {
+/// (count, total ns, longest ns) per `kind:source` from bpftrace's maps,
+/// over the buckets that overlap the span: a superset of it by less than a
+/// bucket at each end (about 2 % of a 4 s run).
+fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64, u64)> {
     // `@nn[0xffff888…]: (no_device)`: a NAPI instance's device.
     let devices: BTreeMap<&str, &str> = lines
         .iter()
         .filter_map(|l| l.strip_prefix("@nn[")?.split_once("]: "))
         .collect();
-    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut out: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
     for l in lines {
         // `@tc[process_timeout, 34523]: 12`
         let Some((key, value)) = l.split_once("]: ") else {
@@ -465,11 +466,13 @@ fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64
         if bucket * BUCKET_NS >= to || (bucket + 1) * BUCKET_NS <= from {
             continue;
         }
-        let (kind, total) = match map {
-            "@tc" => ("timer", false),
-            "@tt" => ("timer", true),
-            "@nc" => ("napi", false),
-            "@nt" => ("napi", true),
+        let (kind, field) = match map {
+            "@tc" => ("timer", 0),
+            "@tt" => ("timer", 1),
+            "@tx" => ("timer", 2),
+            "@nc" => ("napi", 0),
+            "@nt" => ("napi", 1),
+            "@nx" => ("napi", 2),
             _ => continue,
         };
         let name = if kind == "napi" {
@@ -478,10 +481,10 @@ fn tally(lines: &[String], (from, to): (u64, u64)) -> BTreeMap<String, (u64, u64
             name
         };
         let e = out.entry(format!("{kind}:{name}")).or_default();
-        if total {
-            e.1 += value;
-        } else {
-            e.0 += value;
+        match field {
+            0 => e.0 += value,
+            1 => e.1 += value,
+            _ => e.2 = e.2.max(value),
         }
     }
     out
@@ -539,16 +542,23 @@ fn bpftrace_case() {
     // 2026-11-28: 549 process_timeout runs and 5.7 ms against bpftrace's
     // 544 and 3.6 ms). The runs latscope counted beyond bpftrace's are
     // allowed latscope's longest run each.
+    //
+    // And one run the host stalled between the two tools' clock reads
+    // (after bpftrace's probe read it, before latscope's did) is one
+    // tool's alone however the spans fall (CI, 2026-11-29: 492 runs and
+    // 6.9 ms against bpftrace's 483 and 8.5 ms, latscope's longest 35 µs).
+    // The two longest runs are then far apart: the difference is allowed
+    // once.
     let near_time = |a: u64, b: u64, n: u64, extra: u64| {
         (a as f64 - b as f64).abs() <= 0.1 * b as f64 + 500.0 * n as f64 + extra as f64
     };
     let mut disagree = Vec::new();
     let mut compared = 0;
-    for (name, &(n, total)) in theirs.iter().filter(|(_, v)| v.0 >= 200) {
+    for (name, &(n, total, their_longest)) in theirs.iter().filter(|(_, v)| v.0 >= 200) {
         let (m, mt, longest) = ours.get(name).copied().unwrap_or_default();
-        let extra = m.saturating_sub(n) * longest;
+        let extra = m.saturating_sub(n) * longest + their_longest.abs_diff(longest);
         eprintln!(
-            "{name}: bpftrace {n} runs, {total} ns; latscope {m} runs, {mt} ns (longest {longest} ns)"
+            "{name}: bpftrace {n} runs, {total} ns (longest {their_longest} ns); latscope {m} runs, {mt} ns (longest {longest} ns)"
         );
         if !near(m, n) || !near_time(mt, total, n, extra) {
             disagree.push(format!("{name}: {m} runs, {mt} ns against {n}, {total}"));
