@@ -75,7 +75,7 @@ fn cyclictest_files_import_with_cyclictests_own_counts_min_and_max() {
         args.extend(["-m".into(), "-p".into(), "95".into()]);
     }
     let out = {
-        let _guard = serial();
+        let _guard = shared();
         Command::new("cyclictest").args(&args).output().unwrap()
     };
     assert!(
@@ -189,7 +189,7 @@ fn oslat_files_import_with_oslats_own_counts_and_maximum() {
     let path = dir.path().join("os.json");
     let store = store_in(dir.path()).to_str().unwrap().to_string();
     let out = {
-        let _guard = serial();
+        let _guard = shared();
         Command::new("oslat")
             .args(["-D", "2", "-q", &format!("--json={}", path.display())])
             .output()
@@ -252,7 +252,7 @@ fn oslat_files_import_with_oslats_own_counts_and_maximum() {
 /// Runs latscope for two seconds on CPU 0 and returns the store.
 fn measured(dir: &Path) -> String {
     let store = store_in(dir).to_str().unwrap().to_string();
-    let _guard = serial();
+    let _guard = shared();
     let o = latscope(&[
         "run",
         "--duration",

@@ -33,7 +33,7 @@ fn duration_s(doc: &serde_json::Value) -> f64 {
 
 #[test]
 fn stop_above_ends_the_run_at_once_stores_it_and_exits_3() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");
@@ -62,7 +62,7 @@ fn stop_above_ends_the_run_at_once_stores_it_and_exits_3() {
 
 #[test]
 fn fail_above_measures_to_the_end_then_exits_3() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");
@@ -77,7 +77,7 @@ fn fail_above_measures_to_the_end_then_exits_3() {
 
 #[test]
 fn limits_never_reached_exit_0() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("out.json");

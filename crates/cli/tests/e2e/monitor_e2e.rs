@@ -55,7 +55,7 @@ fn promtool_accepts(body: &str) {
 
 #[test]
 fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let mut d = Daemon::start(&[
@@ -171,7 +171,7 @@ fn serves_metrics_keeps_windows_and_stops_cleanly_on_sigterm() {
 
 #[test]
 fn sighup_starts_a_new_epoch_with_the_new_period_and_keeps_what_was_measured() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let config = dir.path().join("monitor.toml");
@@ -236,7 +236,7 @@ fn sighup_starts_a_new_epoch_with_the_new_period_and_keeps_what_was_measured() {
 /// SIGTERM (it used to exit at once with its run left open).
 #[test]
 fn sighup_settings_that_cannot_be_applied_are_refused_and_the_run_still_closes() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let config = dir.path().join("monitor.toml");
@@ -289,7 +289,7 @@ fn sighup_settings_that_cannot_be_applied_are_refused_and_the_run_still_closes()
 
 #[test]
 fn kill_9_loses_at_most_one_persistence_interval() {
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let mut d = Daemon::start(&[

@@ -74,7 +74,7 @@ fn prometheus_agrees_with_the_daemon_after_ten_seconds_of_scraping() {
         return;
     };
     assert!(version.status.success());
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
 

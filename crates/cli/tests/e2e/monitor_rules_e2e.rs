@@ -285,7 +285,7 @@ fn every_rule_and_dashboard_query_returns_series_from_a_real_monitor() {
         return;
     }
     let (panels, label_values) = dashboard_queries();
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
 

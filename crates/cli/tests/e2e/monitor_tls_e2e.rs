@@ -115,7 +115,7 @@ fn prometheus_scrapes_over_tls_with_basic_auth_and_others_are_refused() {
         return;
     };
     assert!(version.status.success());
-    let _g = serial();
+    let _g = shared();
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
 

@@ -34,7 +34,7 @@ fn no_secret(o: &Output, secret: &str, what: &[&str]) {
 #[test]
 fn every_command_works_on_a_postgres_store_and_never_shows_the_password() {
     let Some(db) = fresh_database() else { return };
-    let _g = serial();
+    let _g = shared();
     let secret = password(&db.url).unwrap_or_default();
     let u = db.url.as_str();
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +164,7 @@ fn every_command_works_on_a_postgres_store_and_never_shows_the_password() {
 #[test]
 fn eight_processes_writing_runs_at_once_lose_nothing() {
     let Some(db) = fresh_database() else { return };
-    let _g = serial();
+    let _g = shared();
     let u = db.url.as_str();
     let children: Vec<_> = (0..8)
         .map(|_| {
@@ -275,7 +275,7 @@ fn local_runs(store: &std::path::Path, runs: i64) {
 #[test]
 fn a_push_to_postgres_killed_part_way_leaves_only_whole_runs_and_pull_brings_them_back() {
     let Some(db) = fresh_database() else { return };
-    let _g = serial();
+    let _g = shared();
     let secret = password(&db.url).unwrap_or_default();
     let u = db.url.as_str();
     let dir = tempfile::tempdir().unwrap();

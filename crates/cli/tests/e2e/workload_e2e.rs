@@ -301,19 +301,20 @@ fn a_quick_suite_runs_to_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let store = store_in(dir.path());
     let json = dir.path().join("suite.json");
-    // The quick preset's grid (3 probes x 4 workloads) with 1.5 s cells and
-    // a 0.5 s warm-up instead of 10 s and 2 s: the grid, the
+    // The quick preset's grid (3 probes x 4 workloads) with 1.2 s cells and
+    // a 0.3 s warm-up instead of 10 s and 2 s: the grid, the
     // characterization of every cell (at least two readings: one after a
-    // second and one at the cell's end, 0.5 s later, as in the test above)
-    // and the summary matrix are what this proves; the preset's own
-    // durations are checked by engine::suite's unit tests.
+    // second and one at the cell's end, 0.2 s later) and the summary matrix
+    // are what this proves; the preset's own durations are checked by
+    // engine::suite's unit tests. stress-ng's workers are running within
+    // the warm-up (the cpu cells are over 90 % busy, checked below).
     let o = latscope(&[
         "suite",
         "--quick",
         "--cell-duration",
-        "1500ms",
+        "1200ms",
         "--warmup",
-        "500ms",
+        "300ms",
         "--store",
         store.to_str().unwrap(),
         "--json",

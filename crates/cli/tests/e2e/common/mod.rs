@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
 
@@ -16,12 +16,26 @@ pub mod pg_cluster;
 pub mod postgres;
 pub mod prometheus;
 
-/// Measurements on a 2-CPU machine disturb each other: tests that measure
-/// take this lock so they run one at a time.
-static MEASURING: Mutex<()> = Mutex::new(());
+/// Measurements on a 2-CPU machine disturb each other. A test whose
+/// assertions a neighbour's run could change (a latency, a count of
+/// interruptions, a rate) takes [`serial`] and runs alone among the tests
+/// that take either guard. A test that runs latscope but asserts nothing
+/// another run beside it changes (exit codes, stored rows, files, signals,
+/// what a server serves) and whose own runs are light (a timer probe, a
+/// monitor, a store's I/O: no spinning, no flood) takes [`shared`]: two of
+/// those may run at once, never beside a [`serial`] one. Tests that do not
+/// measure take neither.
+static MEASURING: RwLock<()> = RwLock::new(());
 
-pub fn serial() -> MutexGuard<'static, ()> {
-    MEASURING.lock().unwrap_or_else(|e| e.into_inner())
+/// Runs the test alone among the measuring tests.
+pub fn serial() -> RwLockWriteGuard<'static, ()> {
+    MEASURING.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs the test beside other [`shared`] tests, never beside a [`serial`]
+/// one (see [`MEASURING`]).
+pub fn shared() -> RwLockReadGuard<'static, ()> {
+    MEASURING.read().unwrap_or_else(|e| e.into_inner())
 }
 
 pub fn bin() -> Command {
