@@ -38,7 +38,7 @@ fn a_server_restarted_and_a_server_down_for_seconds_during_a_run_lose_nothing() 
         println!("skipped: needs root and PostgreSQL's pg_ctl (LATSCOPE_TEST_PG_CTL from .ci/postgres) to restart the server");
         return;
     }
-    let _g = serial();
+    let _g = shared();
     let u = db.url.as_str();
     let run = bin()
         .args([

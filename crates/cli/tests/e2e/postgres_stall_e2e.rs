@@ -62,7 +62,7 @@ fn a_server_that_stops_answering_holds_up_neither_the_run_nor_its_exit() {
         return;
     }
     let Some(pg) = Cluster::start() else { return };
-    let _g = serial();
+    let _g = shared();
     let cwd = tempfile::tempdir().unwrap();
     let url = format!("{}?{URL_TIMEOUTS}", pg.url);
     let u = url.as_str();
