@@ -22,7 +22,9 @@ pub mod prometheus;
 /// that take either guard. A test that runs latscope but asserts nothing
 /// another run beside it changes (exit codes, stored rows, files, signals,
 /// what a server serves) and whose own runs are light (a timer probe, a
-/// monitor, a store's I/O: no spinning, no flood) takes [`shared`]: two of
+/// monitor, a store's I/O; no flood, and no spinning but at a normal
+/// priority, below every measuring thread, as oslat's in the import
+/// test) takes [`shared`]: two of
 /// those may run at once, never beside a [`serial`] one. Tests that do not
 /// measure take neither.
 static MEASURING: RwLock<()> = RwLock::new(());
