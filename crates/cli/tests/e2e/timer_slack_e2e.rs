@@ -13,8 +13,8 @@
 //! at the kernel's default, if `1ns` did not take it away, if either was
 //! applied to the wrong thread, or if the slack counted twice (100 µs).
 //! The upper bound leaves the host room: over 19 CI runs the difference
-//! was 45-58 µs, and in one (2026-11-29, a run where nine other tests
-//! found the machine too noisy) 66.5 µs, both default-slack runs at about
+//! was 45-58 µs, and in one (2026-11-29, a run that printed nine
+//! `machine too noisy` lines) 66.5 µs, both default-slack runs at about
 //! 101 µs where they are usually 78-93, with the 1 ns run between them at
 //! its usual 33 µs.
 
